@@ -1,0 +1,62 @@
+//! Where a chip keeps its bytes and, for persistent backends, its state.
+//!
+//! The [`Chip`](crate::Chip) owns the rules and the in-memory state; a [`Storage`] stores
+//! raw page images (data followed by spare) and, if it is persistent, every change of block
+//! and page state, so that a chip reopened from it is the same chip.
+
+mod ram;
+pub use ram::RamStorage;
+
+#[cfg(feature = "std")]
+mod file;
+#[cfg(feature = "std")]
+pub use file::FileStorage;
+
+use crate::error::StorageError;
+use crate::state::{BlockMeta, PageMeta};
+use alloc::vec::Vec;
+
+/// Chip state recovered from a persistent backend.
+#[derive(Debug, Clone, Default)]
+pub struct StoredState {
+    /// Per flat block index.
+    pub blocks: Vec<BlockMeta>,
+    /// Flat page index and state of every page that is not in the default (erased, unread)
+    /// state.
+    pub pages: Vec<(u64, PageMeta)>,
+}
+
+/// A storage backend. Page indices are flat (see
+/// [`Geometry::page_index`](crate::Geometry::page_index)); a raw page image is
+/// `page_size + spare_size` bytes.
+///
+/// Contract: the chip calls [`read`](Storage::read) only for pages it has written since their
+/// last [`discard`](Storage::discard), so a backend need not remember erased pages.
+pub trait Storage {
+    /// Copies the stored image of `page` into `buf` (one raw page).
+    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<(), StorageError>;
+    /// Stores `image` (one raw page) as the content of `page`.
+    fn write(&mut self, page: u64, image: &[u8]) -> Result<(), StorageError>;
+    /// Forgets the content of `count` pages from `first` (a block erase).
+    fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError>;
+    /// Persists the state of flat block `block` (no-op for volatile backends).
+    fn save_block(&mut self, _block: u32, _meta: &BlockMeta) -> Result<(), StorageError> {
+        Ok(())
+    }
+    /// Persists the state of flat page `page` (no-op for volatile backends).
+    fn save_page(&mut self, _page: u64, _meta: &PageMeta) -> Result<(), StorageError> {
+        Ok(())
+    }
+    /// Persists the default state for `count` pages from `first` (after an erase).
+    fn reset_pages(&mut self, _first: u64, _count: u32) -> Result<(), StorageError> {
+        Ok(())
+    }
+    /// The state a reopened persistent backend holds; `None` for a fresh one.
+    fn stored_state(&mut self) -> Result<Option<StoredState>, StorageError> {
+        Ok(None)
+    }
+    /// Makes everything written so far durable (fsync for files).
+    fn sync(&mut self) -> Result<(), StorageError> {
+        Ok(())
+    }
+}
