@@ -342,7 +342,7 @@ mod toml_file {
         pub fn from_toml_str(text: &str) -> Result<ChipConfig, ConfigError> {
             let mut table: toml::Table = text
                 .parse()
-                .map_err(|e: toml::de::Error| ConfigError::new(error_key(&e), e.message()))?;
+                .map_err(|e: toml::de::Error| ConfigError::new(error_key(&e, text), e.message().trim()))?;
             let config: ChipConfig = match table.remove("preset") {
                 Some(toml::Value::String(name)) => {
                     let base = ChipConfig::preset(&name).ok_or_else(|| {
@@ -382,9 +382,18 @@ mod toml_file {
         // headers) so that an error's span can be turned back into the key's dotted name.
         let text = toml::to_string(&table).map_err(|e| ConfigError::new("(file)", e.to_string()))?;
         toml::from_str::<ChipConfig>(&text).map_err(|e| {
-            let key = named_key(e.message())
-                .or_else(|| e.span().map(|s| key_at(&text, s.start)))
-                .unwrap_or_else(|| String::from("(file)"));
+            let at = e.span().map(|s| key_at(&text, s.start));
+            let key = match (named_key(e.message()), at) {
+                // A missing field's span covers its table: name both.
+                (Some(field), Some(table))
+                    if e.message().contains("missing field") && !table.is_empty() =>
+                {
+                    format!("{table}.{field}")
+                }
+                (Some(field), _) => field,
+                (None, Some(k)) => k,
+                (None, None) => String::from("(file)"),
+            };
             ConfigError::new(key, e.message().trim().to_string())
         })
     }
@@ -399,9 +408,14 @@ mod toml_file {
         Some(msg[start + 1..start + 1 + len].to_string())
     }
 
-    fn error_key(e: &toml::de::Error) -> String {
+    fn error_key(e: &toml::de::Error, text: &str) -> String {
         named_key(e.message()).unwrap_or_else(|| match e.span() {
-            Some(span) => format!("(syntax at byte {})", span.start),
+            Some(span) => {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {column}")
+            }
             None => String::from("(file)"),
         })
     }

@@ -1,1 +1,35 @@
-fn main(){}
+//! `nandlab` — the command-line program of the nandlab NAND flash storage lab.
+
+mod chip_cmd;
+
+use clap::{Parser, Subcommand};
+
+/// NAND flash storage lab: a chip emulator faithful to the physics, FTLs and a simulator.
+#[derive(Debug, Parser)]
+#[command(name = "nandlab", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect emulated NAND chips: presets, configurations and chip images.
+    #[command(subcommand)]
+    Chip(chip_cmd::ChipCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Chip(cmd) => chip_cmd::run(cmd),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line per cause, no backtrace: errors here are the user's input.
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Helpers shared by the nand integration tests.
+#![allow(dead_code)]
+
+use nand::{BlockAddr, Chip, ChipConfig, PhysAddr};
+
+pub fn config(preset: &str) -> ChipConfig {
+    ChipConfig::preset(preset).expect("preset")
+}
+
+pub fn chip(preset: &str) -> Chip {
+    Chip::ram(config(preset)).expect("chip")
+}
+
+pub fn block(chip: &Chip<impl nand::Storage>, index: u32) -> BlockAddr {
+    chip.geometry().block_at(index).expect("block in range")
+}
+
+pub fn page(chip: &Chip<impl nand::Storage>, block_index: u32, page: u32) -> PhysAddr {
+    block(chip, block_index).page(page).expect("page in range")
+}
+
+/// A deterministic data pattern for (block, page).
+pub fn pattern(len: usize, tag: u64) -> Vec<u8> {
+    let mut x = tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+pub fn buffers(chip: &Chip<impl nand::Storage>, tag: u64) -> (Vec<u8>, Vec<u8>) {
+    let g = chip.geometry();
+    (
+        pattern(g.page_size as usize, tag),
+        pattern(g.spare_size as usize, tag ^ 0xABCD),
+    )
+}
+
+pub fn read_page(chip: &mut Chip<impl nand::Storage>, addr: PhysAddr) -> (Vec<u8>, Vec<u8>) {
+    let g = *chip.geometry();
+    let mut d = vec![0u8; g.page_size as usize];
+    let mut s = vec![0u8; g.spare_size as usize];
+    chip.read(nand::Nanos::ZERO, addr, &mut d, &mut s).expect("read");
+    (d, s)
+}
