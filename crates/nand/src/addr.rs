@@ -62,7 +62,13 @@ pub struct PhysAddr(u64);
 
 impl PhysAddr {
     /// Packs the fields, rejecting any that overflow its bit width.
-    pub fn new(channel: u32, die: u32, plane: u32, block: u32, page: u32) -> Result<Self, AddrError> {
+    pub fn new(
+        channel: u32,
+        die: u32,
+        plane: u32,
+        block: u32,
+        page: u32,
+    ) -> Result<Self, AddrError> {
         BlockAddr::new(channel, die, plane, block)?.page(page)
     }
 
@@ -177,7 +183,9 @@ impl BlockAddr {
 
     /// Page `page` of this block.
     pub fn page(self, page: u32) -> Result<PhysAddr, AddrError> {
-        Ok(PhysAddr(self.0 | fit("page", page, limits::MAX_PAGES)? << PAGE_SHIFT))
+        Ok(PhysAddr(
+            self.0 | fit("page", page, limits::MAX_PAGES)? << PAGE_SHIFT,
+        ))
     }
 
     /// Channel number.
@@ -231,9 +239,7 @@ impl fmt::Display for BlockAddr {
 }
 
 /// A logical page number, as seen by the host side of an FTL.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Lpn(u64);
 

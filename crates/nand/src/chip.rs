@@ -361,11 +361,7 @@ impl<S: Storage> Chip<S> {
     fn locate(&self, addr: PhysAddr) -> Result<(usize, u32, u64), NandError> {
         let g = &self.config.geometry;
         let pi = g.page_index(addr).ok_or(NandError::PageOutOfRange(addr))?;
-        Ok((
-            (pi / g.pages_per_block as u64) as usize,
-            addr.page(),
-            pi,
-        ))
+        Ok(((pi / g.pages_per_block as u64) as usize, addr.page(), pi))
     }
 
     fn page_meta(&self, bi: usize, page: u32) -> PageMeta {
@@ -377,8 +373,8 @@ impl<S: Storage> Chip<S> {
 
     fn page_meta_mut(&mut self, bi: usize, page: u32) -> &mut PageMeta {
         let ppb = self.config.geometry.pages_per_block as usize;
-        &mut self.pages[bi]
-            .get_or_insert_with(|| vec![PageMeta::default(); ppb].into_boxed_slice())[page as usize]
+        &mut self.pages[bi].get_or_insert_with(|| vec![PageMeta::default(); ppb].into_boxed_slice())
+            [page as usize]
     }
 
     /// Status of a block.
@@ -605,15 +601,9 @@ impl<S: Storage> Chip<S> {
 
     /// (data offset, data length), (spare offset within spare, spare length) of a program
     /// or read region.
-    fn regions(
-        &self,
-        prog: Prog,
-        g: &Geometry,
-    ) -> Result<Regions, NandError> {
+    fn regions(&self, prog: Prog, g: &Geometry) -> Result<Regions, NandError> {
         Ok(match prog {
-            Prog::Full | Prog::Partial => {
-                ((0, g.page_size as usize), (0, g.spare_size as usize))
-            }
+            Prog::Full | Prog::Partial => ((0, g.page_size as usize), (0, g.spare_size as usize)),
             Prog::Subpage(s) => {
                 if g.subpages_per_page == 1 {
                     return Err(NandError::NoSubpages);
@@ -786,9 +776,8 @@ impl<S: Storage> Chip<S> {
         if fresh {
             self.buf.fill(0xFF);
         } else if prog == Prog::Partial {
-            let overlap = |cur: &[u8], new: &[u8]| {
-                cur.iter().zip(new).any(|(&c, &n)| n != 0xFF && c != 0xFF)
-            };
+            let overlap =
+                |cur: &[u8], new: &[u8]| cur.iter().zip(new).any(|(&c, &n)| n != 0xFF && c != 0xFF);
             let sp = g.page_size as usize;
             if overlap(&self.buf[..sp], data) || overlap(&self.buf[sp..], spare) {
                 return Err(NandError::PartialOverlap(addr));
@@ -838,7 +827,10 @@ impl<S: Storage> Chip<S> {
         let b = self.blocks[bi];
         if b.inject & INJECT_PROGRAM_FAIL != 0 || self.wear_fails(bi, page as u64) {
             // A failed program leaves the page partly programmed.
-            let mut rng = rng_for(self.config.seed, &[stream::WEAR_FAIL, pi, b.erase_count as u64]);
+            let mut rng = rng_for(
+                self.config.seed,
+                &[stream::WEAR_FAIL, pi, b.erase_count as u64],
+            );
             let landed = fault::below(&mut rng, total as u64) as usize;
             self.land(&segments, landed, Some(()), &mut rng);
             self.commit_program(bi, page, pi, now, prog, true)?;

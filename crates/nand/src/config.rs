@@ -314,7 +314,10 @@ impl ChipConfig {
         if !(r.wear_fail_growth.is_finite() && r.wear_fail_growth >= 0.0) {
             return Err(ConfigError::new(
                 "reliability.wear_fail_growth",
-                format!("{} must be a finite non-negative number", r.wear_fail_growth),
+                format!(
+                    "{} must be a finite non-negative number",
+                    r.wear_fail_growth
+                ),
             ));
         }
         let t = &self.timing;
@@ -340,9 +343,9 @@ mod toml_file {
         /// Parses a TOML chip file (see the module docs). `preset = NAME` starts from a
         /// preset; other keys override it. The result is validated.
         pub fn from_toml_str(text: &str) -> Result<ChipConfig, ConfigError> {
-            let mut table: toml::Table = text
-                .parse()
-                .map_err(|e: toml::de::Error| ConfigError::new(error_key(&e, text), e.message().trim()))?;
+            let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+                ConfigError::new(error_key(&e, text), e.message().trim())
+            })?;
             let config: ChipConfig = match table.remove("preset") {
                 Some(toml::Value::String(name)) => {
                     let base = ChipConfig::preset(&name).ok_or_else(|| {
@@ -380,7 +383,8 @@ mod toml_file {
     fn typed(table: toml::Table) -> Result<ChipConfig, ConfigError> {
         // Round-trip through canonical text (one `key = value` per line under `[table]`
         // headers) so that an error's span can be turned back into the key's dotted name.
-        let text = toml::to_string(&table).map_err(|e| ConfigError::new("(file)", e.to_string()))?;
+        let text =
+            toml::to_string(&table).map_err(|e| ConfigError::new("(file)", e.to_string()))?;
         toml::from_str::<ChipConfig>(&text).map_err(|e| {
             let at = e.span().map(|s| key_at(&text, s.start));
             let key = match (named_key(e.message()), at) {

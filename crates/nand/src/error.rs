@@ -133,7 +133,9 @@ pub enum NandError {
     PartialOverlap(PhysAddr),
     /// A partial program of a page that is neither the last programmed page of its block nor
     /// the next one in order.
-    #[error("partial program of page {page}: only the last programmed page {last} may be reprogrammed")]
+    #[error(
+        "partial program of page {page}: only the last programmed page {last} may be reprogrammed"
+    )]
     PartialNotLast {
         /// The page refused.
         page: PhysAddr,
@@ -153,7 +155,9 @@ pub enum NandError {
     #[error("block {0} is an SP block: full-page programs are forbidden until it is erased")]
     FullPageInSpBlock(BlockAddr),
     /// Subpage program on a block that already took full-page programs.
-    #[error("block {0} holds full-page programs: subpage programs are forbidden until it is erased")]
+    #[error(
+        "block {0} holds full-page programs: subpage programs are forbidden until it is erased"
+    )]
     SubpageInFullPageBlock(BlockAddr),
     /// Subpage program in a partition other than the one the SP block is using.
     #[error("block {block} uses subpage partition {active}; partition {requested} is available only after erase")]

@@ -95,10 +95,18 @@ impl Geometry {
         check("geometry.channels", self.channels, MAX_CHANNELS)?;
         check("geometry.dies_per_channel", self.dies_per_channel, MAX_DIES)?;
         check("geometry.planes_per_die", self.planes_per_die, MAX_PLANES)?;
-        check("geometry.blocks_per_plane", self.blocks_per_plane, MAX_BLOCKS)?;
+        check(
+            "geometry.blocks_per_plane",
+            self.blocks_per_plane,
+            MAX_BLOCKS,
+        )?;
         check("geometry.pages_per_block", self.pages_per_block, MAX_PAGES)?;
         check("geometry.page_size", self.page_size, 1 << 20)?;
-        check("geometry.subpages_per_page", self.subpages_per_page, MAX_SUBPAGES)?;
+        check(
+            "geometry.subpages_per_page",
+            self.subpages_per_page,
+            MAX_SUBPAGES,
+        )?;
         if self.spare_size > 1 << 16 {
             return Err(ConfigError::new(
                 "geometry.spare_size",

@@ -135,7 +135,8 @@ impl PairingTable {
             ));
         }
         let bits = cell.bits_per_cell();
-        if !pages_per_block.is_multiple_of(bits) || (layout == PairingLayout::Dist3 && pages_per_block < 4)
+        if !pages_per_block.is_multiple_of(bits)
+            || (layout == PairingLayout::Dist3 && pages_per_block < 4)
         {
             return Err(ConfigError::new(
                 "geometry.pages_per_block",

@@ -82,8 +82,14 @@ proptest! {
 fn flat_block_order_is_channel_die_plane_block() {
     let g = ChipConfig::preset("micron-29f64g").unwrap().geometry; // 2 planes × 2048 blocks
     assert_eq!(g.block_at(0).unwrap(), BlockAddr::new(0, 0, 0, 0).unwrap());
-    assert_eq!(g.block_at(2047).unwrap(), BlockAddr::new(0, 0, 0, 2047).unwrap());
-    assert_eq!(g.block_at(2048).unwrap(), BlockAddr::new(0, 0, 1, 0).unwrap());
+    assert_eq!(
+        g.block_at(2047).unwrap(),
+        BlockAddr::new(0, 0, 0, 2047).unwrap()
+    );
+    assert_eq!(
+        g.block_at(2048).unwrap(),
+        BlockAddr::new(0, 0, 1, 0).unwrap()
+    );
     assert_eq!(g.total_pages(), 4096 * 256);
     assert_eq!(g.capacity_bytes(), 8 << 30);
 }

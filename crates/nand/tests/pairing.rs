@@ -24,7 +24,10 @@ fn check_common(t: &PairingTable) {
         assert_eq!(info.partners().len() as u32, bits - 1, "page {p}");
         for &q in info.partners() {
             // Symmetric: q lists p, both on the same word line, different kinds.
-            assert!(t.info(q).partners().contains(&p), "pairing not symmetric at {p}/{q}");
+            assert!(
+                t.info(q).partners().contains(&p),
+                "pairing not symmetric at {p}/{q}"
+            );
             assert_eq!(t.info(q).wordline, info.wordline);
             assert_ne!(t.info(q).kind, info.kind);
         }
@@ -78,7 +81,11 @@ fn mod2_is_alternating() {
     let t = table(PairingLayout::Mod2, 128);
     check_common(&t);
     for p in 0..128u32 {
-        let expect = if p % 2 == 0 { BitKind::Lsb } else { BitKind::Msb };
+        let expect = if p % 2 == 0 {
+            BitKind::Lsb
+        } else {
+            BitKind::Msb
+        };
         assert_eq!(t.kind(p), expect);
         assert_eq!(t.info(p).partners(), &[p ^ 1]);
         assert_eq!(t.info(p).wordline, p / 2);

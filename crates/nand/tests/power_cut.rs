@@ -25,7 +25,10 @@ fn everything_fails_while_unpowered_until_power_on() {
     assert_eq!(c.read(T0, p, &mut rd, &mut rs), Err(NandError::PowerLoss));
     assert_eq!(c.erase(T0, block(&c, 1)), Err(NandError::PowerLoss));
     assert_eq!(c.mark_bad(block(&c, 1)), Err(NandError::PowerLoss));
-    assert_eq!(c.set_slc_mode(block(&c, 1), true), Err(NandError::PowerLoss));
+    assert_eq!(
+        c.set_slc_mode(block(&c, 1), true),
+        Err(NandError::PowerLoss)
+    );
     c.power_on();
     c.program(T0, p, &d, &s).unwrap();
 }
@@ -111,7 +114,10 @@ fn torn_program_random_fill_garbles_the_rest() {
         assert_eq!(&got[..landed], &want[..landed]);
         let rest = &got[landed..];
         if rest.len() >= 64 {
-            assert!(rest.iter().any(|&b| b != 0xFF), "rest still erased (seed {seed})");
+            assert!(
+                rest.iter().any(|&b| b != 0xFF),
+                "rest still erased (seed {seed})"
+            );
             assert_ne!(rest, &want[landed..], "rest holds the data (seed {seed})");
             garbled += 1;
         }
@@ -138,7 +144,10 @@ fn interrupted_erase_leaves_garbage_until_erased_again() {
     c.power_on();
     let info = c.block_info(b).unwrap();
     assert!(info.needs_erase);
-    assert_eq!(info.erase_count, 1, "an interrupted erase still wears the block");
+    assert_eq!(
+        info.erase_count, 1,
+        "an interrupted erase still wears the block"
+    );
     for (pg, (d, s)) in written.iter().enumerate() {
         let p = page(&c, 1, pg as u32);
         let got = read_page(&mut c, p);
@@ -174,7 +183,10 @@ fn interrupted_msb_program_corrupts_its_paired_lsb_page() {
         }
         let (d4, s4) = buffers(&c, 4);
         c.arm_cut(1, CutMode::PairedPage);
-        assert_eq!(c.program(T0, page(&c, 1, 4), &d4, &s4), Err(NandError::PowerLoss));
+        assert_eq!(
+            c.program(T0, page(&c, 1, 4), &d4, &s4),
+            Err(NandError::PowerLoss)
+        );
         assert_eq!(
             c.last_cut().unwrap().effect,
             CutEffect::PairedCorruption { lower_pages: 1 }

@@ -15,7 +15,11 @@ fn program_before_erase_is_refused() {
     c.program(T0, p, &d, &s).unwrap();
     let (d2, s2) = buffers(&c, 2);
     assert_eq!(c.program(T0, p, &d2, &s2), Err(NandError::NotErased(p)));
-    assert_eq!(read_page(&mut c, p), (d, s), "the refused program changed nothing");
+    assert_eq!(
+        read_page(&mut c, p),
+        (d, s),
+        "the refused program changed nothing"
+    );
     // After an erase the page programs again.
     c.erase(T0, block(&c, 1)).unwrap();
     c.program(T0, p, &d2, &s2).unwrap();
@@ -121,7 +125,9 @@ fn slc_nop_limit_and_partial_program_rules() {
     );
     let (data, _) = read_page(&mut c, p);
     for i in 0..4 {
-        assert!(data[i * chunk..(i + 1) * chunk].iter().all(|&b| b == i as u8));
+        assert!(data[i * chunk..(i + 1) * chunk]
+            .iter()
+            .all(|&b| b == i as u8));
     }
     assert!(data[4 * chunk..].iter().all(|&b| b == 0xFF));
 
@@ -199,7 +205,8 @@ fn sp_block_refuses_full_page_programs_and_other_partitions() {
     // Read back: the subpage holds the data, the rest of the page is erased.
     let mut rd = vec![0u8; g.subpage_size()];
     let mut rs = vec![0u8; g.subpage_spare_size()];
-    c.read_subpage(T0, page(&c, 1, 3), 2, &mut rd, &mut rs).unwrap();
+    c.read_subpage(T0, page(&c, 1, 3), 2, &mut rd, &mut rs)
+        .unwrap();
     assert_eq!((rd, rs), (d.clone(), s.clone()));
     let p3 = page(&c, 1, 3);
     let (full, _) = read_page(&mut c, p3);
@@ -263,10 +270,16 @@ fn slc_mode_uses_lsb_pages_only_and_changes_only_when_erased() {
         Err(NandError::ModeChangeNotErased(b))
     );
     c.erase(T0, b).unwrap();
-    assert!(c.block_info(b).unwrap().slc_mode, "mode persists across erase");
+    assert!(
+        c.block_info(b).unwrap().slc_mode,
+        "mode persists across erase"
+    );
     c.set_slc_mode(b, false).unwrap();
     let mut slc = chip("tiny-slc");
-    assert_eq!(slc.set_slc_mode(block(&slc, 1), true), Err(NandError::SlcModeOnSlc));
+    assert_eq!(
+        slc.set_slc_mode(block(&slc, 1), true),
+        Err(NandError::SlcModeOnSlc)
+    );
 }
 
 #[test]
@@ -352,7 +365,10 @@ fn wear_out_failures_start_past_rated_endurance() {
         }
         assert!(cycles < 1000, "never failed");
     }
-    assert!(cycles >= 50, "failed at {cycles} cycles, before rated endurance");
+    assert!(
+        cycles >= 50,
+        "failed at {cycles} cycles, before rated endurance"
+    );
     assert_eq!(c.block_status(b).unwrap(), BlockStatus::GrownBad);
 }
 
@@ -422,7 +438,8 @@ fn wear_and_age_are_tracked() {
     assert_eq!(st.programmed_at, Nanos::from_secs(10));
     assert_eq!(st.reads, 5);
     assert_eq!(c.block_info(b).unwrap().reads_since_erase, 5);
-    c.program(Nanos::from_secs(20), page(&c, 1, 1), &d, &s).unwrap();
+    c.program(Nanos::from_secs(20), page(&c, 1, 1), &d, &s)
+        .unwrap();
     assert_eq!(c.page_state(page(&c, 1, 1)).unwrap().reads, 0);
 }
 

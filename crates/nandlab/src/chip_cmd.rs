@@ -147,26 +147,58 @@ pub fn describe(c: &ChipConfig) -> String {
     let r = &c.reliability;
     let mut s = String::new();
     let w = &mut s;
-    let _ = writeln!(w, "chip        {} ({}, layout {}, seed {})", c.name, c.cell.name().to_uppercase(), c.layout.name(), c.seed);
-    let _ = writeln!(w, "geometry    {} channel(s) × {} die(s) × {} plane(s) × {} blocks × {} pages",
-        g.channels, g.dies_per_channel, g.planes_per_die, g.blocks_per_plane, g.pages_per_block);
-    let _ = writeln!(w, "page        {} B data + {} B spare, {} subpage(s) of {} B + {} B",
-        g.page_size, g.spare_size, g.subpages_per_page, g.subpage_size(), g.subpage_spare_size());
-    let _ = writeln!(w, "capacity    {} ({} bytes) in {} blocks, {} pages; block = {}",
-        human_bytes(g.capacity_bytes()), g.capacity_bytes(), g.total_blocks(), g.total_pages(), human_bytes(g.block_bytes()));
+    let _ = writeln!(
+        w,
+        "chip        {} ({}, layout {}, seed {})",
+        c.name,
+        c.cell.name().to_uppercase(),
+        c.layout.name(),
+        c.seed
+    );
+    let _ = writeln!(
+        w,
+        "geometry    {} channel(s) × {} die(s) × {} plane(s) × {} blocks × {} pages",
+        g.channels, g.dies_per_channel, g.planes_per_die, g.blocks_per_plane, g.pages_per_block
+    );
+    let _ = writeln!(
+        w,
+        "page        {} B data + {} B spare, {} subpage(s) of {} B + {} B",
+        g.page_size,
+        g.spare_size,
+        g.subpages_per_page,
+        g.subpage_size(),
+        g.subpage_spare_size()
+    );
+    let _ = writeln!(
+        w,
+        "capacity    {} ({} bytes) in {} blocks, {} pages; block = {}",
+        human_bytes(g.capacity_bytes()),
+        g.capacity_bytes(),
+        g.total_blocks(),
+        g.total_pages(),
+        human_bytes(g.block_bytes())
+    );
     let kinds: &[BitKind] = match c.cell.bits_per_cell() {
         1 => &[BitKind::Lsb],
         2 => &[BitKind::Lsb, BitKind::Msb],
         _ => &[BitKind::Lsb, BitKind::Csb, BitKind::Msb],
     };
     let per_kind = |f: &dyn Fn(BitKind) -> Nanos| {
-        kinds.iter().map(|&k| format!("{} {}", k.name(), f(k))).collect::<Vec<_>>().join(", ")
+        kinds
+            .iter()
+            .map(|&k| format!("{} {}", k.name(), f(k)))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     let _ = writeln!(w, "read        {}", per_kind(&|k| t.read(k)));
     let _ = writeln!(w, "program     {}", per_kind(&|k| t.program(k)));
     let _ = writeln!(w, "erase       {}", t.erase());
-    let _ = writeln!(w, "transfer    {:.3} ns/B ({} per page + spare)",
-        t.transfer_ps_per_byte as f64 / 1000.0, t.transfer(g.raw_page_size()));
+    let _ = writeln!(
+        w,
+        "transfer    {:.3} ns/B ({} per page + spare)",
+        t.transfer_ps_per_byte as f64 / 1000.0,
+        t.transfer(g.raw_page_size())
+    );
     let _ = writeln!(w, "endurance   {} P/E cycles; NOP {}; factory-bad rate {}; wear failure p = {} + {}·(pe−E)/E past E",
         r.endurance, r.nop, r.factory_bad_rate, r.wear_fail_rate, r.wear_fail_growth);
     match PairingTable::new(c.layout, c.cell, g.pages_per_block) {

@@ -141,7 +141,9 @@ impl FileStorage {
         let n = header.len();
         let crc = u32::from_le_bytes(header[n - 4..].try_into().unwrap());
         if crc32fast::hash(&header[..n - 4]) != crc {
-            return Err(StorageError::BadHeader("header checksum mismatch".to_string()));
+            return Err(StorageError::BadHeader(
+                "header checksum mismatch".to_string(),
+            ));
         }
         let toml_len = u32::from_le_bytes(header[20..24].try_into().unwrap()) as usize;
         let expected = u64::from_le_bytes(header[24..32].try_into().unwrap());
@@ -231,7 +233,9 @@ impl Storage for FileStorage {
             return Ok(None);
         }
         let mut raw = vec![0u8; self.total_blocks as usize * BLOCK_RECORD];
-        self.file.read_exact_at(&mut raw, self.blocks_off).map_err(io)?;
+        self.file
+            .read_exact_at(&mut raw, self.blocks_off)
+            .map_err(io)?;
         let mut blocks = Vec::with_capacity(self.total_blocks as usize);
         for (i, rec) in raw.chunks_exact(BLOCK_RECORD).enumerate() {
             blocks.push(BlockMeta::decode(rec.try_into().unwrap()).ok_or(
@@ -256,12 +260,11 @@ impl Storage for FileStorage {
                     continue;
                 }
                 let index = first + i as u64;
-                let meta = PageMeta::decode(rec.try_into().unwrap()).ok_or(
-                    StorageError::Corrupt {
+                let meta =
+                    PageMeta::decode(rec.try_into().unwrap()).ok_or(StorageError::Corrupt {
                         what: "page",
                         index,
-                    },
-                )?;
+                    })?;
                 pages.push((index, meta));
             }
             first += n;

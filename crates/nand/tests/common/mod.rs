@@ -44,6 +44,7 @@ pub fn read_page(chip: &mut Chip<impl nand::Storage>, addr: PhysAddr) -> (Vec<u8
     let g = *chip.geometry();
     let mut d = vec![0u8; g.page_size as usize];
     let mut s = vec![0u8; g.spare_size as usize];
-    chip.read(nand::Nanos::ZERO, addr, &mut d, &mut s).expect("read");
+    chip.read(nand::Nanos::ZERO, addr, &mut d, &mut s)
+        .expect("read");
     (d, s)
 }
