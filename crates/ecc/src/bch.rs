@@ -1,0 +1,483 @@
+//! Binary BCH codes with programmable correction capability t, byte-compatible with Linux
+//! `lib/bch.c`.
+//!
+//! Conventions (those of Linux): data bytes are read in order, each most significant bit
+//! first, the first bit being the highest-degree coefficient of the data polynomial d(x).
+//! The parity is the remainder of d(x)·x^L modulo the generator g(x) (L = deg g), stored
+//! most significant bit first in ⌈L/8⌉ bytes, padded with zero bits. The code is shortened:
+//! any data length up to (2^m − 1 − L)/8 bytes is accepted.
+//!
+//! Encoding is table driven, 64 data bits per step (eight 256-entry tables, as in CRC
+//! slicing-by-8). Decoding first re-encodes and compares (no errors: done); otherwise the
+//! syndromes come from the parity difference (the remainder of the received word), a binary
+//! Berlekamp–Massey gives the error locator, and its roots are found by the Berlekamp trace
+//! algorithm ([`crate::roots`]) — no Chien search.
+
+use crate::gf::{default_poly, Field};
+use crate::roots::RootFinder;
+use crate::EccError;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Register words kept on the stack; larger codes use the heap.
+const STACK_WORDS: usize = 32;
+/// Up to this many words the encoder uses eight tables (slicing by 8), beyond one.
+const SLICE8_MAX_WORDS: usize = 16;
+
+/// A BCH code over GF(2^m) correcting `t` bit errors.
+#[derive(Debug, Clone)]
+pub struct Bch {
+    gf: Field,
+    t: u32,
+    ecc_bits: u32,
+    ecc_bytes: usize,
+    words: usize,
+    /// Encoder tables: `tables[k][v]` (W words each) = v(x)·x^(8(7−k))·x^L mod g.
+    tables: Vec<u64>,
+    slice8: bool,
+    /// Per odd syndrome j = 2i+1: table of v(α^j) for the 256 byte values (bit 7 = x^7).
+    syn_tables: Vec<u32>,
+    roots: RootFinder,
+}
+
+/// Scratch register: on the stack for the usual sizes.
+enum Reg {
+    Stack([u64; STACK_WORDS], usize),
+    Heap(Vec<u64>),
+}
+
+impl Reg {
+    fn new(words: usize) -> Reg {
+        if words <= STACK_WORDS {
+            Reg::Stack([0; STACK_WORDS], words)
+        } else {
+            Reg::Heap(vec![0; words])
+        }
+    }
+    fn get(&mut self) -> &mut [u64] {
+        match self {
+            Reg::Stack(a, n) => &mut a[..*n],
+            Reg::Heap(v) => v,
+        }
+    }
+}
+
+impl Bch {
+    /// The code with the default primitive polynomial of GF(2^m).
+    pub fn new(m: u32, t: u32) -> Result<Bch, EccError> {
+        let poly = default_poly(m).ok_or(EccError::FieldDegree { m })?;
+        Bch::with_poly(m, t, poly)
+    }
+
+    /// The smallest-field code that protects `sector_bytes` of data with strength `t`
+    /// (e.g. m = 13 for 512 B, 16 for 4 KiB at moderate t).
+    pub fn for_sector(sector_bytes: usize, t: u32) -> Result<Bch, EccError> {
+        if t == 0 {
+            return Err(EccError::ZeroT);
+        }
+        let mut last = Err(EccError::FieldDegree { m: 0 });
+        for m in crate::gf::MIN_M..=crate::gf::MAX_M {
+            let n = (1u64 << m) - 1;
+            if (sector_bytes as u64) * 8 + (m as u64) * (t as u64) > n {
+                continue;
+            }
+            match Bch::new(m, t) {
+                Ok(b) if b.max_data_bytes() >= sector_bytes => return Ok(b),
+                Ok(b) => {
+                    last = Err(EccError::DataTooLong {
+                        len: sector_bytes,
+                        max: b.max_data_bytes(),
+                    })
+                }
+                Err(e) => last = Err(e),
+            }
+        }
+        match last {
+            Err(EccError::FieldDegree { .. }) => Err(EccError::SectorTooLarge {
+                len: sector_bytes,
+                t,
+            }),
+            other => other,
+        }
+    }
+
+    /// The code over GF(2^m) built on primitive polynomial `poly`.
+    pub fn with_poly(m: u32, t: u32, poly: u32) -> Result<Bch, EccError> {
+        if t == 0 {
+            return Err(EccError::ZeroT);
+        }
+        let gf = Field::new(m, poly)?;
+        let n = gf.n();
+        // The generator's roots: α^(2i+1) and their conjugates, i < t.
+        // As Linux: m·t < 2^m − 1.
+        let max_t = (n - 1) / m;
+        if t > max_t {
+            return Err(EccError::TooLargeT { t, m, max: max_t });
+        }
+        let mut is_root = vec![false; n as usize];
+        for i in 0..t {
+            let mut r = (2 * i + 1) % n;
+            for _ in 0..m {
+                is_root[r as usize] = true;
+                r = ((r as u64 * 2) % n as u64) as u32;
+            }
+        }
+        // g(x) = Π (x − α^r), coefficients lowest first; they end up in GF(2).
+        let mut g: Vec<u32> = vec![1];
+        for (r, _) in is_root.iter().enumerate().filter(|(_, &b)| b) {
+            let a = gf.pow(r as u64);
+            let mut next = vec![0u32; g.len() + 1];
+            for (i, &c) in g.iter().enumerate() {
+                next[i + 1] ^= c;
+                next[i] ^= gf.mul(c, a);
+            }
+            g = next;
+        }
+        debug_assert!(g.iter().all(|&c| c <= 1));
+        let ecc_bits = (g.len() - 1) as u32;
+        if ecc_bits + 8 > n {
+            return Err(EccError::TooLargeT {
+                t,
+                m,
+                max: max_t.saturating_sub(1),
+            });
+        }
+        // Linux sizes the parity buffer for m·t bits even when deg g < m·t; the register
+        // spans that many bits so the extra parity bytes read as zero.
+        let words = ((m * t) as usize).div_ceil(64);
+        // g without its leading term, left-aligned: x^(L−1−k) at global bit k.
+        let mut gen = vec![0u64; words];
+        for k in 0..ecc_bits as usize {
+            if g[ecc_bits as usize - 1 - k] != 0 {
+                gen[k / 64] |= 1 << (63 - k % 64);
+            }
+        }
+        let slice8 = words <= SLICE8_MAX_WORDS;
+        let ntab = if slice8 { 8 } else { 1 };
+        let mut tables = vec![0u64; ntab * 256 * words];
+        // The byte table (k = 7): feed the 8 bits of v into a zero register.
+        let last = ntab - 1;
+        for v in 0..256usize {
+            let row = &mut tables[(last * 256 + v) * words..(last * 256 + v + 1) * words];
+            for bit in (0..8).rev() {
+                let fb = (row[0] >> 63) ^ ((v as u64 >> bit) & 1);
+                shl1(row);
+                if fb != 0 {
+                    for (r, &gw) in row.iter_mut().zip(&gen) {
+                        *r ^= gw;
+                    }
+                }
+            }
+        }
+        // T_k[v] = T_(k+1)[v] advanced by 8 zero bits.
+        for k in (0..last).rev() {
+            for v in 0..256usize {
+                let (lo, hi) = tables.split_at_mut((k + 1) * 256 * words);
+                let src = &hi[v * words..(v + 1) * words];
+                let dst = &mut lo[(k * 256 + v) * words..(k * 256 + v + 1) * words];
+                dst.copy_from_slice(src);
+                let top = (dst[0] >> 56) as usize;
+                shl8(dst);
+                let byte_row = &hi[((last - k - 1) * 256 + top) * words..][..words];
+                for (d, &b) in dst.iter_mut().zip(byte_row) {
+                    *d ^= b;
+                }
+            }
+        }
+        // Syndrome tables.
+        let mut syn_tables = vec![0u32; t as usize * 256];
+        for i in 0..t as usize {
+            let j = (2 * i + 1) as u64;
+            for v in 0..256usize {
+                let mut s = 0;
+                for bit in 0..8u64 {
+                    if v >> bit & 1 != 0 {
+                        s ^= gf.pow(j * bit);
+                    }
+                }
+                syn_tables[i * 256 + v] = s;
+            }
+        }
+        let roots = RootFinder::new(&gf);
+        Ok(Bch {
+            gf,
+            t,
+            ecc_bits,
+            ecc_bytes: ((m * t) as usize).div_ceil(8),
+            words,
+            tables,
+            slice8,
+            syn_tables,
+            roots,
+        })
+    }
+
+    /// Field degree m.
+    pub fn m(&self) -> u32 {
+        self.gf.m()
+    }
+    /// Correction capability t (bits per codeword).
+    pub fn t(&self) -> u32 {
+        self.t
+    }
+    /// Primitive polynomial of the field.
+    pub fn prim_poly(&self) -> u32 {
+        self.gf.poly()
+    }
+    /// Maximum codeword length in bits, 2^m − 1.
+    pub fn n(&self) -> u32 {
+        self.gf.n()
+    }
+    /// Parity bits (the generator's degree, ≤ m·t).
+    pub fn ecc_bits(&self) -> u32 {
+        self.ecc_bits
+    }
+    /// Parity bytes, ⌈m·t / 8⌉ as in Linux (bits past [`ecc_bits`](Bch::ecc_bits) are zero).
+    pub fn ecc_bytes(&self) -> usize {
+        self.ecc_bytes
+    }
+    /// Longest data block the code protects, in bytes.
+    pub fn max_data_bytes(&self) -> usize {
+        ((self.gf.n() - self.ecc_bits) / 8) as usize
+    }
+    /// The field.
+    pub fn field(&self) -> &Field {
+        &self.gf
+    }
+
+    fn check(&self, data: usize, ecc: usize) -> Result<(), EccError> {
+        if data > self.max_data_bytes() {
+            return Err(EccError::DataTooLong {
+                len: data,
+                max: self.max_data_bytes(),
+            });
+        }
+        if ecc != self.ecc_bytes() {
+            return Err(EccError::EccLength {
+                got: ecc,
+                expected: self.ecc_bytes(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The parity of `data`, written to `ecc` (exactly [`ecc_bytes`](Bch::ecc_bytes) long).
+    pub fn encode(&self, data: &[u8], ecc: &mut [u8]) -> Result<(), EccError> {
+        self.check(data.len(), ecc.len())?;
+        let mut reg = Reg::new(self.words);
+        let r = reg.get();
+        self.remainder(data, r);
+        store(r, ecc);
+        Ok(())
+    }
+
+    /// The parity of `data` as a new vector.
+    pub fn encode_vec(&self, data: &[u8]) -> Result<Vec<u8>, EccError> {
+        let mut ecc = vec![0u8; self.ecc_bytes()];
+        self.encode(data, &mut ecc)?;
+        Ok(ecc)
+    }
+
+    fn remainder(&self, data: &[u8], r: &mut [u64]) {
+        let w = self.words;
+        let mut rest = data;
+        if self.slice8 {
+            let mut chunks = data.chunks_exact(8);
+            for chunk in &mut chunks {
+                let v = r[0] ^ u64::from_be_bytes(chunk.try_into().unwrap());
+                r.copy_within(1.., 0);
+                r[w - 1] = 0;
+                for k in 0..8 {
+                    let byte = ((v >> (56 - 8 * k)) & 0xFF) as usize;
+                    let row = &self.tables[(k * 256 + byte) * w..][..w];
+                    for (x, &y) in r.iter_mut().zip(row) {
+                        *x ^= y;
+                    }
+                }
+            }
+            rest = chunks.remainder();
+        }
+        let byte_table = if self.slice8 { 7 * 256 * w } else { 0 };
+        for &b in rest {
+            let top = ((r[0] >> 56) as u8 ^ b) as usize;
+            shl8(r);
+            let row = &self.tables[byte_table + top * w..][..w];
+            for (x, &y) in r.iter_mut().zip(row) {
+                *x ^= y;
+            }
+        }
+    }
+
+    /// Corrects `data` and `ecc` in place; returns the number of bit errors corrected, or
+    /// [`EccError::Uncorrectable`] when more than t errors are detected (the buffers are then
+    /// left unchanged). More than t errors may also decode to another codeword
+    /// (miscorrection): callers that must know check a CRC.
+    pub fn decode(&self, data: &mut [u8], ecc: &mut [u8]) -> Result<u32, EccError> {
+        self.check(data.len(), ecc.len())?;
+        let mut reg = Reg::new(self.words);
+        let r = reg.get();
+        self.remainder(data, r);
+        // Difference with the received parity = remainder of the received word.
+        let mut any = 0u64;
+        let mut diff = vec![0u8; ecc.len()];
+        {
+            let mut calc = vec![0u8; ecc.len()];
+            store(r, &mut calc);
+            for ((d, &c), &e) in diff.iter_mut().zip(&calc).zip(ecc.iter()) {
+                *d = c ^ e;
+            }
+            // Bits past the parity proper are not part of the code.
+            let l = self.ecc_bits as usize;
+            for (i, d) in diff.iter_mut().enumerate() {
+                if 8 * i + 8 > l {
+                    let keep = l.saturating_sub(8 * i);
+                    *d &= if keep == 0 { 0 } else { 0xFFu8 << (8 - keep) };
+                }
+            }
+            for &d in &diff {
+                any |= d as u64;
+            }
+        }
+        if any == 0 {
+            return Ok(0);
+        }
+        let positions = self.locate(&diff, data.len())?;
+        let data_bits = data.len() * 8;
+        let l = self.ecc_bits as usize;
+        for &p in &positions {
+            let p = p as usize;
+            if p >= l {
+                let q = data_bits - 1 - (p - l);
+                data[q / 8] ^= 0x80 >> (q % 8);
+            } else {
+                let q = l - 1 - p;
+                ecc[q / 8] ^= 0x80 >> (q % 8);
+            }
+        }
+        Ok(positions.len() as u32)
+    }
+
+    /// Error positions (polynomial degrees in the codeword) from the parity difference.
+    fn locate(&self, diff: &[u8], data_len: usize) -> Result<Vec<u32>, EccError> {
+        let gf = &self.gf;
+        let n = gf.n();
+        let t = self.t as usize;
+        // Odd syndromes S_j = r(α^j), j = 2i+1, by Horner over the difference bytes; the
+        // zero padding bits multiply r by x^pad, undone at the end.
+        let pad = (diff.len() * 8 - self.ecc_bits as usize) as u64;
+        let mut syn = vec![0u32; 2 * t + 1]; // syn[j] = S_j, 1-based
+        for i in 0..t {
+            let j = (2 * i + 1) as u64;
+            let step = ((8 * j) % n as u64) as u32;
+            let table = &self.syn_tables[i * 256..(i + 1) * 256];
+            let mut s = 0u32;
+            for &b in diff {
+                if s != 0 {
+                    s = gf.exp2n(gf.log(s) + step);
+                }
+                s ^= table[b as usize];
+            }
+            if s != 0 && pad != 0 {
+                let undo = ((n as u64 - (j * pad) % n as u64) % n as u64) as u32;
+                s = gf.exp2n(gf.log(s) + undo);
+            }
+            syn[2 * i + 1] = s;
+        }
+        for j in 1..=t {
+            syn[2 * j] = gf.square(syn[j]);
+        }
+        // Binary Berlekamp–Massey: only odd steps have a non-zero discrepancy.
+        let cap = 2 * t + 3;
+        let mut sigma = vec![0u32; cap];
+        let mut b = vec![0u32; cap];
+        sigma[0] = 1;
+        b[0] = 1;
+        let mut l = 0usize;
+        let mut tmp = vec![0u32; cap];
+        for i in 0..t {
+            let r = 2 * i + 1;
+            let mut delta = syn[r];
+            for j in 1..=l.min(r - 1) {
+                delta ^= gf.mul(sigma[j], syn[r - j]);
+            }
+            if delta == 0 {
+                shift(&mut b, 2);
+                continue;
+            }
+            let ld = gf.log(delta);
+            // tmp = sigma + Δ·x·B
+            tmp.copy_from_slice(&sigma);
+            for k in 0..cap - 1 {
+                if b[k] != 0 {
+                    tmp[k + 1] ^= gf.exp2n(ld + gf.log(b[k]));
+                }
+            }
+            if 2 * l < r {
+                // B = x·Δ⁻¹·sigma (old), L = r − L.
+                let inv = n - ld;
+                for k in (0..cap).rev() {
+                    b[k] = if k >= 1 && sigma[k - 1] != 0 {
+                        gf.exp2n(inv + gf.log(sigma[k - 1]))
+                    } else {
+                        0
+                    };
+                }
+                l = r - l;
+                if l > t {
+                    return Err(EccError::Uncorrectable);
+                }
+            } else {
+                shift(&mut b, 2);
+            }
+            core::mem::swap(&mut sigma, &mut tmp);
+        }
+        if sigma[l + 1..].iter().any(|&c| c != 0) || l == 0 || sigma[l] == 0 {
+            return Err(EccError::Uncorrectable);
+        }
+        // Roots of the reversed (monic) locator are the error locators X = α^p.
+        // Roots of the reversed locator x^L·σ(1/x) are the error locators X = α^p; it is
+        // monic since σ_0 = 1.
+        let rev: Vec<u32> = (0..=l).map(|k| sigma[l - k]).collect();
+        let mut found = Vec::with_capacity(l);
+        if !self.roots.roots(gf, &rev, &mut found) || found.len() != l {
+            return Err(EccError::Uncorrectable);
+        }
+        let codeword_bits = (data_len * 8) as u32 + self.ecc_bits;
+        let mut positions: Vec<u32> = found.iter().map(|&x| gf.log(x)).collect();
+        if positions.iter().any(|&p| p >= codeword_bits) {
+            return Err(EccError::Uncorrectable);
+        }
+        positions.sort_unstable();
+        Ok(positions)
+    }
+}
+
+/// Multiplies a polynomial (lowest degree first) by x^k in place, dropping overflow.
+fn shift(p: &mut [u32], k: usize) {
+    let n = p.len();
+    p.copy_within(..n - k, k);
+    p[..k].iter_mut().for_each(|c| *c = 0);
+}
+
+fn shl1(r: &mut [u64]) {
+    let n = r.len();
+    for i in 0..n {
+        let next = if i + 1 < n { r[i + 1] >> 63 } else { 0 };
+        r[i] = (r[i] << 1) | next;
+    }
+}
+
+fn shl8(r: &mut [u64]) {
+    let n = r.len();
+    for i in 0..n {
+        let next = if i + 1 < n { r[i + 1] >> 56 } else { 0 };
+        r[i] = (r[i] << 8) | next;
+    }
+}
+
+/// The first `out.len()` bytes of the left-aligned register, big-endian.
+fn store(r: &[u64], out: &mut [u8]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = (r[i / 8] >> (56 - 8 * (i % 8))) as u8;
+    }
+}
