@@ -41,6 +41,7 @@ pub struct Bch {
 }
 
 /// Scratch register: on the stack for the usual sizes.
+#[allow(clippy::large_enum_variant)] // the stack variant is the point: no allocation per call
 enum Reg {
     Stack([u64; STACK_WORDS], usize),
     Heap(Vec<u64>),
