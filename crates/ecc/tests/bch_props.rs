@@ -7,8 +7,11 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// Codes built once per (sector, t): construction is the slow part.
+type Codes = Mutex<HashMap<(usize, u32), Arc<Bch>>>;
+
 fn code(sector: usize, t: u32) -> Arc<Bch> {
-    static CODES: OnceLock<Mutex<HashMap<(usize, u32), Arc<Bch>>>> = OnceLock::new();
+    static CODES: OnceLock<Codes> = OnceLock::new();
     let map = CODES.get_or_init(Default::default);
     map.lock()
         .unwrap()
