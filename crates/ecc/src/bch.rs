@@ -36,7 +36,7 @@ pub struct Bch {
     tables: Vec<u64>,
     slice8: bool,
     /// Per odd syndrome j = 2i+1: table of v(α^j) for the 256 byte values (bit 7 = x^7).
-    syn_tables: Vec<u32>,
+    syn_tables: Vec<[u32; 256]>,
     roots: RootFinder,
 }
 
@@ -186,7 +186,7 @@ impl Bch {
             }
         }
         // Syndrome tables.
-        let mut syn_tables = vec![0u32; t as usize * 256];
+        let mut syn_tables = vec![[0u32; 256]; t as usize];
         for i in 0..t as usize {
             let j = (2 * i + 1) as u64;
             for v in 0..256usize {
@@ -196,7 +196,7 @@ impl Bch {
                         s ^= gf.pow(j * bit);
                     }
                 }
-                syn_tables[i * 256 + v] = s;
+                syn_tables[i][v] = s;
             }
         }
         let roots = RootFinder::new(&gf);
@@ -280,26 +280,34 @@ impl Bch {
     }
 
     fn remainder(&self, data: &[u8], r: &mut [u64]) {
+        // Fixed register widths get a fully unrolled loop.
+        let rest = match self.words {
+            1 if self.slice8 => slice8::<1>(&self.tables, data, r),
+            2 if self.slice8 => slice8::<2>(&self.tables, data, r),
+            3 if self.slice8 => slice8::<3>(&self.tables, data, r),
+            4 if self.slice8 => slice8::<4>(&self.tables, data, r),
+            5 if self.slice8 => slice8::<5>(&self.tables, data, r),
+            6 if self.slice8 => slice8::<6>(&self.tables, data, r),
+            7 if self.slice8 => slice8::<7>(&self.tables, data, r),
+            8 if self.slice8 => slice8::<8>(&self.tables, data, r),
+            9 if self.slice8 => slice8::<9>(&self.tables, data, r),
+            10 if self.slice8 => slice8::<10>(&self.tables, data, r),
+            11 if self.slice8 => slice8::<11>(&self.tables, data, r),
+            12 if self.slice8 => slice8::<12>(&self.tables, data, r),
+            13 if self.slice8 => slice8::<13>(&self.tables, data, r),
+            14 if self.slice8 => slice8::<14>(&self.tables, data, r),
+            15 if self.slice8 => slice8::<15>(&self.tables, data, r),
+            16 if self.slice8 => slice8::<16>(&self.tables, data, r),
+            _ => data,
+        };
+        self.remainder_bytes(rest, r);
+    }
+
+    /// Byte-at-a-time remainder (tails, and registers too wide for slicing).
+    fn remainder_bytes(&self, data: &[u8], r: &mut [u64]) {
         let w = self.words;
-        let mut rest = data;
-        if self.slice8 {
-            let mut chunks = data.chunks_exact(8);
-            for chunk in &mut chunks {
-                let v = r[0] ^ u64::from_be_bytes(chunk.try_into().unwrap());
-                r.copy_within(1.., 0);
-                r[w - 1] = 0;
-                for k in 0..8 {
-                    let byte = ((v >> (56 - 8 * k)) & 0xFF) as usize;
-                    let row = &self.tables[(k * 256 + byte) * w..][..w];
-                    for (x, &y) in r.iter_mut().zip(row) {
-                        *x ^= y;
-                    }
-                }
-            }
-            rest = chunks.remainder();
-        }
         let byte_table = if self.slice8 { 7 * 256 * w } else { 0 };
-        for &b in rest {
+        for &b in data {
             let top = ((r[0] >> 56) as u8 ^ b) as usize;
             shl8(r);
             let row = &self.tables[byte_table + top * w..][..w];
@@ -367,48 +375,65 @@ impl Bch {
         // zero padding bits multiply r by x^pad, undone at the end.
         let pad = (diff.len() * 8 - self.ecc_bits as usize) as u64;
         let mut syn = vec![0u32; 2 * t + 1]; // syn[j] = S_j, 1-based
-        for i in 0..t {
-            let j = (2 * i + 1) as u64;
-            let step = ((8 * j) % n as u64) as u32;
-            let table = &self.syn_tables[i * 256..(i + 1) * 256];
-            let mut s = 0u32;
-            for &b in diff {
-                if s != 0 {
-                    s = gf.exp2n(gf.log(s) + step);
+        {
+            // All t Horner chains advance together, byte by byte: independent chains
+            // keep the lookups in flight instead of waiting on one chain's latency.
+            let steps: Vec<u32> = (0..t as u64)
+                .map(|i| ((8 * (2 * i + 1)) % n as u64) as u32)
+                .collect();
+            let mut s = vec![0u32; t];
+            for &byte in diff {
+                let b = byte as usize;
+                for ((si, &step), table) in s.iter_mut().zip(&steps).zip(&self.syn_tables) {
+                    let mut v = *si;
+                    if v != 0 {
+                        v = gf.exp2n(gf.log(v) + step);
+                    }
+                    *si = v ^ table[b];
                 }
-                s ^= table[b as usize];
             }
-            if s != 0 && pad != 0 {
-                let undo = ((n as u64 - (j * pad) % n as u64) % n as u64) as u32;
-                s = gf.exp2n(gf.log(s) + undo);
+            for (i, &v) in s.iter().enumerate() {
+                let j = (2 * i + 1) as u64;
+                let mut v = v;
+                if v != 0 && pad != 0 {
+                    let undo = ((n as u64 - (j * pad) % n as u64) % n as u64) as u32;
+                    v = gf.exp2n(gf.log(v) + undo);
+                }
+                syn[2 * i + 1] = v;
             }
-            syn[2 * i + 1] = s;
         }
         for j in 1..=t {
             syn[2 * j] = gf.square(syn[j]);
         }
-        // Binary Berlekamp–Massey: only odd steps have a non-zero discrepancy.
-        let cap = 2 * t + 3;
+        // Binary Berlekamp–Massey: only odd steps have a non-zero discrepancy. B's degree
+        // can reach 3t + 1 before it is used; nothing is truncated.
+        let cap = 3 * t + 3;
         let mut sigma = vec![0u32; cap];
         let mut b = vec![0u32; cap];
         sigma[0] = 1;
         b[0] = 1;
-        let mut l = 0usize;
+        let mut l = 0usize; // register length = degree bound of sigma
+        let mut ds = 0usize; // degree bound of sigma
+        let mut db = 0usize; // degree bound of B
         let mut tmp = vec![0u32; cap];
         for i in 0..t {
             let r = 2 * i + 1;
             let mut delta = syn[r];
-            for j in 1..=l.min(r - 1) {
-                delta ^= gf.mul(sigma[j], syn[r - j]);
+            for j in 1..=ds.min(r - 1) {
+                if sigma[j] != 0 && syn[r - j] != 0 {
+                    delta ^= gf.exp2n(gf.log(sigma[j]) + gf.log(syn[r - j]));
+                }
             }
             if delta == 0 {
-                shift(&mut b, 2);
+                shift(&mut b[..db + 3], 2);
+                db += 2;
                 continue;
             }
             let ld = gf.log(delta);
             // tmp = sigma + Δ·x·B
-            tmp.copy_from_slice(&sigma);
-            for k in 0..cap - 1 {
+            let dt = ds.max(db + 1);
+            tmp[..=dt].copy_from_slice(&sigma[..=dt]);
+            for k in 0..=db {
                 if b[k] != 0 {
                     tmp[k + 1] ^= gf.exp2n(ld + gf.log(b[k]));
                 }
@@ -416,22 +441,28 @@ impl Bch {
             if 2 * l < r {
                 // B = x·Δ⁻¹·sigma (old), L = r − L.
                 let inv = n - ld;
-                for k in (0..cap).rev() {
-                    b[k] = if k >= 1 && sigma[k - 1] != 0 {
-                        gf.exp2n(inv + gf.log(sigma[k - 1]))
+                b[..db + 1].iter_mut().for_each(|c| *c = 0);
+                for k in 0..=ds {
+                    b[k + 1] = if sigma[k] != 0 {
+                        gf.exp2n(inv + gf.log(sigma[k]))
                     } else {
                         0
                     };
                 }
+                b[0] = 0;
+                db = ds + 1;
                 l = r - l;
                 if l > t {
                     return Err(EccError::Uncorrectable);
                 }
             } else {
-                shift(&mut b, 2);
+                shift(&mut b[..db + 3], 2);
+                db += 2;
             }
             core::mem::swap(&mut sigma, &mut tmp);
+            ds = dt;
         }
+        let _ = ds;
         if sigma[l + 1..].iter().any(|&c| c != 0) || l == 0 || sigma[l] == 0 {
             return Err(EccError::Uncorrectable);
         }
@@ -451,6 +482,31 @@ impl Bch {
         positions.sort_unstable();
         Ok(positions)
     }
+}
+
+/// Slicing-by-8 over whole 8-byte chunks with a `W`-word register; returns the tail.
+fn slice8<'a, const W: usize>(tables: &[u64], data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
+    let (rows, _) = tables.as_chunks::<W>();
+    // Eight 256-row tables as fixed-size arrays: a byte index needs no bounds check.
+    let t: [&[[u64; W]; 256]; 8] =
+        core::array::from_fn(|k| rows[k * 256..(k + 1) * 256].try_into().unwrap());
+    let mut r = [0u64; W];
+    r.copy_from_slice(&reg[..W]);
+    let mut chunks = data.chunks_exact(8);
+    for chunk in &mut chunks {
+        let v = r[0] ^ u64::from_be_bytes(chunk.try_into().unwrap());
+        let mut next = [0u64; W];
+        next[..W - 1].copy_from_slice(&r[1..]);
+        for (k, table) in t.iter().enumerate() {
+            let row = &table[((v >> (56 - 8 * k)) & 0xFF) as usize];
+            for i in 0..W {
+                next[i] ^= row[i];
+            }
+        }
+        r = next;
+    }
+    reg[..W].copy_from_slice(&r);
+    chunks.remainder()
 }
 
 /// Multiplies a polynomial (lowest degree first) by x^k in place, dropping overflow.

@@ -90,8 +90,8 @@ impl RootFinder {
             2 => self.quadratic(gf, f[1], f[0], out),
             _ => {
                 let start = out.len();
-                let powers = frobenius_powers(gf, f);
-                if !self.split(gf, f.to_vec(), 0, &powers, out) {
+                let mut bta = Bta::new(gf, f);
+                if !bta.split(self, f.to_vec(), 0, out) {
                     return false;
                 }
                 // A repeated root can split into equal linear factors: insist on distinct.
@@ -117,143 +117,183 @@ impl RootFinder {
         out.push(gf.mul(b, y ^ 1));
         true
     }
+}
 
-    fn split(&self, gf: &Field, g: Poly, first: u32, powers: &[Poly], out: &mut Vec<u32>) -> bool {
+/// Zero coefficient in a log-domain polynomial.
+const LOG_ZERO: u32 = u32::MAX;
+
+/// State of one Berlekamp trace run on a polynomial f of degree d.
+struct Bta<'a> {
+    gf: &'a Field,
+    d: usize,
+    /// x^(2^i) mod f for i = 0..m, in the log domain, `d` coefficients each.
+    powers: Vec<u32>,
+    /// Scratch for trace polynomials and gcds.
+    t: Vec<u32>,
+    a: Vec<u32>,
+}
+
+impl<'a> Bta<'a> {
+    fn new(gf: &'a Field, f: &[u32]) -> Bta<'a> {
+        let d = deg(f);
+        let m = gf.m() as usize;
+        let logf: Vec<u32> = f.iter().map(|&c| to_log(gf, c)).collect();
+        let mut powers = vec![LOG_ZERO; m * d];
+        let mut x = vec![0u32; d];
+        x[1] = 1;
+        let mut sq = vec![0u32; 2 * d];
+        for i in 0..m {
+            for (slot, &c) in powers[i * d..(i + 1) * d].iter_mut().zip(&x) {
+                *slot = to_log(gf, c);
+            }
+            if i + 1 == m {
+                break;
+            }
+            // Square: coefficient j moves to 2j, squared (char 2: no cross terms).
+            sq.iter_mut().for_each(|c| *c = 0);
+            for (j, &c) in x.iter().enumerate() {
+                sq[2 * j] = gf.square(c);
+            }
+            // Reduce modulo the monic f, from the top.
+            for j in (d..sq.len()).rev() {
+                let c = sq[j];
+                if c == 0 {
+                    continue;
+                }
+                let lc = gf.log(c);
+                let base = j - d;
+                for (k, &l) in logf[..d].iter().enumerate() {
+                    if l != LOG_ZERO {
+                        sq[base + k] ^= gf.exp2n(lc + l);
+                    }
+                }
+            }
+            x.copy_from_slice(&sq[..d]);
+        }
+        Bta {
+            gf,
+            d,
+            powers,
+            t: vec![0; d],
+            a: Vec::with_capacity(d + 1),
+        }
+    }
+
+    /// Tr(α^k·x) mod f = Σ_i α^(k·2^i) · x^(2^i) mod f, into `self.t` (trimmed).
+    fn trace_poly(&mut self, k: u32) {
+        let gf = self.gf;
+        let d = self.d;
+        self.t.clear();
+        self.t.resize(d, 0);
+        let mut lb = k; // log of β^(2^i)
+        for row in self.powers.chunks_exact(d) {
+            for (slot, &l) in self.t.iter_mut().zip(row) {
+                if l != LOG_ZERO {
+                    *slot ^= gf.exp2n(lb + l);
+                }
+            }
+            lb = (2 * lb) % gf.n();
+        }
+        trim(&mut self.t);
+    }
+
+    fn split(&mut self, rf: &RootFinder, g: Poly, first: u32, out: &mut Vec<u32>) -> bool {
+        let gf = self.gf;
         match deg(&g) {
             0 => return true,
             1 => {
-                let c = gf.div(g[0], g[1]);
-                if c == 0 {
+                if g[0] == 0 {
                     return false;
                 }
-                out.push(c);
+                out.push(g[0]);
                 return true;
             }
-            2 => {
-                let inv = gf.inv(g[2]);
-                return self.quadratic(gf, gf.mul(g[1], inv), gf.mul(g[0], inv), out);
-            }
+            2 => return rf.quadratic(gf, g[1], g[0], out),
             _ => {}
         }
         for k in first..gf.m() {
-            let t = trace_poly(gf, 1 << k, powers);
-            let h = gcd(gf, g.clone(), t);
+            self.trace_poly(k);
+            self.a.clear();
+            self.a.extend_from_slice(&g);
+            let h = gcd(gf, &mut self.a, &mut self.t);
             let dh = deg(&h);
             if h.is_empty() || dh == 0 || dh == deg(&g) {
                 continue;
             }
-            let (q, r) = divmod(gf, &g, &h);
+            let mut r = g;
+            let q = divmod_monic(gf, &mut r, &h);
             if !r.is_empty() {
                 return false;
             }
-            return self.split(gf, h, k + 1, powers, out) && self.split(gf, q, k + 1, powers, out);
+            return self.split(rf, h, k + 1, out) && self.split(rf, q, k + 1, out);
         }
         false
     }
 }
 
-/// x^(2^i) mod f for i = 0..m.
-fn frobenius_powers(gf: &Field, f: &[u32]) -> Vec<Poly> {
-    let d = deg(f);
-    let logf: Vec<u32> = f
-        .iter()
-        .map(|&c| if c == 0 { u32::MAX } else { gf.log(c) })
-        .collect();
-    let mut powers = Vec::with_capacity(gf.m() as usize);
-    let mut x: Poly = vec![0, 1];
-    let mut sq = vec![0u32; 2 * d];
-    for _ in 0..gf.m() {
-        powers.push(x.clone());
-        // Square: coefficient i moves to 2i, squared (char 2: no cross terms).
-        sq.iter_mut().for_each(|c| *c = 0);
-        for (i, &c) in x.iter().enumerate() {
-            sq[2 * i] = gf.square(c);
-        }
-        // Reduce modulo the monic f, from the top.
-        for j in (d..sq.len()).rev() {
-            let c = sq[j];
-            if c == 0 {
-                continue;
-            }
-            let lc = gf.log(c);
-            let base = j - d;
-            for (i, &l) in logf[..d].iter().enumerate() {
-                if l != u32::MAX {
-                    sq[base + i] ^= gf.exp2n(lc + l);
-                }
-            }
-            sq[j] = 0;
-        }
-        x = sq[..d].to_vec();
-        trim(&mut x);
+fn to_log(gf: &Field, c: u32) -> u32 {
+    if c == 0 {
+        LOG_ZERO
+    } else {
+        gf.log(c)
     }
-    powers
 }
 
-/// Tr(βx) mod f = Σ_i β^(2^i) · x^(2^i) mod f.
-fn trace_poly(gf: &Field, beta: u32, powers: &[Poly]) -> Poly {
-    let len = powers.iter().map(|p| p.len()).max().unwrap_or(0);
-    let mut t = vec![0u32; len];
-    let mut b = beta;
-    for p in powers {
-        let lb = gf.log(b);
-        for (i, &c) in p.iter().enumerate() {
-            if c != 0 {
-                t[i] ^= gf.exp2n(lb + gf.log(c));
-            }
-        }
-        b = gf.square(b);
-    }
-    trim(&mut t);
-    t
-}
-
-/// (a div b, a mod b); b non-zero.
-fn divmod(gf: &Field, a: &[u32], b: &[u32]) -> (Poly, Poly) {
+/// Divides `a` by the monic `b` in place: `a` becomes the remainder (trimmed); returns the
+/// quotient.
+fn divmod_monic(gf: &Field, a: &mut Poly, b: &[u32]) -> Poly {
     let db = deg(b);
-    let mut r = a.to_vec();
-    if r.len() <= db {
-        trim(&mut r);
-        return (Vec::new(), r);
+    trim(a);
+    if a.len() <= db {
+        return Vec::new();
     }
-    let inv_lead = gf.inv(b[db]);
-    let mut q = vec![0u32; r.len() - db];
-    for j in (db..r.len()).rev() {
-        let c = r[j];
+    let logb: Vec<u32> = b[..db].iter().map(|&c| to_log(gf, c)).collect();
+    let mut q = vec![0u32; a.len() - db];
+    for j in (db..a.len()).rev() {
+        let c = a[j];
         if c == 0 {
             continue;
         }
-        let f = gf.mul(c, inv_lead);
-        q[j - db] = f;
-        let lf = gf.log(f);
-        for (i, &bc) in b.iter().enumerate() {
-            if bc != 0 {
-                r[j - db + i] ^= gf.exp2n(lf + gf.log(bc));
+        q[j - db] = c;
+        let lc = gf.log(c);
+        for (i, &l) in logb.iter().enumerate() {
+            if l != LOG_ZERO {
+                a[j - db + i] ^= gf.exp2n(lc + l);
             }
         }
     }
-    r.truncate(db);
-    trim(&mut r);
+    a.truncate(db);
+    trim(a);
     trim(&mut q);
-    (q, r)
+    q
 }
 
-/// Monic gcd(a, b).
-fn gcd(gf: &Field, mut a: Poly, mut b: Poly) -> Poly {
-    trim(&mut a);
-    trim(&mut b);
-    while !b.is_empty() {
-        let (_, r) = divmod(gf, &a, &b);
-        a = b;
-        b = r;
-    }
-    if let Some(&lead) = a.last() {
-        let inv = gf.inv(lead);
-        for c in a.iter_mut() {
-            *c = gf.mul(*c, inv);
+/// Makes `p` monic in place (p non-zero).
+fn make_monic(gf: &Field, p: &mut [u32]) {
+    let lead = *p.last().expect("non-zero polynomial");
+    if lead != 1 {
+        let inv = gf.log(gf.inv(lead));
+        for c in p.iter_mut() {
+            if *c != 0 {
+                *c = gf.exp2n(gf.log(*c) + inv);
+            }
         }
     }
-    a
+}
+
+/// Monic gcd(a, b); both buffers are consumed as scratch.
+fn gcd(gf: &Field, a: &mut Poly, b: &mut Poly) -> Poly {
+    trim(a);
+    trim(b);
+    while !b.is_empty() {
+        make_monic(gf, b);
+        let _ = divmod_monic(gf, a, b);
+        core::mem::swap(a, b);
+    }
+    if !a.is_empty() {
+        make_monic(gf, a);
+    }
+    a.clone()
 }
 
 #[cfg(test)]
