@@ -30,7 +30,9 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(4096));
         g.measurement_time(Duration::from_secs(3));
         let mut out = vec![0u8; bch.ecc_bytes()];
-        g.bench_function("encode", |b| b.iter(|| bch.encode(black_box(&d), &mut out).unwrap()));
+        g.bench_function("encode", |b| {
+            b.iter(|| bch.encode(black_box(&d), &mut out).unwrap())
+        });
         // Error patterns spread over the codeword, a different one each iteration.
         let patterns: Vec<Vec<usize>> = (0..64)
             .map(|k| {
