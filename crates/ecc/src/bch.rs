@@ -187,16 +187,12 @@ impl Bch {
         }
         // Syndrome tables.
         let mut syn_tables = vec![[0u32; 256]; t as usize];
-        for i in 0..t as usize {
+        for (i, table) in syn_tables.iter_mut().enumerate() {
             let j = (2 * i + 1) as u64;
-            for v in 0..256usize {
-                let mut s = 0;
-                for bit in 0..8u64 {
-                    if v >> bit & 1 != 0 {
-                        s ^= gf.pow(j * bit);
-                    }
-                }
-                syn_tables[i][v] = s;
+            for (v, slot) in table.iter_mut().enumerate() {
+                *slot = (0..8u64)
+                    .filter(|bit| v >> bit & 1 != 0)
+                    .fold(0, |s, bit| s ^ gf.pow(j * bit));
             }
         }
         let roots = RootFinder::new(&gf);
