@@ -415,6 +415,17 @@ impl<S: Storage> Chip<S> {
         })
     }
 
+    /// What an error model needs to know about a page read at `now`.
+    pub fn page_age(&self, addr: PhysAddr, now: Nanos) -> Result<crate::rber::PageAge, NandError> {
+        let st = self.page_state(addr)?;
+        Ok(crate::rber::PageAge {
+            pe_cycles: st.erase_count,
+            retention: now.saturating_sub(st.programmed_at),
+            kind: st.kind,
+            reads: st.reads,
+        })
+    }
+
     /// Every block that is not good, with its status.
     pub fn bad_blocks(&self) -> impl Iterator<Item = (BlockAddr, BlockStatus)> + '_ {
         let g = self.config.geometry;

@@ -45,6 +45,7 @@ pub mod error;
 pub mod fault;
 pub mod geometry;
 pub mod pairing;
+pub mod rber;
 pub mod state;
 mod time;
 
@@ -56,5 +57,6 @@ pub use error::{ConfigError, NandError, StorageError};
 pub use fault::{CutEffect, CutMode, CutRecord, CutTarget, TornFill};
 pub use geometry::{CellType, Geometry};
 pub use pairing::{BitKind, PageInfo, PairingLayout, PairingTable};
+pub use rber::{ConstantRber, ErrorModel, FlaresRber, KindRatio, PageAge, ReadDisturb};
 pub use state::Usage;
 pub use time::Nanos;

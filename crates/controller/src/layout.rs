@@ -1,0 +1,192 @@
+//! Where things live in a page: data sectors in the data area; in the spare area a
+//! triplicated ECC-strength header, the OOB record with its own small BCH parity, then one
+//! BCH parity block per data sector.
+//!
+//! ```text
+//! spare: | t t t v | OOB record (24 B) | record parity | parity(sector 0) | … | free |
+//! ```
+//!
+//! The header byte `t` is stored three times and read by per-bit majority, so the decoder
+//! learns the strength a page was written with even through bit errors; `v` is the layout
+//! version. The record is its own codeword (BCH m = 8, t = 4) so that an OOB-only read
+//! (a recovery scan) needs no data sector.
+
+use crate::CtlError;
+use ecc::Bch;
+use nand::Geometry;
+
+/// Bytes of the strength header.
+pub const HEADER_BYTES: usize = 4;
+/// Layout version written in the header.
+pub const LAYOUT_VERSION: u8 = 1;
+/// Bytes of an encoded [`OobRecord`].
+pub const RECORD_BYTES: usize = 24;
+/// Correction capability of the record codeword.
+pub const RECORD_T: u32 = 4;
+/// Field of the record codeword.
+pub const RECORD_M: u32 = 8;
+
+/// What a page holds, for the FTL and for statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PageKind {
+    /// Host data written by the host.
+    User,
+    /// Host data copied by garbage collection or wear levelling.
+    GcCopy,
+    /// FTL metadata of the given type (map page, block table, checkpoint, …).
+    Meta(u8),
+}
+
+impl PageKind {
+    fn encode(self) -> u8 {
+        match self {
+            PageKind::User => 0,
+            PageKind::GcCopy => 1,
+            PageKind::Meta(t) => 2u8.saturating_add(t),
+        }
+    }
+
+    fn decode(v: u8) -> PageKind {
+        match v {
+            0 => PageKind::User,
+            1 => PageKind::GcCopy,
+            t => PageKind::Meta(t - 2),
+        }
+    }
+
+    /// Whether this is metadata (AP's "critical" pages).
+    pub fn is_meta(self) -> bool {
+        matches!(self, PageKind::Meta(_))
+    }
+}
+
+/// The per-page record in the spare area: enough to rebuild an FTL's map from the chip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OobRecord {
+    /// Logical page stored here (or an FTL-defined id for metadata pages).
+    pub lpn: u64,
+    /// Global sequence number of the write (newest wins on recovery).
+    pub seq: u64,
+    /// What the page holds.
+    pub kind: PageKind,
+    /// ECC strength the data sectors were encoded with.
+    pub t: u8,
+    /// CRC32C of the data area and of the fields above (filled in by the controller).
+    pub crc: u32,
+}
+
+impl OobRecord {
+    /// A record for a page to be written (the controller fills in `t` and `crc`).
+    pub fn new(lpn: u64, seq: u64, kind: PageKind) -> Self {
+        OobRecord {
+            lpn,
+            seq,
+            kind,
+            t: 0,
+            crc: 0,
+        }
+    }
+
+    /// Fixed little-endian encoding.
+    pub fn encode(&self) -> [u8; RECORD_BYTES] {
+        let mut r = [0u8; RECORD_BYTES];
+        r[0..8].copy_from_slice(&self.lpn.to_le_bytes());
+        r[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        r[16] = self.kind.encode();
+        r[17] = self.t;
+        r[20..24].copy_from_slice(&self.crc.to_le_bytes());
+        r
+    }
+
+    /// Decodes [`encode`](OobRecord::encode)'s bytes.
+    pub fn decode(r: &[u8; RECORD_BYTES]) -> Self {
+        OobRecord {
+            lpn: u64::from_le_bytes(r[0..8].try_into().unwrap()),
+            seq: u64::from_le_bytes(r[8..16].try_into().unwrap()),
+            kind: PageKind::decode(r[16]),
+            t: r[17],
+            crc: u32::from_le_bytes(r[20..24].try_into().unwrap()),
+        }
+    }
+
+    /// The bytes the CRC covers besides the data: every field but the CRC.
+    pub(crate) fn crc_fields(&self) -> [u8; 20] {
+        let e = self.encode();
+        e[..20].try_into().unwrap()
+    }
+}
+
+/// The byte layout of a page at one ECC strength.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes per data sector (one codeword each).
+    pub sector_size: usize,
+    /// Sectors per page.
+    pub sectors: usize,
+    /// Correction capability per sector.
+    pub t: u32,
+    /// Parity bytes per sector.
+    pub parity_bytes: usize,
+    /// Parity bits per sector (≤ 8 × parity_bytes).
+    pub parity_bits: usize,
+    /// Offset of the record in the spare area.
+    pub record_offset: usize,
+    /// Offset of the record's parity in the spare area.
+    pub record_parity_offset: usize,
+    /// Offset of sector 0's parity in the spare area.
+    pub parity_offset: usize,
+    /// Spare bytes used in total.
+    pub spare_used: usize,
+}
+
+impl Layout {
+    /// The layout of `geometry`'s pages with `sector_size`-byte sectors at strength `code.t()`
+    /// and a record code `record`; fails if the parity does not fit the spare area.
+    pub fn new(
+        geometry: &Geometry,
+        sector_size: usize,
+        code: &Bch,
+        record: &Bch,
+    ) -> Result<Layout, CtlError> {
+        let page = geometry.page_size as usize;
+        if sector_size == 0 || page % sector_size != 0 {
+            return Err(CtlError::SectorSize {
+                sector: sector_size,
+                page,
+            });
+        }
+        let sectors = page / sector_size;
+        let record_offset = HEADER_BYTES;
+        let record_parity_offset = record_offset + RECORD_BYTES;
+        let parity_offset = record_parity_offset + record.ecc_bytes();
+        let spare_used = parity_offset + sectors * code.ecc_bytes();
+        if spare_used > geometry.spare_size as usize {
+            return Err(CtlError::ParityTooLarge {
+                t: code.t(),
+                needed: spare_used,
+                spare: geometry.spare_size as usize,
+            });
+        }
+        Ok(Layout {
+            sector_size,
+            sectors,
+            t: code.t(),
+            parity_bytes: code.ecc_bytes(),
+            parity_bits: code.ecc_bits() as usize,
+            record_offset,
+            record_parity_offset,
+            parity_offset,
+            spare_used,
+        })
+    }
+
+    /// Bits of one sector codeword (data + parity).
+    pub fn codeword_bits(&self) -> u64 {
+        (self.sector_size * 8 + self.parity_bits) as u64
+    }
+}
+
+/// Majority vote per bit of three copies.
+pub(crate) fn majority(a: u8, b: u8, c: u8) -> u8 {
+    (a & b) | (a & c) | (b & c)
+}

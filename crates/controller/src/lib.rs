@@ -1,0 +1,611 @@
+//! # controller — the flash controller path
+//!
+//! Between an FTL and the chip: every page program encodes the data area sector by sector
+//! with a BCH code of the requested strength and writes parity plus an OOB record
+//! ([`OobRecord`]: logical page, sequence number, kind, strength, CRC32C) to the spare area
+//! ([`layout`]); every read injects the raw bit errors an [`ErrorModel`] predicts for the
+//! page's wear and age — real flips on real bits — decodes, verifies the CRC (so a
+//! miscorrection beyond t is reported as uncorrectable, never returned as data), and
+//! reports the corrected bits and the decode latency ([`EccLatency`]).
+//!
+//! Two payload modes: [`PayloadMode::Bytes`] runs all of the above on real bytes;
+//! [`PayloadMode::Digest`] (for multi-GiB simulations, over a spare-only chip store) keeps
+//! only the OOB record and samples each sector's error count from the same model,
+//! comparing it with t instead of running the decoder.
+//!
+//! Deterministic: randomness comes from a ChaCha8 stream seeded by the config.
+#![no_std]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod layout;
+
+pub use layout::{Layout, OobRecord, PageKind};
+
+use alloc::vec;
+use alloc::vec::Vec;
+use crc::{Crc, CRC_32_ISCSI};
+use ecc::{Bch, EccError};
+use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
+use nand::rber::{sample_bit_errors, ErrorModel};
+use nand::{Chip, NandError, Nanos, OpTiming, PhysAddr, RamStorage, Storage};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+const CRC32C: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
+
+/// Controller errors.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CtlError {
+    /// The chip refused or failed the operation.
+    #[error(transparent)]
+    Nand(#[from] NandError),
+    /// The ECC strength is invalid (t = 0, too large for the field).
+    #[error("ECC strength: {0}")]
+    Ecc(EccError),
+    /// Sector size does not divide the page.
+    #[error("sector size {sector} does not divide the {page}-byte page")]
+    SectorSize {
+        /// The rejected sector size.
+        sector: usize,
+        /// Page size.
+        page: usize,
+    },
+    /// The parity of strength t does not fit the spare area.
+    #[error("t = {t} needs {needed} spare bytes; the page has {spare}")]
+    ParityTooLarge {
+        /// Requested strength.
+        t: u32,
+        /// Spare bytes the layout needs.
+        needed: usize,
+        /// Spare bytes available.
+        spare: usize,
+    },
+    /// A data buffer of the wrong size for the payload mode.
+    #[error("data buffer is {got} bytes, expected {expected}")]
+    BufferSize {
+        /// Given.
+        got: usize,
+        /// Required.
+        expected: usize,
+    },
+    /// More errors than the code corrects (or a miscorrection caught by the CRC, or a
+    /// header or record that does not decode: a torn or garbage page).
+    #[error("uncorrectable page {addr}")]
+    Uncorrectable {
+        /// The page.
+        addr: PhysAddr,
+        /// Its kind, if the record still decoded.
+        kind: Option<PageKind>,
+    },
+}
+
+/// Whether pages carry real bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PayloadMode {
+    /// Real data, real flips, real decoding.
+    Bytes,
+    /// Only the OOB record is stored; error counts are sampled and compared with t.
+    Digest,
+}
+
+/// ECC decode latency model, after FLARES §4.1 (a 4 KiB codeword decodes in 83.9 µs at
+/// t = 1 and 194 µs at t = 50, worst case): a streaming part proportional to the codeword
+/// length plus a part per unit of t, of which `error_weight` scales with the errors actually
+/// found (errors = t is the worst case).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EccLatency {
+    /// Nanoseconds per KiB of codeword streamed through the decoder.
+    pub stream_ns_per_kib: f64,
+    /// Nanoseconds per unit of t in the worst case.
+    pub per_t_ns: f64,
+    /// Fraction of the per-t part that depends on the number of errors (0..=1).
+    pub error_weight: f64,
+}
+
+impl Default for EccLatency {
+    fn default() -> Self {
+        // 83.9 µs = s·4 + p·1 and 194 µs = s·4 + p·50 for a 4 KiB codeword.
+        let per_t = (194_000.0 - 83_900.0) / 49.0;
+        EccLatency {
+            stream_ns_per_kib: (83_900.0 - per_t) / 4.0,
+            per_t_ns: per_t,
+            error_weight: 0.5,
+        }
+    }
+}
+
+impl EccLatency {
+    /// Decode time of one codeword of `bytes` data bytes at strength `t` with `errors`
+    /// errors.
+    pub fn decode(&self, bytes: usize, t: u32, errors: u32) -> Nanos {
+        let e = errors.min(t) as f64;
+        let t = t as f64;
+        let w = self.error_weight;
+        let ns = self.stream_ns_per_kib * bytes as f64 / 1024.0
+            + self.per_t_ns * (t * (1.0 - w) + e * w);
+        Nanos(ns as u64)
+    }
+}
+
+/// Controller configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerConfig {
+    /// Bytes per ECC sector (512, 1024, 2048 or 4096 typically).
+    pub sector_size: usize,
+    /// Payload mode.
+    pub mode: PayloadMode,
+    /// Decode latency model.
+    pub latency: EccLatency,
+    /// Seed of the error-injection stream.
+    pub seed: u64,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            sector_size: 512,
+            mode: PayloadMode::Bytes,
+            latency: EccLatency::default(),
+            seed: 0,
+        }
+    }
+}
+
+/// ECC statistics, split by critical (metadata) and normal pages where it matters (AP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EccStats {
+    /// Page reads decoded (erased pages excluded).
+    pub reads: u64,
+    /// Bits corrected in total.
+    pub corrected_bits: u64,
+    /// Most errors seen in one codeword.
+    pub max_codeword_errors: u32,
+    /// Uncorrectable reads of metadata pages.
+    pub uncorrectable_critical: u64,
+    /// Uncorrectable reads of other (or unidentifiable) pages.
+    pub uncorrectable_normal: u64,
+    /// Total decode time.
+    pub decode_ns: u64,
+    /// Reads that BCH "corrected" to a wrong codeword (more than t errors) and the CRC
+    /// caught; counted within the uncorrectable totals too.
+    pub miscorrections_caught: u64,
+}
+
+/// A successful page read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageRead {
+    /// The page is erased (never programmed since erase).
+    Erased {
+        /// Chip time of the read.
+        timing: OpTiming,
+    },
+    /// The page decoded.
+    Data(ReadInfo),
+}
+
+/// What a successful read of a programmed page returns besides the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadInfo {
+    /// The page's OOB record.
+    pub record: OobRecord,
+    /// Bits corrected.
+    pub corrected: u32,
+    /// Chip time (array + transfer).
+    pub timing: OpTiming,
+    /// Decode time.
+    pub ecc: Nanos,
+}
+
+impl ReadInfo {
+    /// Chip plus decode time.
+    pub fn total(&self) -> Nanos {
+        self.timing.total() + self.ecc
+    }
+}
+
+/// The controller over a chip and an error model.
+pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRber> {
+    chip: Chip<S>,
+    model: M,
+    cfg: ControllerConfig,
+    rng: ChaCha8Rng,
+    codes: Vec<Option<Bch>>,
+    record_code: Bch,
+    stats: EccStats,
+    spare: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl<S: Storage, M: ErrorModel> core::fmt::Debug for Controller<S, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Controller")
+            .field("chip", &self.chip)
+            .field("cfg", &self.cfg)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage, M: ErrorModel> Controller<S, M> {
+    /// A controller over `chip` with error model `model`.
+    pub fn new(chip: Chip<S>, model: M, cfg: ControllerConfig) -> Result<Self, CtlError> {
+        let g = *chip.geometry();
+        let page = g.page_size as usize;
+        if cfg.sector_size == 0 || page % cfg.sector_size != 0 {
+            return Err(CtlError::SectorSize {
+                sector: cfg.sector_size,
+                page,
+            });
+        }
+        let record_code = Bch::new(RECORD_M, RECORD_T).map_err(CtlError::Ecc)?;
+        Ok(Controller {
+            spare: vec![0; g.spare_size as usize],
+            scratch: vec![0; page],
+            chip,
+            model,
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            cfg,
+            codes: Vec::new(),
+            record_code,
+            stats: EccStats::default(),
+        })
+    }
+
+    /// The chip.
+    pub fn chip(&self) -> &Chip<S> {
+        &self.chip
+    }
+
+    /// The chip, for operations the controller does not mediate (erase, modes, faults).
+    pub fn chip_mut(&mut self) -> &mut Chip<S> {
+        &mut self.chip
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ControllerConfig {
+        &self.cfg
+    }
+
+    /// ECC statistics so far.
+    pub fn stats(&self) -> &EccStats {
+        &self.stats
+    }
+
+    /// The error model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    fn code(&mut self, t: u32) -> Result<&Bch, CtlError> {
+        if t == 0 {
+            return Err(CtlError::Ecc(EccError::ZeroT));
+        }
+        let i = t as usize;
+        if self.codes.len() <= i {
+            self.codes.resize_with(i + 1, || None);
+        }
+        if self.codes[i].is_none() {
+            // The sector codeword must also fit the field; pick the smallest that does.
+            let code = Bch::for_sector(self.cfg.sector_size, t).map_err(CtlError::Ecc)?;
+            self.codes[i] = Some(code);
+        }
+        Ok(self.codes[i].as_ref().expect("just built"))
+    }
+
+    /// The page layout at strength `t`, or why `t` does not fit.
+    pub fn layout(&mut self, t: u32) -> Result<Layout, CtlError> {
+        let g = *self.chip.geometry();
+        let sector = self.cfg.sector_size;
+        let record = self.record_code.clone();
+        let code = self.code(t)?;
+        Layout::new(&g, sector, code, &record)
+    }
+
+    /// The strongest t whose parity fits the spare area.
+    pub fn max_t(&mut self) -> u32 {
+        let mut best = 0;
+        for t in 1..=255 {
+            match self.layout(t) {
+                Ok(_) => best = t,
+                Err(CtlError::ParityTooLarge { .. }) => break,
+                Err(_) => break,
+            }
+        }
+        best
+    }
+
+    /// Programs `data` (the page's data area; empty in digest mode) with `record` at ECC
+    /// strength `t`. The controller fills in `record.t` and `record.crc`.
+    pub fn program(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &[u8],
+        mut record: OobRecord,
+        t: u32,
+    ) -> Result<OpTiming, CtlError> {
+        let layout = self.layout(t)?;
+        let page = self.chip.geometry().page_size as usize;
+        let expected = match self.cfg.mode {
+            PayloadMode::Bytes => page,
+            PayloadMode::Digest => 0,
+        };
+        if data.len() != expected {
+            return Err(CtlError::BufferSize {
+                got: data.len(),
+                expected,
+            });
+        }
+        record.t = t as u8;
+        let mut crc = CRC32C.digest();
+        crc.update(data);
+        crc.update(&record.crc_fields());
+        record.crc = crc.finalize();
+
+        let mut spare = core::mem::take(&mut self.spare);
+        spare.fill(0xFF);
+        spare[..3].fill(t as u8);
+        spare[3] = LAYOUT_VERSION;
+        let rec = record.encode();
+        spare[layout.record_offset..layout.record_offset + RECORD_BYTES].copy_from_slice(&rec);
+        let rp = layout.record_parity_offset;
+        let rlen = self.record_code.ecc_bytes();
+        self.record_code
+            .encode(&rec, &mut spare[rp..rp + rlen])
+            .map_err(CtlError::Ecc)?;
+        let mut scratch = core::mem::take(&mut self.scratch);
+        let payload: &[u8] = match self.cfg.mode {
+            PayloadMode::Bytes => {
+                let code = self.codes[t as usize].as_ref().expect("built by layout");
+                for (s, sector) in data.chunks_exact(layout.sector_size).enumerate() {
+                    let off = layout.parity_offset + s * layout.parity_bytes;
+                    code.encode(sector, &mut spare[off..off + layout.parity_bytes])
+                        .map_err(CtlError::Ecc)?;
+                }
+                data
+            }
+            PayloadMode::Digest => {
+                scratch.fill(0);
+                &scratch
+            }
+        };
+        let r = self.chip.program(now, addr, payload, &spare);
+        self.spare = spare;
+        self.scratch = scratch;
+        Ok(r?)
+    }
+
+    fn uncorrectable(&mut self, addr: PhysAddr, kind: Option<PageKind>) -> CtlError {
+        match kind {
+            Some(k) if k.is_meta() => self.stats.uncorrectable_critical += 1,
+            _ => self.stats.uncorrectable_normal += 1,
+        }
+        CtlError::Uncorrectable { addr, kind }
+    }
+
+    /// Reads a page: `data` receives the corrected data area (page size in bytes mode,
+    /// empty in digest mode).
+    pub fn read(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &mut [u8],
+    ) -> Result<PageRead, CtlError> {
+        let page = self.chip.geometry().page_size as usize;
+        let digest = self.cfg.mode == PayloadMode::Digest;
+        let expected = if digest { 0 } else { page };
+        if data.len() != expected {
+            return Err(CtlError::BufferSize {
+                got: data.len(),
+                expected,
+            });
+        }
+        let mut spare = core::mem::take(&mut self.spare);
+        let mut scratch = core::mem::take(&mut self.scratch);
+        let buf: &mut [u8] = if digest { &mut scratch } else { data };
+        let r = self.chip.read(now, addr, buf, &mut spare);
+        let result = match r {
+            Err(e) => Err(e.into()),
+            Ok(timing) => self.finish_read(now, addr, buf, &mut spare, timing, digest),
+        };
+        self.spare = spare;
+        self.scratch = scratch;
+        result
+    }
+
+    /// Reads only the spare area and decodes the OOB record (a recovery scan). The data
+    /// sectors are not checked.
+    pub fn read_record(&mut self, now: Nanos, addr: PhysAddr) -> Result<PageRead, CtlError> {
+        let mut spare = core::mem::take(&mut self.spare);
+        let r = self.chip.read_spare(now, addr, &mut spare);
+        let result = match r {
+            Err(e) => Err(e.into()),
+            Ok(timing) => {
+                if spare.iter().all(|&b| b == 0xFF) {
+                    Ok(PageRead::Erased { timing })
+                } else {
+                    let rber = self.rber(addr, now)?;
+                    self.decode_header_and_record(addr, &mut spare, rber, false)
+                        .map(|(record, corrected, _)| {
+                            PageRead::Data(ReadInfo {
+                                record,
+                                corrected,
+                                timing,
+                                ecc: self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected),
+                            })
+                        })
+                }
+            }
+        };
+        self.spare = spare;
+        result
+    }
+
+    fn rber(&self, addr: PhysAddr, now: Nanos) -> Result<f64, CtlError> {
+        let age = self.chip.page_age(addr, now)?;
+        Ok(self.model.rber(&age))
+    }
+
+    /// Injects errors into, and decodes, the header and the record. Returns the record, the
+    /// bits corrected and the layout.
+    fn decode_header_and_record(
+        &mut self,
+        addr: PhysAddr,
+        spare: &mut [u8],
+        rber: f64,
+        _data_read: bool,
+    ) -> Result<(OobRecord, u32, Layout), CtlError> {
+        let k = sample_bit_errors(&mut self.rng, (HEADER_BYTES * 8) as u64, rber);
+        flip(
+            &mut self.rng,
+            &mut spare[..HEADER_BYTES],
+            HEADER_BYTES * 8,
+            &mut [],
+            0,
+            k,
+        );
+        let t = majority(spare[0], spare[1], spare[2]) as u32;
+        let layout = match self.layout(t) {
+            Ok(l) => l,
+            Err(_) => return Err(self.uncorrectable(addr, None)),
+        };
+        let ro = layout.record_offset;
+        let rp = layout.record_parity_offset;
+        let rlen = self.record_code.ecc_bytes();
+        let (rec_bytes, rest) = spare[ro..].split_at_mut(RECORD_BYTES);
+        let parity = &mut rest[rp - ro - RECORD_BYTES..][..rlen];
+        let bits = (RECORD_BYTES * 8 + self.record_code.ecc_bits() as usize) as u64;
+        let k = sample_bit_errors(&mut self.rng, bits, rber);
+        let pbits = self.record_code.ecc_bits() as usize;
+        flip(&mut self.rng, rec_bytes, RECORD_BYTES * 8, parity, pbits, k);
+        let corrected = match self.record_code.decode(rec_bytes, parity) {
+            Ok(n) => n,
+            Err(_) => return Err(self.uncorrectable(addr, None)),
+        };
+        let record = OobRecord::decode(&(&*rec_bytes).try_into().expect("record size"));
+        if record.t as u32 != t {
+            return Err(self.uncorrectable(addr, None));
+        }
+        Ok((record, corrected, layout))
+    }
+
+    fn finish_read(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &mut [u8],
+        spare: &mut [u8],
+        timing: OpTiming,
+        digest: bool,
+    ) -> Result<PageRead, CtlError> {
+        if spare.iter().all(|&b| b == 0xFF) {
+            if digest || data.iter().all(|&b| b == 0xFF) {
+                return Ok(PageRead::Erased { timing });
+            }
+            return Err(self.uncorrectable(addr, None));
+        }
+        let rber = self.rber(addr, now)?;
+        let (record, mut corrected, layout) =
+            self.decode_header_and_record(addr, spare, rber, true)?;
+        let kind = Some(record.kind);
+        let t = layout.t;
+        let mut ecc = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected);
+        let mut max_cw = corrected;
+        if digest {
+            for _ in 0..layout.sectors {
+                let k = sample_bit_errors(&mut self.rng, layout.codeword_bits(), rber);
+                if k > t as u64 {
+                    self.stats.reads += 1;
+                    return Err(self.uncorrectable(addr, kind));
+                }
+                corrected += k as u32;
+                max_cw = max_cw.max(k as u32);
+                ecc += self.cfg.latency.decode(layout.sector_size, t, k as u32);
+            }
+            let mut crc = CRC32C.digest();
+            crc.update(&[]);
+            crc.update(&record.crc_fields());
+            if crc.finalize() != record.crc {
+                self.stats.reads += 1;
+                return Err(self.uncorrectable(addr, kind));
+            }
+        } else {
+            let code = self.codes[t as usize]
+                .as_ref()
+                .expect("built by layout")
+                .clone();
+            for s in 0..layout.sectors {
+                let sector = &mut data[s * layout.sector_size..(s + 1) * layout.sector_size];
+                let off = layout.parity_offset + s * layout.parity_bytes;
+                let parity = &mut spare[off..off + layout.parity_bytes];
+                let k = sample_bit_errors(&mut self.rng, layout.codeword_bits(), rber);
+                flip(
+                    &mut self.rng,
+                    sector,
+                    layout.sector_size * 8,
+                    parity,
+                    layout.parity_bits,
+                    k,
+                );
+                match code.decode(sector, parity) {
+                    Ok(n) => {
+                        corrected += n;
+                        max_cw = max_cw.max(n);
+                        ecc += self.cfg.latency.decode(layout.sector_size, t, n);
+                    }
+                    Err(_) => {
+                        self.stats.reads += 1;
+                        return Err(self.uncorrectable(addr, kind));
+                    }
+                }
+            }
+            let mut crc = CRC32C.digest();
+            crc.update(data);
+            crc.update(&record.crc_fields());
+            if crc.finalize() != record.crc {
+                // More than t errors decoded to another codeword: caught here.
+                self.stats.reads += 1;
+                self.stats.miscorrections_caught += 1;
+                return Err(self.uncorrectable(addr, kind));
+            }
+        }
+        self.stats.reads += 1;
+        self.stats.corrected_bits += corrected as u64;
+        self.stats.max_codeword_errors = self.stats.max_codeword_errors.max(max_cw);
+        self.stats.decode_ns += ecc.0;
+        Ok(PageRead::Data(ReadInfo {
+            record,
+            corrected,
+            timing,
+            ecc,
+        }))
+    }
+}
+
+/// Flips `k` distinct random bits among the first `a_bits` bits of `a` followed by the first
+/// `b_bits` bits of `b` (a codeword split between data and parity buffers).
+fn flip(rng: &mut ChaCha8Rng, a: &mut [u8], a_bits: usize, b: &mut [u8], b_bits: usize, k: u64) {
+    let total = a_bits + b_bits;
+    let k = (k as usize).min(total);
+    let mut picked: Vec<usize> = Vec::with_capacity(k);
+    while picked.len() < k {
+        let p = ((rng.next_u64() as u128 * total as u128) >> 64) as usize;
+        if picked.contains(&p) {
+            continue;
+        }
+        picked.push(p);
+        if p < a_bits {
+            a[p / 8] ^= 0x80 >> (p % 8);
+        } else {
+            let q = p - a_bits;
+            b[q / 8] ^= 0x80 >> (q % 8);
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The controller path: round trips, error injection and correction, uncorrectable pages
+//! never returning wrong data, erased and torn pages, OOB-only reads, digest mode agreeing
+//! with bytes mode, determinism.
+
+use controller::{
+    Controller, ControllerConfig, CtlError, EccLatency, OobRecord, PageKind, PageRead, PayloadMode,
+};
+use nand::{
+    Chip, ChipConfig, ConstantRber, CutMode, ErrorModel, KindRatio, Nanos, PhysAddr, RamStorage,
+    TornFill,
+};
+
+fn chip(preset: &str) -> Chip {
+    let mut c = ChipConfig::preset(preset).unwrap();
+    c.reliability.wear_fail_rate = 0.0;
+    c.reliability.wear_fail_growth = 0.0;
+    Chip::ram(c).unwrap()
+}
+
+fn ctl<M: ErrorModel>(preset: &str, model: M, seed: u64) -> Controller<RamStorage, M> {
+    let cfg = ControllerConfig {
+        seed,
+        ..ControllerConfig::default()
+    };
+    Controller::new(chip(preset), model, cfg).unwrap()
+}
+
+fn page(c: &Chip, block: u32, page: u32) -> PhysAddr {
+    c.geometry().block_at(block).unwrap().page(page).unwrap()
+}
+
+fn data(len: usize, tag: u64) -> Vec<u8> {
+    let mut x = tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn clean_round_trip_returns_data_and_record() {
+    let mut c = ctl("tiny-mlc", ConstantRber(0.0), 1);
+    let p = page(c.chip(), 1, 0);
+    let d = data(4096, 1);
+    c.program(
+        Nanos::ZERO,
+        p,
+        &d,
+        OobRecord::new(42, 7, PageKind::Meta(3)),
+        8,
+    )
+    .unwrap();
+    let mut out = vec![0u8; 4096];
+    let PageRead::Data(info) = c.read(Nanos::from_ms(1), p, &mut out).unwrap() else {
+        panic!("erased")
+    };
+    assert_eq!(out, d);
+    assert_eq!(
+        (
+            info.record.lpn,
+            info.record.seq,
+            info.record.kind,
+            info.record.t
+        ),
+        (42, 7, PageKind::Meta(3), 8)
+    );
+    assert_eq!(info.corrected, 0);
+    assert!(info.ecc > Nanos::ZERO);
+    // OOB-only read sees the same record.
+    let PageRead::Data(r) = c.read_record(Nanos::from_ms(2), p).unwrap() else {
+        panic!()
+    };
+    assert_eq!(r.record, info.record);
+    assert!(r.timing.transfer < info.timing.transfer);
+}
+
+#[test]
+fn bit_errors_are_injected_and_corrected() {
+    let mut c = ctl("tiny-mlc", ConstantRber(2e-4), 2);
+    let d = data(4096, 3);
+    for pg in 0..8 {
+        let p = page(c.chip(), 2, pg);
+        c.program(
+            Nanos::ZERO,
+            p,
+            &d,
+            OobRecord::new(pg as u64, pg as u64, PageKind::User),
+            12,
+        )
+        .unwrap();
+    }
+    let mut total = 0;
+    for round in 0..50 {
+        for pg in 0..8 {
+            let p = page(c.chip(), 2, pg);
+            let mut out = vec![0u8; 4096];
+            match c.read(Nanos::from_secs(round), p, &mut out).unwrap() {
+                PageRead::Data(info) => {
+                    assert_eq!(out, d);
+                    total += info.corrected;
+                }
+                PageRead::Erased { .. } => panic!("erased"),
+            }
+        }
+    }
+    // 400 reads × (8 sectors × (4096 × 8 + 156) + record 224 + header 32) bits × 2e-4
+    // ≈ 2730 flips expected (sd ≈ 52).
+    assert!(total > 2450 && total < 3000, "{total} bits corrected");
+    assert_eq!(c.stats().corrected_bits, total as u64);
+}
+
+#[test]
+fn beyond_t_is_uncorrectable_never_wrong_data() {
+    // t = 1 miscorrects two-error codewords often: the CRC must catch every one.
+    let mut c = ctl("tiny-mlc", ConstantRber(1.1e-4), 3);
+    let d = data(4096, 5);
+    let p = page(c.chip(), 3, 0);
+    c.program(Nanos::ZERO, p, &d, OobRecord::new(1, 1, PageKind::User), 1)
+        .unwrap();
+    let (mut ok, mut bad) = (0, 0);
+    for i in 0..3000 {
+        let mut out = vec![0u8; 4096];
+        match c.read(Nanos(i), p, &mut out) {
+            Ok(PageRead::Data(_)) => {
+                assert_eq!(out, d, "wrong data returned as good");
+                ok += 1;
+            }
+            Err(CtlError::Uncorrectable { .. }) => bad += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(ok > 0 && bad > 0, "ok {ok} bad {bad}");
+    assert!(
+        c.stats().miscorrections_caught > 0,
+        "no miscorrection exercised the CRC"
+    );
+}
+
+#[test]
+fn strength_that_does_not_fit_is_refused() {
+    let mut c = ctl("tiny-mlc", ConstantRber(0.0), 0);
+    let p = page(c.chip(), 1, 0);
+    let d = data(4096, 1);
+    let max = c.max_t();
+    assert!(max >= 8, "max t {max}");
+    let err = c
+        .program(
+            Nanos::ZERO,
+            p,
+            &d,
+            OobRecord::new(0, 0, PageKind::User),
+            max + 1,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, CtlError::ParityTooLarge { t, .. } if t == max + 1),
+        "{err}"
+    );
+    assert!(err.to_string().contains(&format!("t = {}", max + 1)));
+    let err = c
+        .program(Nanos::ZERO, p, &d, OobRecord::new(0, 0, PageKind::User), 0)
+        .unwrap_err();
+    assert!(matches!(err, CtlError::Ecc(ecc::EccError::ZeroT)));
+    // Nothing was programmed by the refused calls.
+    assert!(c.chip().page_state(p).unwrap().erased);
+    let err = Controller::new(
+        chip("tiny-mlc"),
+        ConstantRber(0.0),
+        ControllerConfig {
+            sector_size: 1000,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, CtlError::SectorSize { sector: 1000, .. }));
+}
+
+#[test]
+fn erased_and_torn_pages() {
+    let mut c = ctl("tiny-mlc", ConstantRber(0.0), 4);
+    let mut out = vec![0u8; 4096];
+    let p = page(c.chip(), 1, 0);
+    assert!(matches!(
+        c.read(Nanos::ZERO, p, &mut out).unwrap(),
+        PageRead::Erased { .. }
+    ));
+    assert!(matches!(
+        c.read_record(Nanos::ZERO, p).unwrap(),
+        PageRead::Erased { .. }
+    ));
+    // A torn program reads as uncorrectable, never as data.
+    for seed in 0..20u64 {
+        let q = page(c.chip(), 4, seed as u32 % 16);
+        if !c.chip().page_state(q).unwrap().erased
+            || c.chip().block_info(q.block_addr()).unwrap().next_page > q.page()
+        {
+            c.chip_mut().erase(Nanos::ZERO, q.block_addr()).unwrap();
+        }
+        let q = page(c.chip(), 4, 0);
+        c.chip_mut().arm_cut(
+            1,
+            CutMode::TornProgram(if seed % 2 == 0 {
+                TornFill::Erased
+            } else {
+                TornFill::Random
+            }),
+        );
+        assert!(c
+            .program(
+                Nanos::ZERO,
+                q,
+                &data(4096, seed),
+                OobRecord::new(9, 9, PageKind::User),
+                8
+            )
+            .is_err());
+        c.chip_mut().power_on();
+        let landed = match c.chip().last_cut().unwrap().effect {
+            nand::CutEffect::Torn { landed } => landed,
+            e => panic!("{e:?}"),
+        };
+        match c.read(Nanos::ZERO, q, &mut out) {
+            Err(CtlError::Uncorrectable { .. }) => {}
+            Ok(PageRead::Erased { .. }) if landed == 0 => {}
+            other => panic!("torn page (landed {landed}) read as {other:?}"),
+        }
+        c.chip_mut().erase(Nanos::ZERO, q.block_addr()).unwrap();
+    }
+}
+
+#[test]
+fn digest_mode_agrees_with_bytes_mode() {
+    // The same model and strength: the uncorrectable-page rate of real decoding and of
+    // sampling must agree within statistical tolerance over 10^5 reads.
+    const READS: u64 = 100_000;
+    let rber = 7e-4;
+    let t = 4;
+    let rate = |mode: PayloadMode| {
+        let cfg = ChipConfig::preset("tiny-slc").unwrap();
+        let storage = match mode {
+            PayloadMode::Bytes => RamStorage::new(&cfg.geometry),
+            PayloadMode::Digest => RamStorage::spare_only(&cfg.geometry),
+        };
+        let chip = Chip::new(cfg, storage).unwrap();
+        let ccfg = ControllerConfig {
+            mode,
+            seed: 99,
+            ..Default::default()
+        };
+        let mut c = Controller::new(chip, ConstantRber(rber), ccfg).unwrap();
+        let p = c.chip().geometry().block_at(1).unwrap().page(0).unwrap();
+        let d = match mode {
+            PayloadMode::Bytes => data(2048, 1),
+            PayloadMode::Digest => Vec::new(),
+        };
+        c.program(Nanos::ZERO, p, &d, OobRecord::new(5, 5, PageKind::User), t)
+            .unwrap();
+        let mut out = vec![0u8; d.len()];
+        let mut bad = 0u64;
+        for i in 0..READS {
+            match c.read(Nanos(i), p, &mut out) {
+                Ok(PageRead::Data(_)) => {}
+                Err(CtlError::Uncorrectable { .. }) => bad += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        bad as f64 / READS as f64
+    };
+    let b = rate(PayloadMode::Bytes);
+    let d = rate(PayloadMode::Digest);
+    // Binomial standard error of the difference of two rates, 5 sigma.
+    let se = (b * (1.0 - b) / READS as f64 + d * (1.0 - d) / READS as f64).sqrt();
+    assert!(b > 0.01 && b < 0.9, "bytes-mode rate {b} not informative");
+    assert!(
+        (b - d).abs() < 5.0 * se,
+        "bytes {b:.5} vs digest {d:.5} (se {se:.5})"
+    );
+    // And both agree with the analytic rate: 4 sectors (+ record) each failing with
+    // P(X > t) at the codeword length.
+    let cw = 512 * 8 + 52;
+    let p_sector = ecc::reliability::prob_more_than(cw, rber, t as u64);
+    let p_record = ecc::reliability::prob_more_than(24 * 8 + 32, rber, 4);
+    let analytic = 1.0 - (1.0 - p_sector).powi(4) * (1.0 - p_record);
+    assert!(
+        (d - analytic).abs() < 5.0 * (analytic * (1.0 - analytic) / READS as f64).sqrt(),
+        "digest {d} vs analytic {analytic}"
+    );
+}
+
+#[test]
+fn same_seed_same_outcomes() {
+    let run = |seed| {
+        let mut c = ctl("tiny-mlc", ConstantRber(1e-3), seed);
+        let p = page(c.chip(), 1, 0);
+        c.program(
+            Nanos::ZERO,
+            p,
+            &data(4096, 1),
+            OobRecord::new(1, 1, PageKind::User),
+            6,
+        )
+        .unwrap();
+        let mut out = vec![0u8; 4096];
+        (0..200)
+            .map(|i| match c.read(Nanos(i), p, &mut out) {
+                Ok(PageRead::Data(info)) => info.corrected as i64,
+                _ => -1,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(5), run(5));
+    assert_ne!(run(5), run(6));
+}
+
+#[test]
+fn msb_pages_see_fewer_errors_with_ap_sigma() {
+    let mut c = ctl("tiny-mlc", KindRatio::ap(ConstantRber(4e-4), 0.5), 7);
+    let d = data(4096, 2);
+    // dist3: page 0 LSB, page 2 MSB.
+    for pg in 0..3 {
+        let p = page(c.chip(), 1, pg);
+        c.program(
+            Nanos::ZERO,
+            p,
+            &d,
+            OobRecord::new(pg as u64, 0, PageKind::User),
+            12,
+        )
+        .unwrap();
+    }
+    let mut sum = [0u64; 2];
+    for (i, pg) in [0u32, 2].iter().enumerate() {
+        let p = page(c.chip(), 1, *pg);
+        for r in 0..300 {
+            let mut out = vec![0u8; 4096];
+            if let Ok(PageRead::Data(info)) = c.read(Nanos(r), p, &mut out) {
+                sum[i] += info.corrected as u64;
+            }
+        }
+    }
+    let ratio = sum[1] as f64 / sum[0] as f64;
+    assert!((ratio - 0.5).abs() < 0.12, "MSB/LSB error ratio {ratio}");
+}
+
+#[test]
+fn decode_latency_matches_flares_anchors() {
+    let l = EccLatency::default();
+    let t1 = l.decode(4096, 1, 1).0 as f64 / 1000.0;
+    let t50 = l.decode(4096, 50, 50).0 as f64 / 1000.0;
+    assert!((t1 - 83.9).abs() < 0.01, "{t1}");
+    assert!((t50 - 194.0).abs() < 0.01, "{t50}");
+    assert!(l.decode(4096, 50, 0) < l.decode(4096, 50, 50));
+    assert!(l.decode(512, 8, 0) < l.decode(4096, 8, 0));
+}

@@ -1,0 +1,259 @@
+//! Raw bit error models: the RBER of a page from its wear, age, bit kind and read count.
+//!
+//! - [`FlaresRber`]: FLARES eq. (5) with the Table III fit:
+//!   RBER(PE, t) = A·e^(B·PE) + C + Bo·(PE^n · t)^m, t in hours.
+//! - [`KindRatio`]: scales another model per bit kind; AP's MSB pages have σ = 0.5 times the
+//!   LSB error rate.
+//! - [`ReadDisturb`]: adds a term linear in reads since program.
+//! - [`ConstantRber`]: a fixed rate, for tests.
+//!
+//! [`sample_bit_errors`] draws how many of `bits` bits flip at a given RBER (exact binomial
+//! by inversion, with a seeded RNG); [`flip_random_bits`] lands them on real bits of a buffer.
+
+use crate::pairing::BitKind;
+use crate::time::Nanos;
+use alloc::vec::Vec;
+use rand_core::RngCore;
+use serde::{Deserialize, Serialize};
+
+/// What an error model knows about a page when it is read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PageAge {
+    /// P/E cycles of the page's block.
+    pub pe_cycles: u32,
+    /// Time since the page was programmed.
+    pub retention: Nanos,
+    /// Which bit of its cells the page stores.
+    pub kind: BitKind,
+    /// Reads since the page was programmed.
+    pub reads: u32,
+}
+
+/// A raw bit error rate model.
+pub trait ErrorModel {
+    /// Probability that one bit of the page reads wrong.
+    fn rber(&self, page: &PageAge) -> f64;
+}
+
+impl<M: ErrorModel + ?Sized> ErrorModel for &M {
+    fn rber(&self, page: &PageAge) -> f64 {
+        (**self).rber(page)
+    }
+}
+
+/// The same RBER for every page.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ConstantRber(pub f64);
+
+impl ErrorModel for ConstantRber {
+    fn rber(&self, _: &PageAge) -> f64 {
+        self.0
+    }
+}
+
+/// FLARES eq. (5). Parameters default to the paper's Table III fit (25 °C, MLC 3x nm).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlaresRber {
+    /// A (write-error amplitude).
+    pub a: f64,
+    /// B (write-error growth per P/E cycle).
+    pub b: f64,
+    /// C (write-error offset).
+    pub c: f64,
+    /// Bo (retention amplitude).
+    pub bo: f64,
+    /// m (retention exponent).
+    pub m: f64,
+    /// n (P/E exponent of the retention term).
+    pub n: f64,
+}
+
+impl Default for FlaresRber {
+    fn default() -> Self {
+        FlaresRber {
+            a: 1.059e-5,
+            b: 8.634e-6,
+            c: -1.009e-5,
+            bo: 1.691e-11,
+            m: 0.6027,
+            n: 2.167,
+        }
+    }
+}
+
+impl FlaresRber {
+    /// RBER_wr(PE) = A·e^(B·PE) + C: errors present right after programming.
+    pub fn write_part(&self, pe: f64) -> f64 {
+        self.a * libm::exp(self.b * pe) + self.c
+    }
+
+    /// RBER_rd(PE, t) = Bo·(PE^n · t)^m: errors accumulated over `hours` of retention.
+    pub fn retention_part(&self, pe: f64, hours: f64) -> f64 {
+        if pe <= 0.0 || hours <= 0.0 {
+            return 0.0;
+        }
+        self.bo * libm::pow(libm::pow(pe, self.n) * hours, self.m)
+    }
+
+    /// The full model at `pe` cycles and `hours` of retention (never negative).
+    pub fn at(&self, pe: f64, hours: f64) -> f64 {
+        (self.write_part(pe) + self.retention_part(pe, hours)).max(0.0)
+    }
+}
+
+impl ErrorModel for FlaresRber {
+    fn rber(&self, p: &PageAge) -> f64 {
+        self.at(p.pe_cycles as f64, p.retention.as_hours_f64())
+    }
+}
+
+/// Scales an inner model by bit kind: `[lsb, csb, msb]` factors. AP: `[1.0, 1.0, 0.5]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KindRatio<M> {
+    /// The model for LSB pages.
+    pub inner: M,
+    /// Factor per bit kind (LSB, CSB, MSB).
+    pub factors: [f64; 3],
+}
+
+impl<M> KindRatio<M> {
+    /// AP's asymmetry: MSB pages see σ times the LSB error rate.
+    pub fn ap(inner: M, sigma: f64) -> Self {
+        KindRatio {
+            inner,
+            factors: [1.0, 1.0, sigma],
+        }
+    }
+}
+
+impl<M: ErrorModel> ErrorModel for KindRatio<M> {
+    fn rber(&self, p: &PageAge) -> f64 {
+        self.inner.rber(p) * self.factors[p.kind.index()]
+    }
+}
+
+/// Adds `per_read` × reads-since-program to an inner model (read disturb).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadDisturb<M> {
+    /// The undisturbed model.
+    pub inner: M,
+    /// RBER added per read since program.
+    pub per_read: f64,
+}
+
+impl<M: ErrorModel> ErrorModel for ReadDisturb<M> {
+    fn rber(&self, p: &PageAge) -> f64 {
+        self.inner.rber(p) + self.per_read * p.reads as f64
+    }
+}
+
+fn unit(rng: &mut impl RngCore) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Number of bit errors among `bits` bits at rate `rber`: an exact Binomial(bits, rber)
+/// draw by inversion (expected O(mean) steps); a normal approximation only when the mean
+/// exceeds 500, where inversion would underflow.
+pub fn sample_bit_errors(rng: &mut impl RngCore, bits: u64, rber: f64) -> u64 {
+    if rber <= 0.0 || bits == 0 {
+        return 0;
+    }
+    if rber >= 1.0 {
+        return bits;
+    }
+    let mean = bits as f64 * rber;
+    if mean > 500.0 {
+        // Box–Muller normal with continuity correction.
+        let u1 = unit(rng).max(f64::MIN_POSITIVE);
+        let u2 = unit(rng);
+        let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * core::f64::consts::PI * u2);
+        let x = mean + z * libm::sqrt(mean * (1.0 - rber)) + 0.5;
+        return (x.max(0.0) as u64).min(bits);
+    }
+    let u = unit(rng);
+    let ratio = rber / (1.0 - rber);
+    let mut pmf = libm::exp(bits as f64 * libm::log1p(-rber));
+    let mut cdf = pmf;
+    let mut k = 0u64;
+    while u > cdf && k < bits {
+        pmf *= (bits - k) as f64 / (k + 1) as f64 * ratio;
+        k += 1;
+        cdf += pmf;
+        if pmf < 1e-300 && cdf > 0.999_999_999_999 {
+            break;
+        }
+    }
+    k
+}
+
+/// Flips `count` distinct random bits of `buf` (all of them if `count` ≥ its bit length);
+/// returns the flipped bit positions.
+pub fn flip_random_bits(rng: &mut impl RngCore, buf: &mut [u8], count: u64) -> Vec<usize> {
+    let bits = buf.len() * 8;
+    let count = (count as usize).min(bits);
+    let mut picked: Vec<usize> = Vec::with_capacity(count);
+    while picked.len() < count {
+        let p = ((rng.next_u64() as u128 * bits as u128) >> 64) as usize;
+        if !picked.contains(&p) {
+            picked.push(p);
+            buf[p / 8] ^= 0x80 >> (p % 8);
+        }
+    }
+    picked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn flares_model_has_the_paper_shape() {
+        let f = FlaresRber::default();
+        // Fresh pages: A + C = 5e-7.
+        assert!((f.at(0.0, 0.0) - 5.0e-7).abs() < 1e-12);
+        // Monotone in wear and in retention.
+        assert!(f.at(3000.0, 0.0) > f.at(1000.0, 0.0));
+        assert!(f.at(3000.0, 8760.0) > f.at(3000.0, 24.0));
+        // Retention dominates late in life: at 10k cycles and one year the rate is ~1e-3.
+        let r = f.at(10_000.0, 8760.0);
+        assert!(r > 1e-4 && r < 1e-2, "{r}");
+    }
+
+    #[test]
+    fn binomial_sampler_has_the_right_mean_and_variance() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for &(bits, p) in &[
+            (32768u64, 1e-4),
+            (8640, 2e-5),
+            (4096, 0.01),
+            (1_000_000, 0.001),
+        ] {
+            let n = 20_000;
+            let draws: Vec<f64> = (0..n)
+                .map(|_| sample_bit_errors(&mut rng, bits, p) as f64)
+                .collect();
+            let mean = draws.iter().sum::<f64>() / n as f64;
+            let var = draws.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+            let m = bits as f64 * p;
+            let v = m * (1.0 - p);
+            assert!(
+                (mean - m).abs() < 5.0 * (v / n as f64).sqrt(),
+                "{bits} {p}: mean {mean} vs {m}"
+            );
+            assert!((var - v).abs() / v < 0.1, "{bits} {p}: var {var} vs {v}");
+        }
+    }
+
+    #[test]
+    fn flips_are_distinct_real_bits() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut buf = vec![0u8; 64];
+        let pos = flip_random_bits(&mut rng, &mut buf, 100);
+        assert_eq!(pos.len(), 100);
+        assert_eq!(buf.iter().map(|b| b.count_ones()).sum::<u32>(), 100);
+    }
+}
