@@ -149,7 +149,7 @@ impl Layout {
         record: &Bch,
     ) -> Result<Layout, CtlError> {
         let page = geometry.page_size as usize;
-        if sector_size == 0 || page % sector_size != 0 {
+        if sector_size == 0 || !page.is_multiple_of(sector_size) {
             return Err(CtlError::SectorSize {
                 sector: sector_size,
                 page,

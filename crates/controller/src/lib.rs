@@ -238,7 +238,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     pub fn new(chip: Chip<S>, model: M, cfg: ControllerConfig) -> Result<Self, CtlError> {
         let g = *chip.geometry();
         let page = g.page_size as usize;
-        if cfg.sector_size == 0 || page % cfg.sector_size != 0 {
+        if cfg.sector_size == 0 || !page.is_multiple_of(cfg.sector_size) {
             return Err(CtlError::SectorSize {
                 sector: cfg.sector_size,
                 page,
