@@ -1,6 +1,7 @@
 //! `nandlab` — the command-line program of the nandlab NAND flash storage lab.
 
 mod chip_cmd;
+mod ecc_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -17,12 +18,16 @@ enum Command {
     /// Inspect emulated NAND chips: presets, configurations and chip images.
     #[command(subcommand)]
     Chip(chip_cmd::ChipCommand),
+    /// The BCH codec (Linux lib/bch.c compatible) and the reliability calculator.
+    #[command(subcommand)]
+    Ecc(ecc_cmd::EccCommand),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Chip(cmd) => chip_cmd::run(cmd),
+        Command::Ecc(cmd) => ecc_cmd::run(cmd),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

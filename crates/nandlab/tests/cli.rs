@@ -1,0 +1,234 @@
+//! The command-line program, end to end.
+
+use std::process::{Command, Output};
+
+fn nandlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(args)
+        .output()
+        .expect("run nandlab")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn chip_info_default_and_presets() {
+    let o = nandlab(&["chip", "info"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(
+        s.contains("micron-29f64g") && s.contains("8 GiB") && s.contains("WL0=(0,2)"),
+        "{s}"
+    );
+    let o = nandlab(&["chip", "presets"]);
+    for p in nand::PRESET_NAMES {
+        assert!(stdout(&o).contains(p));
+    }
+    let o = nandlab(&["chip", "info", "--preset", "nope"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown preset"));
+}
+
+#[test]
+fn chip_file_errors_name_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(&f, "preset = \"tiny-slc\"\n[geometry]\npage_sise = 4096\n").unwrap();
+    let o = nandlab(&["chip", "info", "--config", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("bad.toml") && e.contains("geometry.page_sise"),
+        "{e}"
+    );
+    assert!(!e.contains("backtrace"), "{e}");
+}
+
+#[test]
+fn chip_format_and_inspect_an_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("c.img");
+    let o = nandlab(&[
+        "chip",
+        "format",
+        "--preset",
+        "tiny-mlc",
+        "--image",
+        img.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = nandlab(&["chip", "info", "--image", img.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("erase count mean 0.00"));
+    std::fs::write(&img, b"garbage").unwrap();
+    let o = nandlab(&["chip", "info", "--image", img.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("truncated"), "{}", stderr(&o));
+}
+
+#[test]
+fn ecc_encode_decode_round_trip_on_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    let parity = dir.path().join("data.ecc");
+    let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(&input, &data).unwrap();
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    let o = nandlab(&[
+        "ecc",
+        "encode",
+        "-t",
+        "4",
+        "--sector",
+        "1024",
+        &p(&input),
+        "--parity",
+        &p(&parity),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // 5 sectors (the last one short) × ⌈14·4/8⌉ = 7 bytes.
+    assert_eq!(std::fs::metadata(&parity).unwrap().len(), 5 * 7);
+    // Up to t flips per sector are corrected.
+    let mut bad = data.clone();
+    for (k, bit) in [3usize, 900, 4000, 8191, 8500, 20000, 39000]
+        .iter()
+        .enumerate()
+    {
+        bad[bit / 8] ^= 1 << (k % 8);
+    }
+    std::fs::write(&input, &bad).unwrap();
+    let out = dir.path().join("fixed.bin");
+    let o = nandlab(&[
+        "ecc",
+        "decode",
+        "-t",
+        "4",
+        "--sector",
+        "1024",
+        &p(&input),
+        "--parity",
+        &p(&parity),
+        "--output",
+        &p(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("7 bits corrected"), "{}", stdout(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), data);
+    // More than t in one sector: reported, non-zero exit.
+    let mut worse = data.clone();
+    for bit in 0..6 {
+        worse[bit * 10] ^= 0x01;
+    }
+    std::fs::write(&input, &worse).unwrap();
+    let o = nandlab(&[
+        "ecc",
+        "decode",
+        "-t",
+        "4",
+        "--sector",
+        "1024",
+        &p(&input),
+        "--parity",
+        &p(&parity),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("uncorrectable sectors: [0]"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn ecc_bad_parameters_are_named() {
+    let o = nandlab(&[
+        "ecc",
+        "encode",
+        "-t",
+        "0",
+        "/dev/null",
+        "--parity",
+        "/dev/null",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("t must be at least 1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = nandlab(&[
+        "ecc",
+        "encode",
+        "-t",
+        "700",
+        "-m",
+        "13",
+        "/dev/null",
+        "--parity",
+        "/dev/null",
+    ]);
+    assert!(
+        stderr(&o).contains("t = 700 is too large"),
+        "{}",
+        stderr(&o)
+    );
+    let o = nandlab(&[
+        "ecc",
+        "encode",
+        "-t",
+        "8",
+        "--sector",
+        "8192",
+        "-m",
+        "13",
+        "/dev/null",
+        "--parity",
+        "/dev/null",
+    ]);
+    assert!(
+        stderr(&o).contains("sector of 8192 bytes does not fit"),
+        "{}",
+        stderr(&o)
+    );
+    let o = nandlab(&[
+        "ecc",
+        "encode",
+        "-t",
+        "8",
+        "--poly",
+        "0x11b",
+        "/dev/null",
+        "--parity",
+        "/dev/null",
+    ]);
+    assert!(
+        stderr(&o).contains("not a primitive polynomial"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn ecc_uber_calculator() {
+    let o = nandlab(&["ecc", "uber", "--ap-table1"]);
+    assert!(o.status.success());
+    assert_eq!(
+        stdout(&o)
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .count(),
+        8
+    );
+    let o = nandlab(&["ecc", "uber", "--bits", "8640", "--rber", "2e-6", "-t", "3"]);
+    assert!(stdout(&o).contains("3.66"), "{}", stdout(&o));
+    let o = nandlab(&[
+        "ecc", "uber", "--bits", "8640", "--rber", "2e-6", "-t", "3", "--sigma", "0.5",
+    ]);
+    assert!(stdout(&o).contains("2.30"), "{}", stdout(&o));
+}
