@@ -35,6 +35,25 @@ pub enum EccCommand {
     },
     /// Analytic page failure probability and UBER of a binomial bit-error channel.
     Uber(UberArgs),
+    /// FLARES's precomputed tables: corr_table (smallest p per RBER range at a target
+    /// UBER) and max_ret_time (longest retention per p and P/E count, FLARES eq. 5 model).
+    Flares {
+        /// Bits per codeword (FLARES: one 4 KiB page).
+        #[arg(long, default_value_t = 4096 * 8)]
+        bits: u64,
+        /// Target UBER.
+        #[arg(long, default_value_t = 1e-11)]
+        uber: f64,
+        /// Smallest correction capability in the tables.
+        #[arg(long, default_value_t = 3)]
+        p_min: u64,
+        /// Largest correction capability in the tables.
+        #[arg(long, default_value_t = 50)]
+        p_max: u64,
+        /// P/E counts for the max_ret_time columns.
+        #[arg(long, value_delimiter = ',', default_value = "1000,3000,5000,10000")]
+        pe: Vec<u32>,
+    },
     /// Encode/decode throughput (MB/s) on the benchmark anchor cases.
     Bench {
         /// Seconds to run each case.
@@ -192,6 +211,13 @@ pub fn run(cmd: EccCommand) -> Result<()> {
         }
         EccCommand::Uber(args) => uber(args),
         EccCommand::Bench { seconds } => bench(seconds),
+        EccCommand::Flares {
+            bits,
+            uber,
+            p_min,
+            p_max,
+            pe,
+        } => flares(bits, uber, p_min, p_max, &pe),
     }
 }
 
@@ -240,6 +266,37 @@ const AP_LSB: [f64; 8] = [
 const AP_MSB: [f64; 8] = [
     2.30e-10, 3.66e-9, 1.84e-8, 5.78e-8, 2.17e-6, 3.23e-5, 1.53e-4, 4.51e-4,
 ];
+
+fn flares(bits: u64, uber: f64, p_min: u64, p_max: u64, pe: &[u32]) -> Result<()> {
+    if !(uber > 0.0 && uber < 1.0) {
+        bail!("--uber {uber} must be in (0, 1)");
+    }
+    if p_min > p_max || p_max >= bits {
+        bail!("--p-min {p_min} / --p-max {p_max} out of range for {bits}-bit codewords");
+    }
+    let model = nand::FlaresRber::default();
+    const YEAR_H: f64 = 24.0 * 365.0;
+    println!("FLARES tables for {bits}-bit codewords, target UBER {uber:e}; retention in hours (horizon 10 years)");
+    print!("{:>4} {:>11} {:>11}", "p", "min_rber", "max_rber");
+    for c in pe {
+        print!(" {:>12}", format!("ret@{c}PE"));
+    }
+    println!();
+    for row in reliability::corr_table(bits, p_min, p_max, uber) {
+        print!(
+            "{:>4} {:>11.3e} {:>11.3e}",
+            row.p, row.min_rber, row.max_rber
+        );
+        for &c in pe {
+            let h = reliability::max_retention(bits, row.p, uber, 10.0 * YEAR_H, |h| {
+                model.at(c as f64, h)
+            });
+            print!(" {h:>12.1}");
+        }
+        println!();
+    }
+    Ok(())
+}
 
 fn bench(seconds: f64) -> Result<()> {
     println!("BCH throughput, 4 KiB sectors (GF(2^16), poly 0x1002d); 1 MB = 10^6 bytes");
