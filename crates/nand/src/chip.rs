@@ -581,6 +581,8 @@ impl<S: Storage> Chip<S> {
         if meta.is_erased() {
             data.fill(0xFF);
             spare.fill(0xFF);
+        } else if let ReadPart::Page = part {
+            self.storage.read_split(pi, data, spare)?;
         } else {
             let mut buf = core::mem::take(&mut self.buf);
             let r = self.storage.read(pi, &mut buf);
@@ -852,8 +854,14 @@ impl<S: Storage> Chip<S> {
             self.counters.program_failures += 1;
             return Err(NandError::ProgramFailed(addr));
         }
-        self.land(&segments, total, None, &mut rng_for(0, &[]));
-        self.commit_program(bi, page, pi, now, prog, false)?;
+        if fresh && prog == Prog::Full {
+            // Whole-page program of an erased page: nothing to merge.
+            self.storage.write_split(pi, data, spare)?;
+            self.commit_meta(bi, page, pi, now, prog, false)?;
+        } else {
+            self.land(&segments, total, None, &mut rng_for(0, &[]));
+            self.commit_program(bi, page, pi, now, prog, false)?;
+        }
         Ok(timing)
     }
 
@@ -893,6 +901,19 @@ impl<S: Storage> Chip<S> {
         damaged: bool,
     ) -> Result<(), NandError> {
         self.storage.write(pi, &self.buf)?;
+        self.commit_meta(bi, page, pi, now, prog, damaged)
+    }
+
+    /// Records a program in the page and block state (the bytes are already stored).
+    fn commit_meta(
+        &mut self,
+        bi: usize,
+        page: u32,
+        pi: u64,
+        now: Nanos,
+        prog: Prog,
+        damaged: bool,
+    ) -> Result<(), NandError> {
         let m = self.page_meta_mut(bi, page);
         m.programs = m.programs.saturating_add(1);
         m.programmed_at = now;

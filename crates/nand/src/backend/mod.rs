@@ -37,6 +37,28 @@ pub trait Storage {
     fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<(), StorageError>;
     /// Stores `image` (one raw page) as the content of `page`.
     fn write(&mut self, page: u64, image: &[u8]) -> Result<(), StorageError>;
+    /// Reads `page` into separate data and spare buffers (a fast path; the default goes
+    /// through [`read`](Storage::read)).
+    fn read_split(
+        &mut self,
+        page: u64,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(), StorageError> {
+        let mut image = alloc::vec![0u8; data.len() + spare.len()];
+        self.read(page, &mut image)?;
+        data.copy_from_slice(&image[..data.len()]);
+        spare.copy_from_slice(&image[data.len()..]);
+        Ok(())
+    }
+    /// Stores a page given as separate data and spare (a fast path for whole-page programs
+    /// of erased pages; the default goes through [`write`](Storage::write)).
+    fn write_split(&mut self, page: u64, data: &[u8], spare: &[u8]) -> Result<(), StorageError> {
+        let mut image = alloc::vec::Vec::with_capacity(data.len() + spare.len());
+        image.extend_from_slice(data);
+        image.extend_from_slice(spare);
+        self.write(page, &image)
+    }
     /// Forgets the content of `count` pages from `first` (a block erase).
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError>;
     /// Persists the state of flat block `block` (no-op for volatile backends).

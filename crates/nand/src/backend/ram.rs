@@ -5,44 +5,57 @@ use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
-/// The page images of one block (`None` = never written since erase).
-type BlockPages = Box<[Option<Box<[u8]>>]>;
-
-/// Sparse RAM storage: memory grows with programmed pages only. A block's page table is
-/// allocated on its first program and freed by its erase.
+/// Sparse RAM storage: a block's buffer is allocated on its first program and freed by its
+/// erase, so memory grows with the blocks in use, never with the chip's size.
 ///
-/// In spare-only mode ([`RamStorage::spare_only`], the "digest" payload mode of
-/// multi-GiB simulations) only the spare area of each page is kept and the data area reads
-/// back as zeros: the chip's rules, timing and wear are unchanged, and callers identify page
-/// contents by tokens they keep in the spare area.
+/// In digest mode ([`RamStorage::digest`], the payload mode of multi-GiB simulations) only
+/// the first `keep` bytes of each page's spare area are kept; the data area reads back as
+/// zeros and the rest of the spare as erased (0xFF). The chip's rules, timing and wear are
+/// unchanged; callers identify page contents by records they keep in that spare prefix.
 #[derive(Debug, Clone)]
 pub struct RamStorage {
     raw_page: usize,
-    /// Bytes of the image not kept (the data area in spare-only mode, else 0).
+    page_size: usize,
+    /// Bytes kept per page: the whole raw page, or a spare prefix in digest mode.
+    kept: usize,
+    /// Offset in the raw page of the first byte kept.
     skip: usize,
     pages_per_block: u64,
-    blocks: Vec<Option<BlockPages>>,
+    blocks: Vec<Option<Box<[u8]>>>,
+    /// Pages written per block since its erase (for accounting).
+    written: Vec<u32>,
     stored_pages: u64,
 }
 
 impl RamStorage {
-    /// Empty storage for a chip of `geometry`.
+    /// Empty storage for a chip of `geometry`, keeping whole pages.
     pub fn new(geometry: &Geometry) -> Self {
+        let raw = geometry.raw_page_size();
         RamStorage {
-            raw_page: geometry.raw_page_size(),
+            raw_page: raw,
+            page_size: geometry.page_size as usize,
+            kept: raw,
             skip: 0,
             pages_per_block: geometry.pages_per_block as u64,
             blocks: vec![None; geometry.total_blocks() as usize],
+            written: vec![0; geometry.total_blocks() as usize],
             stored_pages: 0,
         }
     }
 
-    /// Storage that keeps only spare areas (see the type docs).
-    pub fn spare_only(geometry: &Geometry) -> Self {
+    /// Digest-mode storage keeping only the first `keep` spare bytes of each page.
+    pub fn digest(geometry: &Geometry, keep: usize) -> Self {
+        let keep = keep.min(geometry.spare_size as usize);
         RamStorage {
+            kept: keep,
             skip: geometry.page_size as usize,
             ..RamStorage::new(geometry)
         }
+    }
+
+    /// Digest-mode storage keeping the whole spare area.
+    pub fn spare_only(geometry: &Geometry) -> Self {
+        RamStorage::digest(geometry, geometry.spare_size as usize)
     }
 
     /// Pages currently holding data.
@@ -50,9 +63,16 @@ impl RamStorage {
         self.stored_pages
     }
 
-    /// Bytes of page images currently held.
+    /// Bytes of page content currently held for written pages.
     pub fn stored_bytes(&self) -> u64 {
-        self.stored_pages * (self.raw_page - self.skip) as u64
+        self.stored_pages * self.kept as u64
+    }
+
+    /// Bytes allocated for page content (whole blocks in use).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.blocks.iter().filter(|b| b.is_some()).count() as u64
+            * self.pages_per_block
+            * self.kept as u64
     }
 
     fn split(&self, page: u64) -> (usize, usize) {
@@ -61,41 +81,85 @@ impl RamStorage {
             (page % self.pages_per_block) as usize,
         )
     }
+
+    fn slot(&mut self, page: u64) -> &mut [u8] {
+        let (b, p) = self.split(page);
+        let size = self.pages_per_block as usize * self.kept;
+        let blk = self.blocks[b].get_or_insert_with(|| vec![0u8; size].into_boxed_slice());
+        &mut blk[p * self.kept..(p + 1) * self.kept]
+    }
+
+    fn count(&mut self, page: u64) {
+        let (b, _) = self.split(page);
+        self.written[b] += 1;
+        self.stored_pages += 1;
+    }
 }
 
 impl Storage for RamStorage {
     fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<(), StorageError> {
         let (b, p) = self.split(page);
-        match self.blocks[b].as_ref().and_then(|blk| blk[p].as_ref()) {
-            Some(img) => {
+        match self.blocks[b].as_ref() {
+            Some(blk) => {
+                let src = &blk[p * self.kept..(p + 1) * self.kept];
                 buf[..self.skip].fill(0);
-                buf[self.skip..].copy_from_slice(img);
+                buf[self.skip..self.skip + self.kept].copy_from_slice(src);
+                buf[self.skip + self.kept..].fill(0xFF);
             }
             None => buf.fill(0xFF),
         }
         Ok(())
     }
 
-    fn write(&mut self, page: u64, image: &[u8]) -> Result<(), StorageError> {
+    fn read_split(
+        &mut self,
+        page: u64,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(), StorageError> {
         let (b, p) = self.split(page);
-        let ppb = self.pages_per_block as usize;
-        let blk = self.blocks[b].get_or_insert_with(|| vec![None; ppb].into_boxed_slice());
-        let kept = &image[self.skip..];
-        match &mut blk[p] {
-            Some(img) => img.copy_from_slice(kept),
-            slot @ None => {
-                *slot = Some(kept.into());
-                self.stored_pages += 1;
-            }
+        let Some(blk) = self.blocks[b].as_ref() else {
+            data.fill(0xFF);
+            spare.fill(0xFF);
+            return Ok(());
+        };
+        let src = &blk[p * self.kept..(p + 1) * self.kept];
+        if self.skip == 0 {
+            data.copy_from_slice(&src[..self.page_size]);
+            spare.copy_from_slice(&src[self.page_size..]);
+        } else {
+            data.fill(0);
+            spare[..self.kept].copy_from_slice(src);
+            spare[self.kept..].fill(0xFF);
         }
+        Ok(())
+    }
+
+    fn write(&mut self, page: u64, image: &[u8]) -> Result<(), StorageError> {
+        let (skip, kept) = (self.skip, self.kept);
+        self.slot(page).copy_from_slice(&image[skip..skip + kept]);
+        self.count(page);
+        Ok(())
+    }
+
+    fn write_split(&mut self, page: u64, data: &[u8], spare: &[u8]) -> Result<(), StorageError> {
+        let (skip, kept, ps) = (self.skip, self.kept, self.page_size);
+        let dst = self.slot(page);
+        if skip == 0 {
+            dst[..ps].copy_from_slice(data);
+            dst[ps..].copy_from_slice(spare);
+        } else {
+            dst.copy_from_slice(&spare[..kept]);
+        }
+        self.count(page);
         Ok(())
     }
 
     fn discard(&mut self, first: u64, _count: u32) -> Result<(), StorageError> {
         let (b, _) = self.split(first);
-        if let Some(blk) = self.blocks[b].take() {
-            self.stored_pages -= blk.iter().filter(|p| p.is_some()).count() as u64;
-        }
+        self.blocks[b] = None;
+        self.stored_pages -= self.written[b] as u64;
+        self.written[b] = 0;
         Ok(())
     }
 }
