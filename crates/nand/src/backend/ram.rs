@@ -14,7 +14,6 @@ use alloc::vec::Vec;
 /// unchanged; callers identify page contents by records they keep in that spare prefix.
 #[derive(Debug, Clone)]
 pub struct RamStorage {
-    raw_page: usize,
     page_size: usize,
     /// Bytes kept per page: the whole raw page, or a spare prefix in digest mode.
     kept: usize,
@@ -32,7 +31,6 @@ impl RamStorage {
     pub fn new(geometry: &Geometry) -> Self {
         let raw = geometry.raw_page_size();
         RamStorage {
-            raw_page: raw,
             page_size: geometry.page_size as usize,
             kept: raw,
             skip: 0,
