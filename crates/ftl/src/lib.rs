@@ -1,0 +1,228 @@
+//! # ftl — flash translation layers
+//!
+//! The [`Ftl`] interface (read, write, trim, flush of logical pages; mount; `tick` for
+//! background work) and its first scheme, [`PageFtl`]: a pure page-level mapping FTL with the
+//! whole map in RAM, out-of-place updates, a write frontier per stream and die, garbage
+//! collection as a step machine ([`gc`]), pluggable victim policies, static wear levelling
+//! and bad-block retirement.
+//!
+//! Every flash operation an FTL performs is logged as a [`FlashOp`] (die, channel, array and
+//! bus time, ECC time, dependency); a simulation engine drains the log after each call and
+//! places the operations on per-die and per-channel timelines. The FTL itself keeps no clock:
+//! `now` is passed in.
+//!
+//! `no_std` + `alloc`.
+#![no_std]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod gc;
+mod page;
+
+pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
+pub use page::{PageFtl, PageFtlConfig, WearLevelConfig};
+
+use controller::CtlError;
+use nand::{Lpn, NandError, Nanos};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// What a flash operation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpKind {
+    /// Page (or spare) read.
+    Read,
+    /// Page program.
+    Program,
+    /// Block erase.
+    Erase,
+}
+
+/// Why a flash operation was issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Serving a host request.
+    Host,
+    /// Garbage collection.
+    Gc,
+    /// Static wear levelling.
+    WearLevel,
+    /// Moving data off a block that went bad.
+    Relocate,
+    /// FTL metadata.
+    Meta,
+    /// Mount-time scanning.
+    Mount,
+}
+
+impl Cause {
+    /// Every cause, in report order.
+    pub const ALL: [Cause; 6] = [
+        Cause::Host,
+        Cause::Gc,
+        Cause::WearLevel,
+        Cause::Relocate,
+        Cause::Meta,
+        Cause::Mount,
+    ];
+
+    /// Index into per-cause arrays.
+    pub const fn index(self) -> usize {
+        match self {
+            Cause::Host => 0,
+            Cause::Gc => 1,
+            Cause::WearLevel => 2,
+            Cause::Relocate => 3,
+            Cause::Meta => 4,
+            Cause::Mount => 5,
+        }
+    }
+
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Cause::Host => "host",
+            Cause::Gc => "gc",
+            Cause::WearLevel => "wear_level",
+            Cause::Relocate => "relocate",
+            Cause::Meta => "meta",
+            Cause::Mount => "mount",
+        }
+    }
+}
+
+/// One flash operation, as an engine needs it to account for time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlashOp {
+    /// Flat die index.
+    pub die: u32,
+    /// Channel of that die.
+    pub channel: u32,
+    /// Read, program or erase.
+    pub kind: OpKind,
+    /// Why.
+    pub cause: Cause,
+    /// Time in the array.
+    pub array: Nanos,
+    /// Time on the channel.
+    pub transfer: Nanos,
+    /// Decode time in the controller after the transfer (reads).
+    pub ecc: Nanos,
+    /// Index (in the same batch) of an operation this one must wait for (a GC copy's
+    /// program waits for its read).
+    pub after: Option<u32>,
+}
+
+/// Counts an FTL keeps (flash operations by kind and cause, GC and wear-levelling work).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FtlCounters {
+    /// Logical pages written by the host.
+    pub host_writes: u64,
+    /// Logical pages read by the host.
+    pub host_reads: u64,
+    /// Host reads of never-written (or trimmed) pages, served without flash access.
+    pub unmapped_reads: u64,
+    /// Logical pages trimmed.
+    pub trims: u64,
+    /// Flushes.
+    pub flushes: u64,
+    /// NAND page reads per cause (see [`Cause::index`]).
+    pub reads: [u64; 6],
+    /// NAND page programs per cause.
+    pub programs: [u64; 6],
+    /// NAND block erases per cause.
+    pub erases: [u64; 6],
+    /// Valid pages copied by GC, wear levelling and relocation.
+    pub valid_copies: u64,
+    /// Victim blocks reclaimed by GC.
+    pub gc_victims: u64,
+    /// Blocks migrated by static wear levelling.
+    pub wl_migrations: u64,
+    /// Blocks retired as bad (program/erase failures).
+    pub retired_blocks: u64,
+    /// Program failures retried elsewhere.
+    pub program_retries: u64,
+    /// Logical pages whose only copy became unreadable during GC/relocation.
+    pub lost_pages: u64,
+}
+
+impl FtlCounters {
+    /// NAND programs of all causes.
+    pub fn total_programs(&self) -> u64 {
+        self.programs.iter().sum()
+    }
+
+    /// Write amplification: NAND programs per host page write.
+    pub fn waf(&self) -> f64 {
+        if self.host_writes == 0 {
+            0.0
+        } else {
+            self.total_programs() as f64 / self.host_writes as f64
+        }
+    }
+}
+
+/// FTL errors.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FtlError {
+    /// The logical page is outside the volume.
+    #[error("logical page {lpn} is out of range (volume has {count} pages)")]
+    OutOfRange {
+        /// The rejected page.
+        lpn: u64,
+        /// Volume size in pages.
+        count: u64,
+    },
+    /// A data buffer of the wrong size.
+    #[error("buffer is {got} bytes, expected {expected}")]
+    BufferSize {
+        /// Given.
+        got: usize,
+        /// Required.
+        expected: usize,
+    },
+    /// The data of this logical page cannot be read back (uncorrectable).
+    #[error("logical page {0} is unreadable (uncorrectable)")]
+    Unreadable(Lpn),
+    /// No free space left even after garbage collection (too many bad blocks).
+    #[error("device is out of space: no reclaimable block left")]
+    NoSpace,
+    /// Configuration error.
+    #[error("FTL configuration: {0}")]
+    Config(alloc::string::String),
+    /// The controller or chip failed (power loss, …).
+    #[error(transparent)]
+    Controller(#[from] CtlError),
+}
+
+impl From<NandError> for FtlError {
+    fn from(e: NandError) -> Self {
+        FtlError::Controller(CtlError::Nand(e))
+    }
+}
+
+/// The interface every FTL scheme implements. Logical pages are the FTL's page size; `data`
+/// buffers are one logical page in bytes mode and empty in digest mode.
+pub trait Ftl {
+    /// Logical pages the volume exposes.
+    fn logical_pages(&self) -> u64;
+    /// Bytes per logical page.
+    fn page_size(&self) -> usize;
+    /// Writes one logical page.
+    fn write(&mut self, now: Nanos, lpn: Lpn, data: &[u8]) -> Result<(), FtlError>;
+    /// Reads one logical page (zeros if never written or trimmed).
+    fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError>;
+    /// Discards one logical page.
+    fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError>;
+    /// Makes everything written so far durable.
+    fn flush(&mut self, now: Nanos) -> Result<(), FtlError>;
+    /// Background work at time `now` (idle-time GC, …); returns whether work was done.
+    fn tick(&mut self, now: Nanos) -> Result<bool, FtlError>;
+    /// The flash operations performed since the last call.
+    fn drain_ops(&mut self) -> alloc::vec::Vec<FlashOp>;
+    /// Counters.
+    fn counters(&self) -> &FtlCounters;
+}
