@@ -25,6 +25,10 @@ pub const RECORD_BYTES: usize = 24;
 pub const RECORD_T: u32 = 4;
 /// Field of the record codeword.
 pub const RECORD_M: u32 = 8;
+/// Parity bytes of the record codeword (BCH m = 8, t = 4: ⌈32/8⌉).
+pub const RECORD_PARITY_BYTES: usize = 4;
+/// Spare bytes a digest-mode store must keep per page: header, record and record parity.
+pub const DIGEST_SPARE_BYTES: usize = HEADER_BYTES + RECORD_BYTES + RECORD_PARITY_BYTES;
 
 /// What a page holds, for the FTL and for statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,6 +65,12 @@ impl PageKind {
 }
 
 /// The per-page record in the spare area: enough to rebuild an FTL's map from the chip.
+///
+/// Encoding (24 bytes, little-endian): `lpn` (8), `seq` (8), `kind` (1), `t` (1), a CRC-16
+/// over the other 22 bytes (2), `crc` (4). The record is its own BCH codeword; the CRC-16
+/// catches a record miscorrected beyond that code's t, and `crc` (CRC32C of the data area)
+/// catches miscorrected data. Because `crc` covers the data only, a GC copy can rewrite the
+/// record (new sequence number, kind) and keep the data's parity and CRC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OobRecord {
     /// Logical page stored here (or an FTL-defined id for metadata pages).
@@ -71,9 +81,11 @@ pub struct OobRecord {
     pub kind: PageKind,
     /// ECC strength the data sectors were encoded with.
     pub t: u8,
-    /// CRC32C of the data area and of the fields above (filled in by the controller).
+    /// CRC32C of the data area (filled in by the controller).
     pub crc: u32,
 }
+
+const CHECK: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_IBM_3740);
 
 impl OobRecord {
     /// A record for a page to be written (the controller fills in `t` and `crc`).
@@ -87,7 +99,7 @@ impl OobRecord {
         }
     }
 
-    /// Fixed little-endian encoding.
+    /// Fixed encoding with its CRC-16.
     pub fn encode(&self) -> [u8; RECORD_BYTES] {
         let mut r = [0u8; RECORD_BYTES];
         r[0..8].copy_from_slice(&self.lpn.to_le_bytes());
@@ -95,24 +107,30 @@ impl OobRecord {
         r[16] = self.kind.encode();
         r[17] = self.t;
         r[20..24].copy_from_slice(&self.crc.to_le_bytes());
+        let check = Self::check(&r);
+        r[18..20].copy_from_slice(&check.to_le_bytes());
         r
     }
 
-    /// Decodes [`encode`](OobRecord::encode)'s bytes.
-    pub fn decode(r: &[u8; RECORD_BYTES]) -> Self {
-        OobRecord {
+    fn check(r: &[u8; RECORD_BYTES]) -> u16 {
+        let mut d = CHECK.digest();
+        d.update(&r[..18]);
+        d.update(&r[20..]);
+        d.finalize()
+    }
+
+    /// Decodes [`encode`](OobRecord::encode)'s bytes; `None` if the CRC-16 fails.
+    pub fn decode(r: &[u8; RECORD_BYTES]) -> Option<Self> {
+        if Self::check(r).to_le_bytes() != r[18..20] {
+            return None;
+        }
+        Some(OobRecord {
             lpn: u64::from_le_bytes(r[0..8].try_into().unwrap()),
             seq: u64::from_le_bytes(r[8..16].try_into().unwrap()),
             kind: PageKind::decode(r[16]),
             t: r[17],
             crc: u32::from_le_bytes(r[20..24].try_into().unwrap()),
-        }
-    }
-
-    /// The bytes the CRC covers besides the data: every field but the CRC.
-    pub(crate) fn crc_fields(&self) -> [u8; 20] {
-        let e = self.encode();
-        e[..20].try_into().unwrap()
+        })
     }
 }
 

@@ -35,7 +35,7 @@ use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-const CRC32C: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
+const CRC32C: Crc<u32, crc::Table<16>> = Crc::<u32, crc::Table<16>>::new(&CRC_32_ISCSI);
 
 /// Controller errors.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -220,7 +220,13 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     record_code: Bch,
     stats: EccStats,
     spare: Vec<u8>,
-    scratch: Vec<u8>,
+    /// Zero data area handed to the chip in digest mode.
+    zeros: Vec<u8>,
+    /// Data and spare of the last page read for relocation (see
+    /// [`read_for_relocation`](Controller::read_for_relocation)).
+    reloc_data: Vec<u8>,
+    reloc_spare: Vec<u8>,
+    reloc: Option<OobRecord>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for Controller<S, M> {
@@ -231,6 +237,11 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for Controller<S, M> {
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
+}
+
+/// The header bytes: strength three times, then the layout version.
+fn header(t: u32) -> [u8; HEADER_BYTES] {
+    [t as u8, t as u8, t as u8, LAYOUT_VERSION]
 }
 
 impl<S: Storage, M: ErrorModel> Controller<S, M> {
@@ -245,9 +256,14 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             });
         }
         let record_code = Bch::new(RECORD_M, RECORD_T).map_err(CtlError::Ecc)?;
+        debug_assert_eq!(record_code.ecc_bytes(), layout::RECORD_PARITY_BYTES);
+        let digest = cfg.mode == PayloadMode::Digest;
         Ok(Controller {
             spare: vec![0; g.spare_size as usize],
-            scratch: vec![0; page],
+            zeros: if digest { vec![0; page] } else { Vec::new() },
+            reloc_data: vec![0; if digest { 0 } else { page }],
+            reloc_spare: vec![0; g.spare_size as usize],
+            reloc: None,
             chip,
             model,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -314,11 +330,33 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         for t in 1..=255 {
             match self.layout(t) {
                 Ok(_) => best = t,
-                Err(CtlError::ParityTooLarge { .. }) => break,
                 Err(_) => break,
             }
         }
         best
+    }
+
+    /// Writes header, record and record parity of `record` at layout `l` into `spare`.
+    fn put_record(&self, spare: &mut [u8], l: &Layout, record: &OobRecord) -> Result<(), CtlError> {
+        spare[..HEADER_BYTES].copy_from_slice(&header(l.t));
+        let rec = record.encode();
+        spare[l.record_offset..l.record_offset + RECORD_BYTES].copy_from_slice(&rec);
+        let rp = l.record_parity_offset;
+        self.record_code
+            .encode(&rec, &mut spare[rp..rp + self.record_code.ecc_bytes()])
+            .map_err(CtlError::Ecc)
+    }
+
+    fn check_data_len(&self, len: usize) -> Result<(), CtlError> {
+        let expected = match self.cfg.mode {
+            PayloadMode::Bytes => self.chip.geometry().page_size as usize,
+            PayloadMode::Digest => 0,
+        };
+        if len == expected {
+            Ok(())
+        } else {
+            Err(CtlError::BufferSize { got: len, expected })
+        }
     }
 
     /// Programs `data` (the page's data area; empty in digest mode) with `record` at ECC
@@ -332,54 +370,31 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         t: u32,
     ) -> Result<OpTiming, CtlError> {
         let layout = self.layout(t)?;
-        let page = self.chip.geometry().page_size as usize;
-        let expected = match self.cfg.mode {
-            PayloadMode::Bytes => page,
-            PayloadMode::Digest => 0,
-        };
-        if data.len() != expected {
-            return Err(CtlError::BufferSize {
-                got: data.len(),
-                expected,
-            });
-        }
+        self.check_data_len(data.len())?;
         record.t = t as u8;
-        let mut crc = CRC32C.digest();
-        crc.update(data);
-        crc.update(&record.crc_fields());
-        record.crc = crc.finalize();
-
+        record.crc = CRC32C.checksum(data);
         let mut spare = core::mem::take(&mut self.spare);
         spare.fill(0xFF);
-        spare[..3].fill(t as u8);
-        spare[3] = LAYOUT_VERSION;
-        let rec = record.encode();
-        spare[layout.record_offset..layout.record_offset + RECORD_BYTES].copy_from_slice(&rec);
-        let rp = layout.record_parity_offset;
-        let rlen = self.record_code.ecc_bytes();
-        self.record_code
-            .encode(&rec, &mut spare[rp..rp + rlen])
-            .map_err(CtlError::Ecc)?;
-        let mut scratch = core::mem::take(&mut self.scratch);
-        let payload: &[u8] = match self.cfg.mode {
-            PayloadMode::Bytes => {
-                let code = self.codes[t as usize].as_ref().expect("built by layout");
-                for (s, sector) in data.chunks_exact(layout.sector_size).enumerate() {
-                    let off = layout.parity_offset + s * layout.parity_bytes;
-                    code.encode(sector, &mut spare[off..off + layout.parity_bytes])
-                        .map_err(CtlError::Ecc)?;
+        let r = self
+            .put_record(&mut spare, &layout, &record)
+            .and_then(|()| {
+                if self.cfg.mode == PayloadMode::Bytes {
+                    let code = self.codes[t as usize].as_ref().expect("built by layout");
+                    for (s, sector) in data.chunks_exact(layout.sector_size).enumerate() {
+                        let off = layout.parity_offset + s * layout.parity_bytes;
+                        code.encode(sector, &mut spare[off..off + layout.parity_bytes])
+                            .map_err(CtlError::Ecc)?;
+                    }
                 }
-                data
-            }
-            PayloadMode::Digest => {
-                scratch.fill(0);
-                &scratch
-            }
-        };
-        let r = self.chip.program(now, addr, payload, &spare);
+                let payload: &[u8] = if self.cfg.mode == PayloadMode::Digest {
+                    &self.zeros
+                } else {
+                    data
+                };
+                Ok(self.chip.program(now, addr, payload, &spare)?)
+            });
         self.spare = spare;
-        self.scratch = scratch;
-        Ok(r?)
+        r
     }
 
     fn uncorrectable(&mut self, addr: PhysAddr, kind: Option<PageKind>) -> CtlError {
@@ -398,26 +413,83 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         addr: PhysAddr,
         data: &mut [u8],
     ) -> Result<PageRead, CtlError> {
-        let page = self.chip.geometry().page_size as usize;
-        let digest = self.cfg.mode == PayloadMode::Digest;
-        let expected = if digest { 0 } else { page };
-        if data.len() != expected {
-            return Err(CtlError::BufferSize {
-                got: data.len(),
-                expected,
-            });
-        }
+        self.check_data_len(data.len())?;
         let mut spare = core::mem::take(&mut self.spare);
-        let mut scratch = core::mem::take(&mut self.scratch);
-        let buf: &mut [u8] = if digest { &mut scratch } else { data };
-        let r = self.chip.read(now, addr, buf, &mut spare);
+        let r = self.read_into(now, addr, data, &mut spare);
+        self.spare = spare;
+        r.map(|(read, _)| read)
+    }
+
+    /// Reads and decodes page `addr` into `data`/`spare`; also returns the page's layout.
+    fn read_into(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(PageRead, Option<Layout>), CtlError> {
+        let digest = self.cfg.mode == PayloadMode::Digest;
+        let mut zeros = core::mem::take(&mut self.zeros);
+        let buf: &mut [u8] = if digest { &mut zeros } else { data };
+        let r = self.chip.read(now, addr, buf, spare);
         let result = match r {
             Err(e) => Err(e.into()),
-            Ok(timing) => self.finish_read(now, addr, buf, &mut spare, timing, digest),
+            Ok(timing) => self.finish_read(now, addr, buf, spare, timing, digest),
         };
-        self.spare = spare;
-        self.scratch = scratch;
+        self.zeros = zeros;
         result
+    }
+
+    /// Reads a page to move it elsewhere: like [`read`](Controller::read), but the corrected
+    /// data and parity stay in the controller for [`program_relocated`]
+    /// (Controller::program_relocated), which writes them to a new page without re-encoding.
+    pub fn read_for_relocation(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+    ) -> Result<PageRead, CtlError> {
+        self.reloc = None;
+        let mut data = core::mem::take(&mut self.reloc_data);
+        let mut spare = core::mem::take(&mut self.reloc_spare);
+        let r = self.read_into(now, addr, &mut data, &mut spare);
+        self.reloc_data = data;
+        self.reloc_spare = spare;
+        let (read, _) = r?;
+        if let PageRead::Data(info) = read {
+            self.reloc = Some(info.record);
+        }
+        Ok(read)
+    }
+
+    /// Programs the page last read by [`read_for_relocation`](Controller::read_for_relocation)
+    /// at `addr` with a new record (logical page, sequence number, kind); data, parity,
+    /// strength and data CRC are kept. May be retried at another address after a program
+    /// failure.
+    pub fn program_relocated(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        mut record: OobRecord,
+    ) -> Result<OpTiming, CtlError> {
+        let src = self
+            .reloc
+            .expect("program_relocated follows a successful read_for_relocation");
+        let layout = self.layout(src.t as u32)?;
+        record.t = src.t;
+        record.crc = src.crc;
+        let mut spare = core::mem::take(&mut self.reloc_spare);
+        let r = self
+            .put_record(&mut spare, &layout, &record)
+            .and_then(|()| {
+                let payload: &[u8] = if self.cfg.mode == PayloadMode::Digest {
+                    &self.zeros
+                } else {
+                    &self.reloc_data
+                };
+                Ok(self.chip.program(now, addr, payload, &spare)?)
+            });
+        self.reloc_spare = spare;
+        r
     }
 
     /// Reads only the spare area and decodes the OOB record (a recovery scan). The data
@@ -432,7 +504,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                     Ok(PageRead::Erased { timing })
                 } else {
                     let rber = self.rber(addr, now)?;
-                    self.decode_header_and_record(addr, &mut spare, rber, false)
+                    let damaged = self.chip.page_state(addr)?.damaged;
+                    self.decode_header_and_record(addr, &mut spare, rber, damaged)
                         .map(|(record, corrected, _)| {
                             PageRead::Data(ReadInfo {
                                 record,
@@ -460,7 +533,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         addr: PhysAddr,
         spare: &mut [u8],
         rber: f64,
-        _data_read: bool,
+        damaged: bool,
     ) -> Result<(OobRecord, u32, Layout), CtlError> {
         let k = sample_bit_errors(&mut self.rng, (HEADER_BYTES * 8) as u64, rber);
         flip(
@@ -485,14 +558,20 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let k = sample_bit_errors(&mut self.rng, bits, rber);
         let pbits = self.record_code.ecc_bits() as usize;
         flip(&mut self.rng, rec_bytes, RECORD_BYTES * 8, parity, pbits, k);
-        let corrected = match self.record_code.decode(rec_bytes, parity) {
-            Ok(n) => n,
-            Err(_) => return Err(self.uncorrectable(addr, None)),
+        // A codeword that took no flips and sits on an undamaged page decodes to itself:
+        // skip the decoder (its latency is still charged).
+        let corrected = if k == 0 && !damaged {
+            0
+        } else {
+            match self.record_code.decode(rec_bytes, parity) {
+                Ok(n) => n,
+                Err(_) => return Err(self.uncorrectable(addr, None)),
+            }
         };
-        let record = OobRecord::decode(&(&*rec_bytes).try_into().expect("record size"));
-        if record.t as u32 != t {
-            return Err(self.uncorrectable(addr, None));
-        }
+        let record = match OobRecord::decode(&(&*rec_bytes).try_into().expect("record size")) {
+            Some(r) if r.t as u32 == t => r,
+            _ => return Err(self.uncorrectable(addr, None)),
+        };
         Ok((record, corrected, layout))
     }
 
@@ -504,38 +583,47 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         spare: &mut [u8],
         timing: OpTiming,
         digest: bool,
-    ) -> Result<PageRead, CtlError> {
+    ) -> Result<(PageRead, Option<Layout>), CtlError> {
         if spare.iter().all(|&b| b == 0xFF) {
             if digest || data.iter().all(|&b| b == 0xFF) {
-                return Ok(PageRead::Erased { timing });
+                return Ok((PageRead::Erased { timing }, None));
             }
             return Err(self.uncorrectable(addr, None));
         }
         let rber = self.rber(addr, now)?;
+        let damaged = self.chip.page_state(addr)?.damaged;
         let (record, mut corrected, layout) =
-            self.decode_header_and_record(addr, spare, rber, true)?;
+            self.decode_header_and_record(addr, spare, rber, damaged)?;
         let kind = Some(record.kind);
         let t = layout.t;
         let mut ecc = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected);
         let mut max_cw = corrected;
+        self.stats.reads += 1;
         if digest {
-            for _ in 0..layout.sectors {
-                let k = sample_bit_errors(&mut self.rng, layout.codeword_bits(), rber);
-                if k > t as u64 {
-                    self.stats.reads += 1;
+            // One binomial draw for the whole data area; only if it exceeds t can a sector
+            // fail, and then the errors are spread over the sectors uniformly (exactly the
+            // joint distribution of independent per-sector draws).
+            let cw = layout.codeword_bits();
+            let total = sample_bit_errors(&mut self.rng, cw * layout.sectors as u64, rber);
+            if total > t as u64 {
+                let mut per = [0u32; 64];
+                let n = layout.sectors.min(64);
+                for _ in 0..total {
+                    let s = ((self.rng.next_u64() as u128 * n as u128) >> 64) as usize;
+                    per[s] += 1;
+                }
+                if per[..n].iter().any(|&k| k > t) {
                     return Err(self.uncorrectable(addr, kind));
                 }
-                corrected += k as u32;
-                max_cw = max_cw.max(k as u32);
-                ecc += self.cfg.latency.decode(layout.sector_size, t, k as u32);
+                max_cw = max_cw.max(per[..n].iter().copied().max().unwrap_or(0));
+            } else {
+                max_cw = max_cw.max(total as u32);
             }
-            let mut crc = CRC32C.digest();
-            crc.update(&[]);
-            crc.update(&record.crc_fields());
-            if crc.finalize() != record.crc {
-                self.stats.reads += 1;
-                return Err(self.uncorrectable(addr, kind));
-            }
+            corrected += total as u32;
+            ecc += self
+                .cfg
+                .latency
+                .decode(layout.sector_size * layout.sectors, t, total as u32);
         } else {
             let code = self.codes[t as usize]
                 .as_ref()
@@ -546,46 +634,44 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 let off = layout.parity_offset + s * layout.parity_bytes;
                 let parity = &mut spare[off..off + layout.parity_bytes];
                 let k = sample_bit_errors(&mut self.rng, layout.codeword_bits(), rber);
-                flip(
-                    &mut self.rng,
-                    sector,
-                    layout.sector_size * 8,
-                    parity,
-                    layout.parity_bits,
-                    k,
-                );
-                match code.decode(sector, parity) {
-                    Ok(n) => {
-                        corrected += n;
-                        max_cw = max_cw.max(n);
-                        ecc += self.cfg.latency.decode(layout.sector_size, t, n);
+                let n = if k == 0 && !damaged {
+                    0
+                } else {
+                    flip(
+                        &mut self.rng,
+                        sector,
+                        layout.sector_size * 8,
+                        parity,
+                        layout.parity_bits,
+                        k,
+                    );
+                    match code.decode(sector, parity) {
+                        Ok(n) => n,
+                        Err(_) => return Err(self.uncorrectable(addr, kind)),
                     }
-                    Err(_) => {
-                        self.stats.reads += 1;
-                        return Err(self.uncorrectable(addr, kind));
-                    }
-                }
+                };
+                corrected += n;
+                max_cw = max_cw.max(n);
+                ecc += self.cfg.latency.decode(layout.sector_size, t, n);
             }
-            let mut crc = CRC32C.digest();
-            crc.update(data);
-            crc.update(&record.crc_fields());
-            if crc.finalize() != record.crc {
+            if CRC32C.checksum(data) != record.crc {
                 // More than t errors decoded to another codeword: caught here.
-                self.stats.reads += 1;
                 self.stats.miscorrections_caught += 1;
                 return Err(self.uncorrectable(addr, kind));
             }
         }
-        self.stats.reads += 1;
         self.stats.corrected_bits += corrected as u64;
         self.stats.max_codeword_errors = self.stats.max_codeword_errors.max(max_cw);
         self.stats.decode_ns += ecc.0;
-        Ok(PageRead::Data(ReadInfo {
-            record,
-            corrected,
-            timing,
-            ecc,
-        }))
+        Ok((
+            PageRead::Data(ReadInfo {
+                record,
+                corrected,
+                timing,
+                ecc,
+            }),
+            Some(layout),
+        ))
     }
 }
 

@@ -221,8 +221,12 @@ pub trait Ftl {
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError>;
     /// Background work at time `now` (idle-time GC, …); returns whether work was done.
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError>;
-    /// The flash operations performed since the last call.
-    fn drain_ops(&mut self) -> alloc::vec::Vec<FlashOp>;
+    /// Moves the flash operations performed since the last call into `out` (appending).
+    fn take_ops(&mut self, out: &mut alloc::vec::Vec<FlashOp>);
     /// Counters.
     fn counters(&self) -> &FtlCounters;
+    /// The controller's ECC statistics.
+    fn ecc_stats(&self) -> controller::EccStats;
+    /// P/E cycles of every block (flat index).
+    fn erase_counts(&self) -> &[u32];
 }

@@ -147,7 +147,6 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     seq: u64,
     ops: Vec<FlashOp>,
     counters: FtlCounters,
-    scratch: Vec<u8>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -318,11 +317,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             seq: 1,
             ops: Vec::new(),
             counters: FtlCounters::default(),
-            scratch: if digest {
-                Vec::new()
-            } else {
-                vec![0; geo.page_size as usize]
-            },
             ctl,
         })
     }
@@ -399,11 +393,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Physical pages available to data (good blocks × pages per block).
     pub fn physical_pages(&self) -> u64 {
         self.state.iter().filter(|s| **s != BState::Bad).count() as u64 * self.ppb as u64
-    }
-
-    /// Erase count of every block.
-    pub fn erase_counts(&self) -> &[u32] {
-        &self.erase
     }
 
     // ----- addressing ------------------------------------------------------------------
@@ -575,31 +564,24 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
-    /// Programs one page on `die`'s `stream` frontier. `Ok(None)` means the program failed
-    /// and the block was retired: the caller retries (after making space if it can).
-    #[allow(clippy::too_many_arguments)]
-    fn program_once(
+    /// Programs host data for `lpn` on `die`'s host frontier. `Ok(None)` means the program
+    /// failed and the block was retired: the caller retries (after making space if it can).
+    fn program_host(
         &mut self,
         now: Nanos,
         die: usize,
-        stream: usize,
-        from_scratch: bool,
         data: &[u8],
-        record: OobRecord,
-        cause: Cause,
-        after: Option<u32>,
+        lpn: u64,
     ) -> Result<Option<u32>, FtlError> {
-        let phys = self.allocate(die, stream)?;
+        let phys = self.allocate(die, HOST)?;
         let addr = self.phys_addr(phys);
-        let mut rec = record;
-        rec.seq = self.seq;
+        let rec = OobRecord::new(lpn, self.seq, PageKind::User);
         self.seq += 1;
-        let buf: &[u8] = if from_scratch { &self.scratch } else { data };
-        let r = self.ctl.program(now, addr, buf, rec, self.cfg.ecc_t);
+        let r = self.ctl.program(now, addr, data, rec, self.cfg.ecc_t);
         let b = phys / self.ppb;
         match r {
             Ok(t) => {
-                self.push_op(b, OpKind::Program, cause, t, Nanos::ZERO, after);
+                self.push_op(b, OpKind::Program, Cause::Host, t, Nanos::ZERO, None);
                 self.last_write[b as usize] = now;
                 Ok(Some(phys))
             }
@@ -746,7 +728,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(())
     }
 
-    /// Copies the valid page `src` to the cold frontier of `die`.
+    /// Copies the valid page `src` to the cold frontier of `die`. The controller moves the
+    /// corrected data with its parity (no re-encoding); only the record is rewritten.
     fn copy_page(
         &mut self,
         now: Nanos,
@@ -757,10 +740,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let lpn = self.p2l[src as usize];
         let addr = self.phys_addr(src);
         let b = src / self.ppb;
-        let mut scratch = core::mem::take(&mut self.scratch);
-        let r = self.ctl.read(now, addr, &mut scratch);
-        self.scratch = scratch;
-        let read_op = match r {
+        let read_op = match self.ctl.read_for_relocation(now, addr) {
             Ok(PageRead::Data(info)) => {
                 self.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None)
             }
@@ -774,12 +754,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
             Err(e) => return Err(e.into()),
         };
-        let record = OobRecord::new(lpn as u64, 0, PageKind::GcCopy);
         let dst = loop {
-            if let Some(p) =
-                self.program_once(now, die, COLD, true, &[], record, cause, Some(read_op))?
-            {
-                break p;
+            let phys = self.allocate(die, COLD)?;
+            let rec = OobRecord::new(lpn as u64, self.seq, PageKind::GcCopy);
+            self.seq += 1;
+            let pb = phys / self.ppb;
+            match self.ctl.program_relocated(now, self.phys_addr(phys), rec) {
+                Ok(t) => {
+                    self.push_op(pb, OpKind::Program, cause, t, Nanos::ZERO, Some(read_op));
+                    self.last_write[pb as usize] = now;
+                    break phys;
+                }
+                Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
+                    self.counters.program_retries += 1;
+                    self.retire(pb, die);
+                }
+                Err(e) => return Err(e.into()),
             }
         };
         self.counters.valid_copies += 1;
@@ -850,13 +840,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let ndies = self.dies.len();
         let first = self.rr_die as usize;
         self.rr_die = ((first + 1) % ndies) as u32;
-        let record = OobRecord::new(lpn, 0, PageKind::User);
         for k in 0..ndies {
             let die = (first + k) % ndies;
             loop {
                 // Space first (again after a failed program retired a block).
                 self.ensure_space(now, die)?;
-                match self.program_once(now, die, HOST, false, data, record, Cause::Host, None) {
+                match self.program_host(now, die, data, lpn) {
                     Ok(Some(phys)) => {
                         self.map(lpn, phys);
                         self.close_if_full(phys);
@@ -950,11 +939,19 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         Ok(worked)
     }
 
-    fn drain_ops(&mut self) -> Vec<FlashOp> {
-        core::mem::take(&mut self.ops)
+    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
+        out.append(&mut self.ops);
     }
 
     fn counters(&self) -> &FtlCounters {
         &self.counters
+    }
+
+    fn ecc_stats(&self) -> controller::EccStats {
+        *self.ctl.stats()
+    }
+
+    fn erase_counts(&self) -> &[u32] {
+        &self.erase
     }
 }

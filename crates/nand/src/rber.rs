@@ -41,6 +41,12 @@ impl<M: ErrorModel + ?Sized> ErrorModel for &M {
     }
 }
 
+impl<M: ErrorModel + ?Sized> ErrorModel for alloc::boxed::Box<M> {
+    fn rber(&self, page: &PageAge) -> f64 {
+        (**self).rber(page)
+    }
+}
+
 /// The same RBER for every page.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ConstantRber(pub f64);

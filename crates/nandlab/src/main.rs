@@ -2,6 +2,7 @@
 
 mod chip_cmd;
 mod ecc_cmd;
+mod run_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -15,6 +16,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a simulation: the built-in default, an experiment file, or a trace replay.
+    Run(run_cmd::RunArgs),
     /// Inspect emulated NAND chips: presets, configurations and chip images.
     #[command(subcommand)]
     Chip(chip_cmd::ChipCommand),
@@ -26,6 +29,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run_cmd::run(args),
         Command::Chip(cmd) => chip_cmd::run(cmd),
         Command::Ecc(cmd) => ecc_cmd::run(cmd),
     };

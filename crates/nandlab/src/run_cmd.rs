@@ -1,0 +1,164 @@
+//! `nandlab run`: the main job — an experiment from a file, or the built-in default.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sim::config::TraceSection;
+use sim::{ExperimentConfig, Progress, Report, TraceFormat};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment file (TOML); without it the built-in default runs.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Replay this trace (with the default chip and FTL, or the config's).
+    #[arg(long, requires = "format")]
+    trace: Option<PathBuf>,
+    /// Trace format: mqsim, msr, blkparse, spc.
+    #[arg(long)]
+    format: Option<String>,
+    /// Fold trace addresses past the device instead of rejecting them.
+    #[arg(long)]
+    wrap: bool,
+    /// Override the seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Override the number of synthetic requests.
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Skip preconditioning.
+    #[arg(long)]
+    no_precondition: bool,
+    /// Write the JSON report here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the CSV report here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    let (mut cfg, base) = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read experiment file {}", path.display()))?;
+            let cfg = ExperimentConfig::from_toml_str(&text, &path.display().to_string())?;
+            (
+                cfg,
+                path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            )
+        }
+        None => (ExperimentConfig::builtin_default(), PathBuf::new()),
+    };
+    if let Some(t) = &a.trace {
+        let name = a.format.as_deref().unwrap_or_default();
+        let Some(format) = TraceFormat::from_name(name) else {
+            bail!("--format {name:?}: expected mqsim, msr, blkparse or spc");
+        };
+        cfg.workload = None;
+        cfg.trace = Some(TraceSection {
+            path: std::path::absolute(t)?,
+            format,
+            wrap: a.wrap,
+        });
+        cfg.load.mode = sim::config::LoadKind::Open;
+        if a.config.is_none() {
+            cfg.name = format!("trace {}", t.display());
+        }
+    }
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    if let Some(n) = a.requests {
+        match cfg.workload.as_mut() {
+            Some(w) => w.requests = Some(n),
+            None => bail!("--requests applies to synthetic workloads, not traces"),
+        }
+    }
+    if a.no_precondition {
+        cfg.precondition.enabled = false;
+    }
+    let json = a
+        .json
+        .clone()
+        .or_else(|| cfg.report.json.as_ref().map(|p| base.join(p)));
+    let csv = a
+        .csv
+        .clone()
+        .or_else(|| cfg.report.csv.as_ref().map(|p| base.join(p)));
+    let wall = Instant::now();
+    let mut exp = cfg.build(&base)?;
+    let bar = progress_bar(a.quiet);
+    if let Some(b) = &bar {
+        b.set_message("preconditioning");
+    }
+    let mut last = (Instant::now(), 0u64);
+    let mut on_progress = |p: Progress| {
+        if let Some(b) = &bar {
+            if let Some(r) = p.remaining {
+                b.set_length(p.done + r);
+            }
+            b.set_position(p.done);
+            let dt = last.0.elapsed().as_secs_f64();
+            if dt > 0.2 {
+                let rate = (p.done - last.1) as f64 / dt;
+                b.set_message(format!(
+                    "sim {:.3} s · {:.0} req/s",
+                    p.now.0 as f64 / 1e9,
+                    rate
+                ));
+                last = (Instant::now(), p.done);
+            }
+        }
+    };
+    let report = exp.run(&mut on_progress)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    print!("{}", report.summary());
+    let secs = wall.elapsed().as_secs_f64();
+    println!(
+        "runtime     {:.2} s wall, {:.0} simulated requests/s",
+        secs,
+        report.host.requests as f64 / secs.max(1e-9)
+    );
+    write_reports(&report, json.as_deref(), csv.as_deref())?;
+    if report.host.mismatches > 0 {
+        bail!(
+            "{} reads returned data other than what was written",
+            report.host.mismatches
+        );
+    }
+    Ok(())
+}
+
+pub fn write_reports(report: &Report, json: Option<&Path>, csv: Option<&Path>) -> Result<()> {
+    if let Some(p) = json {
+        std::fs::write(p, report.to_json())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if let Some(p) = csv {
+        std::fs::write(p, report.to_csv())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr, only when stderr is a terminal.
+pub fn progress_bar(quiet: bool) -> Option<ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    b.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} requests · {msg}")
+            .expect("valid template"),
+    );
+    Some(b)
+}

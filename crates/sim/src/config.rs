@@ -1,0 +1,423 @@
+//! Experiment files (TOML): chip, controller, error model, FTL, preconditioning, workload or
+//! trace, load mode, seeds and report paths. Unknown keys and bad values are rejected by
+//! name.
+//!
+//! ```toml
+//! name = "demo"
+//! seed = 7
+//! [chip]                      # a chip file inline: preset + overrides, or every field
+//! preset = "micron-29f64g"
+//! [chip.geometry]
+//! blocks_per_plane = 64
+//! [controller]
+//! sector_size = 512
+//! mode = "bytes"              # or "digest"
+//! [errors]
+//! model = "flares"            # "none", "constant" (with rber), "flares"
+//! msb_ratio = 0.5             # AP's σ
+//! [ftl]
+//! scheme = "page"
+//! [ftl.page]
+//! over_provisioning = 0.125
+//! victim = "greedy"
+//! [precondition]
+//! fill = true
+//! max_overwrite = 2.0
+//! [workload]                  # or [trace] path/format/wrap
+//! requests = 100000
+//! read_pct = 30
+//! [load]
+//! mode = "closed"
+//! queue_depth = 16
+//! [report]
+//! json = "report.json"
+//! ```
+
+use crate::engine::{Engine, LoadMode};
+use crate::trace::{TraceFormat, TraceReader};
+use crate::workload::{RequestSource, Synthetic, SyntheticConfig};
+use crate::SimError;
+use controller::{Controller, ControllerConfig, EccLatency, PayloadMode};
+use ftl::{PageFtl, PageFtlConfig};
+use nand::{
+    Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos, RamStorage,
+    ReadDisturb,
+};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// `[controller]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControllerSection {
+    /// ECC sector size in bytes.
+    pub sector_size: usize,
+    /// Payload mode.
+    pub mode: PayloadMode,
+    /// Decode latency model.
+    pub latency: EccLatency,
+}
+
+impl Default for ControllerSection {
+    fn default() -> Self {
+        ControllerSection {
+            sector_size: 512,
+            mode: PayloadMode::Bytes,
+            latency: EccLatency::default(),
+        }
+    }
+}
+
+/// Raw bit error model names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// No bit errors.
+    None,
+    /// A constant RBER (`rber`).
+    Constant,
+    /// FLARES eq. 5 with Table III parameters.
+    #[default]
+    Flares,
+}
+
+/// `[errors]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ErrorSection {
+    /// Which model.
+    pub model: ModelKind,
+    /// RBER of the constant model.
+    pub rber: f64,
+    /// RBER of MSB pages relative to LSB pages (AP's σ; 1 = no asymmetry).
+    pub msb_ratio: f64,
+    /// RBER added per read since program (read disturb).
+    pub read_disturb: f64,
+}
+
+impl Default for ErrorSection {
+    fn default() -> Self {
+        ErrorSection {
+            model: ModelKind::Flares,
+            rber: 0.0,
+            msb_ratio: 1.0,
+            read_disturb: 0.0,
+        }
+    }
+}
+
+/// FTL schemes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FtlScheme {
+    /// Page-level mapping, whole map in RAM.
+    #[default]
+    Page,
+}
+
+/// `[ftl]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FtlSection {
+    /// Scheme.
+    pub scheme: FtlScheme,
+    /// `[ftl.page]` settings.
+    pub page: PageFtlConfig,
+}
+
+/// `[precondition]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PreconditionSection {
+    /// Run it at all.
+    pub enabled: bool,
+    /// Write every logical page once first.
+    pub fill: bool,
+    /// At most this many volumes of random overwrites.
+    pub max_overwrite: f64,
+    /// Stop when a window's WAF is within this fraction of the previous window's.
+    pub tolerance: f64,
+}
+
+impl Default for PreconditionSection {
+    fn default() -> Self {
+        PreconditionSection {
+            enabled: true,
+            fill: true,
+            max_overwrite: 2.0,
+            tolerance: 0.02,
+        }
+    }
+}
+
+/// `[trace]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSection {
+    /// Trace file (relative to the experiment file).
+    pub path: PathBuf,
+    /// Its format.
+    pub format: TraceFormat,
+    /// Fold addresses past the device instead of rejecting them.
+    #[serde(default)]
+    pub wrap: bool,
+}
+
+/// Load modes by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadKind {
+    /// Requests at their timestamps.
+    Open,
+    /// A fixed number outstanding.
+    #[default]
+    Closed,
+}
+
+/// `[load]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadSection {
+    /// Open or closed loop.
+    pub mode: LoadKind,
+    /// Outstanding requests in closed loop.
+    pub queue_depth: u32,
+}
+
+impl Default for LoadSection {
+    fn default() -> Self {
+        LoadSection {
+            mode: LoadKind::Closed,
+            queue_depth: 8,
+        }
+    }
+}
+
+/// `[report]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReportSection {
+    /// JSON report path.
+    pub json: Option<PathBuf>,
+    /// CSV report path.
+    pub csv: Option<PathBuf>,
+}
+
+/// A whole experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Name in reports.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Seed of the chip, the controller's error stream and the workload.
+    #[serde(default)]
+    pub seed: u64,
+    /// The chip, as a chip file's table.
+    pub chip: toml::Table,
+    /// Controller.
+    #[serde(default)]
+    pub controller: ControllerSection,
+    /// Bit errors.
+    #[serde(default)]
+    pub errors: ErrorSection,
+    /// FTL.
+    #[serde(default)]
+    pub ftl: FtlSection,
+    /// Preconditioning.
+    #[serde(default)]
+    pub precondition: PreconditionSection,
+    /// Synthetic workload (if no trace).
+    #[serde(default)]
+    pub workload: Option<SyntheticConfig>,
+    /// Trace replay (instead of a workload).
+    #[serde(default)]
+    pub trace: Option<TraceSection>,
+    /// Load mode.
+    #[serde(default)]
+    pub load: LoadSection,
+    /// Report files.
+    #[serde(default)]
+    pub report: ReportSection,
+}
+
+fn default_name() -> String {
+    "experiment".into()
+}
+
+/// A built experiment, ready to run.
+pub struct Experiment {
+    /// The config it came from.
+    pub config: ExperimentConfig,
+    /// The chip's config.
+    pub chip: ChipConfig,
+    /// The engine over the device.
+    pub engine: Engine,
+    /// The requests.
+    pub source: Box<dyn RequestSource>,
+    /// Load mode.
+    pub mode: LoadMode,
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExperimentConfig {
+    /// Parses an experiment file's text; `file` names it in errors.
+    pub fn from_toml_str(text: &str, file: &str) -> Result<Self, SimError> {
+        toml::from_str(text).map_err(|e| {
+            let (line, col) = e
+                .span()
+                .map(|s| {
+                    let before = &text[..s.start.min(text.len())];
+                    (
+                        before.matches('\n').count() + 1,
+                        before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1,
+                    )
+                })
+                .unwrap_or((0, 0));
+            SimError::Config(format!("{file}:{line}:{col}: {}", e.message().trim()))
+        })
+    }
+
+    /// The built-in default experiment of `nandlab run`: a small MLC chip (AP's Micron
+    /// 29F64G with 64 blocks per plane: 256 MiB), bytes mode with the FLARES error model and
+    /// AP's σ = 0.5 for MSB pages, preconditioned, then 100 000 requests of a 70/30
+    /// read/write random 4–16 KiB mix at queue depth 8.
+    pub fn builtin_default() -> Self {
+        let chip: toml::Table =
+            toml::from_str("preset = \"micron-29f64g\"\n[geometry]\nblocks_per_plane = 64\n")
+                .expect("valid");
+        ExperimentConfig {
+            name: "default".into(),
+            seed: 1,
+            chip,
+            controller: ControllerSection::default(),
+            errors: ErrorSection {
+                msb_ratio: 0.5,
+                ..ErrorSection::default()
+            },
+            ftl: FtlSection::default(),
+            precondition: PreconditionSection::default(),
+            workload: Some(SyntheticConfig {
+                requests: Some(100_000),
+                read_pct: 70.0,
+                size: crate::workload::SizeSpec::Choice(vec![4096, 8192, 16384]),
+                ..SyntheticConfig::default()
+            }),
+            trace: None,
+            load: LoadSection::default(),
+            report: ReportSection::default(),
+        }
+    }
+
+    /// Builds the device, engine and request source. Relative trace paths are resolved
+    /// against `base_dir`.
+    pub fn build(self, base_dir: &Path) -> Result<Experiment, SimError> {
+        let chip_text =
+            toml::to_string(&self.chip).map_err(|e| SimError::Config(format!("chip: {e}")))?;
+        let mut chip_cfg = ChipConfig::from_toml_str(&chip_text)
+            .map_err(|e| SimError::Config(format!("chip.{e}")))?;
+        if !self.chip.contains_key("seed") {
+            chip_cfg.seed = self.seed;
+        }
+        let model = self.error_model()?;
+        let g = chip_cfg.geometry;
+        let bytes_mode = self.controller.mode == PayloadMode::Bytes;
+        let storage = if bytes_mode {
+            RamStorage::new(&g)
+        } else {
+            RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
+        };
+        let chip = Chip::new(chip_cfg.clone(), storage)
+            .map_err(|e| SimError::Config(format!("chip: {e}")))?;
+        let ccfg = ControllerConfig {
+            sector_size: self.controller.sector_size,
+            mode: self.controller.mode,
+            latency: self.controller.latency,
+            seed: self.seed ^ 0xC0117_0113,
+        };
+        let ctl = Controller::new(chip, model, ccfg)
+            .map_err(|e| SimError::Config(format!("controller: {e}")))?;
+        let ftl: Box<dyn ftl::Ftl> = match self.ftl.scheme {
+            FtlScheme::Page => Box::new(
+                PageFtl::format(ctl, self.ftl.page, Nanos::ZERO)
+                    .map_err(|e| SimError::Config(format!("ftl.page: {e}")))?,
+            ),
+        };
+        let engine = Engine::new(
+            ftl,
+            g.total_dies() as usize,
+            g.channels as usize,
+            bytes_mode,
+        );
+        let capacity = engine.capacity();
+        let source: Box<dyn RequestSource> = match (&self.workload, &self.trace) {
+            (Some(_), Some(_)) => {
+                return Err(SimError::Config(
+                    "give either [workload] or [trace], not both".into(),
+                ))
+            }
+            (None, None) => return Err(SimError::Config("missing [workload] or [trace]".into())),
+            (Some(w), None) => Box::new(Synthetic::new(w.clone(), capacity, self.seed)?),
+            (None, Some(t)) => {
+                let path = if t.path.is_absolute() {
+                    t.path.clone()
+                } else {
+                    base_dir.join(&t.path)
+                };
+                Box::new(TraceReader::open(&path, t.format, capacity, t.wrap)?)
+            }
+        };
+        let mode = match self.load.mode {
+            LoadKind::Open => LoadMode::OpenLoop,
+            LoadKind::Closed => LoadMode::ClosedLoop {
+                queue_depth: self.load.queue_depth,
+            },
+        };
+        Ok(Experiment {
+            config: self,
+            chip: chip_cfg,
+            engine,
+            source,
+            mode,
+        })
+    }
+
+    fn error_model(&self) -> Result<Box<dyn ErrorModel>, SimError> {
+        let e = &self.errors;
+        let bad = |k: &str, v: f64| Err(SimError::Config(format!("errors.{k}: {v} out of range")));
+        if !(0.0..1.0).contains(&e.rber) {
+            return bad("rber", e.rber);
+        }
+        if !(e.msb_ratio > 0.0 && e.msb_ratio.is_finite()) {
+            return bad("msb_ratio", e.msb_ratio);
+        }
+        if !(e.read_disturb >= 0.0 && e.read_disturb < 1.0) {
+            return bad("read_disturb", e.read_disturb);
+        }
+        let base: Box<dyn ErrorModel> = match e.model {
+            ModelKind::None => Box::new(ConstantRber(0.0)),
+            ModelKind::Constant => Box::new(ConstantRber(e.rber)),
+            ModelKind::Flares => Box::new(FlaresRber::default()),
+        };
+        let kinded: Box<dyn ErrorModel> = if e.msb_ratio != 1.0 {
+            Box::new(KindRatio::ap(base, e.msb_ratio))
+        } else {
+            base
+        };
+        Ok(if e.read_disturb > 0.0 {
+            Box::new(ReadDisturb {
+                inner: kinded,
+                per_read: e.read_disturb,
+            })
+        } else {
+            kinded
+        })
+    }
+}

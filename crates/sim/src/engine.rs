@@ -1,0 +1,405 @@
+//! The deterministic simulation engine: a request queue with a pluggable scheduler in front
+//! of an FTL, per-die/per-channel timelines, open-loop replay and closed-loop load, and
+//! per-request latency.
+//!
+//! The FTL runs each dispatched request to completion at once (its logical state changes
+//! immediately); the flash operations it performed are then placed on the timelines, no
+//! earlier than the request's dispatch time, and the request completes when its last
+//! operation does. Foreground GC therefore shows up in the latency of the write that
+//! triggered it, and GC on one die does not delay requests served by another.
+
+use crate::metrics::Metrics;
+use crate::request::{ReqKind, Request};
+use crate::timeline::Timeline;
+use crate::workload::RequestSource;
+use crate::SimError;
+use ftl::{FlashOp, Ftl, FtlCounters, FtlError};
+use nand::{Lpn, Nanos};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Chooses which queued request the FTL serves next.
+pub trait Scheduler {
+    /// Short name.
+    fn name(&self) -> &'static str;
+    /// Queues an arrived request.
+    fn push(&mut self, r: Request);
+    /// The next request to dispatch.
+    fn pop(&mut self) -> Option<Request>;
+    /// Requests waiting.
+    fn len(&self) -> usize;
+    /// Whether nothing waits.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// First in, first out.
+#[derive(Debug, Default)]
+pub struct Fifo(VecDeque<Request>);
+
+impl Scheduler for Fifo {
+    fn name(&self) -> &'static str {
+        "fifo"
+    }
+    fn push(&mut self, r: Request) {
+        self.0.push_back(r);
+    }
+    fn pop(&mut self) -> Option<Request> {
+        self.0.pop_front()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// How requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// At their own timestamps (trace replay, rate-limited synthetic load).
+    OpenLoop,
+    /// `queue_depth` requests outstanding: a new one arrives when one completes.
+    ClosedLoop {
+        /// Outstanding requests.
+        queue_depth: u32,
+    },
+}
+
+/// Progress of a run, for progress bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Requests completed.
+    pub done: u64,
+    /// Requests still to come, if known.
+    pub remaining: Option<u64>,
+    /// Simulated time.
+    pub now: Nanos,
+}
+
+/// Page-granular deterministic data for (logical page, version): what bytes mode writes and
+/// checks reads against.
+pub fn page_pattern(lpn: u64, version: u32, out: &mut [u8]) {
+    let mut x = (lpn.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ ((version as u64) << 17)
+        ^ 0xD1B5_4A32_D192_ED03)
+        | 1;
+    for chunk in out.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = x.to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+}
+
+/// The engine.
+pub struct Engine {
+    ftl: Box<dyn Ftl>,
+    timeline: Timeline,
+    sched: Box<dyn Scheduler>,
+    page: u64,
+    logical: u64,
+    bytes_mode: bool,
+    /// Version of each logical page's current content (0 = never written / trimmed).
+    shadow: Vec<u32>,
+    ops: Vec<FlashOp>,
+    buf: Vec<u8>,
+    want: Vec<u8>,
+    metrics: Metrics,
+    clock: Nanos,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("logical_pages", &self.logical)
+            .field("bytes_mode", &self.bytes_mode)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over `ftl` on a chip with `dies` dies and `channels` channels. In bytes mode
+    /// (`bytes_mode`) the engine writes real page patterns and verifies every read.
+    pub fn new(ftl: Box<dyn Ftl>, dies: usize, channels: usize, bytes_mode: bool) -> Self {
+        let page = ftl.page_size() as u64;
+        let logical = ftl.logical_pages();
+        Engine {
+            timeline: Timeline::new(dies, channels),
+            sched: Box::new(Fifo::default()),
+            page,
+            logical,
+            bytes_mode,
+            shadow: if bytes_mode {
+                vec![0; logical as usize]
+            } else {
+                Vec::new()
+            },
+            ops: Vec::new(),
+            buf: vec![0; if bytes_mode { page as usize } else { 0 }],
+            want: vec![0; if bytes_mode { page as usize } else { 0 }],
+            metrics: Metrics::default(),
+            clock: Nanos::ZERO,
+            ftl,
+        }
+    }
+
+    /// Replaces the scheduler.
+    pub fn set_scheduler(&mut self, s: Box<dyn Scheduler>) {
+        self.sched = s;
+    }
+
+    /// Bytes the volume exposes.
+    pub fn capacity(&self) -> u64 {
+        self.logical * self.page
+    }
+
+    /// The FTL.
+    pub fn ftl(&self) -> &dyn Ftl {
+        &*self.ftl
+    }
+
+    /// The metrics so far.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Simulated time reached.
+    pub fn clock(&self) -> Nanos {
+        self.clock
+    }
+
+    /// Per-die busy time.
+    pub fn die_busy(&self) -> &[Nanos] {
+        self.timeline.die_busy()
+    }
+
+    /// Brings the device to steady state without timing: writes every logical page once
+    /// (if `fill`), then overwrites uniformly random pages in windows of a quarter of the
+    /// volume until the write amplification of a window is within `tolerance` of the
+    /// previous one, or `max_overwrite` × the volume has been written. Returns the pages
+    /// written.
+    pub fn precondition(
+        &mut self,
+        fill: bool,
+        max_overwrite: f64,
+        tolerance: f64,
+        seed: u64,
+    ) -> Result<u64, SimError> {
+        let mut written = 0;
+        let mut t = self.clock;
+        if fill {
+            for lpn in 0..self.logical {
+                self.write_page(t, lpn)?;
+                written += 1;
+                t += Nanos::from_us(1);
+                self.ops.clear();
+                self.ftl.take_ops(&mut self.ops);
+            }
+        }
+        let window = (self.logical / 4).max(1);
+        let limit = (self.logical as f64 * max_overwrite) as u64;
+        let mut x = seed | 1;
+        let mut prev: Option<f64> = None;
+        let mut done = 0;
+        while done < limit {
+            let before = *self.ftl.counters();
+            for _ in 0..window.min(limit - done) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let lpn = ((x as u128 * self.logical as u128) >> 64) as u64;
+                self.write_page(t, lpn)?;
+                t += Nanos::from_us(1);
+                self.ops.clear();
+                self.ftl.take_ops(&mut self.ops);
+            }
+            done += window;
+            written += window;
+            let after = self.ftl.counters();
+            let w = (after.total_programs() - before.total_programs()) as f64
+                / (after.host_writes - before.host_writes).max(1) as f64;
+            if let Some(p) = prev {
+                if (w - p).abs() <= tolerance * p {
+                    break;
+                }
+            }
+            prev = Some(w);
+        }
+        self.ops.clear();
+        self.clock = t;
+        self.timeline.advance_to(t);
+        Ok(written)
+    }
+
+    fn write_page(&mut self, now: Nanos, lpn: u64) -> Result<(), SimError> {
+        let l = Lpn::checked(lpn, self.logical).expect("engine keeps pages in range");
+        if self.bytes_mode {
+            let v = self.shadow[lpn as usize].wrapping_add(1).max(1);
+            page_pattern(lpn, v, &mut self.buf);
+            self.ftl.write(now, l, &self.buf)?;
+            self.shadow[lpn as usize] = v;
+        } else {
+            self.ftl.write(now, l, &[])?;
+        }
+        Ok(())
+    }
+
+    fn read_page(&mut self, now: Nanos, lpn: u64) -> Result<(), SimError> {
+        let l = Lpn::checked(lpn, self.logical).expect("engine keeps pages in range");
+        let r = if self.bytes_mode {
+            self.ftl.read(now, l, &mut self.buf)
+        } else {
+            self.ftl.read(now, l, &mut [])
+        };
+        match r {
+            Ok(()) => {
+                if self.bytes_mode {
+                    let v = self.shadow[lpn as usize];
+                    if v == 0 {
+                        self.want.fill(0);
+                    } else {
+                        page_pattern(lpn, v, &mut self.want);
+                    }
+                    self.metrics.verified_reads += 1;
+                    if self.buf != self.want {
+                        self.metrics.mismatches += 1;
+                    }
+                }
+                Ok(())
+            }
+            Err(FtlError::Unreadable(_)) => {
+                self.metrics.read_errors += 1;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Serves one request dispatched at `at`; returns its completion time.
+    fn dispatch(&mut self, r: &Request, at: Nanos) -> Result<Nanos, SimError> {
+        if r.kind != ReqKind::Flush
+            && (r.len == 0 || r.offset.saturating_add(r.len) > self.capacity())
+        {
+            return Err(SimError::OutOfRange {
+                offset: r.offset,
+                len: r.len,
+                capacity: self.capacity(),
+            });
+        }
+        let ps = self.page;
+        match r.kind {
+            ReqKind::Write | ReqKind::Read => {
+                let first = r.offset / ps;
+                let last = (r.offset + r.len - 1) / ps;
+                for lpn in first..=last {
+                    if r.kind == ReqKind::Write {
+                        self.write_page(at, lpn)?;
+                    } else {
+                        self.read_page(at, lpn)?;
+                    }
+                }
+            }
+            ReqKind::Trim => {
+                // Only whole pages are discarded.
+                let first = r.offset.div_ceil(ps);
+                let end = (r.offset + r.len) / ps;
+                for lpn in first..end {
+                    self.ftl
+                        .trim(at, Lpn::checked(lpn, self.logical).expect("in range"))?;
+                    if self.bytes_mode {
+                        self.shadow[lpn as usize] = 0;
+                    }
+                }
+            }
+            ReqKind::Flush => self.ftl.flush(at)?,
+        }
+        self.ops.clear();
+        self.ftl.take_ops(&mut self.ops);
+        let done = self.timeline.schedule(&self.ops, at);
+        self.metrics.record(r.kind, r.len, r.arrival, done);
+        self.clock = self.clock.max(at);
+        Ok(done)
+    }
+
+    /// Runs every request of `source`. Arrival times are offset by the engine's clock at
+    /// the start (so a run after preconditioning starts then). `progress` is called every
+    /// few thousand requests.
+    pub fn run(
+        &mut self,
+        source: &mut dyn RequestSource,
+        mode: LoadMode,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), SimError> {
+        let base = self.clock;
+        let mut done = 0u64;
+        let report =
+            |done: u64, now: Nanos, remaining: Option<u64>, progress: &mut dyn FnMut(Progress)| {
+                if done % 4096 == 0 {
+                    progress(Progress {
+                        done,
+                        remaining,
+                        now,
+                    });
+                }
+            };
+        match mode {
+            LoadMode::OpenLoop => {
+                while let Some(r) = source.next_request() {
+                    let mut r = r?;
+                    r.arrival += base;
+                    self.sched.push(r);
+                    while let Some(q) = self.sched.pop() {
+                        let at = q.arrival.max(self.clock);
+                        self.dispatch(&q, at)?;
+                        done += 1;
+                        report(done, self.clock, source.remaining(), progress);
+                    }
+                }
+            }
+            LoadMode::ClosedLoop { queue_depth } => {
+                let qd = queue_depth.max(1) as usize;
+                let mut inflight: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
+                let mut now = base;
+                let mut exhausted = false;
+                loop {
+                    // Keep `qd` requests in the device: arrivals at the current time.
+                    while !exhausted && inflight.len() + self.sched.len() < qd {
+                        match source.next_request() {
+                            Some(r) => {
+                                let mut r = r?;
+                                r.arrival = now;
+                                self.sched.push(r);
+                            }
+                            None => exhausted = true,
+                        }
+                    }
+                    while let Some(q) = self.sched.pop() {
+                        let c = self.dispatch(&q, now)?;
+                        inflight.push(Reverse(c));
+                        done += 1;
+                        report(done, now, source.remaining(), progress);
+                    }
+                    match inflight.pop() {
+                        Some(Reverse(c)) => now = now.max(c),
+                        None => break,
+                    }
+                }
+                self.clock = self.clock.max(now);
+            }
+        }
+        self.clock = self.clock.max(self.metrics.end);
+        progress(Progress {
+            done,
+            remaining: Some(0),
+            now: self.clock,
+        });
+        Ok(())
+    }
+
+    /// FTL counters now.
+    pub fn counters(&self) -> FtlCounters {
+        *self.ftl.counters()
+    }
+}

@@ -1,0 +1,453 @@
+//! Metrics of a run and the report (human table, JSON, CSV).
+
+use crate::request::ReqKind;
+use controller::EccStats;
+use ftl::{Cause, FtlCounters};
+use hdrhistogram::Histogram;
+use nand::Nanos;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Latency histograms and counts per request kind.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    lat: Vec<Histogram<u64>>,
+    count: [u64; 4],
+    bytes: [u64; 4],
+    sum_ns: [u128; 4],
+    /// Host pages that could not be read (uncorrectable).
+    pub read_errors: u64,
+    /// Host reads checked against the engine's shadow copy (bytes mode).
+    pub verified_reads: u64,
+    /// Reads whose data differed from what was written.
+    pub mismatches: u64,
+    /// First arrival and last completion of the measured phase.
+    pub start: Option<Nanos>,
+    /// Last completion.
+    pub end: Nanos,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            lat: (0..4)
+                .map(|_| Histogram::new(3).expect("valid sigfig"))
+                .collect(),
+            count: [0; 4],
+            bytes: [0; 4],
+            sum_ns: [0; 4],
+            read_errors: 0,
+            verified_reads: 0,
+            mismatches: 0,
+            start: None,
+            end: Nanos::ZERO,
+        }
+    }
+}
+
+impl Metrics {
+    /// Records one completed request.
+    pub fn record(&mut self, kind: ReqKind, bytes: u64, arrival: Nanos, done: Nanos) {
+        let i = kind.index();
+        let lat = done.saturating_sub(arrival).0;
+        self.lat[i]
+            .record(lat)
+            .expect("auto-resizing histogram accepts any value");
+        self.count[i] += 1;
+        self.bytes[i] += bytes;
+        self.sum_ns[i] += lat as u128;
+        self.start.get_or_insert(arrival);
+        self.end = self.end.max(done);
+    }
+
+    /// Requests recorded.
+    pub fn requests(&self) -> u64 {
+        self.count.iter().sum()
+    }
+}
+
+/// Latency summary of one request kind, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyStats {
+    /// Requests.
+    pub count: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+}
+
+/// Host-side operation counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HostStats {
+    /// Requests completed.
+    pub requests: u64,
+    /// Logical pages written.
+    pub pages_written: u64,
+    /// Logical pages read.
+    pub pages_read: u64,
+    /// Logical pages trimmed.
+    pub pages_trimmed: u64,
+    /// Flushes.
+    pub flushes: u64,
+    /// Pages that could not be read back (uncorrectable).
+    pub read_errors: u64,
+    /// Reads checked against the written data (bytes mode).
+    pub verified_reads: u64,
+    /// Reads that returned other data than written (must be 0).
+    pub mismatches: u64,
+}
+
+/// NAND-side counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NandStats {
+    /// Page reads by cause.
+    pub reads: BTreeMap<&'static str, u64>,
+    /// Page programs by cause.
+    pub programs: BTreeMap<&'static str, u64>,
+    /// Block erases by cause.
+    pub erases: BTreeMap<&'static str, u64>,
+    /// All page programs.
+    pub total_programs: u64,
+    /// All erases.
+    pub total_erases: u64,
+    /// Valid pages copied (GC, wear levelling, relocation).
+    pub valid_copies: u64,
+    /// GC victims reclaimed.
+    pub gc_victims: u64,
+    /// Wear-levelling migrations.
+    pub wl_migrations: u64,
+    /// Blocks retired as bad.
+    pub retired_blocks: u64,
+    /// Logical pages lost (unreadable during GC).
+    pub lost_pages: u64,
+}
+
+/// Erase counts over all blocks (absolute, including preconditioning).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WearStats {
+    /// Sum of erase counts.
+    pub total: u64,
+    /// Smallest.
+    pub min: u32,
+    /// Largest.
+    pub max: u32,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub stddev: f64,
+}
+
+/// ECC outcome of the measured phase.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EccReport {
+    /// Pages decoded.
+    pub reads: u64,
+    /// Bits corrected.
+    pub corrected_bits: u64,
+    /// Uncorrectable metadata ("critical") page reads.
+    pub uncorrectable_critical: u64,
+    /// Uncorrectable other page reads.
+    pub uncorrectable_normal: u64,
+    /// Miscorrections caught by the CRC.
+    pub miscorrections_caught: u64,
+    /// Most errors in one codeword.
+    pub max_codeword_errors: u32,
+    /// Total decode time, µs.
+    pub decode_us: f64,
+}
+
+/// The report of a run: everything DESIGN.md's "metrics every run reports" that applies.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Experiment name.
+    pub name: String,
+    /// Seed.
+    pub seed: u64,
+    /// Chip preset / name.
+    pub chip: String,
+    /// FTL scheme.
+    pub ftl: String,
+    /// Payload mode.
+    pub payload: String,
+    /// Logical capacity in bytes.
+    pub logical_bytes: u64,
+    /// Simulated time of the measured phase, seconds.
+    pub sim_seconds: f64,
+    /// Host operations.
+    pub host: HostStats,
+    /// NAND operations.
+    pub nand: NandStats,
+    /// Write amplification (NAND programs / host page writes) of the measured phase.
+    pub waf: f64,
+    /// Erase counts.
+    pub wear: WearStats,
+    /// Latency per request kind.
+    pub latency: BTreeMap<&'static str, LatencyStats>,
+    /// ECC.
+    pub ecc: EccReport,
+    /// IOPS over the measured phase (simulated time).
+    pub iops: f64,
+    /// Host throughput in MiB/s (simulated time).
+    pub throughput_mib_s: f64,
+}
+
+fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
+    let sub = |x: [u64; 6], y: [u64; 6]| core::array::from_fn(|i| x[i] - y[i]);
+    FtlCounters {
+        host_writes: a.host_writes - b.host_writes,
+        host_reads: a.host_reads - b.host_reads,
+        unmapped_reads: a.unmapped_reads - b.unmapped_reads,
+        trims: a.trims - b.trims,
+        flushes: a.flushes - b.flushes,
+        reads: sub(a.reads, b.reads),
+        programs: sub(a.programs, b.programs),
+        erases: sub(a.erases, b.erases),
+        valid_copies: a.valid_copies - b.valid_copies,
+        gc_victims: a.gc_victims - b.gc_victims,
+        wl_migrations: a.wl_migrations - b.wl_migrations,
+        retired_blocks: a.retired_blocks - b.retired_blocks,
+        program_retries: a.program_retries - b.program_retries,
+        lost_pages: a.lost_pages - b.lost_pages,
+    }
+}
+
+/// What a report is built from.
+pub struct ReportInput<'a> {
+    /// Experiment name.
+    pub name: &'a str,
+    /// Seed.
+    pub seed: u64,
+    /// Chip name.
+    pub chip: &'a str,
+    /// FTL scheme name.
+    pub ftl: &'a str,
+    /// Payload mode name.
+    pub payload: &'a str,
+    /// Logical capacity.
+    pub logical_bytes: u64,
+    /// The run's metrics.
+    pub metrics: &'a Metrics,
+    /// FTL counters now.
+    pub counters: &'a FtlCounters,
+    /// FTL counters at the start of the measured phase.
+    pub baseline: &'a FtlCounters,
+    /// ECC stats now.
+    pub ecc: EccStats,
+    /// ECC stats at the start of the measured phase.
+    pub ecc_baseline: EccStats,
+    /// Erase counts of all blocks.
+    pub erase_counts: &'a [u32],
+}
+
+impl Report {
+    /// Builds the report.
+    pub fn build(i: ReportInput<'_>) -> Report {
+        let m = i.metrics;
+        let c = diff(i.counters, i.baseline);
+        let by_cause = |a: [u64; 6]| -> BTreeMap<&'static str, u64> {
+            Cause::ALL
+                .iter()
+                .filter(|k| a[k.index()] > 0)
+                .map(|k| (k.name(), a[k.index()]))
+                .collect()
+        };
+        let mut latency = BTreeMap::new();
+        for k in ReqKind::ALL {
+            let h = &m.lat[k.index()];
+            let n = m.count[k.index()];
+            if n == 0 {
+                continue;
+            }
+            let us = |v: u64| v as f64 / 1000.0;
+            latency.insert(
+                k.name(),
+                LatencyStats {
+                    count: n,
+                    bytes: m.bytes[k.index()],
+                    mean_us: (m.sum_ns[k.index()] as f64 / n as f64) / 1000.0,
+                    p50_us: us(h.value_at_quantile(0.5)),
+                    p99_us: us(h.value_at_quantile(0.99)),
+                    p999_us: us(h.value_at_quantile(0.999)),
+                    max_us: us(h.max()),
+                },
+            );
+        }
+        let ec = i.erase_counts;
+        let n = ec.len().max(1) as f64;
+        let total: u64 = ec.iter().map(|&x| x as u64).sum();
+        let mean = total as f64 / n;
+        let var = ec.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        let span = m.end.saturating_sub(m.start.unwrap_or(Nanos::ZERO)).0 as f64 / 1e9;
+        let requests = m.requests();
+        let e = i.ecc;
+        let b = i.ecc_baseline;
+        Report {
+            name: i.name.to_string(),
+            seed: i.seed,
+            chip: i.chip.to_string(),
+            ftl: i.ftl.to_string(),
+            payload: i.payload.to_string(),
+            logical_bytes: i.logical_bytes,
+            sim_seconds: span,
+            host: HostStats {
+                requests,
+                pages_written: c.host_writes,
+                pages_read: c.host_reads,
+                pages_trimmed: c.trims,
+                flushes: c.flushes,
+                read_errors: m.read_errors,
+                verified_reads: m.verified_reads,
+                mismatches: m.mismatches,
+            },
+            nand: NandStats {
+                reads: by_cause(c.reads),
+                programs: by_cause(c.programs),
+                erases: by_cause(c.erases),
+                total_programs: c.programs.iter().sum(),
+                total_erases: c.erases.iter().sum(),
+                valid_copies: c.valid_copies,
+                gc_victims: c.gc_victims,
+                wl_migrations: c.wl_migrations,
+                retired_blocks: c.retired_blocks,
+                lost_pages: c.lost_pages,
+            },
+            waf: c.waf(),
+            wear: WearStats {
+                total,
+                min: ec.iter().copied().min().unwrap_or(0),
+                max: ec.iter().copied().max().unwrap_or(0),
+                mean,
+                stddev: var.sqrt(),
+            },
+            latency,
+            ecc: EccReport {
+                reads: e.reads - b.reads,
+                corrected_bits: e.corrected_bits - b.corrected_bits,
+                uncorrectable_critical: e.uncorrectable_critical - b.uncorrectable_critical,
+                uncorrectable_normal: e.uncorrectable_normal - b.uncorrectable_normal,
+                miscorrections_caught: e.miscorrections_caught - b.miscorrections_caught,
+                max_codeword_errors: e.max_codeword_errors,
+                decode_us: (e.decode_ns - b.decode_ns) as f64 / 1000.0,
+            },
+            iops: if span > 0.0 {
+                requests as f64 / span
+            } else {
+                0.0
+            },
+            throughput_mib_s: if span > 0.0 {
+                (m.bytes[0] + m.bytes[1]) as f64 / span / (1 << 20) as f64
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serialises")
+    }
+
+    /// `key,value` lines (nested keys joined with dots).
+    pub fn to_csv(&self) -> String {
+        let v = serde_json::to_value(self).expect("report serialises");
+        let mut out = String::from("key,value\n");
+        fn walk(prefix: &str, v: &serde_json::Value, out: &mut String) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, x) in m {
+                        let p = if prefix.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{prefix}.{k}")
+                        };
+                        walk(&p, x, out);
+                    }
+                }
+                serde_json::Value::String(s) => {
+                    let _ = writeln!(out, "{prefix},\"{}\"", s.replace('"', "\"\""));
+                }
+                other => {
+                    let _ = writeln!(out, "{prefix},{other}");
+                }
+            }
+        }
+        walk("", &v, &mut out);
+        out
+    }
+
+    /// The human summary printed on the terminal.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let w = &mut s;
+        let _ = writeln!(
+            w,
+            "== {} (seed {}): {} · {} FTL · {} payload",
+            self.name, self.seed, self.chip, self.ftl, self.payload
+        );
+        let _ = writeln!(
+            w,
+            "volume      {:.1} MiB logical; simulated {:.3} s; {:.0} IOPS, {:.1} MiB/s",
+            self.logical_bytes as f64 / (1 << 20) as f64,
+            self.sim_seconds,
+            self.iops,
+            self.throughput_mib_s
+        );
+        let h = &self.host;
+        let _ = writeln!(w, "host        {} requests: {} pages written, {} read, {} trimmed, {} flushes; {} unreadable; {} reads verified, {} mismatches",
+            h.requests, h.pages_written, h.pages_read, h.pages_trimmed, h.flushes, h.read_errors, h.verified_reads, h.mismatches);
+        let n = &self.nand;
+        let fmt = |m: &BTreeMap<&str, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(w, "nand reads  {}", fmt(&n.reads));
+        let _ = writeln!(
+            w,
+            "programs    {} (total {})",
+            fmt(&n.programs),
+            n.total_programs
+        );
+        let _ = writeln!(
+            w,
+            "erases      {} (total {})",
+            fmt(&n.erases),
+            n.total_erases
+        );
+        let _ = writeln!(w, "WAF         {:.3}   valid copies {}, GC victims {}, WL migrations {}, retired blocks {}, lost pages {}",
+            self.waf, n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
+        let we = &self.wear;
+        let _ = writeln!(
+            w,
+            "wear        erases/block mean {:.2} sd {:.2} min {} max {}",
+            we.mean, we.stddev, we.min, we.max
+        );
+        let _ = writeln!(
+            w,
+            "latency     {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "op", "count", "mean µs", "p50", "p99", "p99.9", "max"
+        );
+        for (k, l) in &self.latency {
+            let _ = writeln!(
+                w,
+                "            {:>8} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                k, l.count, l.mean_us, l.p50_us, l.p99_us, l.p999_us, l.max_us
+            );
+        }
+        let e = &self.ecc;
+        let _ = writeln!(w, "ecc         {} pages decoded, {} bits corrected (max {} in a codeword), uncorrectable: {} critical, {} normal; {} miscorrections caught by CRC",
+            e.reads, e.corrected_bits, e.max_codeword_errors, e.uncorrectable_critical, e.uncorrectable_normal, e.miscorrections_caught);
+        s
+    }
+}

@@ -1,0 +1,56 @@
+//! Host requests as the engine sees them.
+
+use nand::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// What a host request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReqKind {
+    /// Read bytes.
+    Read,
+    /// Write bytes.
+    Write,
+    /// Discard bytes.
+    Trim,
+    /// Make earlier writes durable.
+    Flush,
+}
+
+impl ReqKind {
+    /// Every kind, in report order.
+    pub const ALL: [ReqKind; 4] = [ReqKind::Read, ReqKind::Write, ReqKind::Trim, ReqKind::Flush];
+
+    /// Index into per-kind arrays.
+    pub const fn index(self) -> usize {
+        match self {
+            ReqKind::Read => 0,
+            ReqKind::Write => 1,
+            ReqKind::Trim => 2,
+            ReqKind::Flush => 3,
+        }
+    }
+
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReqKind::Read => "read",
+            ReqKind::Write => "write",
+            ReqKind::Trim => "trim",
+            ReqKind::Flush => "flush",
+        }
+    }
+}
+
+/// One host request: a byte range (empty for a flush) arriving at a simulated time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// Arrival time (open-loop); overwritten by the engine in closed-loop mode.
+    pub arrival: Nanos,
+    /// What it does.
+    pub kind: ReqKind,
+    /// First byte.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+}

@@ -1,0 +1,305 @@
+//! Synthetic workloads with IOMeter's knobs, and the request-source trait traces share.
+
+use crate::request::{ReqKind, Request};
+use crate::SimError;
+use nand::Nanos;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+/// A stream of host requests (a generator or a trace reader).
+pub trait RequestSource {
+    /// The next request, an error (malformed input), or `None` at the end.
+    fn next_request(&mut self) -> Option<Result<Request, SimError>>;
+    /// How many requests remain, if known (for progress bars).
+    fn remaining(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Request sizes: a fixed size, a uniform choice among sizes, or a uniform range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SizeSpec {
+    /// Every request this many bytes.
+    Fixed(u64),
+    /// Uniformly one of these sizes.
+    Choice(Vec<u64>),
+    /// Uniform in [min, max], rounded down to the alignment.
+    Range {
+        /// Smallest size in bytes.
+        min: u64,
+        /// Largest size in bytes.
+        max: u64,
+    },
+}
+
+/// A hot/cold skew: `access_pct` % of accesses go to the first `data_pct` % of the footprint.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotCold {
+    /// Share of the footprint that is hot (0..100).
+    pub data_pct: f64,
+    /// Share of accesses that go to it (0..100).
+    pub access_pct: f64,
+}
+
+/// How arrivals are spaced (open-loop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Every `interarrival_us`.
+    #[default]
+    Fixed,
+    /// Exponentially distributed gaps with mean `interarrival_us` (a Poisson process).
+    Poisson,
+}
+
+/// IOMeter-style synthetic workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SyntheticConfig {
+    /// Number of requests (unless `duration_ms` ends the run first).
+    pub requests: Option<u64>,
+    /// Simulated duration in milliseconds (open-loop arrivals).
+    pub duration_ms: Option<f64>,
+    /// Percentage of reads among reads and writes.
+    pub read_pct: f64,
+    /// Percentage of random (vs sequential) accesses.
+    pub random_pct: f64,
+    /// Percentage of trims among all requests.
+    pub trim_pct: f64,
+    /// A flush after every this many requests (none if absent).
+    pub flush_every: Option<u64>,
+    /// Request sizes in bytes.
+    pub size: SizeSpec,
+    /// Offsets (and sizes) are multiples of this many bytes.
+    pub align: u64,
+    /// Fraction of the device's capacity the workload touches (0 < f ≤ 1).
+    pub footprint: f64,
+    /// Optional hot/cold skew.
+    pub hot: Option<HotCold>,
+    /// Mean time between arrivals in microseconds (0 = all at once; closed-loop ignores it).
+    pub interarrival_us: f64,
+    /// Arrival process.
+    pub arrival: Arrival,
+}
+
+impl Default for SyntheticConfig {
+    fn default() -> Self {
+        SyntheticConfig {
+            requests: Some(100_000),
+            duration_ms: None,
+            read_pct: 30.0,
+            random_pct: 100.0,
+            trim_pct: 0.0,
+            flush_every: None,
+            size: SizeSpec::Fixed(4096),
+            align: 4096,
+            footprint: 1.0,
+            hot: None,
+            interarrival_us: 0.0,
+            arrival: Arrival::Fixed,
+        }
+    }
+}
+
+impl SyntheticConfig {
+    /// Checks the knobs; errors name the key.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let bad = |k: &str, m: String| Err(SimError::Config(format!("workload.{k}: {m}")));
+        for (k, v) in [
+            ("read_pct", self.read_pct),
+            ("random_pct", self.random_pct),
+            ("trim_pct", self.trim_pct),
+        ] {
+            if !(0.0..=100.0).contains(&v) {
+                return bad(k, format!("{v} is not a percentage"));
+            }
+        }
+        if self.align == 0 || self.align % 512 != 0 {
+            return bad(
+                "align",
+                format!("{} must be a positive multiple of 512", self.align),
+            );
+        }
+        if !(self.footprint > 0.0 && self.footprint <= 1.0) {
+            return bad("footprint", format!("{} must be in (0, 1]", self.footprint));
+        }
+        if !(self.interarrival_us >= 0.0 && self.interarrival_us.is_finite()) {
+            return bad(
+                "interarrival_us",
+                format!("{} must be ≥ 0", self.interarrival_us),
+            );
+        }
+        if self.requests.is_none() && self.duration_ms.is_none() {
+            return bad("requests", "give `requests` or `duration_ms`".into());
+        }
+        if let Some(d) = self.duration_ms {
+            if !(d > 0.0) || self.interarrival_us == 0.0 {
+                return bad(
+                    "duration_ms",
+                    format!("{d} needs a positive value and interarrival_us > 0"),
+                );
+            }
+        }
+        let sizes: Vec<u64> = match &self.size {
+            SizeSpec::Fixed(s) => vec![*s],
+            SizeSpec::Choice(v) if v.is_empty() => return bad("size", "empty list".into()),
+            SizeSpec::Choice(v) => v.clone(),
+            SizeSpec::Range { min, max } if min > max => {
+                return bad("size", format!("min {min} > max {max}"))
+            }
+            SizeSpec::Range { min, max } => vec![*min, *max],
+        };
+        if let Some(s) = sizes.iter().find(|&&s| s == 0 || s % 512 != 0) {
+            return bad("size", format!("{s} must be a positive multiple of 512"));
+        }
+        if let Some(h) = self.hot {
+            if !(h.data_pct > 0.0 && h.data_pct < 100.0 && (0.0..=100.0).contains(&h.access_pct)) {
+                return bad(
+                    "hot",
+                    format!(
+                        "data_pct {} / access_pct {} out of range",
+                        h.data_pct, h.access_pct
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The generator.
+#[derive(Debug)]
+pub struct Synthetic {
+    cfg: SyntheticConfig,
+    rng: ChaCha8Rng,
+    footprint: u64,
+    cursor: u64,
+    issued: u64,
+    now: Nanos,
+}
+
+impl Synthetic {
+    /// A generator over a device of `capacity` bytes.
+    pub fn new(cfg: SyntheticConfig, capacity: u64, seed: u64) -> Result<Self, SimError> {
+        cfg.validate()?;
+        let footprint = ((capacity as f64 * cfg.footprint) as u64 / cfg.align) * cfg.align;
+        if footprint == 0 {
+            return Err(SimError::Config(
+                "workload.footprint: less than one aligned unit".into(),
+            ));
+        }
+        Ok(Synthetic {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            footprint,
+            cfg,
+            cursor: 0,
+            issued: 0,
+            now: Nanos::ZERO,
+        })
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.rng.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    fn size(&mut self) -> u64 {
+        let a = self.cfg.align;
+        let s = match &self.cfg.size {
+            SizeSpec::Fixed(s) => *s,
+            SizeSpec::Choice(v) => {
+                let n = v.len() as u64;
+                let i = self.below(n) as usize;
+                match &self.cfg.size {
+                    SizeSpec::Choice(v) => v[i],
+                    _ => unreachable!(),
+                }
+            }
+            SizeSpec::Range { min, max } => {
+                let (min, max) = (*min, *max);
+                min + self.below(max - min + 1)
+            }
+        };
+        (s / a).max(1) * a
+    }
+}
+
+impl RequestSource for Synthetic {
+    fn next_request(&mut self) -> Option<Result<Request, SimError>> {
+        if self.cfg.requests.is_some_and(|n| self.issued >= n) {
+            return None;
+        }
+        let gap = match self.cfg.arrival {
+            Arrival::Fixed => self.cfg.interarrival_us,
+            Arrival::Poisson => -self.cfg.interarrival_us * (1.0 - self.unit()).ln(),
+        };
+        if self.issued > 0 {
+            self.now += Nanos((gap * 1000.0) as u64);
+        }
+        if let Some(d) = self.cfg.duration_ms {
+            if self.now.0 as f64 > d * 1e6 {
+                return None;
+            }
+        }
+        self.issued += 1;
+        if self
+            .cfg
+            .flush_every
+            .is_some_and(|k| k > 0 && self.issued % k == 0)
+        {
+            return Some(Ok(Request {
+                arrival: self.now,
+                kind: ReqKind::Flush,
+                offset: 0,
+                len: 0,
+            }));
+        }
+        let len = self.size().min(self.footprint);
+        let r = self.unit() * 100.0;
+        let kind = if r < self.cfg.trim_pct {
+            ReqKind::Trim
+        } else if self.unit() * 100.0 < self.cfg.read_pct {
+            ReqKind::Read
+        } else {
+            ReqKind::Write
+        };
+        let a = self.cfg.align;
+        let slots = (self.footprint - len) / a + 1;
+        let offset = if self.unit() * 100.0 < self.cfg.random_pct {
+            match self.cfg.hot {
+                Some(h) => {
+                    let hot_slots = ((slots as f64 * h.data_pct / 100.0) as u64).max(1);
+                    if self.unit() * 100.0 < h.access_pct {
+                        self.below(hot_slots) * a
+                    } else {
+                        (hot_slots + self.below((slots - hot_slots).max(1))).min(slots - 1) * a
+                    }
+                }
+                None => self.below(slots) * a,
+            }
+        } else {
+            if self.cursor + len > self.footprint {
+                self.cursor = 0;
+            }
+            let o = self.cursor;
+            self.cursor += len;
+            o
+        };
+        Some(Ok(Request {
+            arrival: self.now,
+            kind,
+            offset,
+            len,
+        }))
+    }
+
+    fn remaining(&self) -> Option<u64> {
+        self.cfg.requests.map(|n| n - self.issued)
+    }
+}
