@@ -340,7 +340,7 @@ impl ExperimentConfig {
             sector_size: self.controller.sector_size,
             mode: self.controller.mode,
             latency: self.controller.latency,
-            seed: self.seed ^ 0xC0117_0113,
+            seed: self.seed ^ 0xC011_7011,
         };
         let ctl = Controller::new(chip, model, ccfg)
             .map_err(|e| SimError::Config(format!("controller: {e}")))?;

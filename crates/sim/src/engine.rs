@@ -336,7 +336,7 @@ impl Engine {
         let mut done = 0u64;
         let report =
             |done: u64, now: Nanos, remaining: Option<u64>, progress: &mut dyn FnMut(Progress)| {
-                if done % 4096 == 0 {
+                if done.is_multiple_of(4096) {
                     progress(Progress {
                         done,
                         remaining,

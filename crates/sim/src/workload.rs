@@ -117,7 +117,7 @@ impl SyntheticConfig {
                 return bad(k, format!("{v} is not a percentage"));
             }
         }
-        if self.align == 0 || self.align % 512 != 0 {
+        if self.align == 0 || !self.align.is_multiple_of(512) {
             return bad(
                 "align",
                 format!("{} must be a positive multiple of 512", self.align),
@@ -136,7 +136,7 @@ impl SyntheticConfig {
             return bad("requests", "give `requests` or `duration_ms`".into());
         }
         if let Some(d) = self.duration_ms {
-            if !(d > 0.0) || self.interarrival_us == 0.0 {
+            if d.is_nan() || d <= 0.0 || self.interarrival_us == 0.0 {
                 return bad(
                     "duration_ms",
                     format!("{d} needs a positive value and interarrival_us > 0"),
@@ -251,7 +251,7 @@ impl RequestSource for Synthetic {
         if self
             .cfg
             .flush_every
-            .is_some_and(|k| k > 0 && self.issued % k == 0)
+            .is_some_and(|k| k > 0 && self.issued.is_multiple_of(k))
         {
             return Some(Ok(Request {
                 arrival: self.now,
