@@ -131,6 +131,14 @@ impl EccLatency {
             + self.per_t_ns * (t * (1.0 - w) + e * w);
         Nanos(ns as u64)
     }
+
+    /// Decode time of `sectors` codewords of `bytes` data bytes at strength `t` holding
+    /// `errors` errors in total, none over t (the error-dependent part is linear, so how the
+    /// errors spread over the sectors does not matter).
+    pub fn decode_sectors(&self, bytes: usize, sectors: usize, t: u32, errors: u32) -> Nanos {
+        let clean = self.decode(bytes, t, 0).0 * sectors as u64;
+        Nanos(clean + (self.per_t_ns * self.error_weight * errors as f64) as u64)
+    }
 }
 
 /// Controller configuration.
@@ -620,15 +628,16 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 max_cw = max_cw.max(total as u32);
             }
             corrected += total as u32;
-            ecc += self
-                .cfg
-                .latency
-                .decode(layout.sector_size * layout.sectors, t, total as u32);
+            ecc += self.cfg.latency.decode_sectors(
+                layout.sector_size,
+                layout.sectors,
+                t,
+                total as u32,
+            );
         } else {
-            let code = self.codes[t as usize]
-                .as_ref()
-                .expect("built by layout")
-                .clone();
+            // Borrow the code out of the cache for the loop (no clone on the read path).
+            let code = self.codes[t as usize].take().expect("built by layout");
+            let mut failed = false;
             for s in 0..layout.sectors {
                 let sector = &mut data[s * layout.sector_size..(s + 1) * layout.sector_size];
                 let off = layout.parity_offset + s * layout.parity_bytes;
@@ -647,12 +656,19 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                     );
                     match code.decode(sector, parity) {
                         Ok(n) => n,
-                        Err(_) => return Err(self.uncorrectable(addr, kind)),
+                        Err(_) => {
+                            failed = true;
+                            break;
+                        }
                     }
                 };
                 corrected += n;
                 max_cw = max_cw.max(n);
                 ecc += self.cfg.latency.decode(layout.sector_size, t, n);
+            }
+            self.codes[t as usize] = Some(code);
+            if failed {
+                return Err(self.uncorrectable(addr, kind));
             }
             if CRC32C.checksum(data) != record.crc {
                 // More than t errors decoded to another codeword: caught here.

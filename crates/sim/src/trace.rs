@@ -196,29 +196,30 @@ impl TraceReader {
                     .parse()
                     .map_err(|_| self.err("time", format!("{:?} is not a number", cols[3])))?;
                 let rwbs = cols[6];
+                let time = (secs * 1e9) as u64;
+                let sized = cols.len() >= 10 && cols[8] == "+";
+                let count: u64 = if sized {
+                    f("count", parse(Some(cols[9])))?
+                } else {
+                    0
+                };
+                // A flush carries no data ("FWS 0 + 0"); a write with F set and data is FUA.
+                if rwbs.contains('F') && count == 0 {
+                    return Ok(Some((time, ReqKind::Flush, 0, 0)));
+                }
                 let kind = if rwbs.contains('D') {
                     ReqKind::Trim
                 } else if rwbs.contains('W') {
                     ReqKind::Write
                 } else if rwbs.contains('R') {
                     ReqKind::Read
-                } else if rwbs.contains('F') {
-                    ReqKind::Flush
                 } else {
                     return Err(self.err("rwbs", format!("{rwbs:?} has no R, W, D or F")));
                 };
-                let time = (secs * 1e9) as u64;
-                if cols.len() < 10 || cols[8] != "+" {
-                    if kind == ReqKind::Flush {
-                        return Ok(Some((time, kind, 0, 0)));
-                    }
+                if !sized {
                     return Err(self.err("sector", "expected `sector + count`"));
                 }
                 let sector = f("sector", parse(Some(cols[7])))?;
-                let count = f("count", parse(Some(cols[9])))?;
-                if kind == ReqKind::Flush && count == 0 {
-                    return Ok(Some((time, kind, 0, 0)));
-                }
                 Ok(Some((time, kind, sector * 512, count * 512)))
             }
             TraceFormat::Spc => {
