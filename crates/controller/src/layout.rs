@@ -66,8 +66,8 @@ impl PageKind {
 
 /// The per-page record in the spare area: enough to rebuild an FTL's map from the chip.
 ///
-/// Encoding (24 bytes, little-endian): `lpn` (8), `seq` (8), `kind` (1), `t` (1), a CRC-16
-/// over the other 22 bytes (2), `crc` (4). The record is its own BCH codeword; the CRC-16
+/// Encoding (24 bytes, little-endian): `lpn` (8), `seq` (8), `kind` (1), `t` (1), a 16-bit
+/// check (low half of the CRC32C of the other 22 bytes) (2), `crc` (4). The record is its own BCH codeword; the check
 /// catches a record miscorrected beyond that code's t, and `crc` (CRC32C of the data area)
 /// catches miscorrected data. Because `crc` covers the data only, a GC copy can rewrite the
 /// record (new sequence number, kind) and keep the data's parity and CRC.
@@ -85,7 +85,9 @@ pub struct OobRecord {
     pub crc: u32,
 }
 
-const CHECK: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_IBM_3740);
+/// CRC32C, slice-by-16 tables.
+pub(crate) const CRC32C: crc::Crc<u32, crc::Table<16>> =
+    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 
 impl OobRecord {
     /// A record for a page to be written (the controller fills in `t` and `crc`).
@@ -99,7 +101,7 @@ impl OobRecord {
         }
     }
 
-    /// Fixed encoding with its CRC-16.
+    /// Fixed encoding with its 16-bit check.
     pub fn encode(&self) -> [u8; RECORD_BYTES] {
         let mut r = [0u8; RECORD_BYTES];
         r[0..8].copy_from_slice(&self.lpn.to_le_bytes());
@@ -112,14 +114,15 @@ impl OobRecord {
         r
     }
 
+    /// The low 16 bits of the CRC32C of the record's other 22 bytes.
     fn check(r: &[u8; RECORD_BYTES]) -> u16 {
-        let mut d = CHECK.digest();
+        let mut d = CRC32C.digest();
         d.update(&r[..18]);
         d.update(&r[20..]);
-        d.finalize()
+        d.finalize() as u16
     }
 
-    /// Decodes [`encode`](OobRecord::encode)'s bytes; `None` if the CRC-16 fails.
+    /// Decodes [`encode`](OobRecord::encode)'s bytes; `None` if the 16-bit check fails.
     pub fn decode(r: &[u8; RECORD_BYTES]) -> Option<Self> {
         if Self::check(r).to_le_bytes() != r[18..20] {
             return None;
@@ -174,6 +177,12 @@ impl Layout {
             });
         }
         let sectors = page / sector_size;
+        if sectors > crate::MAX_SECTORS {
+            return Err(CtlError::SectorSize {
+                sector: sector_size,
+                page,
+            });
+        }
         let record_offset = HEADER_BYTES;
         let record_parity_offset = record_offset + RECORD_BYTES;
         let parity_offset = record_parity_offset + record.ecc_bytes();

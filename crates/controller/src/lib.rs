@@ -25,7 +25,6 @@ pub use layout::{Layout, OobRecord, PageKind};
 
 use alloc::vec;
 use alloc::vec::Vec;
-use crc::{Crc, CRC_32_ISCSI};
 use ecc::{Bch, EccError};
 use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
 use nand::rber::{sample_bit_errors, ErrorModel};
@@ -35,7 +34,7 @@ use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-const CRC32C: Crc<u32, crc::Table<16>> = Crc::<u32, crc::Table<16>>::new(&CRC_32_ISCSI);
+use layout::CRC32C;
 
 /// Controller errors.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -47,7 +46,7 @@ pub enum CtlError {
     #[error("ECC strength: {0}")]
     Ecc(EccError),
     /// Sector size does not divide the page.
-    #[error("sector size {sector} does not divide the {page}-byte page")]
+    #[error("sector size {sector} does not suit the {page}-byte page (it must divide the page into at most 64 sectors)")]
     SectorSize {
         /// The rejected sector size.
         sector: usize,
@@ -325,11 +324,14 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
 
     /// The page layout at strength `t`, or why `t` does not fit.
     pub fn layout(&mut self, t: u32) -> Result<Layout, CtlError> {
-        let g = *self.chip.geometry();
-        let sector = self.cfg.sector_size;
-        let record = self.record_code.clone();
-        let code = self.code(t)?;
-        Layout::new(&g, sector, code, &record)
+        self.code(t)?;
+        let code = self.codes[t as usize].as_ref().expect("built above");
+        Layout::new(
+            self.chip.geometry(),
+            self.cfg.sector_size,
+            code,
+            &self.record_code,
+        )
     }
 
     /// The strongest t whose parity fits the spare area.
@@ -437,15 +439,26 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         spare: &mut [u8],
     ) -> Result<(PageRead, Option<Layout>), CtlError> {
         let digest = self.cfg.mode == PayloadMode::Digest;
-        let mut zeros = core::mem::take(&mut self.zeros);
-        let buf: &mut [u8] = if digest { &mut zeros } else { data };
-        let r = self.chip.read(now, addr, buf, spare);
-        let result = match r {
+        if digest {
+            // Digest mode keeps no data bytes: read the spare area and charge the bus for
+            // the whole page, exactly what a full page read costs.
+            let r = self.chip.read_spare(now, addr, spare);
+            return match r {
+                Err(e) => Err(e.into()),
+                Ok(mut timing) => {
+                    let page = self.chip.geometry().page_size as usize;
+                    let spare_len = spare.len();
+                    let t = &self.chip.config().timing;
+                    timing.transfer = t.transfer(page + spare_len);
+                    self.finish_read(now, addr, &mut [], spare, timing, true)
+                }
+            };
+        }
+        let r = self.chip.read(now, addr, data, spare);
+        match r {
             Err(e) => Err(e.into()),
-            Ok(timing) => self.finish_read(now, addr, buf, spare, timing, digest),
-        };
-        self.zeros = zeros;
-        result
+            Ok(timing) => self.finish_read(now, addr, data, spare, timing, false),
+        }
     }
 
     /// Reads a page to move it elsewhere: like [`read`](Controller::read), but the corrected
@@ -543,14 +556,25 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         rber: f64,
         damaged: bool,
     ) -> Result<(OobRecord, u32, Layout), CtlError> {
-        let k = sample_bit_errors(&mut self.rng, (HEADER_BYTES * 8) as u64, rber);
+        // One draw for the header and the record codeword together, split by bit position.
+        let header_bits = (HEADER_BYTES * 8) as u64;
+        let pbits = self.record_code.ecc_bits() as usize;
+        let record_bits = (RECORD_BYTES * 8 + pbits) as u64;
+        let mut counts = [0u64; 2];
+        split_errors(
+            &mut self.rng,
+            rber,
+            &[header_bits, record_bits],
+            &mut counts,
+        );
+        let [k_header, k] = counts;
         flip(
             &mut self.rng,
             &mut spare[..HEADER_BYTES],
             HEADER_BYTES * 8,
             &mut [],
             0,
-            k,
+            k_header,
         );
         let t = majority(spare[0], spare[1], spare[2]) as u32;
         let layout = match self.layout(t) {
@@ -562,9 +586,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let rlen = self.record_code.ecc_bytes();
         let (rec_bytes, rest) = spare[ro..].split_at_mut(RECORD_BYTES);
         let parity = &mut rest[rp - ro - RECORD_BYTES..][..rlen];
-        let bits = (RECORD_BYTES * 8 + self.record_code.ecc_bits() as usize) as u64;
-        let k = sample_bit_errors(&mut self.rng, bits, rber);
-        let pbits = self.record_code.ecc_bits() as usize;
         flip(&mut self.rng, rec_bytes, RECORD_BYTES * 8, parity, pbits, k);
         // A codeword that took no flips and sits on an undamaged page decodes to itself:
         // skip the decoder (its latency is still charged).
@@ -608,25 +629,15 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let mut max_cw = corrected;
         self.stats.reads += 1;
         if digest {
-            // One binomial draw for the whole data area; only if it exceeds t can a sector
-            // fail, and then the errors are spread over the sectors uniformly (exactly the
-            // joint distribution of independent per-sector draws).
-            let cw = layout.codeword_bits();
-            let total = sample_bit_errors(&mut self.rng, cw * layout.sectors as u64, rber);
-            if total > t as u64 {
-                let mut per = [0u32; 64];
-                let n = layout.sectors.min(64);
-                for _ in 0..total {
-                    let s = ((self.rng.next_u64() as u128 * n as u128) >> 64) as usize;
-                    per[s] += 1;
-                }
-                if per[..n].iter().any(|&k| k > t) {
-                    return Err(self.uncorrectable(addr, kind));
-                }
-                max_cw = max_cw.max(per[..n].iter().copied().max().unwrap_or(0));
-            } else {
-                max_cw = max_cw.max(total as u32);
+            // One draw for the whole data area, split over the sectors: exactly the joint
+            // distribution of independent per-sector draws.
+            let mut per = [0u64; MAX_SECTORS];
+            let n = layout.sectors;
+            let total = draw_sectors(&mut self.rng, rber, layout.codeword_bits(), n, &mut per);
+            if per[..n].iter().any(|&k| k > t as u64) {
+                return Err(self.uncorrectable(addr, kind));
             }
+            max_cw = max_cw.max(per[..n].iter().copied().max().unwrap_or(0) as u32);
             corrected += total as u32;
             ecc += self.cfg.latency.decode_sectors(
                 layout.sector_size,
@@ -638,11 +649,19 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             // Borrow the code out of the cache for the loop (no clone on the read path).
             let code = self.codes[t as usize].take().expect("built by layout");
             let mut failed = false;
+            let mut per = [0u64; MAX_SECTORS];
+            draw_sectors(
+                &mut self.rng,
+                rber,
+                layout.codeword_bits(),
+                layout.sectors,
+                &mut per,
+            );
             for s in 0..layout.sectors {
                 let sector = &mut data[s * layout.sector_size..(s + 1) * layout.sector_size];
                 let off = layout.parity_offset + s * layout.parity_bytes;
                 let parity = &mut spare[off..off + layout.parity_bytes];
-                let k = sample_bit_errors(&mut self.rng, layout.codeword_bits(), rber);
+                let k = per[s];
                 let n = if k == 0 && !damaged {
                     0
                 } else {
@@ -689,6 +708,42 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             Some(layout),
         ))
     }
+}
+
+/// Most sectors per page the controller handles (a 64 KiB page of 1 KiB sectors).
+const MAX_SECTORS: usize = 64;
+
+/// Draws the errors of `regions` (bit counts) at `rber` with one binomial draw over their
+/// total, then assigns each error to a region with probability proportional to its size:
+/// the same joint distribution as independent draws per region, for one transcendental
+/// evaluation instead of one per region.
+fn split_errors(rng: &mut ChaCha8Rng, rber: f64, regions: &[u64], out: &mut [u64]) -> u64 {
+    out.iter_mut().for_each(|c| *c = 0);
+    let sum: u64 = regions.iter().sum();
+    let total = sample_bit_errors(rng, sum, rber);
+    for _ in 0..total {
+        let mut x = ((rng.next_u64() as u128 * sum as u128) >> 64) as u64;
+        for (i, &r) in regions.iter().enumerate() {
+            if x < r {
+                out[i] += 1;
+                break;
+            }
+            x -= r;
+        }
+    }
+    total
+}
+
+/// [`split_errors`] over `sectors` equal codewords of `bits` bits.
+fn draw_sectors(
+    rng: &mut ChaCha8Rng,
+    rber: f64,
+    bits: u64,
+    sectors: usize,
+    out: &mut [u64; MAX_SECTORS],
+) -> u64 {
+    let regions = [bits; MAX_SECTORS];
+    split_errors(rng, rber, &regions[..sectors], &mut out[..sectors])
 }
 
 /// Flips `k` distinct random bits among the first `a_bits` bits of `a` followed by the first

@@ -1,5 +1,6 @@
 //! `nandlab` — the command-line program of the nandlab NAND flash storage lab.
 
+mod bench_cmd;
 mod chip_cmd;
 mod ecc_cmd;
 mod run_cmd;
@@ -18,6 +19,9 @@ struct Cli {
 enum Command {
     /// Run a simulation: the built-in default, an experiment file, or a trace replay.
     Run(run_cmd::RunArgs),
+    /// Simulator throughput and memory at steady state (digest mode, 32 GiB) and the
+    /// bytes/digest mode ratio.
+    Bench(bench_cmd::BenchArgs),
     /// Inspect emulated NAND chips: presets, configurations and chip images.
     #[command(subcommand)]
     Chip(chip_cmd::ChipCommand),
@@ -30,6 +34,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
         Command::Chip(cmd) => chip_cmd::run(cmd),
         Command::Ecc(cmd) => ecc_cmd::run(cmd),
     };

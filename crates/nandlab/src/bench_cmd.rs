@@ -1,0 +1,179 @@
+//! `nandlab bench`: simulator throughput at steady state (device full, GC active).
+//!
+//! A page-mapped MLC device (4 KiB + 224 B pages, 256 pages per block, 8 channels × 4 dies ×
+//! 2 planes) is preconditioned (filled, then overwritten at random until its write
+//! amplification settles) and then driven by 4 KiB random writes and by a 70/30 read/write
+//! mix, at queue depth 32. Reported: simulated host requests per wall-clock second and peak
+//! memory (VmHWM). The same steady-state phases then run in bytes mode and in digest mode
+//! on a device small enough for RAM, for the bytes/digest ratio.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use sim::{Engine, ExperimentConfig, LoadMode, Synthetic, SyntheticConfig};
+use std::path::Path;
+use std::time::Instant;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Capacity of the digest-mode device in GiB (blocks per plane scale with it).
+    #[arg(long, default_value_t = 32)]
+    capacity_gib: u64,
+    /// Requests per measured phase.
+    #[arg(long, default_value_t = 2_000_000)]
+    requests: u64,
+    /// Capacity of the bytes-vs-digest comparison device in MiB.
+    #[arg(long, default_value_t = 1024)]
+    small_mib: u64,
+    /// Requests per phase of the bytes-vs-digest comparison.
+    #[arg(long, default_value_t = 300_000)]
+    small_requests: u64,
+}
+
+fn device(capacity: u64, bytes_mode: bool) -> Result<sim::Experiment> {
+    // 8 × 4 × 2 planes of 256-page blocks of 4 KiB: 64 MiB per block across the device.
+    let per_block_row = 8 * 4 * 2 * 256 * 4096u64;
+    let blocks = (capacity / per_block_row).max(8);
+    let text = format!(
+        r#"
+name = "bench"
+seed = 42
+[chip]
+preset = "flares-mlc-3x"
+[chip.geometry]
+channels = 8
+dies_per_channel = 4
+planes_per_die = 2
+blocks_per_plane = {blocks}
+pages_per_block = 256
+[controller]
+mode = "{}"
+sector_size = 512
+[errors]
+model = "flares"
+[ftl.page]
+over_provisioning = 0.125
+ecc_t = 8
+[precondition]
+enabled = false
+[workload]
+requests = 1
+"#,
+        if bytes_mode { "bytes" } else { "digest" }
+    );
+    Ok(ExperimentConfig::from_toml_str(&text, "bench")?.build(Path::new("."))?)
+}
+
+fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+struct Phase {
+    name: &'static str,
+    rate: f64,
+    waf: f64,
+}
+
+fn phases(engine: &mut Engine, requests: u64, seed: u64) -> Result<Vec<Phase>> {
+    let mut out = Vec::new();
+    for (name, read_pct) in [("4 KiB random write", 0.0), ("70/30 read/write", 70.0)] {
+        let cfg = SyntheticConfig {
+            requests: Some(requests),
+            read_pct,
+            ..SyntheticConfig::default()
+        };
+        let mut src = Synthetic::new(cfg, engine.capacity(), seed)?;
+        let before = engine.counters();
+        let t = Instant::now();
+        engine.run(
+            &mut src,
+            LoadMode::ClosedLoop { queue_depth: 32 },
+            &mut |_| {},
+        )?;
+        let secs = t.elapsed().as_secs_f64();
+        let after = engine.counters();
+        let waf = (after.total_programs() - before.total_programs()) as f64
+            / (after.host_writes - before.host_writes).max(1) as f64;
+        out.push(Phase {
+            name,
+            rate: requests as f64 / secs,
+            waf,
+        });
+    }
+    Ok(out)
+}
+
+fn precondition(engine: &mut Engine) -> Result<f64> {
+    let t = Instant::now();
+    engine.precondition(true, 3.0, 0.02, 7)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+pub fn run(a: BenchArgs) -> Result<()> {
+    let cap = a.capacity_gib << 30;
+    println!(
+        "== steady-state simulator throughput, digest mode, {} GiB page-mapped device",
+        a.capacity_gib
+    );
+    let mut big = device(cap, false).context("building the benchmark device")?;
+    println!(
+        "device      {} pages of 4 KiB, {} logical; preconditioning…",
+        big.chip.geometry.total_pages(),
+        big.engine.capacity() / 4096
+    );
+    let pre = precondition(&mut big.engine)?;
+    println!("precondition {pre:.1} s wall (fill + random overwrite to steady state)");
+    let res = phases(&mut big.engine, a.requests, 1)?;
+    let rss = peak_rss_mib();
+    for p in &res {
+        println!(
+            "{:<22} {:>12.0} requests/s   (WAF {:.2})",
+            p.name, p.rate, p.waf
+        );
+    }
+    if let Some(m) = rss {
+        println!("peak memory {m:.0} MiB (VmHWM)");
+    }
+    println!("anchor      MQSim: ~38,000 requests/s for 4 KiB random writes on an empty device, 2.6 GB peak RSS");
+    if let Some(w) = res.first() {
+        println!(
+            "ratio       {:.1}× MQSim's empty-device rate, at steady state",
+            w.rate / 38_000.0
+        );
+    }
+    drop(big);
+
+    let small = a.small_mib << 20;
+    println!(
+        "\n== bytes vs digest mode, {} MiB device (fits in RAM)",
+        a.small_mib
+    );
+    let mut rates = Vec::new();
+    for bytes_mode in [false, true] {
+        let mut e = device(small, bytes_mode)?;
+        precondition(&mut e.engine)?;
+        let r = phases(&mut e.engine, a.small_requests, 1)?;
+        let m = e.engine.metrics();
+        println!(
+            "{:<7} {}   (reads verified {}, mismatches {})",
+            if bytes_mode { "bytes" } else { "digest" },
+            r.iter()
+                .map(|p| format!("{}: {:.0} req/s", p.name, p.rate))
+                .collect::<Vec<_>>()
+                .join(", "),
+            m.verified_reads,
+            m.mismatches
+        );
+        rates.push(r);
+    }
+    for i in 0..rates[0].len() {
+        println!(
+            "ratio       {}: digest/bytes = {:.2}×",
+            rates[0][i].name,
+            rates[0][i].rate / rates[1][i].rate
+        );
+    }
+    Ok(())
+}
