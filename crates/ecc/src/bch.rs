@@ -35,6 +35,8 @@ pub struct Bch {
     /// Encoder tables: `tables[k][v]` (W words each) = v(x)·x^(8(7−k))·x^L mod g.
     tables: Vec<u64>,
     slice8: bool,
+    /// Tables in `tables`: 16 (slicing by 16, registers of ≤ 2 words), 8, or 1.
+    ntab: usize,
     /// Per odd syndrome j = 2i+1: table of v(α^j) for the 256 byte values (bit 7 = x^7).
     syn_tables: Vec<[u32; 256]>,
     roots: RootFinder,
@@ -154,7 +156,13 @@ impl Bch {
             }
         }
         let slice8 = words <= SLICE8_MAX_WORDS;
-        let ntab = if slice8 { 8 } else { 1 };
+        let ntab = if words <= 2 {
+            16
+        } else if slice8 {
+            8
+        } else {
+            1
+        };
         let mut tables = vec![0u64; ntab * 256 * words];
         // The byte table (k = 7): feed the 8 bits of v into a zero register.
         let last = ntab - 1;
@@ -204,6 +212,7 @@ impl Bch {
             words,
             tables,
             slice8,
+            ntab,
             syn_tables,
             roots,
         })
@@ -278,8 +287,8 @@ impl Bch {
     fn remainder(&self, data: &[u8], r: &mut [u64]) {
         // Fixed register widths get a fully unrolled loop.
         let rest = match self.words {
-            1 if self.slice8 => slice8::<1>(&self.tables, data, r),
-            2 if self.slice8 => slice8::<2>(&self.tables, data, r),
+            1 => slice16::<1>(&self.tables, data, r),
+            2 => slice16::<2>(&self.tables, data, r),
             3 if self.slice8 => slice8::<3>(&self.tables, data, r),
             4 if self.slice8 => slice8::<4>(&self.tables, data, r),
             5 if self.slice8 => slice8::<5>(&self.tables, data, r),
@@ -302,7 +311,7 @@ impl Bch {
     /// Byte-at-a-time remainder (tails, and registers too wide for slicing).
     fn remainder_bytes(&self, data: &[u8], r: &mut [u64]) {
         let w = self.words;
-        let byte_table = if self.slice8 { 7 * 256 * w } else { 0 };
+        let byte_table = (self.ntab - 1) * 256 * w;
         for &b in data {
             let top = ((r[0] >> 56) as u8 ^ b) as usize;
             shl8(r);
@@ -478,6 +487,33 @@ impl Bch {
         positions.sort_unstable();
         Ok(positions)
     }
+}
+
+/// Slicing-by-16 over whole 16-byte chunks for registers of one or two words: the whole
+/// register is replaced each step, so the 16 lookups are independent; returns the tail.
+fn slice16<'a, const W: usize>(tables: &[u64], data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
+    let (rows, _) = tables.as_chunks::<W>();
+    let t: [&[[u64; W]; 256]; 16] =
+        core::array::from_fn(|k| rows[k * 256..(k + 1) * 256].try_into().unwrap());
+    let mut r = [0u64; W];
+    r.copy_from_slice(&reg[..W]);
+    let mut chunks = data.chunks_exact(16);
+    for chunk in &mut chunks {
+        let hi = u64::from_be_bytes(chunk[..8].try_into().unwrap()) ^ r[0];
+        let lo =
+            u64::from_be_bytes(chunk[8..].try_into().unwrap()) ^ if W == 2 { r[W - 1] } else { 0 };
+        let mut next = [0u64; W];
+        for k in 0..8 {
+            let a = &t[k][((hi >> (56 - 8 * k)) & 0xFF) as usize];
+            let b = &t[8 + k][((lo >> (56 - 8 * k)) & 0xFF) as usize];
+            for i in 0..W {
+                next[i] ^= a[i] ^ b[i];
+            }
+        }
+        r = next;
+    }
+    reg[..W].copy_from_slice(&r);
+    chunks.remainder()
 }
 
 /// Slicing-by-8 over whole 8-byte chunks with a `W`-word register; returns the tail.

@@ -583,6 +583,8 @@ impl<S: Storage> Chip<S> {
             spare.fill(0xFF);
         } else if let ReadPart::Page = part {
             self.storage.read_split(pi, data, spare)?;
+        } else if let ReadPart::Spare = part {
+            self.storage.read_spare(pi, g.page_size as usize, spare)?;
         } else {
             let mut buf = core::mem::take(&mut self.buf);
             let r = self.storage.read(pi, &mut buf);

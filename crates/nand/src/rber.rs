@@ -99,7 +99,9 @@ impl FlaresRber {
         if pe <= 0.0 || hours <= 0.0 {
             return 0.0;
         }
-        self.bo * libm::pow(libm::pow(pe, self.n) * hours, self.m)
+        // Bo·(PE^n·t)^m = Bo·e^(m·(n·ln PE + ln t)): two logarithms and one exponential
+        // instead of two general powers.
+        self.bo * libm::exp(self.m * (self.n * libm::log(pe) + libm::log(hours)))
     }
 
     /// The full model at `pe` cycles and `hours` of retention (never negative).

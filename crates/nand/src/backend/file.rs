@@ -195,6 +195,20 @@ impl Storage for FileStorage {
             .map_err(io)
     }
 
+    fn read_spare(
+        &mut self,
+        page: u64,
+        page_size: usize,
+        spare: &mut [u8],
+    ) -> Result<(), StorageError> {
+        self.file
+            .read_exact_at(
+                spare,
+                self.data_off + page * self.raw_page + page_size as u64,
+            )
+            .map_err(io)
+    }
+
     fn write(&mut self, page: u64, image: &[u8]) -> Result<(), StorageError> {
         self.file
             .write_all_at(image, self.data_off + page * self.raw_page)

@@ -51,6 +51,18 @@ pub trait Storage {
         spare.copy_from_slice(&image[data.len()..]);
         Ok(())
     }
+    /// Reads only the spare area of `page` (a fast path; the default reads the whole page).
+    fn read_spare(
+        &mut self,
+        page: u64,
+        page_size: usize,
+        spare: &mut [u8],
+    ) -> Result<(), StorageError> {
+        let mut image = alloc::vec![0u8; page_size + spare.len()];
+        self.read(page, &mut image)?;
+        spare.copy_from_slice(&image[page_size..]);
+        Ok(())
+    }
     /// Stores a page given as separate data and spare (a fast path for whole-page programs
     /// of erased pages; the default goes through [`write`](Storage::write)).
     fn write_split(&mut self, page: u64, data: &[u8], spare: &[u8]) -> Result<(), StorageError> {

@@ -133,6 +133,27 @@ impl Storage for RamStorage {
         Ok(())
     }
 
+    fn read_spare(
+        &mut self,
+        page: u64,
+        _page_size: usize,
+        spare: &mut [u8],
+    ) -> Result<(), StorageError> {
+        let (b, p) = self.split(page);
+        let Some(blk) = self.blocks[b].as_ref() else {
+            spare.fill(0xFF);
+            return Ok(());
+        };
+        let src = &blk[p * self.kept..(p + 1) * self.kept];
+        if self.skip == 0 {
+            spare.copy_from_slice(&src[self.page_size..]);
+        } else {
+            spare[..self.kept].copy_from_slice(src);
+            spare[self.kept..].fill(0xFF);
+        }
+        Ok(())
+    }
+
     fn write(&mut self, page: u64, image: &[u8]) -> Result<(), StorageError> {
         let (skip, kept) = (self.skip, self.kept);
         self.slot(page).copy_from_slice(&image[skip..skip + kept]);
