@@ -169,11 +169,11 @@ pub fn run(a: BenchArgs) -> Result<()> {
         );
         rates.push(r);
     }
-    for i in 0..rates[0].len() {
+    for (d, b) in rates[0].iter().zip(&rates[1]) {
         println!(
             "ratio       {}: digest/bytes = {:.2}×",
-            rates[0][i].name,
-            rates[0][i].rate / rates[1][i].rate
+            d.name,
+            d.rate / b.rate
         );
     }
     Ok(())
