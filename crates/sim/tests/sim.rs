@@ -265,3 +265,25 @@ fn bad_experiment_files_are_named() {
         .to_string()
         .contains("missing [workload] or [trace]"));
 }
+
+#[test]
+fn example_experiment_files_build() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let cfg = ExperimentConfig::from_toml_str(&text, &path.display().to_string()).unwrap();
+            cfg.build(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            n += 1;
+        }
+    }
+    assert!(n >= 3);
+    // The spelled-out default equals the built-in one.
+    let text = std::fs::read_to_string(dir.join("default.toml")).unwrap();
+    let mut file = ExperimentConfig::from_toml_str(&text, "default.toml").unwrap();
+    file.report = Default::default();
+    assert_eq!(file, ExperimentConfig::builtin_default());
+}
