@@ -30,15 +30,7 @@ fn page(c: &Chip, block: u32, page: u32) -> PhysAddr {
 }
 
 fn data(len: usize, tag: u64) -> Vec<u8> {
-    let mut x = tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    nand::pattern::bytes(len, tag)
 }
 
 #[test]

@@ -41,15 +41,7 @@ fn device(preset: &str, victim: VictimKind, wl: bool, rber: f64, seed: u64) -> D
 }
 
 fn pattern(len: usize, lpn: u64, version: u64) -> Vec<u8> {
-    let mut x = (lpn << 32 | version).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    nand::pattern::bytes(len, lpn << 32 | version)
 }
 
 #[derive(Debug, Clone)]

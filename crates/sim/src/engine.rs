@@ -79,17 +79,7 @@ pub struct Progress {
 /// Page-granular deterministic data for (logical page, version): what bytes mode writes and
 /// checks reads against.
 pub fn page_pattern(lpn: u64, version: u32, out: &mut [u8]) {
-    let mut x = (lpn.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ ((version as u64) << 17)
-        ^ 0xD1B5_4A32_D192_ED03)
-        | 1;
-    for chunk in out.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let b = x.to_le_bytes();
-        chunk.copy_from_slice(&b[..chunk.len()]);
-    }
+    nand::pattern::fill(out, lpn << 32 ^ version as u64);
 }
 
 /// The engine.

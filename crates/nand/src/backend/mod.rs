@@ -58,10 +58,8 @@ pub trait Storage {
         page_size: usize,
         spare: &mut [u8],
     ) -> Result<(), StorageError> {
-        let mut image = alloc::vec![0u8; page_size + spare.len()];
-        self.read(page, &mut image)?;
-        spare.copy_from_slice(&image[page_size..]);
-        Ok(())
+        let mut data = alloc::vec![0u8; page_size];
+        self.read_split(page, &mut data, spare)
     }
     /// Stores a page given as separate data and spare (a fast path for whole-page programs
     /// of erased pages; the default goes through [`write`](Storage::write)).

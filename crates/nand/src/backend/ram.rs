@@ -94,19 +94,30 @@ impl RamStorage {
     }
 }
 
+impl RamStorage {
+    /// The kept bytes of a written page (`None` if its block holds nothing).
+    fn stored(&self, page: u64) -> Option<&[u8]> {
+        let (b, p) = self.split(page);
+        self.blocks[b]
+            .as_ref()
+            .map(|blk| &blk[p * self.kept..(p + 1) * self.kept])
+    }
+
+    /// The spare area as read back from the kept bytes `src`.
+    fn spare_from(&self, src: &[u8], spare: &mut [u8]) {
+        if self.skip == 0 {
+            spare.copy_from_slice(&src[self.page_size..]);
+        } else {
+            spare[..self.kept].copy_from_slice(src);
+            spare[self.kept..].fill(0xFF);
+        }
+    }
+}
+
 impl Storage for RamStorage {
     fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<(), StorageError> {
-        let (b, p) = self.split(page);
-        match self.blocks[b].as_ref() {
-            Some(blk) => {
-                let src = &blk[p * self.kept..(p + 1) * self.kept];
-                buf[..self.skip].fill(0);
-                buf[self.skip..self.skip + self.kept].copy_from_slice(src);
-                buf[self.skip + self.kept..].fill(0xFF);
-            }
-            None => buf.fill(0xFF),
-        }
-        Ok(())
+        let (data, spare) = buf.split_at_mut(self.page_size);
+        self.read_split(page, data, spare)
     }
 
     fn read_split(
@@ -115,21 +126,17 @@ impl Storage for RamStorage {
         data: &mut [u8],
         spare: &mut [u8],
     ) -> Result<(), StorageError> {
-        let (b, p) = self.split(page);
-        let Some(blk) = self.blocks[b].as_ref() else {
+        let Some(src) = self.stored(page) else {
             data.fill(0xFF);
             spare.fill(0xFF);
             return Ok(());
         };
-        let src = &blk[p * self.kept..(p + 1) * self.kept];
         if self.skip == 0 {
             data.copy_from_slice(&src[..self.page_size]);
-            spare.copy_from_slice(&src[self.page_size..]);
         } else {
             data.fill(0);
-            spare[..self.kept].copy_from_slice(src);
-            spare[self.kept..].fill(0xFF);
         }
+        self.spare_from(src, spare);
         Ok(())
     }
 
@@ -139,17 +146,9 @@ impl Storage for RamStorage {
         _page_size: usize,
         spare: &mut [u8],
     ) -> Result<(), StorageError> {
-        let (b, p) = self.split(page);
-        let Some(blk) = self.blocks[b].as_ref() else {
-            spare.fill(0xFF);
-            return Ok(());
-        };
-        let src = &blk[p * self.kept..(p + 1) * self.kept];
-        if self.skip == 0 {
-            spare.copy_from_slice(&src[self.page_size..]);
-        } else {
-            spare[..self.kept].copy_from_slice(src);
-            spare[self.kept..].fill(0xFF);
+        match self.stored(page) {
+            Some(src) => self.spare_from(src, spare),
+            None => spare.fill(0xFF),
         }
         Ok(())
     }

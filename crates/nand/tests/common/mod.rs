@@ -19,17 +19,9 @@ pub fn page(chip: &Chip<impl nand::Storage>, block_index: u32, page: u32) -> Phy
     block(chip, block_index).page(page).expect("page in range")
 }
 
-/// A deterministic data pattern for (block, page).
+/// A deterministic data pattern for a tag.
 pub fn pattern(len: usize, tag: u64) -> Vec<u8> {
-    let mut x = tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    nand::pattern::bytes(len, tag)
 }
 
 pub fn buffers(chip: &Chip<impl nand::Storage>, tag: u64) -> (Vec<u8>, Vec<u8>) {
