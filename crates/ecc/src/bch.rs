@@ -20,7 +20,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 /// Register words kept on the stack; larger codes use the heap.
-const STACK_WORDS: usize = 32;
+const STACK_WORDS: usize = 16;
 /// Up to this many words the encoder uses eight tables (slicing by 8), beyond one.
 const SLICE8_MAX_WORDS: usize = 16;
 

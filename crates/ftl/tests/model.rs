@@ -140,7 +140,7 @@ fn check(dev: &mut Dev, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
 
     #[test]
     fn page_ftl_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..4) {
