@@ -526,7 +526,10 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 } else {
                     let rber = self.rber(addr, now)?;
                     let damaged = self.chip.page_state(addr)?.damaged;
-                    self.decode_header_and_record(addr, &mut spare, rber, damaged)
+                    let mut counts = [0u64; 2];
+                    let regions = self.meta_regions();
+                    split_errors(&mut self.rng, rber, &regions, &mut counts);
+                    self.decode_header_and_record(addr, &mut spare, counts[0], counts[1], damaged)
                         .map(|(record, corrected, _)| {
                             PageRead::Data(ReadInfo {
                                 record,
@@ -542,6 +545,14 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         result
     }
 
+    /// Bits of the header and of the record codeword.
+    fn meta_regions(&self) -> [u64; 2] {
+        [
+            (HEADER_BYTES * 8) as u64,
+            (RECORD_BYTES * 8) as u64 + self.record_code.ecc_bits() as u64,
+        ]
+    }
+
     fn rber(&self, addr: PhysAddr, now: Nanos) -> Result<f64, CtlError> {
         let age = self.chip.page_age(addr, now)?;
         Ok(self.model.rber(&age))
@@ -553,21 +564,11 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         &mut self,
         addr: PhysAddr,
         spare: &mut [u8],
-        rber: f64,
+        k_header: u64,
+        k: u64,
         damaged: bool,
     ) -> Result<(OobRecord, u32, Layout), CtlError> {
-        // One draw for the header and the record codeword together, split by bit position.
-        let header_bits = (HEADER_BYTES * 8) as u64;
         let pbits = self.record_code.ecc_bits() as usize;
-        let record_bits = (RECORD_BYTES * 8 + pbits) as u64;
-        let mut counts = [0u64; 2];
-        split_errors(
-            &mut self.rng,
-            rber,
-            &[header_bits, record_bits],
-            &mut counts,
-        );
-        let [k_header, k] = counts;
         flip(
             &mut self.rng,
             &mut spare[..HEADER_BYTES],
@@ -621,19 +622,32 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         }
         let rber = self.rber(addr, now)?;
         let damaged = self.chip.page_state(addr)?.damaged;
+        // One error draw for the whole page — header, record and every sector — sized by
+        // the strength the page was written with (read from the stored header before any
+        // flip; a header that names no valid layout is garbage).
+        let stored_t = majority(spare[0], spare[1], spare[2]) as u32;
+        let Ok(stored) = self.layout(stored_t) else {
+            return Err(self.uncorrectable(addr, None));
+        };
+        let n = 2 + stored.sectors;
+        let mut regions = [0u64; MAX_SECTORS + 2];
+        regions[..2].copy_from_slice(&self.meta_regions());
+        regions[2..n].fill(stored.codeword_bits());
+        let mut counts = [0u64; MAX_SECTORS + 2];
+        split_errors(&mut self.rng, rber, &regions[..n], &mut counts[..n]);
         let (record, mut corrected, layout) =
-            self.decode_header_and_record(addr, spare, rber, damaged)?;
+            self.decode_header_and_record(addr, spare, counts[0], counts[1], damaged)?;
+        // (The record names the same strength, or decoding failed above.)
+        let mut per = [0u64; MAX_SECTORS];
+        per[..stored.sectors].copy_from_slice(&counts[2..n]);
         let kind = Some(record.kind);
         let t = layout.t;
         let mut ecc = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected);
         let mut max_cw = corrected;
         self.stats.reads += 1;
         if digest {
-            // One draw for the whole data area, split over the sectors: exactly the joint
-            // distribution of independent per-sector draws.
-            let mut per = [0u64; MAX_SECTORS];
             let n = layout.sectors;
-            let total = draw_sectors(&mut self.rng, rber, layout.codeword_bits(), n, &mut per);
+            let total: u64 = per[..n].iter().sum();
             if per[..n].iter().any(|&k| k > t as u64) {
                 return Err(self.uncorrectable(addr, kind));
             }
@@ -649,14 +663,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             // Borrow the code out of the cache for the loop (no clone on the read path).
             let code = self.codes[t as usize].take().expect("built by layout");
             let mut failed = false;
-            let mut per = [0u64; MAX_SECTORS];
-            draw_sectors(
-                &mut self.rng,
-                rber,
-                layout.codeword_bits(),
-                layout.sectors,
-                &mut per,
-            );
             for s in 0..layout.sectors {
                 let sector = &mut data[s * layout.sector_size..(s + 1) * layout.sector_size];
                 let off = layout.parity_offset + s * layout.parity_bytes;
@@ -735,18 +741,6 @@ fn split_errors(rng: &mut ChaCha8Rng, rber: f64, regions: &[u64], out: &mut [u64
         }
     }
     total
-}
-
-/// [`split_errors`] over `sectors` equal codewords of `bits` bits.
-fn draw_sectors(
-    rng: &mut ChaCha8Rng,
-    rber: f64,
-    bits: u64,
-    sectors: usize,
-    out: &mut [u64; MAX_SECTORS],
-) -> u64 {
-    let regions = [bits; MAX_SECTORS];
-    split_errors(rng, rber, &regions[..sectors], &mut out[..sectors])
 }
 
 /// Flips `k` distinct random bits among the first `a_bits` bits of `a` followed by the first

@@ -58,6 +58,8 @@ pub use error::{ConfigError, NandError, StorageError};
 pub use fault::{CutEffect, CutMode, CutRecord, CutTarget, TornFill};
 pub use geometry::{CellType, Geometry};
 pub use pairing::{BitKind, PageInfo, PairingLayout, PairingTable};
-pub use rber::{ConstantRber, ErrorModel, FlaresRber, KindRatio, PageAge, ReadDisturb};
+pub use rber::{
+    CachedFlares, ConstantRber, ErrorModel, FlaresRber, KindRatio, PageAge, ReadDisturb,
+};
 pub use state::Usage;
 pub use time::Nanos;

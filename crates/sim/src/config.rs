@@ -40,8 +40,8 @@ use crate::SimError;
 use controller::{Controller, ControllerConfig, EccLatency, PayloadMode};
 use ftl::{PageFtl, PageFtlConfig};
 use nand::{
-    Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos, RamStorage,
-    ReadDisturb,
+    CachedFlares, Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos,
+    RamStorage, ReadDisturb,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -404,7 +404,7 @@ impl ExperimentConfig {
         let base: Box<dyn ErrorModel> = match e.model {
             ModelKind::None => Box::new(ConstantRber(0.0)),
             ModelKind::Constant => Box::new(ConstantRber(e.rber)),
-            ModelKind::Flares => Box::new(FlaresRber::default()),
+            ModelKind::Flares => Box::new(CachedFlares::new(FlaresRber::default())),
         };
         let kinded: Box<dyn ErrorModel> = if e.msb_ratio != 1.0 {
             Box::new(KindRatio::ap(base, e.msb_ratio))
