@@ -224,6 +224,8 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     cfg: ControllerConfig,
     rng: ChaCha8Rng,
     codes: Vec<Option<Bch>>,
+    /// Layouts by strength, computed once.
+    layouts: Vec<Option<Layout>>,
     record_code: Bch,
     stats: EccStats,
     spare: Vec<u8>,
@@ -276,6 +278,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             cfg,
             codes: Vec::new(),
+            layouts: Vec::new(),
             record_code,
             stats: EccStats::default(),
         })
@@ -324,14 +327,22 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
 
     /// The page layout at strength `t`, or why `t` does not fit.
     pub fn layout(&mut self, t: u32) -> Result<Layout, CtlError> {
+        if let Some(Some(l)) = self.layouts.get(t as usize) {
+            return Ok(*l);
+        }
         self.code(t)?;
         let code = self.codes[t as usize].as_ref().expect("built above");
-        Layout::new(
+        let l = Layout::new(
             self.chip.geometry(),
             self.cfg.sector_size,
             code,
             &self.record_code,
-        )
+        )?;
+        if self.layouts.len() <= t as usize {
+            self.layouts.resize(t as usize + 1, None);
+        }
+        self.layouts[t as usize] = Some(l);
+        Ok(l)
     }
 
     /// The strongest t whose parity fits the spare area.
@@ -524,8 +535,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 if spare.iter().all(|&b| b == 0xFF) {
                     Ok(PageRead::Erased { timing })
                 } else {
-                    let rber = self.rber(addr, now)?;
-                    let damaged = self.chip.page_state(addr)?.damaged;
+                    let (rber, damaged) = self.rber(addr, now)?;
                     let mut counts = [0u64; 2];
                     let regions = self.meta_regions();
                     split_errors(&mut self.rng, rber, &regions, &mut counts);
@@ -553,9 +563,10 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         ]
     }
 
-    fn rber(&self, addr: PhysAddr, now: Nanos) -> Result<f64, CtlError> {
-        let age = self.chip.page_age(addr, now)?;
-        Ok(self.model.rber(&age))
+    /// The page's raw bit error rate now, and whether a fault damaged it.
+    fn rber(&self, addr: PhysAddr, now: Nanos) -> Result<(f64, bool), CtlError> {
+        let st = self.chip.page_state(addr)?;
+        Ok((self.model.rber(&st.age(now)), st.damaged))
     }
 
     /// Injects errors into, and decodes, the header and the record. Returns the record, the
@@ -620,8 +631,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             }
             return Err(self.uncorrectable(addr, None));
         }
-        let rber = self.rber(addr, now)?;
-        let damaged = self.chip.page_state(addr)?.damaged;
+        let (rber, damaged) = self.rber(addr, now)?;
         // One error draw for the whole page — header, record and every sector — sized by
         // the strength the page was written with (read from the stored header before any
         // flip; a header that names no valid layout is garbage).

@@ -196,7 +196,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Rebuilds the volume from the chip alone: every page's OOB record is read and the
     /// newest version (highest sequence number) of each logical page wins. Blocks found
-    /// partly programmed are closed (their remaining pages are reclaimed by GC later).
+    /// partly programmed are closed (their remaining pages are reclaimed by GC later). The
+    /// scan of a block stops at the chip's write pointer; firmware without that
+    /// introspection scans to the end of the block (erased pages read as erased).
     pub fn mount(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
         let mut ftl = Self::empty(ctl, cfg)?;
         let mut seq_of: Vec<u64> = Vec::new();
@@ -250,8 +252,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 }
             }
         }
+        // Size the volume (dropping mappings past its end), then index the full blocks.
         ftl.size_volume()?;
-        // Mapped pages beyond the volume (a larger volume before) are dropped.
         for b in 0..ftl.geo.total_blocks() {
             if ftl.state[b as usize] == BState::Full {
                 ftl.index_insert(b);

@@ -111,6 +111,18 @@ pub struct PageState {
     pub erase_count: u32,
 }
 
+impl PageState {
+    /// The page's age at `now`, as an error model sees it.
+    pub fn age(&self, now: Nanos) -> crate::rber::PageAge {
+        crate::rber::PageAge {
+            pe_cycles: self.erase_count,
+            retention: now.saturating_sub(self.programmed_at),
+            kind: self.kind,
+            reads: self.reads,
+        }
+    }
+}
+
 /// Counts of operations executed (rejected operations are not counted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpCounters {
@@ -417,13 +429,7 @@ impl<S: Storage> Chip<S> {
 
     /// What an error model needs to know about a page read at `now`.
     pub fn page_age(&self, addr: PhysAddr, now: Nanos) -> Result<crate::rber::PageAge, NandError> {
-        let st = self.page_state(addr)?;
-        Ok(crate::rber::PageAge {
-            pe_cycles: st.erase_count,
-            retention: now.saturating_sub(st.programmed_at),
-            kind: st.kind,
-            reads: st.reads,
-        })
+        Ok(self.page_state(addr)?.age(now))
     }
 
     /// Every block that is not good, with its status.
