@@ -24,7 +24,13 @@ pub struct RamStorage {
     /// Pages written per block since its erase (for accounting).
     written: Vec<u32>,
     stored_pages: u64,
+    /// Buffers of erased blocks kept for reuse (no allocator round trip, no page faults on
+    /// the next program); at most [`POOL`] of them.
+    pool: Vec<Box<[u8]>>,
 }
+
+/// Block buffers kept for reuse after erases.
+const POOL: usize = 64;
 
 impl RamStorage {
     /// Empty storage for a chip of `geometry`, keeping whole pages.
@@ -38,6 +44,7 @@ impl RamStorage {
             blocks: vec![None; geometry.total_blocks() as usize],
             written: vec![0; geometry.total_blocks() as usize],
             stored_pages: 0,
+            pool: Vec::new(),
         }
     }
 
@@ -66,7 +73,8 @@ impl RamStorage {
         self.stored_pages * self.kept as u64
     }
 
-    /// Bytes allocated for page content (whole blocks in use).
+    /// Bytes allocated for page content (whole blocks in use; pooled buffers of erased
+    /// blocks not counted).
     pub fn allocated_bytes(&self) -> u64 {
         self.blocks.iter().filter(|b| b.is_some()).count() as u64
             * self.pages_per_block
@@ -83,7 +91,13 @@ impl RamStorage {
     fn slot(&mut self, page: u64) -> &mut [u8] {
         let (b, p) = self.split(page);
         let size = self.pages_per_block as usize * self.kept;
-        let blk = self.blocks[b].get_or_insert_with(|| vec![0u8; size].into_boxed_slice());
+        let pool = &mut self.pool;
+        // A reused buffer holds stale bytes; the chip never reads a page it has not
+        // written since the erase (the Storage contract), so they are never seen.
+        let blk = self.blocks[b].get_or_insert_with(|| {
+            pool.pop()
+                .unwrap_or_else(|| vec![0u8; size].into_boxed_slice())
+        });
         &mut blk[p * self.kept..(p + 1) * self.kept]
     }
 
@@ -175,7 +189,11 @@ impl Storage for RamStorage {
 
     fn discard(&mut self, first: u64, _count: u32) -> Result<(), StorageError> {
         let (b, _) = self.split(first);
-        self.blocks[b] = None;
+        if let Some(buf) = self.blocks[b].take() {
+            if self.pool.len() < POOL {
+                self.pool.push(buf);
+            }
+        }
         self.stored_pages -= self.written[b] as u64;
         self.written[b] = 0;
         Ok(())
