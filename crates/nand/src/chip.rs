@@ -794,7 +794,10 @@ impl<S: Storage> Chip<S> {
         // `check_program` leaves the page's current image in `buf` for a partial program.
         let fresh = self.page_meta(bi, page).is_erased();
         self.check_program(addr, prog)?;
-        if fresh {
+        // The whole-page program of an erased page without a fault needs no merge buffer;
+        // every other path starts from the page's current image (erased = all ones).
+        let fast = fresh && prog == Prog::Full && self.cut.is_none() && self.blocks[bi].inject == 0;
+        if fresh && !fast {
             self.buf.fill(0xFF);
         } else if prog == Prog::Partial {
             let overlap =
@@ -848,6 +851,9 @@ impl<S: Storage> Chip<S> {
         let b = self.blocks[bi];
         if b.inject & INJECT_PROGRAM_FAIL != 0 || self.wear_fails(bi, page as u64) {
             // A failed program leaves the page partly programmed.
+            if fresh {
+                self.buf.fill(0xFF);
+            }
             let mut rng = rng_for(
                 self.config.seed,
                 &[stream::WEAR_FAIL, pi, b.erase_count as u64],
@@ -862,7 +868,7 @@ impl<S: Storage> Chip<S> {
             self.counters.program_failures += 1;
             return Err(NandError::ProgramFailed(addr));
         }
-        if fresh && prog == Prog::Full {
+        if fast {
             // Whole-page program of an erased page: nothing to merge.
             self.storage.write_split(pi, data, spare)?;
             self.commit_meta(bi, page, pi, now, prog, false)?;

@@ -1,6 +1,8 @@
 //! Helpers shared by the nand integration tests.
 #![allow(dead_code)]
 
+pub mod image;
+
 use nand::{BlockAddr, Chip, ChipConfig, PhysAddr};
 
 pub fn config(preset: &str) -> ChipConfig {
