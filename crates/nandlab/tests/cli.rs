@@ -232,3 +232,105 @@ fn ecc_uber_calculator() {
     ]);
     assert!(stdout(&o).contains("2.30"), "{}", stdout(&o));
 }
+
+#[test]
+fn run_is_deterministic_and_writes_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("exp.toml");
+    std::fs::write(
+        &cfg,
+        "seed = 4\n[chip]\npreset = \"tiny-mlc\"\n[chip.geometry]\nblocks_per_plane = 64\n[ftl.page]\nover_provisioning = 0.2\n[precondition]\nmax_overwrite = 0.5\n[workload]\nrequests = 3000\nread_pct = 50\n",
+    )
+    .unwrap();
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    let (a, b, c) = (
+        dir.path().join("a.json"),
+        dir.path().join("b.json"),
+        dir.path().join("a.csv"),
+    );
+    for out in [&a, &b] {
+        let o = nandlab(&[
+            "run",
+            "--config",
+            &p(&cfg),
+            "--json",
+            &p(out),
+            "--csv",
+            &p(&c),
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("WAF") && stdout(&o).contains("p99.9"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    let ja = std::fs::read_to_string(&a).unwrap();
+    assert_eq!(ja, std::fs::read_to_string(&b).unwrap());
+    let v: serde_json::Value = serde_json::from_str(&ja).unwrap();
+    assert_eq!(v["host"]["requests"], 3000);
+    assert_eq!(v["host"]["mismatches"], 0);
+    assert!(std::fs::read_to_string(&c)
+        .unwrap()
+        .starts_with("key,value\n"));
+    // A different seed gives a different run.
+    let o = nandlab(&[
+        "run",
+        "--config",
+        &p(&cfg),
+        "--seed",
+        "5",
+        "--json",
+        &p(&b),
+        "--quiet",
+    ]);
+    assert!(o.status.success());
+    assert_ne!(ja, std::fs::read_to_string(&b).unwrap());
+}
+
+#[test]
+fn run_rejects_bad_input_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(
+        &cfg,
+        "[chip]\npreset = \"tiny-mlc\"\n[workload]\nrequest = 5\n",
+    )
+    .unwrap();
+    let o = nandlab(&["run", "--config", cfg.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("bad.toml:4") && stderr(&o).contains("request"),
+        "{}",
+        stderr(&o)
+    );
+    let trace = dir.path().join("t.trace");
+    std::fs::write(&trace, "0 0 8 8 0\n100 0 8 eight 1\n").unwrap();
+    let o = nandlab(&[
+        "run",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "mqsim",
+        "--quiet",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("t.trace:2: field size"),
+        "{}",
+        stderr(&o)
+    );
+    let o = nandlab(&[
+        "run",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "nope",
+    ]);
+    assert!(
+        stderr(&o).contains("expected mqsim, msr, blkparse or spc"),
+        "{}",
+        stderr(&o)
+    );
+}
