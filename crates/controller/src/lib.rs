@@ -639,17 +639,26 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let Ok(stored) = self.layout(stored_t) else {
             return Err(self.uncorrectable(addr, None));
         };
-        let n = 2 + stored.sectors;
-        let mut regions = [0u64; MAX_SECTORS + 2];
-        regions[..2].copy_from_slice(&self.meta_regions());
-        regions[2..n].fill(stored.codeword_bits());
-        let mut counts = [0u64; MAX_SECTORS + 2];
-        split_errors(&mut self.rng, rber, &regions[..n], &mut counts[..n]);
-        let (record, mut corrected, layout) =
-            self.decode_header_and_record(addr, spare, counts[0], counts[1], damaged)?;
-        // (The record names the same strength, or decoding failed above.)
+        let [h, r] = self.meta_regions();
+        let c = stored.codeword_bits();
         let mut per = [0u64; MAX_SECTORS];
-        per[..stored.sectors].copy_from_slice(&counts[2..n]);
+        let (mut k_header, mut k_record) = (0, 0);
+        let total = sample_bit_errors(&mut self.rng, h + r + c * stored.sectors as u64, rber);
+        for _ in 0..total {
+            // Each error lands on a uniformly random bit of the page.
+            let x = ((self.rng.next_u64() as u128 * (h + r + c * stored.sectors as u64) as u128)
+                >> 64) as u64;
+            if x < h {
+                k_header += 1;
+            } else if x < h + r {
+                k_record += 1;
+            } else {
+                per[((x - h - r) / c) as usize] += 1;
+            }
+        }
+        let (record, mut corrected, layout) =
+            self.decode_header_and_record(addr, spare, k_header, k_record, damaged)?;
+        // (The record names the same strength, or decoding failed above.)
         let kind = Some(record.kind);
         let t = layout.t;
         let mut ecc = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected);

@@ -512,8 +512,24 @@ fn slice16<'a, const W: usize>(tables: &[u64], data: &'a [u8], reg: &mut [u64]) 
         }
         r = next;
     }
+    // One more 8-byte step with the second half of the tables (they are the slicing-by-8
+    // tables: T16[8 + k] = T8[k]).
+    let mut rest = chunks.remainder();
+    if rest.len() >= 8 {
+        let v = r[0] ^ u64::from_be_bytes(rest[..8].try_into().unwrap());
+        let mut next = [0u64; W];
+        next[..W - 1].copy_from_slice(&r[1..]);
+        for k in 0..8 {
+            let row = &t[8 + k][((v >> (56 - 8 * k)) & 0xFF) as usize];
+            for i in 0..W {
+                next[i] ^= row[i];
+            }
+        }
+        r = next;
+        rest = &rest[8..];
+    }
     reg[..W].copy_from_slice(&r);
-    chunks.remainder()
+    rest
 }
 
 /// Slicing-by-8 over whole 8-byte chunks with a `W`-word register; returns the tail.

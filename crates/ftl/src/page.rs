@@ -128,6 +128,8 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     cfg: PageFtlConfig,
     policy: Box<dyn VictimPolicy>,
     geo: Geometry,
+    /// Packed address of every flat block index (cached: the hot paths convert often).
+    addrs: Vec<BlockAddr>,
     ppb: u32,
     blocks_per_die: u32,
     logical: u64,
@@ -292,6 +294,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(PageFtl {
             policy: cfg.victim.policy(),
             cfg,
+            addrs: (0..geo.total_blocks())
+                .map(|b| geo.block_at(b).expect("block in range"))
+                .collect(),
             geo,
             ppb,
             blocks_per_die: geo.planes_per_die * geo.blocks_per_plane,
@@ -400,7 +405,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     // ----- addressing ------------------------------------------------------------------
 
     fn block_addr(&self, b: u32) -> BlockAddr {
-        self.geo.block_at(b).expect("block in range")
+        self.addrs[b as usize]
     }
 
     fn phys_addr(&self, phys: u32) -> PhysAddr {
