@@ -147,71 +147,26 @@ fn ecc_encode_decode_round_trip_on_a_file() {
 
 #[test]
 fn ecc_bad_parameters_are_named() {
-    let o = nandlab(&[
-        "ecc",
-        "encode",
-        "-t",
-        "0",
-        "/dev/null",
-        "--parity",
-        "/dev/null",
-    ]);
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("t must be at least 1"),
-        "{}",
-        stderr(&o)
-    );
-    let o = nandlab(&[
-        "ecc",
-        "encode",
-        "-t",
-        "700",
-        "-m",
-        "13",
-        "/dev/null",
-        "--parity",
-        "/dev/null",
-    ]);
-    assert!(
-        stderr(&o).contains("t = 700 is too large"),
-        "{}",
-        stderr(&o)
-    );
-    let o = nandlab(&[
-        "ecc",
-        "encode",
-        "-t",
-        "8",
-        "--sector",
-        "8192",
-        "-m",
-        "13",
-        "/dev/null",
-        "--parity",
-        "/dev/null",
-    ]);
-    assert!(
-        stderr(&o).contains("sector of 8192 bytes does not fit"),
-        "{}",
-        stderr(&o)
-    );
-    let o = nandlab(&[
-        "ecc",
-        "encode",
-        "-t",
-        "8",
-        "--poly",
-        "0x11b",
-        "/dev/null",
-        "--parity",
-        "/dev/null",
-    ]);
-    assert!(
-        stderr(&o).contains("not a primitive polynomial"),
-        "{}",
-        stderr(&o)
-    );
+    let cases: [(&[&str], &str); 4] = [
+        (&["-t", "0"], "t must be at least 1"),
+        (&["-t", "700", "-m", "13"], "t = 700 is too large"),
+        (
+            &["-t", "8", "--sector", "8192", "-m", "13"],
+            "sector of 8192 bytes does not fit",
+        ),
+        (
+            &["-t", "8", "--poly", "0x11b"],
+            "not a primitive polynomial",
+        ),
+    ];
+    for (code, expected) in cases {
+        let mut args = vec!["ecc", "encode"];
+        args.extend_from_slice(code);
+        args.extend_from_slice(&["/dev/null", "--parity", "/dev/null"]);
+        let o = nandlab(&args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(stderr(&o).contains(expected), "{args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]
