@@ -7,6 +7,10 @@
 //! earlier than the request's dispatch time, and the request completes when its last
 //! operation does. Foreground GC therefore shows up in the latency of the write that
 //! triggered it, and GC on one die does not delay requests served by another.
+//!
+//! Requests are split into logical pages: a write touching part of a page rewrites the whole
+//! page (as a page-mapped FTL without sub-page mapping does; no read-modify-write is
+//! simulated), and a trim discards only the pages it covers completely.
 
 use crate::metrics::Metrics;
 use crate::request::{ReqKind, Request};
