@@ -236,6 +236,13 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     reloc_data: Vec<u8>,
     reloc_spare: Vec<u8>,
     reloc: Option<OobRecord>,
+    /// CRC32C of data areas (software by default; see [`Controller::set_crc32c`]).
+    crc32c: fn(&[u8]) -> u32,
+}
+
+/// CRC32C in portable software (slice-by-16 tables).
+pub fn crc32c_software(data: &[u8]) -> u32 {
+    CRC32C.checksum(data)
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for Controller<S, M> {
@@ -273,6 +280,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             reloc_data: vec![0; if digest { 0 } else { page }],
             reloc_spare: vec![0; g.spare_size as usize],
             reloc: None,
+            crc32c: crc32c_software,
             chip,
             model,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -282,6 +290,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             record_code,
             stats: EccStats::default(),
         })
+    }
+
+    /// Replaces the CRC32C implementation (a `std` host can supply a hardware-accelerated
+    /// one; it must compute the same Castagnoli CRC).
+    pub fn set_crc32c(&mut self, f: fn(&[u8]) -> u32) {
+        self.crc32c = f;
     }
 
     /// The chip.
@@ -393,7 +407,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let layout = self.layout(t)?;
         self.check_data_len(data.len())?;
         record.t = t as u8;
-        record.crc = CRC32C.checksum(data);
+        record.crc = (self.crc32c)(data);
         let mut spare = core::mem::take(&mut self.spare);
         spare.fill(0xFF);
         let r = self
@@ -717,7 +731,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             // A page that took no flips and was never damaged holds what was programmed:
             // its CRC cannot fail, so it is checked only when something could have changed.
             let pristine = !damaged && per[..layout.sectors].iter().all(|&k| k == 0);
-            if !pristine && CRC32C.checksum(data) != record.crc {
+            if !pristine && (self.crc32c)(data) != record.crc {
                 // More than t errors decoded to another codeword: caught here.
                 self.stats.miscorrections_caught += 1;
                 return Err(self.uncorrectable(addr, kind));

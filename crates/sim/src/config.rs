@@ -342,8 +342,10 @@ impl ExperimentConfig {
             latency: self.controller.latency,
             seed: self.seed ^ 0xC011_7011,
         };
-        let ctl = Controller::new(chip, model, ccfg)
+        let mut ctl = Controller::new(chip, model, ccfg)
             .map_err(|e| SimError::Config(format!("controller: {e}")))?;
+        // The same Castagnoli CRC, with the CPU's instructions where it has them.
+        ctl.set_crc32c(crc32c::crc32c);
         let ftl: Box<dyn ftl::Ftl> = match self.ftl.scheme {
             FtlScheme::Page => Box::new(
                 PageFtl::format(ctl, self.ftl.page, Nanos::ZERO)

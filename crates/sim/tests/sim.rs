@@ -287,3 +287,16 @@ fn example_experiment_files_build() {
     file.report = Default::default();
     assert_eq!(file, ExperimentConfig::builtin_default());
 }
+
+#[test]
+fn hardware_crc32c_equals_the_software_one() {
+    for len in [0usize, 1, 7, 8, 15, 16, 100, 4096, 8192 + 5] {
+        let data = nand::pattern::bytes(len, len as u64);
+        assert_eq!(
+            crc32c::crc32c(&data),
+            controller::crc32c_software(&data),
+            "len {len}"
+        );
+    }
+    assert_eq!(controller::crc32c_software(b"123456789"), 0xE306_9283);
+}
