@@ -40,6 +40,9 @@ pub struct Bch {
     /// Per odd syndrome j = 2i+1: table of v(α^j) for the 256 byte values (bit 7 = x^7).
     syn_tables: Vec<[u32; 256]>,
     roots: RootFinder,
+    /// Carry-less-multiply encoder (parity ≤ 128 bits, CPU with PCLMULQDQ).
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    clmul: Option<crate::clmul::Clmul>,
 }
 
 /// Scratch register: on the stack for the usual sizes.
@@ -204,7 +207,13 @@ impl Bch {
             }
         }
         let roots = RootFinder::new(&gf);
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        let clmul = (words <= 2)
+            .then(|| crate::clmul::Clmul::new([gen[0], gen.get(1).copied().unwrap_or(0)]))
+            .flatten();
         Ok(Bch {
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            clmul,
             gf,
             t,
             ecc_bits,
@@ -285,6 +294,12 @@ impl Bch {
     }
 
     fn remainder(&self, data: &[u8], r: &mut [u64]) {
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        if let Some(c) = &self.clmul {
+            let rest = c.remainder(data, r);
+            self.remainder_bytes(rest, r);
+            return;
+        }
         // Fixed register widths get a fully unrolled loop.
         let rest = match self.words {
             1 => slice16::<1>(&self.tables, data, r),

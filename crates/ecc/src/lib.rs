@@ -11,6 +11,11 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod clmul;
 
 mod bch;
 pub mod gf;
