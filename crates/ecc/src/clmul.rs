@@ -8,15 +8,17 @@
 //! μ = ⌊x^256 / g'⌋ = x^128 + M, one step maps V = R ⊕ U (U: the next 16 bytes, big-endian)
 //! to R' = V·x^128 mod g' = lo128(q·G) with q = ⌊V·μ / x^128⌋ = V ⊕ hi128(V·M).
 
-use core::arch::x86_64::{__m128i, _mm_clmulepi64_si128, _mm_cvtsi64_si128};
+use core::arch::x86_64::{
+    __m128i, _mm_clmulepi64_si128, _mm_slli_si128, _mm_srli_si128, _mm_xor_si128,
+};
 
 /// Constants of one code.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clmul {
-    m1: u64,
-    m0: u64,
-    g1: u64,
-    g0: u64,
+    /// M = μ − x^128.
+    m: u128,
+    /// G = g' − x^128.
+    g: u128,
     /// x^(128·k) mod g' for k = 2, 3, 4 (folding four 16-byte lanes).
     x256: u128,
     x384: u128,
@@ -75,10 +77,8 @@ impl Clmul {
         let x384 = times_x128(x256);
         let x512 = times_x128(x384);
         Some(Clmul {
-            m1: (m >> 64) as u64,
-            m0: m as u64,
-            g1: (g >> 64) as u64,
-            g0: g as u64,
+            m,
+            g,
             x256,
             x384,
             x512,
@@ -92,78 +92,97 @@ impl Clmul {
         unsafe { self.remainder_unchecked(data, reg) }
     }
 
-    /// V·x^128 mod g' (one Barrett reduction).
+    /// V·x^128 mod g' (one Barrett reduction), in vector registers.
     #[inline]
     #[target_feature(enable = "pclmulqdq")]
-    unsafe fn times_x128(&self, v: u128) -> u128 {
-        let (v1, v0) = ((v >> 64) as u64, v as u64);
-        let mid = clmul(v1, self.m0) ^ clmul(v0, self.m1);
-        let q = v ^ clmul(v1, self.m1) ^ (mid >> 64);
-        let (q1, q0) = ((q >> 64) as u64, q as u64);
-        clmul(q0, self.g0) ^ ((clmul(q1, self.g0) ^ clmul(q0, self.g1)) << 64)
+    unsafe fn times_x128(&self, v: __m128i) -> __m128i {
+        let m = xmm(self.m);
+        let g = xmm(self.g);
+        // q = V ⊕ hi128(V·M)
+        let mid = _mm_xor_si128(
+            _mm_clmulepi64_si128(v, m, 0x01),
+            _mm_clmulepi64_si128(v, m, 0x10),
+        );
+        let q = _mm_xor_si128(
+            _mm_xor_si128(v, _mm_clmulepi64_si128(v, m, 0x11)),
+            _mm_srli_si128(mid, 8),
+        );
+        // lo128(q·G)
+        let cross = _mm_xor_si128(
+            _mm_clmulepi64_si128(q, g, 0x01),
+            _mm_clmulepi64_si128(q, g, 0x10),
+        );
+        _mm_xor_si128(_mm_clmulepi64_si128(q, g, 0x00), _mm_slli_si128(cross, 8))
     }
 
     /// A·K mod g' for a constant K of degree < 128.
     #[inline]
     #[target_feature(enable = "pclmulqdq")]
-    unsafe fn mulmod(&self, a: u128, k: u128) -> u128 {
-        let (a1, a0) = ((a >> 64) as u64, a as u64);
-        let (k1, k0) = ((k >> 64) as u64, k as u64);
-        let mid = clmul(a1, k0) ^ clmul(a0, k1);
-        let hi = clmul(a1, k1) ^ (mid >> 64);
-        let lo = clmul(a0, k0) ^ (mid << 64);
-        // hi·x^128 + lo, reduced.
-        self.times_x128(hi) ^ lo
+    unsafe fn mulmod(&self, a: __m128i, k: __m128i) -> __m128i {
+        let mid = _mm_xor_si128(
+            _mm_clmulepi64_si128(a, k, 0x01),
+            _mm_clmulepi64_si128(a, k, 0x10),
+        );
+        let hi = _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x11), _mm_srli_si128(mid, 8));
+        let lo = _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_slli_si128(mid, 8));
+        _mm_xor_si128(self.times_x128(hi), lo)
     }
 
     #[target_feature(enable = "pclmulqdq")]
     unsafe fn remainder_unchecked<'a>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
-        let mut r = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
-        let block = |c: &[u8]| u128::from_be_bytes(c.try_into().expect("16-byte chunk"));
+        let start = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
+        let mut r = xmm(start);
+        let block = |c: &[u8]| xmm(u128::from_be_bytes(c.try_into().expect("16-byte chunk")));
         let mut rest = data;
         if data.len() >= 128 {
             // Four independent lanes of 16-byte blocks, each advanced by x^512 per round:
             // lane l holds Σ_k B(4k+l)·x^(512(K−1−k)) (lane 0 also the incoming register).
             // After K rounds the state is Σ_l lane_l·x^(128(4−l)) mod g'.
+            let (x256, x384, x512) = (xmm(self.x256), xmm(self.x384), xmm(self.x512));
             let mut rounds = data.chunks_exact(64);
             let first = rounds.next().expect("at least 128 bytes");
             let mut lanes = [
-                r ^ block(&first[0..16]),
+                _mm_xor_si128(r, block(&first[0..16])),
                 block(&first[16..32]),
                 block(&first[32..48]),
                 block(&first[48..64]),
             ];
             for chunk in &mut rounds {
                 for (l, lane) in lanes.iter_mut().enumerate() {
-                    *lane = self.mulmod(*lane, self.x512) ^ block(&chunk[16 * l..16 * l + 16]);
+                    *lane =
+                        _mm_xor_si128(self.mulmod(*lane, x512), block(&chunk[16 * l..16 * l + 16]));
                 }
             }
-            r = self.mulmod(lanes[0], self.x512)
-                ^ self.mulmod(lanes[1], self.x384)
-                ^ self.mulmod(lanes[2], self.x256)
-                ^ self.times_x128(lanes[3]);
+            r = _mm_xor_si128(
+                _mm_xor_si128(self.mulmod(lanes[0], x512), self.mulmod(lanes[1], x384)),
+                _mm_xor_si128(self.mulmod(lanes[2], x256), self.times_x128(lanes[3])),
+            );
             rest = rounds.remainder();
         }
         let mut chunks = rest.chunks_exact(16);
         for c in &mut chunks {
-            r = self.times_x128(r ^ block(c));
+            r = self.times_x128(_mm_xor_si128(r, block(c)));
         }
-        reg[0] = (r >> 64) as u64;
+        let out = int(r);
+        reg[0] = (out >> 64) as u64;
         if let Some(w) = reg.get_mut(1) {
-            *w = r as u64;
+            *w = out as u64;
         }
         chunks.remainder()
     }
 }
 
+/// A 128-bit polynomial in a vector register (lane 0 = the low 64 bits).
 #[inline]
-#[target_feature(enable = "pclmulqdq")]
-unsafe fn clmul(a: u64, b: u64) -> u128 {
-    let p = _mm_clmulepi64_si128(
-        _mm_cvtsi64_si128(a as i64),
-        _mm_cvtsi64_si128(b as i64),
-        0x00,
-    );
-    // SAFETY: __m128i and u128 are both 16 plain bytes; lane 0 is the low half on x86_64.
-    unsafe { core::mem::transmute::<__m128i, u128>(p) }
+fn xmm(x: u128) -> __m128i {
+    // SAFETY: both types are 16 plain bytes; x86_64 is little-endian, so lane 0 holds the
+    // low half.
+    unsafe { core::mem::transmute::<u128, __m128i>(x) }
+}
+
+/// The inverse of [`xmm`].
+#[inline]
+fn int(x: __m128i) -> u128 {
+    // SAFETY: as in `xmm`.
+    unsafe { core::mem::transmute::<__m128i, u128>(x) }
 }
