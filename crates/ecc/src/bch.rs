@@ -227,6 +227,16 @@ impl Bch {
         })
     }
 
+    /// The same code without CPU-specific acceleration (the portable table encoder), for
+    /// cross-checking the two.
+    pub fn portable(mut self) -> Bch {
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        {
+            self.clmul = None;
+        }
+        self
+    }
+
     /// Field degree m.
     pub fn m(&self) -> u32 {
         self.gf.m()
