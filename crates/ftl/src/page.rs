@@ -138,6 +138,8 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     p2l: Vec<u32>,
     state: Vec<BState>,
     valid: Vec<u32>,
+    /// P/E cycles per block: a mirror of the chip's counts, kept so that victim selection,
+    /// wear levelling and free-block ordering need no chip queries.
     erase: Vec<u32>,
     last_write: Vec<Nanos>,
     // Intrusive lists of full blocks per (die, valid count).

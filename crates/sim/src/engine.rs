@@ -116,7 +116,10 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// An engine over `ftl` on a chip with `dies` dies and `channels` channels. In bytes mode
     /// (`bytes_mode`) the engine writes real page patterns and verifies every read.
-    pub fn new(ftl: Box<dyn Ftl>, dies: usize, channels: usize, bytes_mode: bool) -> Self {
+    pub fn new(mut ftl: Box<dyn Ftl>, dies: usize, channels: usize, bytes_mode: bool) -> Self {
+        // Operations of formatting or mounting happened before time starts: they count in
+        // the FTL's counters but are not charged to the first request.
+        ftl.take_ops(&mut Vec::new());
         let page = ftl.page_size() as u64;
         let logical = ftl.logical_pages();
         Engine {
