@@ -66,29 +66,35 @@ fn after_completes_the_operation_but_reports_power_loss() {
     assert_eq!(c.block_info(block(&c, 1)).unwrap().erase_count, 1);
 }
 
+/// Programs page 0 of block 1 under a torn-program cut on a chip seeded `seed`; returns
+/// the chip, the page, the byte stream written, the one read back and the bytes that landed.
+fn torn(seed: u64, fill: TornFill) -> (nand::Chip, nand::PhysAddr, Vec<u8>, Vec<u8>, usize) {
+    let mut cfg = config("tiny-mlc");
+    cfg.seed = seed;
+    let mut c = nand::Chip::ram(cfg).unwrap();
+    let (d, s) = buffers(&c, seed);
+    let p = page(&c, 1, 0);
+    c.arm_cut(1, CutMode::TornProgram(fill));
+    assert_eq!(c.program(T0, p, &d, &s), Err(NandError::PowerLoss));
+    let CutEffect::Torn { landed } = c.last_cut().unwrap().effect else {
+        panic!("not torn")
+    };
+    c.power_on();
+    let (rd, rs) = read_page(&mut c, p);
+    (c, p, stream(&d, &s), stream(&rd, &rs), landed)
+}
+
 #[test]
 fn torn_program_lands_a_prefix_and_leaves_the_rest_erased() {
     for seed in 0..20 {
-        let mut cfg = config("tiny-mlc");
-        cfg.seed = seed;
-        let mut c = nand::Chip::ram(cfg).unwrap();
-        let (d, s) = buffers(&c, seed);
-        let p = page(&c, 1, 0);
-        c.arm_cut(1, CutMode::TornProgram(TornFill::Erased));
-        assert_eq!(c.program(T0, p, &d, &s), Err(NandError::PowerLoss));
-        let CutEffect::Torn { landed } = c.last_cut().unwrap().effect else {
-            panic!("not torn")
-        };
-        c.power_on();
-        let (rd, rs) = read_page(&mut c, p);
-        let got = stream(&rd, &rs);
-        let want = stream(&d, &s);
+        let (mut c, p, want, got, landed) = torn(seed, TornFill::Erased);
         assert!(landed < want.len());
         assert_eq!(&got[..landed], &want[..landed], "seed {seed}");
         assert!(got[landed..].iter().all(|&b| b == 0xFF), "seed {seed}");
         let st = c.page_state(p).unwrap();
         assert!(!st.erased && st.damaged);
         // The torn page is not erased: it cannot be programmed again.
+        let (d, s) = buffers(&c, seed);
         assert_eq!(c.program(T0, p, &d, &s), Err(NandError::NotErased(p)));
     }
 }
@@ -97,20 +103,7 @@ fn torn_program_lands_a_prefix_and_leaves_the_rest_erased() {
 fn torn_program_random_fill_garbles_the_rest() {
     let mut garbled = 0;
     for seed in 0..20 {
-        let mut cfg = config("tiny-mlc");
-        cfg.seed = seed;
-        let mut c = nand::Chip::ram(cfg).unwrap();
-        let (d, s) = buffers(&c, seed);
-        let p = page(&c, 1, 0);
-        c.arm_cut(1, CutMode::TornProgram(TornFill::Random));
-        assert_eq!(c.program(T0, p, &d, &s), Err(NandError::PowerLoss));
-        let CutEffect::Torn { landed } = c.last_cut().unwrap().effect else {
-            panic!("not torn")
-        };
-        c.power_on();
-        let (rd, rs) = read_page(&mut c, p);
-        let got = stream(&rd, &rs);
-        let want = stream(&d, &s);
+        let (_, _, want, got, landed) = torn(seed, TornFill::Random);
         assert_eq!(&got[..landed], &want[..landed]);
         let rest = &got[landed..];
         if rest.len() >= 64 {

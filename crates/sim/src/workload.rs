@@ -206,28 +206,23 @@ impl Synthetic {
     }
 
     fn below(&mut self, n: u64) -> u64 {
-        ((self.rng.next_u64() as u128 * n as u128) >> 64) as u64
+        below(&mut self.rng, n)
     }
 
     fn size(&mut self) -> u64 {
         let a = self.cfg.align;
         let s = match &self.cfg.size {
             SizeSpec::Fixed(s) => *s,
-            SizeSpec::Choice(v) => {
-                let n = v.len() as u64;
-                let i = self.below(n) as usize;
-                match &self.cfg.size {
-                    SizeSpec::Choice(v) => v[i],
-                    _ => unreachable!(),
-                }
-            }
-            SizeSpec::Range { min, max } => {
-                let (min, max) = (*min, *max);
-                min + self.below(max - min + 1)
-            }
+            SizeSpec::Choice(v) => v[below(&mut self.rng, v.len() as u64) as usize],
+            SizeSpec::Range { min, max } => min + below(&mut self.rng, max - min + 1),
         };
         (s / a).max(1) * a
     }
+}
+
+/// A uniform draw in [0, n).
+fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+    ((rng.next_u64() as u128 * n as u128) >> 64) as u64
 }
 
 impl RequestSource for Synthetic {
