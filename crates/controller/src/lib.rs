@@ -298,6 +298,11 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         self.crc32c = f;
     }
 
+    /// The CRC32C implementation in use (for callers that protect their own structures).
+    pub fn crc32c_fn(&self) -> fn(&[u8]) -> u32 {
+        self.crc32c
+    }
+
     /// The chip.
     pub fn chip(&self) -> &Chip<S> {
         &self.chip
@@ -401,11 +406,50 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         now: Nanos,
         addr: PhysAddr,
         data: &[u8],
-        mut record: OobRecord,
+        record: OobRecord,
         t: u32,
     ) -> Result<OpTiming, CtlError> {
-        let layout = self.layout(t)?;
         self.check_data_len(data.len())?;
+        self.program_inner(
+            now,
+            addr,
+            data,
+            record,
+            t,
+            self.cfg.mode == PayloadMode::Bytes,
+        )
+    }
+
+    /// Programs a metadata page (a checkpoint): always a whole data area with real bytes
+    /// and full ECC, in digest mode too (the storage must keep that block whole).
+    pub fn program_meta(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &[u8],
+        record: OobRecord,
+        t: u32,
+    ) -> Result<OpTiming, CtlError> {
+        let expected = self.chip.geometry().page_size as usize;
+        if data.len() != expected {
+            return Err(CtlError::BufferSize {
+                got: data.len(),
+                expected,
+            });
+        }
+        self.program_inner(now, addr, data, record, t, true)
+    }
+
+    fn program_inner(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &[u8],
+        mut record: OobRecord,
+        t: u32,
+        bytes: bool,
+    ) -> Result<OpTiming, CtlError> {
+        let layout = self.layout(t)?;
         record.t = t as u8;
         record.crc = (self.crc32c)(data);
         let mut spare = core::mem::take(&mut self.spare);
@@ -413,7 +457,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let r = self
             .put_record(&mut spare, &layout, &record)
             .and_then(|()| {
-                if self.cfg.mode == PayloadMode::Bytes {
+                if bytes {
                     let code = self.codes[t as usize].as_ref().expect("built by layout");
                     for (s, sector) in data.chunks_exact(layout.sector_size).enumerate() {
                         let off = layout.parity_offset + s * layout.parity_bytes;
@@ -421,11 +465,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                             .map_err(CtlError::Ecc)?;
                     }
                 }
-                let payload: &[u8] = if self.cfg.mode == PayloadMode::Digest {
-                    &self.zeros
-                } else {
-                    data
-                };
+                let payload: &[u8] = if bytes { data } else { &self.zeros };
                 Ok(self.chip.program(now, addr, payload, &spare)?)
             });
         self.spare = spare;
@@ -451,6 +491,30 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         self.check_data_len(data.len())?;
         let mut spare = core::mem::take(&mut self.spare);
         let r = self.read_into(now, addr, data, &mut spare);
+        self.spare = spare;
+        r.map(|(read, _)| read)
+    }
+
+    /// Reads a metadata page written by [`program_meta`](Controller::program_meta): the whole
+    /// data area (page size) with full decoding and CRC check, in digest mode too.
+    pub fn read_meta(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &mut [u8],
+    ) -> Result<PageRead, CtlError> {
+        let expected = self.chip.geometry().page_size as usize;
+        if data.len() != expected {
+            return Err(CtlError::BufferSize {
+                got: data.len(),
+                expected,
+            });
+        }
+        let mut spare = core::mem::take(&mut self.spare);
+        let r = match self.chip.read(now, addr, data, &mut spare) {
+            Err(e) => Err(e.into()),
+            Ok(timing) => self.finish_read(now, addr, data, &mut spare, timing, false),
+        };
         self.spare = spare;
         r.map(|(read, _)| read)
     }
@@ -681,7 +745,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         if digest {
             let n = layout.sectors;
             let total: u64 = per[..n].iter().sum();
-            if per[..n].iter().any(|&k| k > t as u64) {
+            // Digest mode keeps no data bytes to check: a page a fault damaged (torn,
+            // scrambled by a paired-page cut, partly erased) is taken as unreadable.
+            if damaged || per[..n].iter().any(|&k| k > t as u64) {
                 return Err(self.uncorrectable(addr, kind));
             }
             max_cw = max_cw.max(per[..n].iter().copied().max().unwrap_or(0) as u32);

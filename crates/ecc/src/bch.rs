@@ -229,6 +229,7 @@ impl Bch {
 
     /// The same code without CPU-specific acceleration (the portable table encoder), for
     /// cross-checking the two.
+    #[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(unused_mut))]
     pub fn portable(mut self) -> Bch {
         #[cfg(all(feature = "std", target_arch = "x86_64"))]
         {

@@ -21,6 +21,7 @@ pub mod gc;
 mod page;
 
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
+pub use page::recovery::{FullScan, Recovery, RecoveryKind, RecoveryReport, RollForward};
 pub use page::{PageFtl, PageFtlConfig, WearLevelConfig};
 
 use controller::CtlError;
@@ -147,6 +148,12 @@ pub struct FtlCounters {
     pub program_retries: u64,
     /// Logical pages whose only copy became unreadable during GC/relocation.
     pub lost_pages: u64,
+    /// Checkpoints written.
+    #[serde(default)]
+    pub checkpoints: u64,
+    /// Padding pages programmed to seal exposed lower pages of MLC blocks.
+    #[serde(default)]
+    pub pad_pages: u64,
 }
 
 impl FtlCounters {
@@ -190,6 +197,9 @@ pub enum FtlError {
     /// No free space left even after garbage collection (too many bad blocks).
     #[error("device is out of space: no reclaimable block left")]
     NoSpace,
+    /// The chip does not hold a volume this FTL can mount.
+    #[error("cannot mount: {0}")]
+    Corrupt(&'static str),
     /// Configuration error.
     #[error("FTL configuration: {0}")]
     Config(alloc::string::String),
@@ -217,8 +227,12 @@ pub trait Ftl {
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError>;
     /// Discards one logical page.
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError>;
-    /// Makes everything written so far durable.
+    /// Makes everything written (and trimmed) so far durable.
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError>;
+    /// Flushes and leaves the volume in its fastest state to mount (a clean shutdown).
+    fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.flush(now)
+    }
     /// Background work at time `now` (idle-time GC, …); returns whether work was done.
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError>;
     /// Moves the flash operations performed since the last call into `out` (appending).

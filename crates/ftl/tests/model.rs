@@ -36,6 +36,7 @@ fn device(preset: &str, victim: VictimKind, wl: bool, rber: f64, seed: u64) -> D
             check_every: 2,
         }),
         ecc_t,
+        ..Default::default()
     };
     PageFtl::format(ctl, fcfg, Nanos::ZERO).unwrap()
 }

@@ -332,7 +332,15 @@ impl ExperimentConfig {
         let storage = if bytes_mode {
             RamStorage::new(&g)
         } else {
+            // The FTL's checkpoint region keeps real bytes.
+            let mut mask = vec![false; g.total_blocks() as usize];
+            for b in
+                PageFtl::<RamStorage, Box<dyn ErrorModel>>::region_blocks(&chip_cfg, &self.ftl.page)
+            {
+                mask[b as usize] = true;
+            }
             RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
+                .with_full_blocks(&g, mask)
         };
         let chip = Chip::new(chip_cfg.clone(), storage)
             .map_err(|e| SimError::Config(format!("chip: {e}")))?;

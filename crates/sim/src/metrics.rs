@@ -218,6 +218,8 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         retired_blocks: a.retired_blocks - b.retired_blocks,
         program_retries: a.program_retries - b.program_retries,
         lost_pages: a.lost_pages - b.lost_pages,
+        checkpoints: a.checkpoints - b.checkpoints,
+        pad_pages: a.pad_pages - b.pad_pages,
     }
 }
 

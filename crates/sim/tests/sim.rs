@@ -134,9 +134,16 @@ queue_depth = 1
         let r = exp.run(&mut |_| {}).unwrap();
         let ppb = 128.0;
         let logical = r.logical_bytes as f64 / 4096.0;
-        // Free blocks held back by the GC threshold and the open host frontier hold no data:
-        // they are not spare space GC can exploit.
-        let physical = 512.0 * ppb - 3.0 * ppb;
+        // Free blocks held back by the GC threshold, the open host frontier and the
+        // collected victim waiting for its erase (MLC: until the copies are sealed) hold
+        // no data: they are not spare space GC can exploit. The checkpoint region is not
+        // data space either.
+        let region = exp
+            .config
+            .ftl
+            .page
+            .region_blocks_per_die_effective(&exp.chip) as f64;
+        let physical = (512.0 - region) * ppb - 4.0 * ppb;
         let alpha = physical / logical;
         let want = analytic_waf(alpha);
         let err = (r.waf - want).abs() / want;

@@ -27,6 +27,8 @@ pub struct RamStorage {
     /// Buffers of erased blocks kept for reuse (no allocator round trip, no page faults on
     /// the next program); at most [`POOL`] of them.
     pool: Vec<Box<[u8]>>,
+    /// Blocks kept whole in digest mode (an FTL's metadata region), with their storage.
+    full: Option<(Vec<bool>, Box<RamStorage>)>,
 }
 
 /// Block buffers kept for reuse after erases.
@@ -45,6 +47,26 @@ impl RamStorage {
             written: vec![0; geometry.total_blocks() as usize],
             stored_pages: 0,
             pool: Vec::new(),
+            full: None,
+        }
+    }
+
+    /// Keeps whole pages (data and spare) of the blocks whose flat index is set in `mask`,
+    /// whatever the mode: in digest mode an FTL's metadata region (checkpoints) must hold
+    /// real bytes while user data keeps only its spare prefix.
+    pub fn with_full_blocks(mut self, geometry: &Geometry, mask: Vec<bool>) -> Self {
+        if self.skip != 0 {
+            self.full = Some((mask, Box::new(RamStorage::new(geometry))));
+        }
+        self
+    }
+
+    /// The whole-page store of `page`'s block, when that block is kept whole.
+    fn full_of(&mut self, page: u64) -> Option<&mut RamStorage> {
+        let b = (page / self.pages_per_block) as usize;
+        match &mut self.full {
+            Some((mask, st)) if mask.get(b).copied().unwrap_or(false) => Some(st),
+            _ => None,
         }
     }
 
@@ -140,6 +162,9 @@ impl Storage for RamStorage {
         data: &mut [u8],
         spare: &mut [u8],
     ) -> Result<(), StorageError> {
+        if let Some(f) = self.full_of(page) {
+            return f.read_split(page, data, spare);
+        }
         let Some(src) = self.stored(page) else {
             data.fill(0xFF);
             spare.fill(0xFF);
@@ -160,6 +185,9 @@ impl Storage for RamStorage {
         _page_size: usize,
         spare: &mut [u8],
     ) -> Result<(), StorageError> {
+        if let Some(f) = self.full_of(page) {
+            return f.read_spare(page, _page_size, spare);
+        }
         match self.stored(page) {
             Some(src) => self.spare_from(src, spare),
             None => spare.fill(0xFF),
@@ -168,6 +196,9 @@ impl Storage for RamStorage {
     }
 
     fn write(&mut self, page: u64, image: &[u8]) -> Result<(), StorageError> {
+        if let Some(f) = self.full_of(page) {
+            return f.write(page, image);
+        }
         let (skip, kept) = (self.skip, self.kept);
         self.slot(page).copy_from_slice(&image[skip..skip + kept]);
         self.count(page);
@@ -175,6 +206,9 @@ impl Storage for RamStorage {
     }
 
     fn write_split(&mut self, page: u64, data: &[u8], spare: &[u8]) -> Result<(), StorageError> {
+        if let Some(f) = self.full_of(page) {
+            return f.write_split(page, data, spare);
+        }
         let (skip, kept, ps) = (self.skip, self.kept, self.page_size);
         let dst = self.slot(page);
         if skip == 0 {
@@ -188,6 +222,9 @@ impl Storage for RamStorage {
     }
 
     fn discard(&mut self, first: u64, _count: u32) -> Result<(), StorageError> {
+        if let Some(f) = self.full_of(first) {
+            return f.discard(first, _count);
+        }
         let (b, _) = self.split(first);
         if let Some(buf) = self.blocks[b].take() {
             if self.pool.len() < POOL {

@@ -15,9 +15,32 @@
 //! - Bad blocks: a program failure retires the block (its valid pages are relocated, it is
 //!   never erased again) and the write is retried elsewhere; an erase failure retires the
 //!   victim. Data is never lost to a failure.
-//! - Every page carries an OOB record (logical page, sequence number, kind), so
-//!   [`PageFtl::mount`] can rebuild the map from the chip alone by a full scan. Trims are
-//!   not yet durable across a remount (the crash-safety work adds trim records).
+//! - Every page carries an OOB record (logical page, sequence number, kind), so the map can
+//!   be rebuilt from the chip alone.
+//!
+//! ## Crash safety (see the crate docs for the contract)
+//!
+//! - **Checkpoints** ([`checkpoint`]): a reserved region of SLC-mode blocks holds snapshots
+//!   (map, block states, frontiers, sequence counter) in two or more generations, plus a
+//!   trim log. Written at format, on [`Ftl::shutdown`], and on a flush once
+//!   `checkpoint_interval` blocks have been opened since the last one.
+//! - **Recovery** ([`recovery`]): [`FullScan`](crate::FullScan) reads every page's OOB;
+//!   [`RollForward`](crate::RollForward) loads the checkpoint and scans only the blocks the
+//!   allocator can have opened since (free blocks are opened in a fixed order, so the
+//!   candidates are known).
+//! - **Paired pages** (MLC): programming an upper page can destroy its word line's lower
+//!   page if power fails mid-program. A lower page is *exposed* while an upper partner is
+//!   unprogrammed. Flushed data is never left exposed: `flush` (and every checkpoint)
+//!   *seals* each open block by programming padding pages until no lower page written so
+//!   far is exposed. A GC or wear-levelling victim is not erased while a page that
+//!   superseded its data, or a copy of its data, is exposed (the victim waits in state
+//!   `Dirty`; when space runs out the offending frontier is sealed): an old version is never
+//!   destroyed before its replacement is safe. Blocks found half-written at mount are not
+//!   programmed again (closed), so nothing exposed at a crash is ever put at risk again.
+//! - **Trims** are appended to the trim log on flush and before any erase.
+
+mod checkpoint;
+pub(crate) mod recovery;
 
 use crate::gc::{Candidate, SelectContext, VictimKind, VictimPolicy};
 use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, OpKind};
@@ -69,6 +92,24 @@ pub struct PageFtlConfig {
     pub wear_leveling: Option<WearLevelConfig>,
     /// BCH correction capability of every page.
     pub ecc_t: u32,
+    /// A flush writes a new checkpoint once this many blocks have been opened since the
+    /// last one (bounds roll-forward recovery); 0 = 4 per die.
+    pub checkpoint_interval: u32,
+    /// Blocks per die reserved for checkpoints; 0 = enough for two checkpoints and a trim
+    /// log, computed from the geometry.
+    pub region_blocks_per_die: u32,
+    /// How [`PageFtl::mount`] rebuilds the volume.
+    pub recovery: recovery::RecoveryKind,
+}
+
+impl PageFtlConfig {
+    /// Blocks per die the checkpoint region takes on `chip` (the configured number, or the
+    /// computed default).
+    pub fn region_blocks_per_die_effective(&self, chip: &nand::ChipConfig) -> u32 {
+        let dies = chip.geometry.total_dies() as usize;
+        PageFtl::<nand::RamStorage, nand::ConstantRber>::region_blocks(chip, self).len() as u32
+            / dies.max(1) as u32
+    }
 }
 
 impl Default for PageFtlConfig {
@@ -82,6 +123,9 @@ impl Default for PageFtlConfig {
                 check_every: 32,
             }),
             ecc_t: 8,
+            checkpoint_interval: 0,
+            region_blocks_per_die: 0,
+            recovery: recovery::RecoveryKind::RollForward,
         }
     }
 }
@@ -94,7 +138,26 @@ enum BState {
     Collecting,
     Retiring,
     Bad,
+    /// Reserved for checkpoints.
+    Region,
+    /// Collected (no valid page) and waiting for its erase until the pages that replaced
+    /// its data are sealed.
+    Dirty,
 }
+
+/// A victim waiting in state `Dirty` for its erase.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    block: u32,
+    cause: Cause,
+    /// Highest sequence number of a write that superseded one of its pages.
+    superseded: u64,
+    /// Highest sequence number of a copy made from it.
+    copied: u64,
+}
+
+/// "No upper partner" in the per-page pairing table.
+const NO_UPPER: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
 struct Frontier {
@@ -119,6 +182,8 @@ struct DieState {
     gc: Option<Job>,
     /// Relocation (front) and wear-levelling (back) jobs, run when space allows.
     background: VecDeque<Job>,
+    /// Victims waiting for their erase.
+    dirty: VecDeque<Pending>,
     erases_since_check: u32,
 }
 
@@ -151,6 +216,32 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     seq: u64,
     ops: Vec<FlashOp>,
     counters: FtlCounters,
+    /// Region blocks in use order (interleaved over dies).
+    region: Vec<u32>,
+    /// Page indices programmable in a region block (its LSB pages in SLC mode).
+    region_pages: Vec<u32>,
+    /// Per page index: the highest upper partner on its word line (multi-level chips).
+    upper: Vec<u32>,
+    /// Largest distance from a lower page to its upper partner (0: nothing is ever exposed).
+    window: u32,
+    /// Sequence number of each page programmed in the open frontier blocks, by
+    /// (die, stream, page).
+    fseq: Vec<u64>,
+    /// Per block: highest sequence number of a write that superseded one of its pages.
+    superseded: Vec<u64>,
+    /// Per block: found free by recovery; erased before its first use (it may hold a
+    /// program torn to all-ones or an interrupted erase).
+    suspect: Vec<bool>,
+    /// Trims not yet in the trim log.
+    pending_trims: Vec<(u32, u64)>,
+    /// The committed checkpoint.
+    cp: checkpoint::CpState,
+    /// Blocks opened since the last checkpoint.
+    opened_since_cp: u32,
+    /// Zeros for padding pages.
+    pad: Vec<u8>,
+    /// What the last mount did.
+    recovery: Option<recovery::RecoveryReport>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -168,10 +259,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// empty volume.
     pub fn format(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
         let mut ftl = Self::empty(ctl, cfg)?;
+        let multi = ftl.ctl.chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.geo.total_blocks() {
             let addr = ftl.block_addr(b);
             let info = ftl.ctl.chip().block_info(addr)?;
             ftl.erase[b as usize] = info.erase_count;
+            let in_region = ftl.state[b as usize] == BState::Region;
             match info.status {
                 BlockStatus::Good => {
                     if info.next_page > 0 || info.needs_erase {
@@ -187,6 +280,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                             Err(e) => return Err(e.into()),
                         }
                     }
+                    // Data blocks in native mode, region blocks in SLC mode.
+                    if multi && info.slc_mode != in_region {
+                        ftl.ctl.chip_mut().set_slc_mode(addr, in_region)?;
+                    }
+                    if in_region {
+                        continue;
+                    }
                     ftl.state[b as usize] = BState::Free;
                     let d = ftl.die_of(b) as usize;
                     ftl.dies[d].free.push(Reverse((ftl.erase[b as usize], b)));
@@ -195,75 +295,67 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
         }
         ftl.size_volume()?;
+        ftl.write_checkpoint(now)?;
         Ok(ftl)
     }
 
-    /// Rebuilds the volume from the chip alone: every page's OOB record is read and the
-    /// newest version (highest sequence number) of each logical page wins. Blocks found
-    /// partly programmed are closed (their remaining pages are reclaimed by GC later). The
-    /// scan of a block stops at the chip's write pointer; firmware without that
-    /// introspection scans to the end of the block (erased pages read as erased).
+    /// Mounts a volume after a clean shutdown or a crash, with the recovery procedure the
+    /// configuration names (see [`recovery`]).
     pub fn mount(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+        match cfg.recovery {
+            recovery::RecoveryKind::FullScan => {
+                Self::mount_with(ctl, cfg, now, &recovery::FullScan)
+            }
+            recovery::RecoveryKind::RollForward => {
+                Self::mount_with(ctl, cfg, now, &recovery::RollForward)
+            }
+        }
+    }
+
+    /// Mounts with a given recovery procedure.
+    pub fn mount_with<R: recovery::Recovery>(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+        procedure: &R,
+    ) -> Result<Self, FtlError> {
         let mut ftl = Self::empty(ctl, cfg)?;
-        let mut seq_of: Vec<u64> = Vec::new();
-        for b in 0..ftl.geo.total_blocks() {
-            let addr = ftl.block_addr(b);
-            let info = ftl.ctl.chip().block_info(addr)?;
-            ftl.erase[b as usize] = info.erase_count;
-            if info.status != BlockStatus::Good {
-                ftl.state[b as usize] = BState::Bad;
-                continue;
-            }
-            if info.next_page == 0 && !info.needs_erase {
-                ftl.state[b as usize] = BState::Free;
-                let d = ftl.die_of(b) as usize;
-                ftl.dies[d].free.push(Reverse((info.erase_count, b)));
-                continue;
-            }
-            ftl.state[b as usize] = BState::Full;
-            for p in 0..info.next_page.min(ftl.ppb) {
-                let pa = addr.page(p).expect("page in block");
-                match ftl.ctl.read_record(now, pa) {
-                    Ok(PageRead::Data(ri)) => {
-                        ftl.push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
-                        let lpn = ri.record.lpn;
-                        if lpn >= ftl.logical_capacity_bound() || ri.record.kind.is_meta() {
-                            continue;
-                        }
-                        ftl.seq = ftl.seq.max(ri.record.seq + 1);
-                        if seq_of.len() <= lpn as usize {
-                            seq_of.resize(lpn as usize + 1, 0);
-                        }
-                        let phys = b * ftl.ppb + p;
-                        let cur = ftl.l2p_get(lpn);
-                        if cur == INVALID || ri.record.seq >= seq_of[lpn as usize] {
-                            if cur != INVALID {
-                                ftl.p2l[cur as usize] = INVALID;
-                                ftl.valid[(cur / ftl.ppb) as usize] -= 1;
-                            }
-                            ftl.l2p_set(lpn, phys);
-                            ftl.p2l[phys as usize] = lpn as u32;
-                            ftl.valid[b as usize] += 1;
-                            seq_of[lpn as usize] = ri.record.seq;
-                        }
-                    }
-                    Ok(PageRead::Erased { timing }) => {
-                        ftl.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-                    }
-                    // A torn or garbage page holds nothing valid.
-                    Err(CtlError::Uncorrectable { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-        }
-        // Size the volume (dropping mappings past its end), then index the full blocks.
-        ftl.size_volume()?;
-        for b in 0..ftl.geo.total_blocks() {
-            if ftl.state[b as usize] == BState::Full {
-                ftl.index_insert(b);
-            }
-        }
+        let report = procedure.recover(&mut ftl, now)?;
+        ftl.recovery = Some(report);
         Ok(ftl)
+    }
+
+    /// What the last mount did (procedure, pages and blocks read, simulated time).
+    pub fn recovery_report(&self) -> Option<&recovery::RecoveryReport> {
+        self.recovery.as_ref()
+    }
+
+    /// The checkpoint region of a chip: flat block indices, in use order (block `i` of every
+    /// die, then `i + 1`, …). Depends only on the chip and FTL configuration, so format and
+    /// mount agree; a simulator in digest mode keeps these blocks' bytes.
+    pub fn region_blocks(chip: &nand::ChipConfig, cfg: &PageFtlConfig) -> Vec<u32> {
+        let geo = chip.geometry;
+        let ndies = geo.total_dies();
+        let bpd = geo.planes_per_die * geo.blocks_per_plane;
+        let per_die = if cfg.region_blocks_per_die > 0 {
+            cfg.region_blocks_per_die
+        } else {
+            let usable = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1) as u64;
+            let blocks = geo.total_blocks() as u64;
+            let logical =
+                (geo.total_pages() as f64 * (1.0 - cfg.over_provisioning.clamp(0.0, 1.0))) as u64;
+            let bytes = 32 + ndies as u64 * 16 + blocks * 5 + logical * 4;
+            let payload = (geo.page_size as u64)
+                .saturating_sub(checkpoint::HEADER as u64)
+                .max(1);
+            let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
+            // Two generations, a block of trim log, a spare for a bad block.
+            (2 * body_blocks + 2).div_ceil(ndies as u64) as u32
+        };
+        let per_die = per_die.min(bpd);
+        (0..per_die)
+            .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
+            .collect()
     }
 
     fn empty(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Result<Self, FtlError> {
@@ -293,6 +385,35 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let nblocks = geo.total_blocks() as usize;
         let ndies = geo.total_dies() as usize;
         let digest = ctl.config().mode == PayloadMode::Digest;
+        let chip_cfg = ctl.chip().config().clone();
+        let region = Self::region_blocks(&chip_cfg, &cfg);
+        let multi = chip_cfg.cell != nand::CellType::Slc;
+        let pairing = ctl.chip().pairing();
+        let region_pages: Vec<u32> = if multi {
+            pairing.pages_of_kind(nand::BitKind::Lsb).collect()
+        } else {
+            (0..ppb).collect()
+        };
+        let upper: Vec<u32> = (0..ppb)
+            .map(|q| {
+                if multi {
+                    pairing.upper_pages(q).max().unwrap_or(NO_UPPER)
+                } else {
+                    NO_UPPER
+                }
+            })
+            .collect();
+        let window = upper
+            .iter()
+            .enumerate()
+            .filter(|(_, &u)| u != NO_UPPER)
+            .map(|(q, &u)| u - q as u32)
+            .max()
+            .unwrap_or(0);
+        let mut state = vec![BState::Bad; nblocks];
+        for &b in &region {
+            state[b as usize] = BState::Region;
+        }
         Ok(PageFtl {
             policy: cfg.victim.policy(),
             cfg,
@@ -306,7 +427,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             digest,
             l2p: Vec::new(),
             p2l: vec![INVALID; geo.total_pages() as usize],
-            state: vec![BState::Bad; nblocks],
+            state,
             valid: vec![0; nblocks],
             erase: vec![0; nblocks],
             last_write: vec![Nanos::ZERO; nblocks],
@@ -319,6 +440,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     frontier: [None; 2],
                     gc: None,
                     background: VecDeque::new(),
+                    dirty: VecDeque::new(),
                     erases_since_check: 0,
                 })
                 .collect(),
@@ -326,23 +448,41 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             seq: 1,
             ops: Vec::new(),
             counters: FtlCounters::default(),
+            region,
+            region_pages,
+            upper,
+            window,
+            fseq: vec![0; ndies * 2 * ppb as usize],
+            superseded: vec![0; nblocks],
+            suspect: vec![false; nblocks],
+            pending_trims: Vec::new(),
+            cp: checkpoint::CpState::default(),
+            opened_since_cp: 0,
+            pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
+            recovery: None,
             ctl,
         })
     }
 
-    /// An upper bound on logical pages before the volume is sized (for mount).
-    fn logical_capacity_bound(&self) -> u64 {
-        self.geo.total_pages()
+    fn size_volume(&mut self) -> Result<(), FtlError> {
+        self.size_volume_to(None)
     }
 
-    fn size_volume(&mut self) -> Result<(), FtlError> {
-        let good = self.state.iter().filter(|s| **s != BState::Bad).count() as u64;
+    /// Sizes the volume: from the good blocks, or to `fixed` logical pages (a mounted
+    /// volume keeps the size its checkpoint records, whatever blocks went bad since).
+    fn size_volume_to(&mut self, fixed: Option<u64>) -> Result<(), FtlError> {
+        let good = self
+            .state
+            .iter()
+            .filter(|s| !matches!(s, BState::Bad | BState::Region))
+            .count() as u64;
         let ndies = self.dies.len() as u64;
         let physical = good * self.ppb as u64;
         let logical = (physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64;
         let reserve = ndies * (self.cfg.gc_threshold as u64 + 2);
         let max = good.saturating_sub(reserve + 1) * self.ppb as u64;
-        if logical == 0 || logical > max {
+        let logical = fixed.unwrap_or(logical);
+        if logical == 0 || logical > max.max(fixed.unwrap_or(0)) {
             return Err(FtlError::Config(format!(
                 "over_provisioning = {} leaves {logical} logical pages; with {good} good blocks and {reserve} reserved for GC at most {max} fit",
                 self.cfg.over_provisioning
@@ -361,17 +501,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.l2p = l2p;
         Ok(())
-    }
-
-    fn l2p_get(&self, lpn: u64) -> u32 {
-        self.l2p.get(lpn as usize).copied().unwrap_or(INVALID)
-    }
-
-    fn l2p_set(&mut self, lpn: u64, p: u32) {
-        if self.l2p.len() <= lpn as usize {
-            self.l2p.resize(lpn as usize + 1, INVALID);
-        }
-        self.l2p[lpn as usize] = p;
     }
 
     /// The controller (ECC statistics, chip).
@@ -401,7 +530,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Physical pages available to data (good blocks × pages per block).
     pub fn physical_pages(&self) -> u64 {
-        self.state.iter().filter(|s| **s != BState::Bad).count() as u64 * self.ppb as u64
+        self.state
+            .iter()
+            .filter(|s| !matches!(s, BState::Bad | BState::Region))
+            .count() as u64
+            * self.ppb as u64
     }
 
     // ----- addressing ------------------------------------------------------------------
@@ -511,9 +644,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.prev[b as usize] = NIL;
     }
 
-    /// Marks physical page `phys` as no longer holding valid data.
-    fn invalidate(&mut self, phys: u32) {
+    /// Marks physical page `phys` as no longer holding valid data, superseded by the write
+    /// (or trim) with sequence number `by`.
+    fn invalidate(&mut self, phys: u32, by: u64) {
         let b = phys / self.ppb;
+        self.superseded[b as usize] = self.superseded[b as usize].max(by);
         self.p2l[phys as usize] = INVALID;
         let full = self.state[b as usize] == BState::Full;
         if full {
@@ -525,10 +660,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
-    fn map(&mut self, lpn: u64, phys: u32) {
+    fn map(&mut self, lpn: u64, phys: u32, seq: u64) {
         let old = self.l2p[lpn as usize];
         if old != INVALID && old != LOST {
-            self.invalidate(old);
+            self.invalidate(old, seq);
         }
         self.l2p[lpn as usize] = phys;
         self.p2l[phys as usize] = lpn as u32;
@@ -537,7 +672,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     // ----- allocation --------------------------------------------------------------------
 
-    fn allocate(&mut self, die: usize, stream: usize) -> Result<u32, FtlError> {
+    fn allocate(&mut self, now: Nanos, die: usize, stream: usize) -> Result<u32, FtlError> {
         loop {
             if let Some(f) = self.dies[die].frontier[stream].as_mut() {
                 if f.next < self.ppb {
@@ -560,9 +695,107 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 }
                 return Err(FtlError::NoSpace);
             };
+            if self.suspect[b as usize] {
+                // Found free by recovery: make sure it really is erased.
+                self.suspect[b as usize] = false;
+                let addr = self.block_addr(b);
+                match self.ctl.chip_mut().erase(now, addr) {
+                    Ok(t) => {
+                        self.push_erase(b, Cause::Mount, t);
+                        self.erase[b as usize] += 1;
+                    }
+                    Err(NandError::EraseFailed(_)) => {
+                        self.state[b as usize] = BState::Bad;
+                        self.counters.retired_blocks += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
             self.state[b as usize] = BState::Open;
+            self.superseded[b as usize] = 0;
+            self.opened_since_cp += 1;
             self.dies[die].frontier[stream] = Some(Frontier { block: b, next: 0 });
         }
+    }
+
+    /// Records the sequence number of a page just programmed in a frontier block.
+    fn note_program(&mut self, die: usize, phys: u32, seq: u64) {
+        let b = phys / self.ppb;
+        for s in [HOST, COLD] {
+            if self.dies[die].frontier[s].is_some_and(|f| f.block == b) {
+                let i = (die * 2 + s) * self.ppb as usize + (phys % self.ppb) as usize;
+                self.fseq[i] = seq;
+            }
+        }
+    }
+
+    /// The lowest sequence number among the exposed lower pages of a frontier (a lower
+    /// page whose upper partner is not programmed yet), or `u64::MAX`.
+    fn exposed_min(&self, die: usize, stream: usize) -> u64 {
+        let Some(f) = self.dies[die].frontier[stream] else {
+            return u64::MAX;
+        };
+        let base = (die * 2 + stream) * self.ppb as usize;
+        (f.next.saturating_sub(self.window)..f.next)
+            .filter(|&q| {
+                let u = self.upper[q as usize];
+                u != NO_UPPER && u >= f.next
+            })
+            .map(|q| self.fseq[base + q as usize])
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Programs padding pages on a frontier until none of its exposed lower pages has a
+    /// sequence number ≤ `upto` (or the block is full).
+    fn seal(&mut self, now: Nanos, die: usize, stream: usize, upto: u64) -> Result<(), FtlError> {
+        while self.exposed_min(die, stream) <= upto {
+            let f = self.dies[die].frontier[stream].expect("exposed frontier is open");
+            let phys = f.block * self.ppb + f.next;
+            self.dies[die].frontier[stream] = Some(Frontier {
+                block: f.block,
+                next: f.next + 1,
+            });
+            let seq = self.seq;
+            let rec = OobRecord::new(u64::MAX, seq, PageKind::Meta(checkpoint::PAD_KIND));
+            self.seq += 1;
+            let pad = core::mem::take(&mut self.pad);
+            let r = self
+                .ctl
+                .program(now, self.phys_addr(phys), &pad, rec, self.cfg.ecc_t);
+            self.pad = pad;
+            match r {
+                Ok(t) => {
+                    self.push_op(f.block, OpKind::Program, Cause::Meta, t, Nanos::ZERO, None);
+                    self.counters.pad_pages += 1;
+                    self.note_program(die, phys, seq);
+                    if f.next + 1 == self.ppb {
+                        self.dies[die].frontier[stream] = None;
+                        self.close_if_full(phys);
+                    }
+                }
+                Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
+                    self.counters.program_retries += 1;
+                    self.retire(f.block, die);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals every frontier: no page written so far stays exposed.
+    fn seal_all(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.window == 0 {
+            return Ok(());
+        }
+        for die in 0..self.dies.len() {
+            for s in [HOST, COLD] {
+                self.seal(now, die, s, u64::MAX - 1)?;
+            }
+        }
+        Ok(())
     }
 
     fn close_if_full(&mut self, phys: u32) {
@@ -581,10 +814,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         die: usize,
         data: &[u8],
         lpn: u64,
-    ) -> Result<Option<u32>, FtlError> {
-        let phys = self.allocate(die, HOST)?;
+    ) -> Result<Option<(u32, u64)>, FtlError> {
+        let phys = self.allocate(now, die, HOST)?;
         let addr = self.phys_addr(phys);
-        let rec = OobRecord::new(lpn, self.seq, PageKind::User);
+        let seq = self.seq;
+        let rec = OobRecord::new(lpn, seq, PageKind::User);
         self.seq += 1;
         let r = self.ctl.program(now, addr, data, rec, self.cfg.ecc_t);
         let b = phys / self.ppb;
@@ -592,7 +826,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             Ok(t) => {
                 self.push_op(b, OpKind::Program, Cause::Host, t, Nanos::ZERO, None);
                 self.last_write[b as usize] = now;
-                Ok(Some(phys))
+                if self.window > 0 {
+                    self.note_program(die, phys, seq);
+                }
+                Ok(Some((phys, seq)))
             }
             Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
                 self.counters.program_retries += 1;
@@ -717,10 +954,65 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             Cause::WearLevel => self.counters.wl_migrations += 1,
             _ => self.counters.gc_victims += 1,
         }
+        self.state[v as usize] = BState::Dirty;
+        self.dies[die].dirty.push_back(Pending {
+            block: v,
+            cause: job.cause,
+            superseded: self.superseded[v as usize],
+            copied: self.seq.saturating_sub(1),
+        });
+        self.erase_dirty(now, die, false)
+    }
+
+    /// The frontier holding an exposed page that a pending victim's erase must wait for.
+    fn blocking_frontier(&self, die: usize, p: &Pending) -> Option<(usize, usize)> {
+        if self.window == 0 {
+            return None;
+        }
+        (0..self.dies.len())
+            .flat_map(|d| [(d, HOST), (d, COLD)])
+            .find(|&(d, s)| {
+                let e = self.exposed_min(d, s);
+                e <= p.superseded || (d == die && e <= p.copied)
+            })
+    }
+
+    /// Erases the victims waiting on `die` whose replacements are sealed; with `force`,
+    /// seals what they wait for first.
+    fn erase_dirty(&mut self, now: Nanos, die: usize, force: bool) -> Result<(), FtlError> {
+        while let Some(p) = self.dies[die].dirty.front().copied() {
+            if let Some((d, s)) = self.blocking_frontier(die, &p) {
+                if !force {
+                    return Ok(());
+                }
+                let upto = if d == die {
+                    p.superseded.max(p.copied)
+                } else {
+                    p.superseded
+                };
+                self.seal(now, d, s, upto)?;
+                continue;
+            }
+            self.dies[die].dirty.pop_front();
+            self.erase_victim(now, die, p.block, p.cause)?;
+        }
+        Ok(())
+    }
+
+    fn erase_victim(
+        &mut self,
+        now: Nanos,
+        die: usize,
+        v: u32,
+        cause: Cause,
+    ) -> Result<(), FtlError> {
+        // A trim the log does not hold yet could resurrect a stale copy this erase would
+        // otherwise be the only witness against: persist trims first.
+        self.persist_trims(now)?;
         let addr = self.block_addr(v);
         match self.ctl.chip_mut().erase(now, addr) {
             Ok(t) => {
-                self.push_erase(v, job.cause, t);
+                self.push_erase(v, cause, t);
                 self.erase[v as usize] += 1;
                 self.state[v as usize] = BState::Free;
                 self.dies[die]
@@ -756,23 +1048,27 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
                 // The only copy is gone: remember it, so reads fail rather than return
                 // stale or zero data.
-                self.invalidate(src);
+                self.invalidate(src, self.seq);
                 self.l2p[lpn as usize] = LOST;
                 self.counters.lost_pages += 1;
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
         };
-        let dst = loop {
-            let phys = self.allocate(die, COLD)?;
-            let rec = OobRecord::new(lpn as u64, self.seq, PageKind::GcCopy);
+        let (dst, seq) = loop {
+            let phys = self.allocate(now, die, COLD)?;
+            let seq = self.seq;
+            let rec = OobRecord::new(lpn as u64, seq, PageKind::GcCopy);
             self.seq += 1;
             let pb = phys / self.ppb;
             match self.ctl.program_relocated(now, self.phys_addr(phys), rec) {
                 Ok(t) => {
                     self.push_op(pb, OpKind::Program, cause, t, Nanos::ZERO, Some(read_op));
                     self.last_write[pb as usize] = now;
-                    break phys;
+                    if self.window > 0 {
+                        self.note_program(die, phys, seq);
+                    }
+                    break (phys, seq);
                 }
                 Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
                     self.counters.program_retries += 1;
@@ -782,7 +1078,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
         };
         self.counters.valid_copies += 1;
-        self.map(lpn as u64, dst);
+        // A copy does not count as superseding its source: the victim's wait for its copies
+        // is tracked per job (`Pending::copied`), on this die only.
+        self.map(lpn as u64, dst, 0);
+        let _ = seq;
         self.close_if_full(dst);
         Ok(())
     }
@@ -821,10 +1120,30 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Foreground GC: reclaim on `die` until it has `gc_threshold` free blocks (or nothing
     /// can be reclaimed).
     fn ensure_space(&mut self, now: Nanos, die: usize) -> Result<(), FtlError> {
+        // Collecting more victims than the die has blocks without reaching the threshold
+        // means GC no longer gains space (too many bad blocks): stop, let allocation decide.
+        let mut budget = self.blocks_per_die;
         while self.dies[die].free.len() < self.cfg.gc_threshold as usize {
+            if budget == 0 {
+                return Ok(());
+            }
+            budget -= 1;
+            if !self.dies[die].dirty.is_empty() {
+                // Wait for the natural sealing while there is slack; with one free block
+                // left (enough for one more GC job), seal and erase now.
+                let force = self.dies[die].free.len() <= 1;
+                self.erase_dirty(now, die, force)?;
+                if self.dies[die].free.len() >= self.cfg.gc_threshold as usize {
+                    break;
+                }
+            }
             if self.dies[die].gc.is_none() {
                 match self.select_victim(die, now) {
                     Some(v) => self.dies[die].gc = Some(self.claim_victim(v, Cause::Gc)),
+                    None if !self.dies[die].dirty.is_empty() => {
+                        self.erase_dirty(now, die, true)?;
+                        continue;
+                    }
                     None => return Ok(()),
                 }
             }
@@ -855,8 +1174,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 // Space first (again after a failed program retired a block).
                 self.ensure_space(now, die)?;
                 match self.program_host(now, die, data, lpn) {
-                    Ok(Some(phys)) => {
-                        self.map(lpn, phys);
+                    Ok(Some((phys, seq))) => {
+                        self.map(lpn, phys, seq);
                         self.close_if_full(phys);
                         self.run_pending(now, die)?;
                         return Ok(());
@@ -924,17 +1243,39 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         let l = self.check_lpn(lpn)?;
         self.counters.trims += 1;
         let old = self.l2p[l as usize];
-        if old != INVALID && old != LOST {
-            self.invalidate(old);
+        if old == INVALID {
+            // Nothing to discard (never written, or trimmed already and logged).
+            return Ok(());
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        if old != LOST {
+            self.invalidate(old, seq);
         }
         self.l2p[l as usize] = INVALID;
+        self.pending_trims.push((l as u32, seq));
         Ok(())
     }
 
-    fn flush(&mut self, _now: Nanos) -> Result<(), FtlError> {
-        // Every write is programmed before it returns; there is no volatile write cache.
+    fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
+        // Every write is programmed before it returns; what remains is to seal exposed MLC
+        // lower pages, persist trims, and bound the roll-forward work.
         self.counters.flushes += 1;
-        Ok(())
+        let interval = if self.cfg.checkpoint_interval > 0 {
+            self.cfg.checkpoint_interval
+        } else {
+            4 * self.dies.len() as u32
+        };
+        if self.opened_since_cp >= interval {
+            return self.write_checkpoint(now);
+        }
+        self.seal_all(now)?;
+        self.persist_trims(now)
+    }
+
+    fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.counters.flushes += 1;
+        self.write_checkpoint(now)
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
@@ -943,6 +1284,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             if !self.dies[die].background.is_empty() {
                 self.run_pending(now, die)?;
                 worked = true;
+            }
+            if !self.dies[die].dirty.is_empty() {
+                let before = self.dies[die].dirty.len();
+                self.erase_dirty(now, die, false)?;
+                worked |= self.dies[die].dirty.len() < before;
             }
         }
         Ok(worked)

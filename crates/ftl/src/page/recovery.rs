@@ -1,0 +1,511 @@
+//! Rebuilding the page-level FTL's state after a clean shutdown or a crash.
+//!
+//! Two procedures behind one [`Recovery`] trait; both start by loading the newest complete
+//! checkpoint generation (which gives the volume size, the trim history and, for
+//! roll-forward, the map) and both apply versions by sequence number: for every logical
+//! page the newest of (data page records, trim-log entries, the checkpoint's knowledge)
+//! wins.
+//!
+//! - [`FullScan`] — DCR's "version-based" baseline: read the OOB record of every page of
+//!   every data block (up to each block's first erased page). The checkpoint contributes
+//!   only what no page can show: that a logical page was unmapped (trimmed) or lost at the
+//!   checkpoint's sequence number.
+//! - [`RollForward`] — the page-level form of DCR: start from the checkpoint's map and scan
+//!   only the blocks the allocator can have programmed since. The allocator opens free
+//!   blocks per die in a fixed order (least erase count, then block index) and blocks freed
+//!   after a checkpoint are only reused once erased, so the candidates are: the checkpoint's
+//!   open frontier blocks (from their next page); the checkpoint's free blocks, in
+//!   allocation order, up to the first one still erased with an unchanged erase count; and
+//!   — found as the scan proceeds — every block left without a valid page, which may have
+//!   been erased and reused (its first page and erase count tell).
+//!
+//! Pages that may have been caught by the cut (the last `window + 1` pages before a block's
+//! first erased page: the torn page and the lower pages an upper-page cut can scramble)
+//! are read in full and their data CRC checked before they may win; OOB records alone
+//! decide everywhere else. Blocks found half-written are closed (never programmed again);
+//! blocks found free are erased again before their first use (a program torn to all-ones or
+//! an interrupted erase can look erased). Erase counts are taken from the chip's per-block
+//! counter (what UBI keeps in its erase-counter headers).
+//!
+//! Reported time is simulated: the per-die sum of array, transfer and decode time of the
+//! reads issued, or the per-channel transfer sum if larger (reads of different dies
+//! overlap; those on one die or channel do not).
+
+use super::checkpoint::{code, Snapshot};
+use super::{BState, Job, PageFtl, INVALID, LOST};
+use crate::{Cause, FtlError, OpKind};
+use alloc::collections::BTreeSet;
+use alloc::vec;
+use alloc::vec::Vec;
+use controller::{CtlError, PageKind, PageRead};
+use core::cmp::Reverse;
+use nand::{BlockStatus, ErrorModel, Nanos, Storage};
+use serde::{Deserialize, Serialize};
+
+/// Which recovery procedure a mount runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryKind {
+    /// Read every page's OOB record.
+    FullScan,
+    /// Checkpoint plus the blocks opened since.
+    #[default]
+    RollForward,
+}
+
+/// What a mount did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryReport {
+    /// Procedure name.
+    pub procedure: alloc::string::String,
+    /// Checkpoint generation loaded (0: none found).
+    pub checkpoint_gen: u64,
+    /// Checkpoint-region pages read.
+    pub checkpoint_pages: u64,
+    /// Data blocks whose pages were read.
+    pub blocks_scanned: u64,
+    /// Data-block pages read (OOB records and verification reads).
+    pub pages_scanned: u64,
+    /// All page reads.
+    pub pages_read: u64,
+    /// Simulated recovery time.
+    pub time: Nanos,
+    /// Logical pages mapped after recovery.
+    pub mapped_pages: u64,
+}
+
+/// A procedure that rebuilds a [`PageFtl`]'s volatile state from its chip.
+pub trait Recovery {
+    /// Name in reports.
+    fn name(&self) -> &'static str;
+    /// Rebuilds `ftl` (built empty over the chip) and reports what it read.
+    fn recover<S: Storage, M: ErrorModel>(
+        &self,
+        ftl: &mut PageFtl<S, M>,
+        now: Nanos,
+    ) -> Result<RecoveryReport, FtlError>;
+}
+
+/// Version-based full scan.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FullScan;
+
+/// Checkpoint plus deterministic roll-forward (DCR).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RollForward;
+
+impl Recovery for FullScan {
+    fn name(&self) -> &'static str {
+        "full_scan"
+    }
+
+    fn recover<S: Storage, M: ErrorModel>(
+        &self,
+        ftl: &mut PageFtl<S, M>,
+        now: Nanos,
+    ) -> Result<RecoveryReport, FtlError> {
+        let mut r = Rebuild::start(ftl, now)?;
+        let c = r.snap.seq;
+        // What only the checkpoint knows: pages unmapped or lost at its sequence number.
+        for (lpn, &p) in r.snap.l2p.iter().enumerate() {
+            if p == INVALID || p == LOST {
+                r.best[lpn] = c.saturating_sub(1);
+                ftl.l2p[lpn] = p;
+            }
+        }
+        r.apply_trims(ftl);
+        for b in 0..ftl.geo.total_blocks() {
+            if ftl.state[b as usize] == BState::Region {
+                continue;
+            }
+            if ftl.ctl.chip().block_status(ftl.block_addr(b))? == BlockStatus::FactoryBad {
+                continue;
+            }
+            let wp = r.scan_block(ftl, now, b, 0, 0)?;
+            if wp == 0 {
+                r.free.insert(b);
+            }
+        }
+        r.finish(ftl, self.name())
+    }
+}
+
+impl Recovery for RollForward {
+    fn name(&self) -> &'static str {
+        "roll_forward"
+    }
+
+    fn recover<S: Storage, M: ErrorModel>(
+        &self,
+        ftl: &mut PageFtl<S, M>,
+        now: Nanos,
+    ) -> Result<RecoveryReport, FtlError> {
+        let mut r = Rebuild::start(ftl, now)?;
+        if r.snap.l2p.iter().any(|&p| !ftl.snapshot_entry_ok(p)) {
+            return Err(FtlError::Corrupt("checkpoint maps outside the chip"));
+        }
+        let c = r.snap.seq;
+        ftl.l2p.clone_from(&r.snap.l2p);
+        for &p in &ftl.l2p {
+            if p != INVALID && p != LOST {
+                ftl.valid[(p / ftl.ppb) as usize] += 1;
+            }
+        }
+        r.apply_trims(ftl);
+        let ndies = ftl.dies.len();
+        let bpd = ftl.blocks_per_die;
+        let mut work: Vec<u32> = Vec::new();
+        // Blocks whose erase count moved since the checkpoint were erased (and maybe reused).
+        let erased_since = |ftl: &PageFtl<S, M>, r: &Rebuild, b: u32| -> Result<bool, FtlError> {
+            let ec = ftl.ctl.chip().block_info(ftl.block_addr(b))?.erase_count;
+            Ok(ec != r.snap.erase[b as usize])
+        };
+        for die in 0..ndies {
+            // The checkpoint's frontier blocks, from their next page.
+            for s in 0..2 {
+                let (b, next) = r.snap.frontiers[die][s];
+                if b >= ftl.geo.total_blocks() {
+                    continue;
+                }
+                if erased_since(ftl, &r, b)? {
+                    work.push(b);
+                } else {
+                    r.scan_block(ftl, now, b, next.min(ftl.ppb), c)?;
+                }
+            }
+            // The checkpoint's free blocks, in the order the allocator opens them.
+            let lo = die as u32 * bpd;
+            let mut free: Vec<u32> = (lo..lo + bpd)
+                .filter(|&b| r.snap.states[b as usize] == code::FREE)
+                .collect();
+            free.sort_unstable_by_key(|&b| (r.snap.erase[b as usize], b));
+            for b in free {
+                let moved = erased_since(ftl, &r, b)?;
+                let wp = r.scan_block(ftl, now, b, 0, c)?;
+                if wp == 0 {
+                    r.free.insert(b);
+                    if !moved {
+                        break;
+                    }
+                }
+            }
+        }
+        // Blocks left without a valid page (at the checkpoint, or by newer records) may
+        // have been erased since, and reused: their erase count and first page tell.
+        let mut work: Vec<u32> = work;
+        work.extend(
+            (0..ftl.geo.total_blocks())
+                .filter(|&b| r.snap.states[b as usize] == code::FULL && ftl.valid[b as usize] == 0),
+        );
+        let mut taken = 0;
+        loop {
+            work.extend(r.emptied[taken..].iter().copied());
+            taken = r.emptied.len();
+            let Some(b) = work.pop() else { break };
+            if r.scanned.contains(&b)
+                || !matches!(r.snap.states[b as usize], code::FULL | code::OPEN)
+                || !erased_since(ftl, &r, b)?
+            {
+                continue;
+            }
+            if r.scan_block(ftl, now, b, 0, c)? == 0 {
+                r.free.insert(b);
+            }
+        }
+        // Every other block keeps its checkpoint state.
+        for b in 0..ftl.geo.total_blocks() {
+            if r.scanned.contains(&b) || r.free.contains(&b) {
+                continue;
+            }
+            match r.snap.states[b as usize] {
+                code::FREE => {
+                    r.free.insert(b);
+                }
+                code::FULL | code::OPEN | code::RETIRING => {
+                    r.full.insert(b);
+                }
+                _ => {}
+            }
+        }
+        r.finish(ftl, self.name())
+    }
+}
+
+/// Shared state of a rebuild.
+struct Rebuild {
+    snap: Snapshot,
+    trims: Vec<(u32, u64)>,
+    gen: u64,
+    /// Newest sequence number applied per logical page.
+    best: Vec<u64>,
+    /// Highest sequence number seen anywhere.
+    max_seq: u64,
+    scanned: BTreeSet<u32>,
+    free: BTreeSet<u32>,
+    /// Blocks known to hold programmed pages.
+    full: BTreeSet<u32>,
+    /// Blocks whose valid count dropped to zero while applying records.
+    emptied: Vec<u32>,
+    checkpoint_pages: u64,
+    pages_scanned: u64,
+    page: Vec<u8>,
+}
+
+impl Rebuild {
+    fn start<S: Storage, M: ErrorModel>(
+        ftl: &mut PageFtl<S, M>,
+        now: Nanos,
+    ) -> Result<Self, FtlError> {
+        let Some((snap, trims)) = ftl.load_checkpoint(now)? else {
+            return Err(FtlError::Corrupt(
+                "no valid checkpoint in the region: not a formatted nandlab volume",
+            ));
+        };
+        let checkpoint_pages = ftl.ops.len() as u64;
+        if snap.logical == 0 || snap.logical >= ftl.geo.total_pages() {
+            return Err(FtlError::Corrupt("checkpoint volume size out of range"));
+        }
+        if snap.erase.len() != ftl.state.len() || snap.frontiers.len() != ftl.dies.len() {
+            return Err(FtlError::Corrupt("checkpoint does not match the geometry"));
+        }
+        // Region blocks the checkpoint knows as bad stay bad.
+        for (b, &st) in snap.states.iter().enumerate() {
+            if ftl.state[b] == BState::Region && st == code::BAD {
+                ftl.state[b] = BState::Bad;
+            }
+        }
+        ftl.size_volume_to(Some(snap.logical))?;
+        let logical = ftl.logical as usize;
+        if snap.l2p.len() != logical {
+            return Err(FtlError::Corrupt("checkpoint map size mismatch"));
+        }
+        let max_seq = snap
+            .seq
+            .max(trims.iter().map(|t| t.1 + 1).max().unwrap_or(0));
+        let page = vec![
+            0u8;
+            if ftl.digest {
+                0
+            } else {
+                ftl.geo.page_size as usize
+            }
+        ];
+        Ok(Rebuild {
+            gen: ftl.cp.gen,
+            trims,
+            best: vec![0; logical],
+            max_seq,
+            snap,
+            scanned: BTreeSet::new(),
+            free: BTreeSet::new(),
+            full: BTreeSet::new(),
+            emptied: Vec::new(),
+            checkpoint_pages,
+            pages_scanned: 0,
+            page,
+        })
+    }
+
+    fn apply_trims<S: Storage, M: ErrorModel>(&mut self, ftl: &mut PageFtl<S, M>) {
+        let trims = core::mem::take(&mut self.trims);
+        for &(lpn, seq) in &trims {
+            if (lpn as u64) < ftl.logical {
+                self.apply(ftl, lpn as u64, INVALID, seq);
+            }
+        }
+        self.trims = trims;
+    }
+
+    /// Makes `phys` (or INVALID for a trim) the mapping of `lpn` if `seq` is newer.
+    fn apply<S: Storage, M: ErrorModel>(
+        &mut self,
+        ftl: &mut PageFtl<S, M>,
+        lpn: u64,
+        phys: u32,
+        seq: u64,
+    ) {
+        let i = lpn as usize;
+        if seq <= self.best[i] {
+            return;
+        }
+        self.best[i] = seq;
+        let old = ftl.l2p[i];
+        if old != INVALID && old != LOST {
+            let ob = (old / ftl.ppb) as usize;
+            ftl.valid[ob] -= 1;
+            if ftl.valid[ob] == 0 {
+                self.emptied.push(ob as u32);
+            }
+        }
+        ftl.l2p[i] = phys;
+        if phys != INVALID {
+            ftl.valid[(phys / ftl.ppb) as usize] += 1;
+        }
+    }
+
+    /// Reads block `b` from page `from` up to its first erased page, applying every data
+    /// record with sequence number ≥ `min_seq`. Returns the first erased page (the write
+    /// point; `ppb` if none).
+    fn scan_block<S: Storage, M: ErrorModel>(
+        &mut self,
+        ftl: &mut PageFtl<S, M>,
+        now: Nanos,
+        b: u32,
+        from: u32,
+        min_seq: u64,
+    ) -> Result<u32, FtlError> {
+        self.scanned.insert(b);
+        let ppb = ftl.ppb;
+        let addr = ftl.block_addr(b);
+        let mut found: Vec<(u32, u64, u64)> = Vec::new();
+        let mut wp = ppb;
+        for p in from..ppb {
+            let pa = addr.page(p).expect("page in block");
+            self.pages_scanned += 1;
+            match ftl.ctl.read_record(now, pa) {
+                Ok(PageRead::Data(ri)) => {
+                    ftl.push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+                    let rec = ri.record;
+                    self.max_seq = self.max_seq.max(rec.seq.saturating_add(1));
+                    if matches!(rec.kind, PageKind::User | PageKind::GcCopy)
+                        && rec.lpn < ftl.logical
+                        && rec.seq >= min_seq
+                    {
+                        found.push((p, rec.lpn, rec.seq));
+                    }
+                }
+                Ok(PageRead::Erased { timing }) => {
+                    ftl.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                    wp = p;
+                    break;
+                }
+                // A torn or scrambled page holds nothing; later pages may.
+                Err(CtlError::Uncorrectable { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if wp > 0 || from > 0 {
+            self.full.insert(b);
+        }
+        let tail = wp.saturating_sub(ftl.window + 1);
+        for (p, lpn, seq) in found {
+            let i = lpn as usize;
+            if seq <= self.best[i] {
+                continue;
+            }
+            if p >= tail && !self.verify(ftl, now, b, p)? {
+                continue;
+            }
+            self.apply(ftl, lpn, b * ppb + p, seq);
+        }
+        Ok(wp)
+    }
+
+    /// Reads page `p` of block `b` in full: whether its data decodes and matches its CRC.
+    fn verify<S: Storage, M: ErrorModel>(
+        &mut self,
+        ftl: &mut PageFtl<S, M>,
+        now: Nanos,
+        b: u32,
+        p: u32,
+    ) -> Result<bool, FtlError> {
+        let pa = ftl.block_addr(b).page(p).expect("page in block");
+        self.pages_scanned += 1;
+        match ftl.ctl.read(now, pa, &mut self.page) {
+            Ok(PageRead::Data(ri)) => {
+                ftl.push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+                Ok(true)
+            }
+            Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Sets block states from what was found, rebuilds the reverse map and the indexes.
+    fn finish<S: Storage, M: ErrorModel>(
+        self,
+        ftl: &mut PageFtl<S, M>,
+        name: &str,
+    ) -> Result<RecoveryReport, FtlError> {
+        let nblocks = ftl.geo.total_blocks();
+        ftl.p2l.fill(INVALID);
+        ftl.valid.fill(0);
+        for (lpn, &p) in ftl.l2p.iter().enumerate() {
+            if p != INVALID && p != LOST {
+                ftl.p2l[p as usize] = lpn as u32;
+                ftl.valid[(p / ftl.ppb) as usize] += 1;
+            }
+        }
+        for b in 0..nblocks {
+            let i = b as usize;
+            let info = ftl.ctl.chip().block_info(ftl.block_addr(b))?;
+            ftl.erase[i] = info.erase_count;
+            if ftl.state[i] == BState::Region {
+                if info.status != BlockStatus::Good {
+                    ftl.state[i] = BState::Bad;
+                }
+                continue;
+            }
+            if ftl.state[i] == BState::Bad && self.snap.states[i] == code::REGION {
+                continue;
+            }
+            let die = ftl.die_of(b) as usize;
+            if info.status != BlockStatus::Good {
+                if ftl.valid[i] > 0 {
+                    ftl.state[i] = BState::Retiring;
+                    ftl.dies[die].background.push_back(Job {
+                        victim: b,
+                        next: 0,
+                        cause: Cause::Relocate,
+                        erase: false,
+                    });
+                } else {
+                    ftl.state[i] = BState::Bad;
+                }
+            } else if self.free.contains(&b) && ftl.valid[i] == 0 {
+                ftl.state[i] = BState::Free;
+                ftl.suspect[i] = true;
+                ftl.dies[die].free.push(Reverse((info.erase_count, b)));
+            } else if self.full.contains(&b) || ftl.valid[i] > 0 {
+                ftl.state[i] = BState::Full;
+                ftl.index_insert(b);
+            } else {
+                ftl.state[i] = BState::Bad;
+            }
+        }
+        ftl.seq = ftl.seq.max(self.max_seq).max(1);
+        let mapped = ftl
+            .l2p
+            .iter()
+            .filter(|&&p| p != INVALID && p != LOST)
+            .count() as u64;
+        // Simulated time: reads on one die serialize, dies overlap, a channel carries
+        // its dies' transfers one at a time.
+        let ndies = ftl.dies.len();
+        let nch = ftl.geo.channels as usize;
+        let mut die_t = vec![0u64; ndies];
+        let mut ch_t = vec![0u64; nch.max(1)];
+        let mut reads = 0u64;
+        for op in &ftl.ops {
+            if op.cause != Cause::Mount || op.kind != OpKind::Read {
+                continue;
+            }
+            reads += 1;
+            die_t[op.die as usize] += op.array.0 + op.transfer.0 + op.ecc.0;
+            let nc = ch_t.len();
+            ch_t[op.channel as usize % nc] += op.transfer.0;
+        }
+        let time = die_t.iter().chain(ch_t.iter()).copied().max().unwrap_or(0);
+        ftl.opened_since_cp = 0;
+        Ok(RecoveryReport {
+            procedure: name.into(),
+            checkpoint_gen: self.gen,
+            checkpoint_pages: self.checkpoint_pages,
+            blocks_scanned: self.scanned.len() as u64,
+            pages_scanned: self.pages_scanned,
+            pages_read: reads,
+            time: Nanos(time),
+            mapped_pages: mapped,
+        })
+    }
+}
