@@ -22,7 +22,7 @@ mod page;
 
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{FullScan, Recovery, RecoveryKind, RecoveryReport, RollForward};
-pub use page::{PageFtl, PageFtlConfig, WearLevelConfig};
+pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig};
 
 use controller::CtlError;
 use nand::{Lpn, NandError, Nanos};

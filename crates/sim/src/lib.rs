@@ -9,6 +9,7 @@
 //! Deterministic: the same experiment file and seed give a byte-identical JSON report.
 
 pub mod config;
+pub mod crash;
 pub mod engine;
 pub mod metrics;
 pub mod request;

@@ -529,10 +529,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 .copied()
                 .take(order.iter().position(|&b| b == last.0).map_or(0, |i| i + 1))
                 .collect();
+            // The log continues in a fresh block: the slot after the last valid page may
+            // hold a torn program that reads as erased.
             self.cp = CpState {
                 gen,
                 blocks: used_blocks,
-                used: last.1,
+                used: slots,
                 pages: expect,
                 body_pages: bp,
             };

@@ -145,6 +145,22 @@ enum BState {
     Dirty,
 }
 
+/// A failed mount: why, and the controller it was given.
+pub struct MountFailure<S: Storage, M: ErrorModel> {
+    /// What went wrong.
+    pub error: FtlError,
+    /// The controller, with its chip as the failed mount left it.
+    pub controller: Controller<S, M>,
+}
+
+impl<S: Storage, M: ErrorModel> core::fmt::Debug for MountFailure<S, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MountFailure")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A victim waiting in state `Dirty` for its erase.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -302,12 +318,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Mounts a volume after a clean shutdown or a crash, with the recovery procedure the
     /// configuration names (see [`recovery`]).
     pub fn mount(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+        Self::try_mount(ctl, cfg, now).map_err(|f| f.error)
+    }
+
+    /// Like [`mount`](PageFtl::mount), but a failed mount hands the controller back (to
+    /// power the chip on again after a cut during recovery, or to inspect it).
+    pub fn try_mount(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+    ) -> Result<Self, Box<MountFailure<S, M>>> {
         match cfg.recovery {
             recovery::RecoveryKind::FullScan => {
-                Self::mount_with(ctl, cfg, now, &recovery::FullScan)
+                Self::try_mount_with(ctl, cfg, now, &recovery::FullScan)
             }
             recovery::RecoveryKind::RollForward => {
-                Self::mount_with(ctl, cfg, now, &recovery::RollForward)
+                Self::try_mount_with(ctl, cfg, now, &recovery::RollForward)
             }
         }
     }
@@ -319,10 +345,34 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         now: Nanos,
         procedure: &R,
     ) -> Result<Self, FtlError> {
-        let mut ftl = Self::empty(ctl, cfg)?;
-        let report = procedure.recover(&mut ftl, now)?;
-        ftl.recovery = Some(report);
-        Ok(ftl)
+        Self::try_mount_with(ctl, cfg, now, procedure).map_err(|f| f.error)
+    }
+
+    /// [`mount_with`](PageFtl::mount_with), handing the controller back on failure.
+    pub fn try_mount_with<R: recovery::Recovery>(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+        procedure: &R,
+    ) -> Result<Self, Box<MountFailure<S, M>>> {
+        let mut ctl = ctl;
+        if let Err(error) = Self::check_config(&mut ctl, &cfg) {
+            return Err(Box::new(MountFailure {
+                error,
+                controller: ctl,
+            }));
+        }
+        let mut ftl = Self::empty_checked(ctl, cfg);
+        match procedure.recover(&mut ftl, now) {
+            Ok(report) => {
+                ftl.recovery = Some(report);
+                Ok(ftl)
+            }
+            Err(error) => Err(Box::new(MountFailure {
+                error,
+                controller: ftl.ctl,
+            })),
+        }
     }
 
     /// What the last mount did (procedure, pages and blocks read, simulated time).
@@ -359,6 +409,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     fn empty(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Result<Self, FtlError> {
+        let mut ctl = ctl;
+        Self::check_config(&mut ctl, &cfg)?;
+        Ok(Self::empty_checked(ctl, cfg))
+    }
+
+    /// Rejects configurations this FTL cannot run with on `ctl`'s chip.
+    fn check_config(ctl: &mut Controller<S, M>, cfg: &PageFtlConfig) -> Result<(), FtlError> {
         if !(cfg.over_provisioning > 0.0 && cfg.over_provisioning < 1.0) {
             return Err(FtlError::Config(format!(
                 "over_provisioning = {} must be in (0, 1)",
@@ -371,7 +428,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 cfg.gc_threshold
             )));
         }
-        let mut ctl = ctl;
         ctl.layout(cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
         let geo = *ctl.chip().geometry();
@@ -381,6 +437,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 geo.total_pages()
             )));
         }
+        Ok(())
+    }
+
+    fn empty_checked(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Self {
+        let geo = *ctl.chip().geometry();
         let ppb = geo.pages_per_block;
         let nblocks = geo.total_blocks() as usize;
         let ndies = geo.total_dies() as usize;
@@ -414,7 +475,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         for &b in &region {
             state[b as usize] = BState::Region;
         }
-        Ok(PageFtl {
+        PageFtl {
             policy: cfg.victim.policy(),
             cfg,
             addrs: (0..geo.total_blocks())
@@ -461,7 +522,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
             recovery: None,
             ctl,
-        })
+        }
     }
 
     fn size_volume(&mut self) -> Result<(), FtlError> {

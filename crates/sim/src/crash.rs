@@ -1,0 +1,522 @@
+//! The power-cut harness: run a workload with periodic flushes on a page-level FTL in bytes
+//! mode, cut power at the N-th chip operation with one of the emulator's cut modes, power
+//! on, recover, and check every logical page against the durability contract (see the
+//! `ftl` crate docs):
+//!
+//! - a page whose last write (or trim) before the cut was followed by a completed flush
+//!   reads back exactly that value;
+//! - any other page reads back its value at the last completed flush or one of the values
+//!   written (or trimmed: zeros) since — never anything else, and never an error.
+//!
+//! After the check the volume must keep working: a short second workload runs, is flushed,
+//! the chip is remounted and checked again.
+//!
+//! Modes: [`Plan::Linear`] tries every operation index with every cut mode;
+//! [`Plan::Random`] a seeded sample; [`Plan::Nested`] adds a second cut during the mount
+//! and the first workload after it. Every case has a [`CaseId`] (`seed:n:mode` or
+//! `seed:n:mode/k:mode`) that replays it exactly.
+
+use controller::{Controller, ControllerConfig};
+use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
+use nand::{Chip, ChipConfig, ConstantRber, CutMode, Lpn, NandError, Nanos, RamStorage};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use std::fmt;
+
+/// One host operation of a crash-test workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostOp {
+    /// Write version `v` of a logical page.
+    Write(u64, u64),
+    /// Trim a logical page.
+    Trim(u64),
+    /// Flush.
+    Flush,
+}
+
+/// What a crash test runs on.
+#[derive(Debug, Clone)]
+pub struct CrashConfig {
+    /// Chip.
+    pub chip: ChipConfig,
+    /// FTL configuration (its `recovery` picks the procedure under test).
+    pub ftl: PageFtlConfig,
+    /// Workload seed (also the chip's).
+    pub seed: u64,
+    /// Host operations before the cut.
+    pub ops: usize,
+    /// A flush every this many operations.
+    pub flush_every: usize,
+    /// Percent of operations that are trims.
+    pub trim_pct: u32,
+    /// Logical pages the workload touches (a small set forces overwrites and GC).
+    pub span: u64,
+    /// Host operations of the after-recovery workload.
+    pub tail_ops: usize,
+}
+
+impl CrashConfig {
+    /// A small MLC chip (`tiny-mlc`) and a workload that fills it, overwrites, trims and
+    /// garbage-collects: a few hundred chip operations.
+    pub fn small(seed: u64) -> Self {
+        let mut chip = ChipConfig::preset("tiny-mlc").expect("preset");
+        chip.seed = seed;
+        chip.reliability.wear_fail_rate = 0.0;
+        chip.reliability.wear_fail_growth = 0.0;
+        CrashConfig {
+            chip,
+            ftl: PageFtlConfig {
+                over_provisioning: 0.25,
+                gc_threshold: 2,
+                ecc_t: 8,
+                checkpoint_interval: 6,
+                ..PageFtlConfig::default()
+            },
+            seed,
+            ops: 400,
+            flush_every: 16,
+            trim_pct: 8,
+            span: 200,
+            tail_ops: 40,
+        }
+    }
+
+    /// The host operations of phase `phase` (0: before the cut, 1: after recovery).
+    pub fn workload(&self, phase: u64, logical: u64) -> Vec<HostOp> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ (0x5EED_0000 + phase));
+        let n = if phase == 0 { self.ops } else { self.tail_ops };
+        let span = self.span.min(logical).max(1);
+        let mut version = phase << 40;
+        (0..n)
+            .map(|i| {
+                if (i + 1) % self.flush_every.max(1) == 0 {
+                    return HostOp::Flush;
+                }
+                let lpn = rng.next_u64() % span;
+                if (rng.next_u32() % 100) < self.trim_pct {
+                    HostOp::Trim(lpn)
+                } else {
+                    version += 1;
+                    HostOp::Write(lpn, version)
+                }
+            })
+            .collect()
+    }
+}
+
+/// A second cut, counted from power-on (mount and the after-recovery workload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nested {
+    /// Operation index from power-on (1-based).
+    pub at: u64,
+    /// Cut mode.
+    pub mode: CutMode,
+}
+
+/// One crash case: the replay id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseId {
+    /// Workload and chip seed.
+    pub seed: u64,
+    /// Chip operation (1-based, counted after format) the cut fires at.
+    pub at: u64,
+    /// Cut mode.
+    pub mode: CutMode,
+    /// A second cut during recovery and the work after it.
+    pub nested: Option<Nested>,
+}
+
+impl fmt::Display for CaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.seed, self.at, self.mode.name())?;
+        if let Some(n) = self.nested {
+            write!(f, "/{}:{}", n.at, n.mode.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for CaseId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("replay id `{s}`: expected seed:n:mode or seed:n:mode/k:mode");
+        let (first, nested) = match s.split_once('/') {
+            Some((a, b)) => (a, Some(b)),
+            None => (s, None),
+        };
+        let mut it = first.split(':');
+        let (Some(seed), Some(at), Some(mode), None) = (it.next(), it.next(), it.next(), it.next())
+        else {
+            return Err(bad());
+        };
+        let nested = match nested {
+            None => None,
+            Some(n) => {
+                let (k, m) = n.split_once(':').ok_or_else(bad)?;
+                Some(Nested {
+                    at: k.parse().map_err(|_| bad())?,
+                    mode: CutMode::from_name(m).ok_or_else(bad)?,
+                })
+            }
+        };
+        Ok(CaseId {
+            seed: seed.parse().map_err(|_| bad())?,
+            at: at.parse().map_err(|_| bad())?,
+            mode: CutMode::from_name(mode).ok_or_else(bad)?,
+            nested,
+        })
+    }
+}
+
+/// How a case ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The cut fired and the contract held.
+    Passed,
+    /// The workload ended before operation N (nothing was cut).
+    NotReached,
+    /// The contract was broken, or something panicked or errored.
+    Failed(String),
+}
+
+/// Which cases to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Every operation index × every cut mode.
+    Linear,
+    /// `samples` seeded (operation, mode) pairs.
+    Random {
+        /// Cases.
+        samples: usize,
+    },
+    /// `samples` seeded cases with a second cut after power-on.
+    Nested {
+        /// Cases.
+        samples: usize,
+    },
+}
+
+/// Totals of a crash-test run.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Cases run.
+    pub cases: u64,
+    /// Cases where the cut fired and everything checked out.
+    pub passed: u64,
+    /// Cases whose cut point lay past the workload.
+    pub not_reached: u64,
+    /// Failures: replay id and message.
+    pub failures: Vec<(CaseId, String)>,
+    /// Chip operations of the cut-free workload (the linear range).
+    pub workload_ops: u64,
+    /// FTL counters at the end of the cut-free workload (what the cuts can land in).
+    pub workload: ftl::FtlCounters,
+}
+
+type Dev = PageFtl<RamStorage, ConstantRber>;
+
+/// Reference model: per logical page, the value at the last completed flush and the values
+/// written since (`None` = zeros).
+struct Model {
+    durable: Vec<Option<u64>>,
+    since: Vec<Vec<Option<u64>>>,
+}
+
+impl Model {
+    fn new(n: u64) -> Self {
+        Model {
+            durable: vec![None; n as usize],
+            since: vec![Vec::new(); n as usize],
+        }
+    }
+
+    fn flushed(&mut self) {
+        for (d, s) in self.durable.iter_mut().zip(self.since.iter_mut()) {
+            if let Some(&last) = s.last() {
+                *d = last;
+            }
+            s.clear();
+        }
+    }
+
+    fn accepts(&self, lpn: usize, v: Option<u64>) -> bool {
+        self.durable[lpn] == v || self.since[lpn].contains(&v)
+    }
+}
+
+fn pattern(len: usize, lpn: u64, version: u64) -> Vec<u8> {
+    nand::pattern::bytes(len, lpn << 24 ^ version)
+}
+
+fn controller(cfg: &CrashConfig) -> Result<Controller<RamStorage, ConstantRber>, String> {
+    let chip = Chip::ram(cfg.chip.clone()).map_err(|e| e.to_string())?;
+    let mut ctl = Controller::new(
+        chip,
+        ConstantRber(0.0),
+        ControllerConfig {
+            seed: cfg.seed,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    ctl.set_crc32c(crc32c::crc32c);
+    Ok(ctl)
+}
+
+fn is_power_loss(e: &FtlError) -> bool {
+    matches!(
+        e,
+        FtlError::Controller(controller::CtlError::Nand(NandError::PowerLoss))
+    )
+}
+
+/// Runs `ops` on `dev`, updating `model`; stops at a power loss (`Ok(false)`).
+fn run_ops(
+    dev: &mut Dev,
+    model: &mut Model,
+    ops: &[HostOp],
+    t: &mut Nanos,
+) -> Result<bool, String> {
+    let ps = dev.page_size();
+    let n = dev.logical_pages();
+    for (i, op) in ops.iter().enumerate() {
+        *t += Nanos::from_us(50);
+        let r = match *op {
+            HostOp::Write(l, v) => {
+                model.since[l as usize].push(Some(v));
+                dev.write(*t, Lpn::checked(l, n).expect("in span"), &pattern(ps, l, v))
+            }
+            HostOp::Trim(l) => {
+                model.since[l as usize].push(None);
+                dev.trim(*t, Lpn::checked(l, n).expect("in span"))
+            }
+            HostOp::Flush => dev.flush(*t).map(|()| model.flushed()),
+        };
+        match r {
+            Ok(()) => {}
+            Err(e) if is_power_loss(&e) => return Ok(false),
+            Err(e) => return Err(format!("host op {i} ({op:?}): {e}")),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads every logical page the workload touched and checks it against the model; then the
+/// model takes what was read as each page's state (an operation cut in flight has now
+/// either happened or not).
+fn verify(dev: &mut Dev, model: &mut Model, span: u64, t: Nanos) -> Result<(), String> {
+    let ps = dev.page_size();
+    let n = dev.logical_pages();
+    let mut buf = vec![0u8; ps];
+    for l in 0..span.min(n) {
+        dev.read(t, Lpn::checked(l, n).expect("in range"), &mut buf)
+            .map_err(|e| format!("read of page {l}: {e}"))?;
+        let got = if buf.iter().all(|&b| b == 0) {
+            Some(None)
+        } else {
+            let mut cands = std::iter::once(model.durable[l as usize])
+                .chain(model.since[l as usize].iter().copied())
+                .flatten();
+            cands.find(|&v| buf == pattern(ps, l, v)).map(Some)
+        };
+        match got {
+            Some(v) if model.accepts(l as usize, v) => {
+                model.durable[l as usize] = v;
+                model.since[l as usize].clear();
+            }
+            _ => {
+                return Err(format!(
+                    "page {l}: read {} — durable {:?}, written since {:?}",
+                    match got {
+                        Some(None) => "zeros".to_string(),
+                        Some(Some(v)) => format!("version {v}"),
+                        None => "data no write produced".to_string(),
+                    },
+                    model.durable[l as usize],
+                    model.since[l as usize]
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn mount(ctl: Controller<RamStorage, ConstantRber>, cfg: &CrashConfig, t: Nanos) -> Result<Dev, FtlError> {
+    PageFtl::mount(ctl, cfg.ftl, t)
+}
+
+/// Runs one case.
+pub fn run_case(cfg: &CrashConfig, id: CaseId) -> Outcome {
+    let mut cfg = cfg.clone();
+    cfg.seed = id.seed;
+    cfg.chip.seed = id.seed;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case_inner(&cfg, id))) {
+        Ok(Ok(o)) => o,
+        Ok(Err(m)) => Outcome::Failed(m),
+        Err(p) => Outcome::Failed(format!(
+            "panic: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        )),
+    }
+}
+
+fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
+    let mut t = Nanos::ZERO;
+    let mut dev = Dev::format(controller(cfg)?, cfg.ftl, t).map_err(|e| format!("format: {e}"))?;
+    let logical = dev.logical_pages();
+    let mut model = Model::new(logical);
+    dev.controller_mut().chip_mut().arm_cut(id.at, id.mode);
+    let ops = cfg.workload(0, logical);
+    let completed = run_ops(&mut dev, &mut model, &ops, &mut t)?;
+    if completed {
+        return Ok(Outcome::NotReached);
+    }
+    // Power on and recover (with an optional second cut).
+    let mut ctl = dev.into_controller();
+    ctl.chip_mut().disarm_cut();
+    ctl.chip_mut().power_on();
+    t += Nanos::from_ms(1);
+    let tail = cfg.workload(1, logical);
+    if let Some(n) = id.nested {
+        let ops0 = ctl.chip().ops();
+        ctl.chip_mut().arm_cut(n.at, n.mode);
+        ctl = match PageFtl::try_mount(ctl, cfg.ftl, t) {
+            Ok(mut dev) => {
+                // Check (with the cut held back), then run the after-recovery workload,
+                // which may be cut too.
+                let used = dev.controller().chip().ops() - ops0;
+                dev.controller_mut().chip_mut().disarm_cut();
+                verify(&mut dev, &mut model, cfg.span, t)
+                    .map_err(|e| format!("after the first mount: {e}"))?;
+                dev.controller_mut()
+                    .chip_mut()
+                    .arm_cut(n.at.saturating_sub(used), n.mode);
+                run_ops(&mut dev, &mut model, &tail, &mut t)?;
+                dev.into_controller()
+            }
+            // Cut during recovery: power on and recover again.
+            Err(f) if is_power_loss(&f.error) => f.controller,
+            Err(f) => return Err(format!("mount after the first cut: {}", f.error)),
+        };
+        ctl.chip_mut().disarm_cut();
+        ctl.chip_mut().power_on();
+        t += Nanos::from_ms(1);
+        let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount after the second cut: {e}"))?;
+        verify(&mut dev, &mut model, cfg.span, t)?;
+        return Ok(Outcome::Passed);
+    }
+    let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount: {e}"))?;
+    verify(&mut dev, &mut model, cfg.span, t)?;
+    // The volume keeps working: more writes, a flush, a remount.
+    if !run_ops(&mut dev, &mut model, &tail, &mut t)? {
+        return Err("power loss without a cut".into());
+    }
+    dev.flush(t).map_err(|e| format!("flush after recovery: {e}"))?;
+    model.flushed();
+    let ctl = dev.into_controller();
+    let mut dev = mount(ctl, cfg, t).map_err(|e| format!("second mount: {e}"))?;
+    verify(&mut dev, &mut model, cfg.span, t).map_err(|e| format!("after the second mount: {e}"))?;
+    Ok(Outcome::Passed)
+}
+
+/// Chip operations (after format) of the cut-free workload, and of a mount plus the
+/// after-recovery workload.
+pub fn workload_ops(cfg: &CrashConfig) -> Result<(u64, u64), String> {
+    dry_run(cfg).map(|(a, b, _)| (a, b))
+}
+
+fn dry_run(cfg: &CrashConfig) -> Result<(u64, u64, ftl::FtlCounters), String> {
+    let mut t = Nanos::ZERO;
+    let mut dev = Dev::format(controller(cfg)?, cfg.ftl, t).map_err(|e| format!("format: {e}"))?;
+    let logical = dev.logical_pages();
+    let start = dev.controller().chip().ops();
+    let mut model = Model::new(logical);
+    run_ops(&mut dev, &mut model, &cfg.workload(0, logical), &mut t)?;
+    let mid = dev.controller().chip().ops();
+    let counters = *dev.counters();
+    let ctl = dev.into_controller();
+    let mut dev = mount(ctl, cfg, t).map_err(|e| e.to_string())?;
+    run_ops(&mut dev, &mut model, &cfg.workload(1, logical), &mut t)?;
+    let end = dev.controller().chip().ops();
+    Ok((mid - start, end - mid, counters))
+}
+
+/// Runs a plan; `progress` is called after every case.
+pub fn run_plan(
+    cfg: &CrashConfig,
+    plan: Plan,
+    modes: &[CutMode],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Summary, String> {
+    let (ops, after, counters) = dry_run(cfg)?;
+    let mut cases: Vec<CaseId> = Vec::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xC07);
+    let pick = |rng: &mut ChaCha8Rng, n: u64| 1 + rng.next_u64() % n.max(1);
+    match plan {
+        Plan::Linear => {
+            for at in 1..=ops {
+                for &mode in modes {
+                    cases.push(CaseId {
+                        seed: cfg.seed,
+                        at,
+                        mode,
+                        nested: None,
+                    });
+                }
+            }
+        }
+        Plan::Random { samples } => {
+            for _ in 0..samples {
+                let at = pick(&mut rng, ops);
+                let mode = modes[rng.next_u64() as usize % modes.len()];
+                cases.push(CaseId {
+                    seed: cfg.seed,
+                    at,
+                    mode,
+                    nested: None,
+                });
+            }
+        }
+        Plan::Nested { samples } => {
+            for _ in 0..samples {
+                let at = pick(&mut rng, ops);
+                let mode = modes[rng.next_u64() as usize % modes.len()];
+                let k = pick(&mut rng, after);
+                let mode2 = modes[rng.next_u64() as usize % modes.len()];
+                cases.push(CaseId {
+                    seed: cfg.seed,
+                    at,
+                    mode,
+                    nested: Some(Nested { at: k, mode: mode2 }),
+                });
+            }
+        }
+    }
+    let mut s = Summary {
+        workload_ops: ops,
+        workload: counters,
+        ..Summary::default()
+    };
+    let total = cases.len() as u64;
+    for id in cases {
+        s.cases += 1;
+        match run_case(cfg, id) {
+            Outcome::Passed => s.passed += 1,
+            Outcome::NotReached => s.not_reached += 1,
+            Outcome::Failed(m) => s.failures.push((id, m)),
+        }
+        progress(s.cases, total);
+    }
+    Ok(s)
+}
+
+/// The recovery procedure's name, for reports.
+pub fn recovery_name(k: RecoveryKind) -> &'static str {
+    match k {
+        RecoveryKind::FullScan => "full_scan",
+        RecoveryKind::RollForward => "roll_forward",
+    }
+}
