@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod chip_cmd;
+mod crash_cmd;
 mod ecc_cmd;
 mod run_cmd;
 
@@ -22,6 +23,9 @@ enum Command {
     /// Simulator throughput and memory at steady state (digest mode, 32 GiB) and the
     /// bytes/digest mode ratio.
     Bench(bench_cmd::BenchArgs),
+    /// Cut power at every (or a sample of) chip operation(s), recover, and check the
+    /// durability contract.
+    Crashtest(crash_cmd::CrashArgs),
     /// Inspect emulated NAND chips: presets, configurations and chip images.
     #[command(subcommand)]
     Chip(chip_cmd::ChipCommand),
@@ -35,6 +39,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Crashtest(args) => crash_cmd::run(args),
         Command::Chip(cmd) => chip_cmd::run(cmd),
         Command::Ecc(cmd) => ecc_cmd::run(cmd),
     };

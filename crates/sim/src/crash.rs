@@ -49,8 +49,11 @@ pub struct CrashConfig {
     pub flush_every: usize,
     /// Percent of operations that are trims.
     pub trim_pct: u32,
-    /// Logical pages the workload touches (a small set forces overwrites and GC).
-    pub span: u64,
+    /// Logical pages the workload touches, as a fraction of the volume.
+    pub span: f64,
+    /// Fill the span once (and flush) before the cut is armed, so the cuts land in a
+    /// full device with garbage collection running.
+    pub warmup: bool,
     /// Host operations of the after-recovery workload.
     pub tail_ops: usize,
 }
@@ -76,16 +79,41 @@ impl CrashConfig {
             ops: 400,
             flush_every: 16,
             trim_pct: 8,
-            span: 200,
-            tail_ops: 40,
+            span: 0.9,
+            warmup: true,
+            tail_ops: 60,
         }
+    }
+
+    /// Logical pages the workload touches on a volume of `logical` pages.
+    pub fn span_pages(&self, logical: u64) -> u64 {
+        ((logical as f64 * self.span.clamp(0.0, 1.0)) as u64).clamp(1, logical.max(1))
+    }
+
+    /// The warm-up: every page of the span written once, then a flush.
+    pub fn warmup_ops(&self, logical: u64) -> Vec<HostOp> {
+        if !self.warmup {
+            return Vec::new();
+        }
+        let mut v: Vec<HostOp> = (0..self.span_pages(logical))
+            .map(|l| HostOp::Write(l, 3 << 40 | l))
+            .collect();
+        v.push(HostOp::Flush);
+        v
+    }
+
+    /// Lowers the ECC strength to what the chip's spare area holds, if needed.
+    pub fn fit_ecc(&mut self) -> Result<(), String> {
+        let mut ctl = controller(self)?;
+        self.ftl.ecc_t = self.ftl.ecc_t.min(ctl.max_t()).max(1);
+        Ok(())
     }
 
     /// The host operations of phase `phase` (0: before the cut, 1: after recovery).
     pub fn workload(&self, phase: u64, logical: u64) -> Vec<HostOp> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ (0x5EED_0000 + phase));
         let n = if phase == 0 { self.ops } else { self.tail_ops };
-        let span = self.span.min(logical).max(1);
+        let span = self.span_pages(logical);
         let mut version = phase << 40;
         (0..n)
             .map(|i| {
@@ -368,6 +396,9 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     let mut dev = Dev::format(controller(cfg)?, cfg.ftl, t).map_err(|e| format!("format: {e}"))?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical);
+    if !run_ops(&mut dev, &mut model, &cfg.warmup_ops(logical), &mut t)? {
+        return Err("power loss during the warm-up".into());
+    }
     dev.controller_mut().chip_mut().arm_cut(id.at, id.mode);
     let ops = cfg.workload(0, logical);
     let completed = run_ops(&mut dev, &mut model, &ops, &mut t)?;
@@ -388,8 +419,11 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
                 // Check (with the cut held back), then run the after-recovery workload,
                 // which may be cut too.
                 let used = dev.controller().chip().ops() - ops0;
+                if std::env::var_os("NANDLAB_CRASH_DEBUG").is_some() {
+                    eprintln!("{:?} free {:?} {:?} {:?}", dev.recovery_report(), dev.free_blocks(), dev.physical_pages(), dev.counters());
+                }
                 dev.controller_mut().chip_mut().disarm_cut();
-                verify(&mut dev, &mut model, cfg.span, t)
+                verify(&mut dev, &mut model, cfg.span_pages(logical), t)
                     .map_err(|e| format!("after the first mount: {e}"))?;
                 dev.controller_mut()
                     .chip_mut()
@@ -405,11 +439,14 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
         ctl.chip_mut().power_on();
         t += Nanos::from_ms(1);
         let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount after the second cut: {e}"))?;
-        verify(&mut dev, &mut model, cfg.span, t)?;
+        verify(&mut dev, &mut model, cfg.span_pages(logical), t)?;
         return Ok(Outcome::Passed);
     }
     let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount: {e}"))?;
-    verify(&mut dev, &mut model, cfg.span, t)?;
+    if std::env::var_os("NANDLAB_CRASH_DEBUG").is_some() {
+        eprintln!("{:?} free {:?} {:?}", dev.recovery_report(), dev.free_blocks(), dev.physical_pages());
+    }
+    verify(&mut dev, &mut model, cfg.span_pages(logical), t)?;
     // The volume keeps working: more writes, a flush, a remount.
     if !run_ops(&mut dev, &mut model, &tail, &mut t)? {
         return Err("power loss without a cut".into());
@@ -418,7 +455,7 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     model.flushed();
     let ctl = dev.into_controller();
     let mut dev = mount(ctl, cfg, t).map_err(|e| format!("second mount: {e}"))?;
-    verify(&mut dev, &mut model, cfg.span, t).map_err(|e| format!("after the second mount: {e}"))?;
+    verify(&mut dev, &mut model, cfg.span_pages(logical), t).map_err(|e| format!("after the second mount: {e}"))?;
     Ok(Outcome::Passed)
 }
 
@@ -432,8 +469,9 @@ fn dry_run(cfg: &CrashConfig) -> Result<(u64, u64, ftl::FtlCounters), String> {
     let mut t = Nanos::ZERO;
     let mut dev = Dev::format(controller(cfg)?, cfg.ftl, t).map_err(|e| format!("format: {e}"))?;
     let logical = dev.logical_pages();
-    let start = dev.controller().chip().ops();
     let mut model = Model::new(logical);
+    run_ops(&mut dev, &mut model, &cfg.warmup_ops(logical), &mut t)?;
+    let start = dev.controller().chip().ops();
     run_ops(&mut dev, &mut model, &cfg.workload(0, logical), &mut t)?;
     let mid = dev.controller().chip().ops();
     let counters = *dev.counters();

@@ -396,6 +396,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         self.pending_trims.clear();
         self.opened_since_cp = 0;
+        self.young.fill(false);
         self.counters.checkpoints += 1;
         Ok(())
     }

@@ -172,6 +172,17 @@ struct Pending {
     copied: u64,
 }
 
+/// Program errors that mean a block resumed after a crash cannot take its next page.
+fn resume_conflict(e: &NandError) -> bool {
+    matches!(
+        e,
+        NandError::NotErased(_)
+            | NandError::OutOfOrder { .. }
+            | NandError::LowerPageNotProgrammed { .. }
+            | NandError::NeedsErase(_)
+    )
+}
+
 /// "No upper partner" in the per-page pairing table.
 const NO_UPPER: u32 = u32::MAX;
 
@@ -258,6 +269,13 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     pad: Vec<u8>,
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
+    /// Per block: opened since the last checkpoint. Such a block is not erased before the
+    /// next checkpoint: its records are what roll-forward recovery finds newer versions in.
+    young: Vec<bool>,
+    /// Set by a mount: write a checkpoint of the recovered state before the first program,
+    /// so allocation after a recovery again starts from a checkpoint (the next recovery's
+    /// candidate blocks follow from it).
+    checkpoint_due: bool,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -521,6 +539,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             opened_since_cp: 0,
             pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
             recovery: None,
+            checkpoint_due: false,
+            young: vec![false; nblocks],
             ctl,
         }
     }
@@ -562,6 +582,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.l2p = l2p;
         Ok(())
+    }
+
+    /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
+    pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        let p = *self.l2p.get(lpn as usize)?;
+        (p != INVALID && p != LOST).then(|| self.phys_addr(p))
     }
 
     /// The controller (ECC statistics, chip).
@@ -774,6 +800,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 }
             }
             self.state[b as usize] = BState::Open;
+            self.young[b as usize] = true;
             self.superseded[b as usize] = 0;
             self.opened_since_cp += 1;
             self.dies[die].frontier[stream] = Some(Frontier { block: b, next: 0 });
@@ -840,6 +867,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     self.counters.program_retries += 1;
                     self.retire(f.block, die);
                 }
+                Err(CtlError::Nand(e)) if resume_conflict(&e) => self.close_block(f.block, die),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -897,7 +925,25 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 self.retire(b, die);
                 Ok(None)
             }
+            Err(CtlError::Nand(e)) if resume_conflict(&e) => {
+                self.close_block(b, die);
+                Ok(None)
+            }
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Stops writing to a frontier block (resumed after a crash, its next page turned out
+    /// not programmable: a torn program that reads as erased).
+    fn close_block(&mut self, b: u32, die: usize) {
+        for f in self.dies[die].frontier.iter_mut() {
+            if f.is_some_and(|f| f.block == b) {
+                *f = None;
+            }
+        }
+        if self.state[b as usize] == BState::Open {
+            self.state[b as usize] = BState::Full;
+            self.index_insert(b);
         }
     }
 
@@ -932,9 +978,16 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         if self.policy.is_greedy() {
             let base = die * (self.ppb as usize + 1);
             // A block full of valid pages gains nothing.
-            return (0..self.ppb as usize)
-                .map(|v| self.head[base + v])
-                .find(|&b| b != NIL);
+            for v in 0..self.ppb as usize {
+                let mut b = self.head[base + v];
+                while b != NIL {
+                    if !self.young[b as usize] {
+                        return Some(b);
+                    }
+                    b = self.next[b as usize];
+                }
+            }
+            return None;
         }
         let lo = die as u32 * self.blocks_per_die;
         let ctx = SelectContext {
@@ -944,7 +997,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         let mut cands = (lo..lo + self.blocks_per_die)
             .filter(|&b| {
-                self.state[b as usize] == BState::Full && self.valid[b as usize] < self.ppb
+                self.state[b as usize] == BState::Full
+                    && self.valid[b as usize] < self.ppb
+                    && !self.young[b as usize]
             })
             .map(|b| Candidate {
                 block: b,
@@ -1135,6 +1190,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     self.counters.program_retries += 1;
                     self.retire(pb, die);
                 }
+                Err(CtlError::Nand(e)) if resume_conflict(&e) => self.close_block(pb, die),
                 Err(e) => return Err(e.into()),
             }
         };
@@ -1168,7 +1224,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             .max()
             .unwrap_or(0);
         let coldest = range
-            .filter(|&b| self.state[b as usize] == BState::Full)
+            .filter(|&b| self.state[b as usize] == BState::Full && !self.young[b as usize])
             .min_by_key(|&b| (self.erase[b as usize], b));
         if let Some(c) = coldest {
             if max - self.erase[c as usize] > wl.spread {
@@ -1199,7 +1255,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 }
             }
             if self.dies[die].gc.is_none() {
-                match self.select_victim(die, now) {
+                let mut victim = self.select_victim(die, now);
+                if victim.is_none() && self.young.iter().any(|&y| y) {
+                    // Only blocks written since the last checkpoint are left: checkpoint,
+                    // which makes them collectable.
+                    self.write_checkpoint(now)?;
+                    victim = self.select_victim(die, now);
+                }
+                match victim {
                     Some(v) => self.dies[die].gc = Some(self.claim_victim(v, Cause::Gc)),
                     None if !self.dies[die].dirty.is_empty() => {
                         self.erase_dirty(now, die, true)?;
@@ -1225,7 +1288,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(())
     }
 
+    /// Writes the checkpoint a mount left due (before anything is programmed).
+    fn settle(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.checkpoint_due {
+            self.write_checkpoint(now)?;
+            self.checkpoint_due = false;
+        }
+        Ok(())
+    }
+
     fn write_inner(&mut self, now: Nanos, lpn: u64, data: &[u8]) -> Result<(), FtlError> {
+        self.settle(now)?;
         let ndies = self.dies.len();
         let first = self.rr_die as usize;
         self.rr_die = ((first + 1) % ndies) as u32;
@@ -1322,6 +1395,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
         self.counters.flushes += 1;
+        self.settle(now)?;
         let interval = if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {
@@ -1336,10 +1410,14 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.counters.flushes += 1;
+        self.checkpoint_due = false;
         self.write_checkpoint(now)
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
+        if self.dies.iter().any(|d| !d.background.is_empty() || !d.dirty.is_empty()) {
+            self.settle(now)?;
+        }
         let mut worked = false;
         for die in 0..self.dies.len() {
             if !self.dies[die].background.is_empty() {

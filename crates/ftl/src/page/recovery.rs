@@ -19,6 +19,11 @@
 //!   — found as the scan proceeds — every block left without a valid page, which may have
 //!   been erased and reused (its first page and erase count tell).
 //!
+//! That candidate set is complete because a block opened after a checkpoint is never
+//! erased before the next one (GC skips such "young" blocks, and writes a checkpoint when
+//! nothing else is left): every record newer than the checkpoint is still on the chip, in a
+//! candidate block, and every block erased since held only data superseded by such records.
+//!
 //! Pages that may have been caught by the cut (the last `window + 1` pages before a block's
 //! first erased page: the torn page and the lower pages an upper-page cut can scramble)
 //! are read in full and their data CRC checked before they may win; OOB records alone
@@ -249,6 +254,12 @@ struct Rebuild {
     checkpoint_pages: u64,
     pages_scanned: u64,
     page: Vec<u8>,
+    /// Half-written blocks: (block, first erased page, sequence number of every page
+    /// before it; 0 where unreadable).
+    partial: Vec<(u32, u32, Vec<u64>)>,
+    /// Blocks holding a record newer than the checkpoint: written since, so not erasable
+    /// before the next checkpoint (a later roll-forward from the same checkpoint needs them).
+    young: BTreeSet<u32>,
 }
 
 impl Rebuild {
@@ -303,6 +314,8 @@ impl Rebuild {
             checkpoint_pages,
             pages_scanned: 0,
             page,
+            partial: Vec::new(),
+            young: BTreeSet::new(),
         })
     }
 
@@ -358,6 +371,7 @@ impl Rebuild {
         let ppb = ftl.ppb;
         let addr = ftl.block_addr(b);
         let mut found: Vec<(u32, u64, u64)> = Vec::new();
+        let mut seqs: Vec<u64> = vec![0; ppb as usize];
         let mut wp = ppb;
         for p in from..ppb {
             let pa = addr.page(p).expect("page in block");
@@ -367,6 +381,10 @@ impl Rebuild {
                     ftl.push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
                     let rec = ri.record;
                     self.max_seq = self.max_seq.max(rec.seq.saturating_add(1));
+                    seqs[p as usize] = rec.seq;
+                    if rec.seq >= self.snap.seq {
+                        self.young.insert(b);
+                    }
                     if matches!(rec.kind, PageKind::User | PageKind::GcCopy)
                         && rec.lpn < ftl.logical
                         && rec.seq >= min_seq
@@ -386,6 +404,10 @@ impl Rebuild {
         }
         if wp > 0 || from > 0 {
             self.full.insert(b);
+        }
+        if wp > 0 && wp < ppb {
+            self.partial.retain(|x| x.0 != b);
+            self.partial.push((b, wp, seqs));
         }
         let tail = wp.saturating_sub(ftl.window + 1);
         for (p, lpn, seq) in found {
@@ -473,6 +495,29 @@ impl Rebuild {
                 ftl.state[i] = BState::Bad;
             }
         }
+        // Half-written blocks become the frontiers again (up to two per die, newest first),
+        // so the space a crash left in them is not lost: a full device may have nothing
+        // else to copy into. Their lower pages written before the cut count as exposed.
+        let mut partial = self.partial;
+        partial.sort_by_key(|p| Reverse(p.2.iter().copied().max().unwrap_or(0)));
+        for (b, wp, seqs) in partial {
+            let i = b as usize;
+            let die = ftl.die_of(b) as usize;
+            if ftl.state[i] != BState::Full {
+                continue;
+            }
+            let Some(s) = ftl.dies[die].frontier.iter().position(|f| f.is_none()) else {
+                continue;
+            };
+            ftl.index_remove(b);
+            ftl.state[i] = BState::Open;
+            ftl.dies[die].frontier[s] = Some(super::Frontier { block: b, next: wp });
+            let base = (die * 2 + s) * ftl.ppb as usize;
+            ftl.fseq[base..base + ftl.ppb as usize].copy_from_slice(&seqs);
+        }
+        // What superseded each block's pages is unknown: no victim is erased while any
+        // page is exposed (see `PageFtl::erase_dirty`).
+        ftl.superseded.fill(u64::MAX - 1);
         ftl.seq = ftl.seq.max(self.max_seq).max(1);
         let mapped = ftl
             .l2p
@@ -496,7 +541,10 @@ impl Rebuild {
             ch_t[op.channel as usize % nc] += op.transfer.0;
         }
         let time = die_t.iter().chain(ch_t.iter()).copied().max().unwrap_or(0);
-        ftl.opened_since_cp = 0;
+        for &b in &self.young {
+            ftl.young[b as usize] = true;
+        }
+        ftl.opened_since_cp = self.young.len() as u32;
         Ok(RecoveryReport {
             procedure: name.into(),
             checkpoint_gen: self.gen,

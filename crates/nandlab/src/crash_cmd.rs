@@ -1,0 +1,162 @@
+//! `nandlab crashtest`: the power-cut harness from the command line.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use ftl::RecoveryKind;
+use nand::{ChipConfig, CutMode};
+use sim::crash::{run_case, run_plan, CaseId, CrashConfig, Outcome, Plan};
+use std::io::IsTerminal;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ModeArg {
+    /// Every operation index × every cut mode.
+    Linear,
+    /// A seeded sample of (operation, cut mode).
+    Random,
+    /// A seeded sample with a second cut after power-on (mount and the work after it).
+    Nested,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RecoveryArg {
+    /// Checkpoint plus roll-forward (DCR).
+    RollForward,
+    /// Version-based full scan.
+    FullScan,
+}
+
+#[derive(Debug, Args)]
+pub struct CrashArgs {
+    /// Which cut points to try.
+    #[arg(long, value_enum, default_value = "random")]
+    mode: ModeArg,
+    /// Cases of the random and nested modes.
+    #[arg(long, default_value_t = 500)]
+    samples: usize,
+    /// Workload and chip seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Host operations before the cut.
+    #[arg(long, default_value_t = 400)]
+    ops: usize,
+    /// A flush every this many host operations.
+    #[arg(long, default_value_t = 16)]
+    flush_every: usize,
+    /// Chip preset (bytes mode; keep it small).
+    #[arg(long, default_value = "tiny-mlc")]
+    preset: String,
+    /// Blocks per plane (overrides the preset).
+    #[arg(long)]
+    blocks_per_plane: Option<u32>,
+    /// Recovery procedure under test.
+    #[arg(long, value_enum, default_value = "roll-forward")]
+    recovery: RecoveryArg,
+    /// Cut modes, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    cuts: Vec<String>,
+    /// Replay one case by its id (seed:n:mode or seed:n:mode/k:mode).
+    #[arg(long)]
+    replay: Option<String>,
+}
+
+pub fn run(args: CrashArgs) -> Result<()> {
+    let mut cfg = CrashConfig::small(args.seed);
+    let mut chip = ChipConfig::preset(&args.preset)
+        .with_context(|| format!("unknown chip preset `{}`", args.preset))?;
+    if let Some(b) = args.blocks_per_plane {
+        chip.geometry.blocks_per_plane = b;
+    }
+    chip.reliability.wear_fail_rate = 0.0;
+    chip.reliability.wear_fail_growth = 0.0;
+    chip.seed = args.seed;
+    cfg.chip = chip;
+    cfg.ops = args.ops;
+    cfg.flush_every = args.flush_every;
+    cfg.fit_ecc().map_err(anyhow::Error::msg)?;
+    cfg.ftl.recovery = match args.recovery {
+        RecoveryArg::RollForward => RecoveryKind::RollForward,
+        RecoveryArg::FullScan => RecoveryKind::FullScan,
+    };
+    if let Some(id) = &args.replay {
+        let id: CaseId = id.parse().map_err(anyhow::Error::msg)?;
+        return match run_case(&cfg, id) {
+            Outcome::Passed => {
+                println!("replay {id}: passed");
+                Ok(())
+            }
+            Outcome::NotReached => {
+                println!("replay {id}: the workload ended before operation {}", id.at);
+                Ok(())
+            }
+            Outcome::Failed(m) => bail!("replay {id}: {m}"),
+        };
+    }
+    let modes: Vec<CutMode> = if args.cuts.is_empty() {
+        CutMode::ALL.to_vec()
+    } else {
+        args.cuts
+            .iter()
+            .map(|c| {
+                CutMode::from_name(c).with_context(|| {
+                    let names: Vec<_> = CutMode::ALL.iter().map(|m| m.name()).collect();
+                    format!("unknown cut mode `{c}` (one of {})", names.join(", "))
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    let plan = match args.mode {
+        ModeArg::Linear => Plan::Linear,
+        ModeArg::Random => Plan::Random {
+            samples: args.samples,
+        },
+        ModeArg::Nested => Plan::Nested {
+            samples: args.samples,
+        },
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::new(0)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let s = run_plan(&cfg, plan, &modes, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })
+    .map_err(anyhow::Error::msg)?;
+    bar.finish_and_clear();
+    let w = &s.workload;
+    println!(
+        "crashtest: {:?} mode, {} recovery, chip {} (seed {})",
+        args.mode,
+        sim::crash::recovery_name(cfg.ftl.recovery),
+        args.preset,
+        args.seed
+    );
+    println!(
+        "workload:  {} host ops, {} chip ops; {} GC victims, {} checkpoints, {} padding pages, {} trims",
+        cfg.ops,
+        s.workload_ops,
+        w.gc_victims,
+        w.checkpoints,
+        w.pad_pages,
+        w.trims
+    );
+    println!(
+        "cuts:      {} cases: {} passed, {} past the end of the workload, {} failed",
+        s.cases,
+        s.passed,
+        s.not_reached,
+        s.failures.len()
+    );
+    for (id, m) in s.failures.iter().take(20) {
+        println!("FAILED     replay {id}: {m}");
+    }
+    if !s.failures.is_empty() {
+        bail!(
+            "{} of {} cases broke the durability contract (replay one with --replay ID)",
+            s.failures.len(),
+            s.cases
+        );
+    }
+    Ok(())
+}
