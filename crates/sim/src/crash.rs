@@ -373,6 +373,29 @@ fn mount(ctl: Controller<RamStorage, ConstantRber>, cfg: &CrashConfig, t: Nanos)
     PageFtl::mount(ctl, cfg.ftl, t)
 }
 
+
+fn debug_dump(dev: &mut Dev, t: Nanos, what: &str) {
+    let Some(l) = std::env::var("NANDLAB_CRASH_LPN").ok().and_then(|v| v.parse::<u64>().ok()) else {
+        return;
+    };
+    eprintln!("== {what}: lpn {l} -> {:?}; {:?}", dev.mapping(l), dev.recovery_report());
+    let geo = *dev.controller().chip().geometry();
+    for bi in 0..geo.total_blocks() {
+        let blk = geo.block_at(bi).unwrap();
+        let info = dev.controller().chip().block_info(blk).unwrap();
+        let mut line = format!("blk{bi} ec{} np{}:", info.erase_count, info.next_page);
+        for p in 0..info.next_page {
+            let a = blk.page(p).unwrap();
+            match dev.controller_mut().read_record(t, a) {
+                Ok(controller::PageRead::Data(i)) if i.record.lpn == l => line += &format!(" [{}@{}]", i.record.lpn as i64, i.record.seq),
+                Ok(controller::PageRead::Data(i)) => line += &format!(" {}@{}", i.record.lpn as i64, i.record.seq),
+                _ => line += " ?",
+            }
+        }
+        eprintln!("{line}");
+    }
+}
+
 /// Runs one case.
 pub fn run_case(cfg: &CrashConfig, id: CaseId) -> Outcome {
     let mut cfg = cfg.clone();
@@ -419,10 +442,8 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
                 // Check (with the cut held back), then run the after-recovery workload,
                 // which may be cut too.
                 let used = dev.controller().chip().ops() - ops0;
-                if std::env::var_os("NANDLAB_CRASH_DEBUG").is_some() {
-                    eprintln!("{:?} free {:?} {:?} {:?}", dev.recovery_report(), dev.free_blocks(), dev.physical_pages(), dev.counters());
-                }
                 dev.controller_mut().chip_mut().disarm_cut();
+                debug_dump(&mut dev, t, "first mount");
                 verify(&mut dev, &mut model, cfg.span_pages(logical), t)
                     .map_err(|e| format!("after the first mount: {e}"))?;
                 dev.controller_mut()
@@ -439,6 +460,7 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
         ctl.chip_mut().power_on();
         t += Nanos::from_ms(1);
         let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount after the second cut: {e}"))?;
+        debug_dump(&mut dev, t, "second mount");
         verify(&mut dev, &mut model, cfg.span_pages(logical), t)?;
         return Ok(Outcome::Passed);
     }
