@@ -88,6 +88,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
                 println!("replay {id}: the workload ended before operation {}", id.at);
                 Ok(())
             }
+            Outcome::OutOfSpace(m) => bail!("replay {id}: out of space after recovery: {m}"),
             Outcome::Failed(m) => bail!("replay {id}: {m}"),
         };
     }
@@ -142,19 +143,23 @@ pub fn run(args: CrashArgs) -> Result<()> {
         w.trims
     );
     println!(
-        "cuts:      {} cases: {} passed, {} past the end of the workload, {} failed",
+        "cuts:      {} cases: {} passed, {} past the end of the workload, {} out of space after recovery, {} broke the contract",
         s.cases,
         s.passed,
         s.not_reached,
+        s.out_of_space.len(),
         s.failures.len()
     );
+    for (id, m) in s.out_of_space.iter().take(5) {
+        println!("NO SPACE   replay {id}: {m}");
+    }
     for (id, m) in s.failures.iter().take(20) {
         println!("FAILED     replay {id}: {m}");
     }
-    if !s.failures.is_empty() {
+    if !s.failures.is_empty() || !s.out_of_space.is_empty() {
         bail!(
-            "{} of {} cases broke the durability contract (replay one with --replay ID)",
-            s.failures.len(),
+            "{} of {} cases failed (replay one with --replay ID)",
+            s.failures.len() + s.out_of_space.len(),
             s.cases
         );
     }

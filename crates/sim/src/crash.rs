@@ -203,6 +203,9 @@ pub enum Outcome {
     Passed,
     /// The workload ended before operation N (nothing was cut).
     NotReached,
+    /// After recovery the volume refused a write for lack of space (a liveness failure:
+    /// nothing read back wrong).
+    OutOfSpace(String),
     /// The contract was broken, or something panicked or errored.
     Failed(String),
 }
@@ -235,6 +238,8 @@ pub struct Summary {
     pub not_reached: u64,
     /// Failures: replay id and message.
     pub failures: Vec<(CaseId, String)>,
+    /// Cases that ran out of space after recovery (replay id and message).
+    pub out_of_space: Vec<(CaseId, String)>,
     /// Chip operations of the cut-free workload (the linear range).
     pub workload_ops: u64,
     /// FTL counters at the end of the cut-free workload (what the cuts can land in).
@@ -369,16 +374,26 @@ fn verify(dev: &mut Dev, model: &mut Model, span: u64, t: Nanos) -> Result<(), S
     Ok(())
 }
 
-fn mount(ctl: Controller<RamStorage, ConstantRber>, cfg: &CrashConfig, t: Nanos) -> Result<Dev, FtlError> {
+fn mount(
+    ctl: Controller<RamStorage, ConstantRber>,
+    cfg: &CrashConfig,
+    t: Nanos,
+) -> Result<Dev, FtlError> {
     PageFtl::mount(ctl, cfg.ftl, t)
 }
 
-
 fn debug_dump(dev: &mut Dev, t: Nanos, what: &str) {
-    let Some(l) = std::env::var("NANDLAB_CRASH_LPN").ok().and_then(|v| v.parse::<u64>().ok()) else {
+    let Some(l) = std::env::var("NANDLAB_CRASH_LPN")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
         return;
     };
-    eprintln!("== {what}: lpn {l} -> {:?}; {:?}", dev.mapping(l), dev.recovery_report());
+    eprintln!(
+        "== {what}: lpn {l} -> {:?}; {:?}",
+        dev.mapping(l),
+        dev.recovery_report()
+    );
     let geo = *dev.controller().chip().geometry();
     for bi in 0..geo.total_blocks() {
         let blk = geo.block_at(bi).unwrap();
@@ -387,8 +402,12 @@ fn debug_dump(dev: &mut Dev, t: Nanos, what: &str) {
         for p in 0..info.next_page {
             let a = blk.page(p).unwrap();
             match dev.controller_mut().read_record(t, a) {
-                Ok(controller::PageRead::Data(i)) if i.record.lpn == l => line += &format!(" [{}@{}]", i.record.lpn as i64, i.record.seq),
-                Ok(controller::PageRead::Data(i)) => line += &format!(" {}@{}", i.record.lpn as i64, i.record.seq),
+                Ok(controller::PageRead::Data(i)) if i.record.lpn == l => {
+                    line += &format!(" [{}@{}]", i.record.lpn as i64, i.record.seq)
+                }
+                Ok(controller::PageRead::Data(i)) => {
+                    line += &format!(" {}@{}", i.record.lpn as i64, i.record.seq)
+                }
                 _ => line += " ?",
             }
         }
@@ -403,6 +422,7 @@ pub fn run_case(cfg: &CrashConfig, id: CaseId) -> Outcome {
     cfg.chip.seed = id.seed;
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case_inner(&cfg, id))) {
         Ok(Ok(o)) => o,
+        Ok(Err(m)) if m.contains(&FtlError::NoSpace.to_string()) => Outcome::OutOfSpace(m),
         Ok(Err(m)) => Outcome::Failed(m),
         Err(p) => Outcome::Failed(format!(
             "panic: {}",
@@ -465,19 +485,28 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
         return Ok(Outcome::Passed);
     }
     let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount: {e}"))?;
+    debug_dump(&mut dev, t, "first mount");
     if std::env::var_os("NANDLAB_CRASH_DEBUG").is_some() {
-        eprintln!("{:?} free {:?} {:?}", dev.recovery_report(), dev.free_blocks(), dev.physical_pages());
+        eprintln!(
+            "{:?} free {:?} {:?}",
+            dev.recovery_report(),
+            dev.free_blocks(),
+            dev.physical_pages()
+        );
     }
     verify(&mut dev, &mut model, cfg.span_pages(logical), t)?;
     // The volume keeps working: more writes, a flush, a remount.
     if !run_ops(&mut dev, &mut model, &tail, &mut t)? {
         return Err("power loss without a cut".into());
     }
-    dev.flush(t).map_err(|e| format!("flush after recovery: {e}"))?;
+    dev.flush(t)
+        .map_err(|e| format!("flush after recovery: {e}"))?;
     model.flushed();
     let ctl = dev.into_controller();
     let mut dev = mount(ctl, cfg, t).map_err(|e| format!("second mount: {e}"))?;
-    verify(&mut dev, &mut model, cfg.span_pages(logical), t).map_err(|e| format!("after the second mount: {e}"))?;
+    debug_dump(&mut dev, t, "second mount");
+    verify(&mut dev, &mut model, cfg.span_pages(logical), t)
+        .map_err(|e| format!("after the second mount: {e}"))?;
     Ok(Outcome::Passed)
 }
 
@@ -566,6 +595,7 @@ pub fn run_plan(
         match run_case(cfg, id) {
             Outcome::Passed => s.passed += 1,
             Outcome::NotReached => s.not_reached += 1,
+            Outcome::OutOfSpace(m) => s.out_of_space.push((id, m)),
             Outcome::Failed(m) => s.failures.push((id, m)),
         }
         progress(s.cases, total);

@@ -7,13 +7,17 @@ use sim::crash::{run_case, run_plan, CaseId, CrashConfig, Outcome, Plan};
 
 fn report(name: &str, s: &sim::crash::Summary) {
     eprintln!(
-        "{name}: {} cases over {} workload ops: {} passed, {} past the end, {} failed",
+        "{name}: {} cases over {} workload ops: {} passed, {} past the end, {} out of space, {} failed",
         s.cases,
         s.workload_ops,
         s.passed,
         s.not_reached,
+        s.out_of_space.len(),
         s.failures.len()
     );
+    for (id, m) in s.out_of_space.iter().take(5) {
+        eprintln!("  out of space: replay {id}: {m}");
+    }
     for (id, m) in s.failures.iter().take(10) {
         eprintln!("  replay {id}: {m}");
     }
@@ -21,30 +25,66 @@ fn report(name: &str, s: &sim::crash::Summary) {
 
 #[test]
 fn every_cut_point_and_mode_roll_forward() {
-    let cfg = CrashConfig::small(1);
+    let mut cfg = CrashConfig::small(1);
+    cfg.ops = 150;
     let s = run_plan(&cfg, Plan::Linear, &CutMode::ALL, &mut |_, _| {}).unwrap();
     report("linear roll-forward", &s);
     assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
-    assert!(s.passed > 2000, "{s:?}");
+    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
+    assert!(s.passed > 3000, "{s:?}");
+    assert!(
+        s.workload.gc_victims > 10 && s.workload.checkpoints > 2,
+        "{s:?}"
+    );
 }
 
 #[test]
 fn every_cut_point_and_mode_full_scan() {
     let mut cfg = CrashConfig::small(2);
+    cfg.ops = 150;
     cfg.ftl.recovery = RecoveryKind::FullScan;
     let s = run_plan(&cfg, Plan::Linear, &CutMode::ALL, &mut |_, _| {}).unwrap();
     report("linear full scan", &s);
     assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
     assert!(s.passed > 2000, "{s:?}");
+}
+
+#[test]
+fn random_sample_on_a_larger_chip() {
+    // 64 blocks per plane: four times the small chip.
+    let mut cfg = CrashConfig::small(5);
+    cfg.chip.geometry.blocks_per_plane = 64;
+    cfg.ops = 1500;
+    let s = run_plan(
+        &cfg,
+        Plan::Random { samples: 400 },
+        &CutMode::ALL,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    report("random, larger chip", &s);
+    assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+    // Running out of space right after a recovery is a known liveness gap (see the
+    // closing note of the crash-safety issue); it must stay rare.
+    assert!(s.out_of_space.len() * 50 <= s.cases as usize, "{s:?}");
+    assert!(s.passed > 350, "{s:?}");
 }
 
 #[test]
 fn nested_cuts_after_power_on() {
     let cfg = CrashConfig::small(3);
-    let s = run_plan(&cfg, Plan::Nested { samples: 600 }, &CutMode::ALL, &mut |_, _| {}).unwrap();
+    let s = run_plan(
+        &cfg,
+        Plan::Nested { samples: 600 },
+        &CutMode::ALL,
+        &mut |_, _| {},
+    )
+    .unwrap();
     report("nested", &s);
     assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
-    assert!(s.passed > 500, "{s:?}");
+    assert!(s.out_of_space.len() * 50 <= s.cases as usize, "{s:?}");
+    assert!(s.passed > 550, "{s:?}");
 }
 
 #[test]

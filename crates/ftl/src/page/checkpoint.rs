@@ -456,10 +456,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Reads the newest complete checkpoint generation from the region: its snapshot, its
     /// trim log, and the log's position. `None` if the region holds no valid checkpoint.
-    pub(crate) fn load_checkpoint(
-        &mut self,
-        now: Nanos,
-    ) -> Result<Option<Loaded>, FtlError> {
+    pub(crate) fn load_checkpoint(&mut self, now: Nanos) -> Result<Option<Loaded>, FtlError> {
         let mut page = vec![0u8; self.geo.page_size as usize];
         // The first page of every region block: which generation and page it starts with.
         let mut starts: Vec<(u64, u32, u32)> = Vec::new();

@@ -1415,7 +1415,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
-        if self.dies.iter().any(|d| !d.background.is_empty() || !d.dirty.is_empty()) {
+        if self
+            .dies
+            .iter()
+            .any(|d| !d.background.is_empty() || !d.dirty.is_empty())
+        {
             self.settle(now)?;
         }
         let mut worked = false;

@@ -373,6 +373,9 @@ impl Rebuild {
         let mut found: Vec<(u32, u64, u64)> = Vec::new();
         let mut seqs: Vec<u64> = vec![0; ppb as usize];
         let mut wp = ppb;
+        // A page that does not decode, or fails verification, makes the block unfit to
+        // resume: a later roll-forward would no longer see it at the write point.
+        let mut clean = true;
         for p in from..ppb {
             let pa = addr.page(p).expect("page in block");
             self.pages_scanned += 1;
@@ -398,27 +401,28 @@ impl Rebuild {
                     break;
                 }
                 // A torn or scrambled page holds nothing; later pages may.
-                Err(CtlError::Uncorrectable { .. }) => {}
+                Err(CtlError::Uncorrectable { .. }) => clean = false,
                 Err(e) => return Err(e.into()),
             }
         }
         if wp > 0 || from > 0 {
             self.full.insert(b);
         }
-        if wp > 0 && wp < ppb {
-            self.partial.retain(|x| x.0 != b);
-            self.partial.push((b, wp, seqs));
-        }
         let tail = wp.saturating_sub(ftl.window + 1);
         for (p, lpn, seq) in found {
-            let i = lpn as usize;
-            if seq <= self.best[i] {
-                continue;
-            }
+            // Pages at the write point are read in full whether or not they win: a damaged
+            // one rules out resuming the block.
             if p >= tail && !self.verify(ftl, now, b, p)? {
+                clean = false;
                 continue;
             }
-            self.apply(ftl, lpn, b * ppb + p, seq);
+            if seq > self.best[lpn as usize] {
+                self.apply(ftl, lpn, b * ppb + p, seq);
+            }
+        }
+        self.partial.retain(|x| x.0 != b);
+        if wp > from && wp < ppb && clean {
+            self.partial.push((b, wp, seqs));
         }
         Ok(wp)
     }
