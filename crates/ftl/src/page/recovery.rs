@@ -456,11 +456,20 @@ impl Rebuild {
         let nblocks = ftl.geo.total_blocks();
         ftl.p2l.fill(INVALID);
         ftl.valid.fill(0);
-        for (lpn, &p) in ftl.l2p.iter().enumerate() {
-            if p != INVALID && p != LOST {
-                ftl.p2l[p as usize] = lpn as u32;
-                ftl.valid[(p / ftl.ppb) as usize] += 1;
+        for lpn in 0..ftl.l2p.len() {
+            let p = ftl.l2p[lpn];
+            if p == INVALID || p == LOST {
+                continue;
             }
+            if ftl.p2l[p as usize] != INVALID {
+                // Two logical pages claim one physical page: only a forged or corrupted
+                // image does this. Neither can be trusted to be right; report the second
+                // as unreadable rather than serve another page's data.
+                ftl.l2p[lpn] = LOST;
+                continue;
+            }
+            ftl.p2l[p as usize] = lpn as u32;
+            ftl.valid[(p / ftl.ppb) as usize] += 1;
         }
         for b in 0..nblocks {
             let i = b as usize;
@@ -507,7 +516,12 @@ impl Rebuild {
         for (b, wp, seqs) in partial {
             let i = b as usize;
             let die = ftl.die_of(b) as usize;
-            if ftl.state[i] != BState::Full {
+            // Only a block whose pages from the write point on map nothing (an image
+            // whose checkpoint maps pages of an erased block fails this).
+            let base = b * ftl.ppb;
+            if ftl.state[i] != BState::Full
+                || (wp..ftl.ppb).any(|p| ftl.p2l[(base + p) as usize] != INVALID)
+            {
                 continue;
             }
             let Some(s) = ftl.dies[die].frontier.iter().position(|f| f.is_none()) else {
