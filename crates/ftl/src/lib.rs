@@ -11,6 +11,23 @@
 //! places the operations on per-die and per-channel timelines. The FTL itself keeps no clock:
 //! `now` is passed in.
 //!
+//! ## Durability contract
+//!
+//! For every [`Ftl`] and every sequence of operations cut short by a power failure at any
+//! point (including inside a program or an erase, and on MLC chips an upper-page program
+//! that scrambles its word line's lower page), after power-on and mount:
+//!
+//! - every logical page whose last write or trim was followed by a completed
+//!   [`flush`](Ftl::flush) reads back exactly that value (zeros after a trim);
+//! - every other logical page reads back its value at the last completed flush or the
+//!   value of one of the writes (or trims) issued since — never anything else, and never an
+//!   error;
+//! - mounting never panics, whatever the chip holds: it returns a volume or an error.
+//!
+//! [`PageFtl`] meets it with checkpoints, per-page OOB records, sealing of exposed MLC lower
+//! pages and deferred erases (see its module docs); `sim::crash` and `nandlab crashtest`
+//! check it by cutting power at every chip operation.
+//!
 //! `no_std` + `alloc`.
 #![no_std]
 #![warn(missing_docs)]

@@ -44,7 +44,11 @@ fn exercise(dev: &mut PageFtl<RamStorage, ConstantRber>) {
     }
     // And it accepts writes (or reports it is full).
     for l in 0..n.min(40) {
-        match dev.write(Nanos(2), Lpn::checked(l, n).unwrap(), &vec![l as u8; buf.len()]) {
+        match dev.write(
+            Nanos(2),
+            Lpn::checked(l, n).unwrap(),
+            &vec![l as u8; buf.len()],
+        ) {
             Ok(()) | Err(FtlError::NoSpace) => {}
             Err(e) => panic!("write {l}: {e}"),
         }
@@ -54,20 +58,21 @@ fn exercise(dev: &mut PageFtl<RamStorage, ConstantRber>) {
 #[derive(Debug, Clone)]
 enum Damage {
     /// Program a page with random bytes (data and spare as stored, no ECC).
-    Raw { block: u32, page_frac: u8, fill: u8 },
+    Raw { block: u32, fill: u8 },
     /// Program a page through the controller with a forged record.
-    Forged { block: u32, lpn: u64, seq: u64, kind: u8 },
+    Forged {
+        block: u32,
+        lpn: u64,
+        seq: u64,
+        kind: u8,
+    },
     /// Erase a block.
     Erase { block: u32 },
 }
 
 fn damage() -> impl Strategy<Value = Damage> {
     prop_oneof![
-        (0u32..64, any::<u8>(), any::<u8>()).prop_map(|(block, page_frac, fill)| Damage::Raw {
-            block,
-            page_frac,
-            fill
-        }),
+        (0u32..64, any::<u8>()).prop_map(|(block, fill)| Damage::Raw { block, fill }),
         (0u32..64, any::<u64>(), any::<u64>(), 0u8..4).prop_map(|(block, lpn, seq, kind)| {
             Damage::Forged {
                 block,
@@ -84,18 +89,15 @@ fn apply(ctl: &mut Ctl, d: &Damage, seed: u64) {
     let geo = *ctl.chip().geometry();
     let blocks = geo.total_blocks();
     match *d {
-        Damage::Raw {
-            block,
-            page_frac: _,
-            fill,
-        } => {
+        Damage::Raw { block, fill } => {
             let b = geo.block_at(block % blocks).unwrap();
             let next = ctl.chip().block_info(b).unwrap().next_page;
             if next < geo.pages_per_block {
                 let a = b.page(next).unwrap();
                 let mut data = nand::pattern::bytes(geo.page_size as usize, seed ^ fill as u64);
                 data[0] = fill;
-                let spare = nand::pattern::bytes(geo.spare_size as usize, seed.wrapping_add(fill as u64));
+                let spare =
+                    nand::pattern::bytes(geo.spare_size as usize, seed.wrapping_add(fill as u64));
                 let _ = ctl.chip_mut().program(Nanos(0), a, &data, &spare);
             }
         }

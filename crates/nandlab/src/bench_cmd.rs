@@ -27,6 +27,10 @@ pub struct BenchArgs {
     /// Requests per phase of the bytes-vs-digest comparison.
     #[arg(long, default_value_t = 300_000)]
     small_requests: u64,
+    /// Instead: the recovery benchmark (full scan vs checkpoint + roll-forward, simulated
+    /// recovery time) on chips of these sizes in MiB.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_missing_value = "128,512,2048,8192,32768")]
+    recovery: Option<Vec<u64>>,
 }
 
 fn device(capacity: u64, bytes_mode: bool, op: f64) -> Result<sim::Experiment> {
@@ -112,6 +116,9 @@ fn precondition(engine: &mut Engine) -> Result<f64> {
 }
 
 pub fn run(a: BenchArgs) -> Result<()> {
+    if let Some(sizes) = &a.recovery {
+        return crate::recovery_bench::run(sizes);
+    }
     let cap = a.capacity_gib << 30;
     println!(
         "== steady-state simulator throughput, digest mode, {} GiB page-mapped device",

@@ -4,6 +4,7 @@ mod bench_cmd;
 mod chip_cmd;
 mod crash_cmd;
 mod ecc_cmd;
+mod recovery_bench;
 mod run_cmd;
 
 use clap::{Parser, Subcommand};
