@@ -12,7 +12,8 @@ type Dev = PageFtl<RamStorage, ConstantRber>;
 
 fn device(preset: &str, victim: VictimKind, wl: bool, rber: f64, seed: u64) -> Dev {
     let mut cfg = ChipConfig::preset(preset).unwrap();
-    cfg.geometry.blocks_per_plane = 24 / cfg.geometry.planes_per_die;
+    // 48 blocks: four of them hold the checkpoint region (SLC mode, half the pages).
+    cfg.geometry.blocks_per_plane = 48 / cfg.geometry.planes_per_die;
     cfg.reliability.wear_fail_rate = 0.0;
     cfg.reliability.wear_fail_growth = 0.0;
     cfg.seed = seed;

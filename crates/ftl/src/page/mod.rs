@@ -272,10 +272,6 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     /// Per block: opened since the last checkpoint. Such a block is not erased before the
     /// next checkpoint: its records are what roll-forward recovery finds newer versions in.
     young: Vec<bool>,
-    /// Set by a mount: write a checkpoint of the recovered state before the first program,
-    /// so allocation after a recovery again starts from a checkpoint (the next recovery's
-    /// candidate blocks follow from it).
-    checkpoint_due: bool,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -539,7 +535,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             opened_since_cp: 0,
             pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
             recovery: None,
-            checkpoint_due: false,
             young: vec![false; nblocks],
             ctl,
         }
@@ -1288,17 +1283,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(())
     }
 
-    /// Writes the checkpoint a mount left due (before anything is programmed).
-    fn settle(&mut self, now: Nanos) -> Result<(), FtlError> {
-        if self.checkpoint_due {
-            self.write_checkpoint(now)?;
-            self.checkpoint_due = false;
-        }
-        Ok(())
-    }
-
     fn write_inner(&mut self, now: Nanos, lpn: u64, data: &[u8]) -> Result<(), FtlError> {
-        self.settle(now)?;
         let ndies = self.dies.len();
         let first = self.rr_die as usize;
         self.rr_die = ((first + 1) % ndies) as u32;
@@ -1395,7 +1380,6 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
         self.counters.flushes += 1;
-        self.settle(now)?;
         let interval = if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {
@@ -1410,18 +1394,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.counters.flushes += 1;
-        self.checkpoint_due = false;
         self.write_checkpoint(now)
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
-        if self
-            .dies
-            .iter()
-            .any(|d| !d.background.is_empty() || !d.dirty.is_empty())
-        {
-            self.settle(now)?;
-        }
         let mut worked = false;
         for die in 0..self.dies.len() {
             if !self.dies[die].background.is_empty() {
