@@ -6,6 +6,7 @@ mod crash_cmd;
 mod ecc_cmd;
 mod recovery_bench;
 mod run_cmd;
+mod volume_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -27,6 +28,9 @@ enum Command {
     /// Cut power at every (or a sample of) chip operation(s), recover, and check the
     /// durability contract.
     Crashtest(crash_cmd::CrashArgs),
+    /// A volume on a file-backed chip image: format, stress (killable), verify.
+    #[command(subcommand)]
+    Volume(volume_cmd::VolumeCommand),
     /// Inspect emulated NAND chips: presets, configurations and chip images.
     #[command(subcommand)]
     Chip(chip_cmd::ChipCommand),
@@ -41,6 +45,7 @@ fn main() -> std::process::ExitCode {
         Command::Run(args) => run_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Crashtest(args) => crash_cmd::run(args),
+        Command::Volume(cmd) => volume_cmd::run(cmd),
         Command::Chip(cmd) => chip_cmd::run(cmd),
         Command::Ecc(cmd) => ecc_cmd::run(cmd),
     };

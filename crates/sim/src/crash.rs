@@ -278,7 +278,8 @@ impl Model {
     }
 }
 
-fn pattern(len: usize, lpn: u64, version: u64) -> Vec<u8> {
+/// The bytes a crash-test write of `version` to `lpn` stores.
+pub fn pattern(len: usize, lpn: u64, version: u64) -> Vec<u8> {
     nand::pattern::bytes(len, lpn << 24 ^ version)
 }
 
@@ -302,6 +303,36 @@ fn is_power_loss(e: &FtlError) -> bool {
         e,
         FtlError::Controller(controller::CtlError::Nand(NandError::PowerLoss))
     )
+}
+
+/// Checks a volume mounted after its writer died (killed, or the power cut): `ops` is the
+/// writer's whole workload and `flushed` the number of its operations completed when its
+/// last flush returned. Pages read back as the durability contract allows, or an error
+/// names the first one that does not.
+pub fn check_after_kill(
+    dev: &mut dyn Ftl,
+    ops: &[HostOp],
+    flushed: usize,
+    span: u64,
+) -> Result<(), String> {
+    let mut model = Model::new(dev.logical_pages());
+    for (i, op) in ops.iter().enumerate() {
+        match *op {
+            HostOp::Write(l, v) => {
+                model.since[l as usize].push(Some(v));
+                model.current[l as usize] = Some(v);
+            }
+            HostOp::Trim(l) => {
+                model.since[l as usize].push(None);
+                model.current[l as usize] = None;
+            }
+            HostOp::Flush => {}
+        }
+        if i + 1 == flushed {
+            model.flushed();
+        }
+    }
+    verify(dev, &mut model, span, Nanos::ZERO)
 }
 
 /// Runs `ops` on `dev`, updating `model`; stops at a power loss (`Ok(false)`).
@@ -341,7 +372,7 @@ fn run_ops(
 /// model takes what was read as each page's current value (an operation cut in flight has
 /// now either happened or not). The set of values a later cut may still expose is kept:
 /// the contract promises nothing about unflushed data across a second cut.
-fn verify(dev: &mut Dev, model: &mut Model, span: u64, t: Nanos) -> Result<(), String> {
+fn verify(dev: &mut dyn Ftl, model: &mut Model, span: u64, t: Nanos) -> Result<(), String> {
     let ps = dev.page_size();
     let n = dev.logical_pages();
     let mut buf = vec![0u8; ps];
