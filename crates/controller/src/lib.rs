@@ -387,6 +387,16 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             .map_err(CtlError::Ecc)
     }
 
+    /// A whole data area, whatever the payload mode (metadata pages).
+    fn check_page_len(&self, len: usize) -> Result<(), CtlError> {
+        let expected = self.chip.geometry().page_size as usize;
+        if len == expected {
+            Ok(())
+        } else {
+            Err(CtlError::BufferSize { got: len, expected })
+        }
+    }
+
     fn check_data_len(&self, len: usize) -> Result<(), CtlError> {
         let expected = match self.cfg.mode {
             PayloadMode::Bytes => self.chip.geometry().page_size as usize,
@@ -430,13 +440,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         record: OobRecord,
         t: u32,
     ) -> Result<OpTiming, CtlError> {
-        let expected = self.chip.geometry().page_size as usize;
-        if data.len() != expected {
-            return Err(CtlError::BufferSize {
-                got: data.len(),
-                expected,
-            });
-        }
+        self.check_page_len(data.len())?;
         self.program_inner(now, addr, data, record, t, true)
     }
 
@@ -503,13 +507,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         addr: PhysAddr,
         data: &mut [u8],
     ) -> Result<PageRead, CtlError> {
-        let expected = self.chip.geometry().page_size as usize;
-        if data.len() != expected {
-            return Err(CtlError::BufferSize {
-                got: data.len(),
-                expected,
-            });
-        }
+        self.check_page_len(data.len())?;
         let mut spare = core::mem::take(&mut self.spare);
         let r = match self.chip.read(now, addr, data, &mut spare) {
             Err(e) => Err(e.into()),

@@ -142,20 +142,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
         w.pad_pages,
         w.trims
     );
-    println!(
-        "cuts:      {} cases: {} passed, {} past the end of the workload, {} out of space after recovery, {} broke the contract",
-        s.cases,
-        s.passed,
-        s.not_reached,
-        s.out_of_space.len(),
-        s.failures.len()
-    );
-    for (id, m) in s.out_of_space.iter().take(5) {
-        println!("NO SPACE   replay {id}: {m}");
-    }
-    for (id, m) in s.failures.iter().take(20) {
-        println!("FAILED     replay {id}: {m}");
-    }
+    print!("{s}");
     if !s.failures.is_empty() || !s.out_of_space.is_empty() {
         bail!(
             "{} of {} cases failed (replay one with --replay ID)",

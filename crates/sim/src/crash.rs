@@ -246,6 +246,29 @@ pub struct Summary {
     pub workload: ftl::FtlCounters,
 }
 
+impl fmt::Display for Summary {
+    /// A line of totals, then the first failures with their replay ids.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "cuts:      {} cases over {} workload chip ops: {} passed, {} past the end of the workload, {} out of space after recovery, {} broke the contract",
+            self.cases,
+            self.workload_ops,
+            self.passed,
+            self.not_reached,
+            self.out_of_space.len(),
+            self.failures.len()
+        )?;
+        for (id, m) in self.out_of_space.iter().take(5) {
+            writeln!(f, "NO SPACE   replay {id}: {m}")?;
+        }
+        for (id, m) in self.failures.iter().take(20) {
+            writeln!(f, "FAILED     replay {id}: {m}")?;
+        }
+        Ok(())
+    }
+}
+
 type Dev = PageFtl<RamStorage, ConstantRber>;
 
 /// Reference model: per logical page, the value at the last completed flush, the values
@@ -589,29 +612,20 @@ pub fn run_plan(
                 }
             }
         }
-        Plan::Random { samples } => {
+        Plan::Random { samples } | Plan::Nested { samples } => {
+            let nested = matches!(plan, Plan::Nested { .. });
             for _ in 0..samples {
                 let at = pick(&mut rng, ops);
                 let mode = modes[rng.next_u64() as usize % modes.len()];
-                cases.push(CaseId {
-                    seed: cfg.seed,
-                    at,
-                    mode,
-                    nested: None,
+                let nested = nested.then(|| Nested {
+                    at: pick(&mut rng, after),
+                    mode: modes[rng.next_u64() as usize % modes.len()],
                 });
-            }
-        }
-        Plan::Nested { samples } => {
-            for _ in 0..samples {
-                let at = pick(&mut rng, ops);
-                let mode = modes[rng.next_u64() as usize % modes.len()];
-                let k = pick(&mut rng, after);
-                let mode2 = modes[rng.next_u64() as usize % modes.len()];
                 cases.push(CaseId {
                     seed: cfg.seed,
                     at,
                     mode,
-                    nested: Some(Nested { at: k, mode: mode2 }),
+                    nested,
                 });
             }
         }

@@ -953,6 +953,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.index_remove(b);
         }
         self.counters.retired_blocks += 1;
+        self.retire_or_relocate(b, die);
+    }
+
+    /// A bad block: `Bad` if it holds nothing valid, else `Retiring` with a relocation job
+    /// at the front of its die's queue.
+    fn retire_or_relocate(&mut self, b: u32, die: usize) {
         if self.valid[b as usize] > 0 {
             self.state[b as usize] = BState::Retiring;
             self.dies[die].background.push_front(Job {

@@ -37,7 +37,7 @@
 //! overlap; those on one die or channel do not).
 
 use super::checkpoint::{code, Snapshot};
-use super::{BState, Job, PageFtl, INVALID, LOST};
+use super::{BState, PageFtl, INVALID, LOST};
 use crate::{Cause, FtlError, OpKind};
 use alloc::collections::BTreeSet;
 use alloc::vec;
@@ -486,17 +486,7 @@ impl Rebuild {
             }
             let die = ftl.die_of(b) as usize;
             if info.status != BlockStatus::Good {
-                if ftl.valid[i] > 0 {
-                    ftl.state[i] = BState::Retiring;
-                    ftl.dies[die].background.push_back(Job {
-                        victim: b,
-                        next: 0,
-                        cause: Cause::Relocate,
-                        erase: false,
-                    });
-                } else {
-                    ftl.state[i] = BState::Bad;
-                }
+                ftl.retire_or_relocate(b, die);
             } else if self.free.contains(&b) && ftl.valid[i] == 0 {
                 ftl.state[i] = BState::Free;
                 ftl.suspect[i] = true;
