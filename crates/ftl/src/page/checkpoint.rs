@@ -396,7 +396,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         self.pending_trims.clear();
         self.opened_since_cp = 0;
+        // Blocks written after this checkpoint are young: the open frontiers (their pages
+        // from `next` on) and every block opened from now on.
         self.young.fill(false);
+        for d in 0..self.dies.len() {
+            for f in self.dies[d].frontier.into_iter().flatten() {
+                self.young[f.block as usize] = true;
+            }
+        }
         self.counters.checkpoints += 1;
         Ok(())
     }

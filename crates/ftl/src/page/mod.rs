@@ -852,7 +852,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 Ok(t) => {
                     self.push_op(f.block, OpKind::Program, Cause::Meta, t, Nanos::ZERO, None);
                     self.counters.pad_pages += 1;
-                    self.note_program(die, phys, seq);
+                    // A padding page holds nothing to protect: never exposed itself.
+                    self.note_program(die, phys, u64::MAX);
                     if f.next + 1 == self.ppb {
                         self.dies[die].frontier[stream] = None;
                         self.close_if_full(phys);
