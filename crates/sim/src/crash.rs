@@ -70,7 +70,7 @@ impl CrashConfig {
             chip,
             ftl: PageFtlConfig {
                 over_provisioning: 0.25,
-                gc_threshold: 2,
+                gc_threshold: 3,
                 ecc_t: 8,
                 checkpoint_interval: 6,
                 ..PageFtlConfig::default()

@@ -51,9 +51,7 @@ fn random_sample_on_a_larger_chip() {
     .unwrap();
     report("random, larger chip", &s);
     assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
-    // Running out of space right after a recovery is a known liveness gap (see the
-    // closing note of the crash-safety issue); it must stay rare.
-    assert!(s.out_of_space.len() * 50 <= s.cases as usize, "{s:?}");
+    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
     assert!(s.passed > 350, "{s:?}");
 }
 
@@ -69,7 +67,7 @@ fn nested_cuts_after_power_on() {
     .unwrap();
     report("nested", &s);
     assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
-    assert!(s.out_of_space.len() * 50 <= s.cases as usize, "{s:?}");
+    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
     assert!(s.passed > 550, "{s:?}");
 }
 

@@ -84,7 +84,10 @@ pub struct WearLevelConfig {
 pub struct PageFtlConfig {
     /// Fraction of the physical capacity hidden from the host (0 < op < 1).
     pub over_provisioning: f64,
-    /// Foreground GC runs on a die while it has fewer free blocks than this (≥ 2).
+    /// Foreground GC runs on a die while it has fewer free blocks than this (≥ 2). With 2,
+    /// a GC job may take a die's last free block, and a power cut in that job can leave a
+    /// full volume with nothing to copy into after recovery; 3 (the default) keeps one in
+    /// reserve across any cut (the crash tests run with 3).
     pub gc_threshold: u32,
     /// Victim policy.
     pub victim: VictimKind,
