@@ -32,7 +32,7 @@ pub struct SelectContext {
 }
 
 /// Chooses the victim block among the full blocks of one die.
-pub trait VictimPolicy {
+pub trait VictimPolicy: Send {
     /// Short name for reports.
     fn name(&self) -> &'static str;
     /// True if the policy always picks a block with the fewest valid pages; the FTL then

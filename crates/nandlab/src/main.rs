@@ -4,8 +4,10 @@ mod bench_cmd;
 mod chip_cmd;
 mod crash_cmd;
 mod ecc_cmd;
+mod nbd;
 mod recovery_bench;
 mod run_cmd;
+mod serve_cmd;
 mod volume_cmd;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +30,8 @@ enum Command {
     /// Cut power at every (or a sample of) chip operation(s), recover, and check the
     /// durability contract.
     Crashtest(crash_cmd::CrashArgs),
+    /// Serve a volume over NBD (127.0.0.1:10809 by default).
+    Serve(serve_cmd::ServeArgs),
     /// A volume on a file-backed chip image: format, stress (killable), verify.
     #[command(subcommand)]
     Volume(volume_cmd::VolumeCommand),
@@ -46,6 +50,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Crashtest(args) => crash_cmd::run(args),
         Command::Volume(cmd) => volume_cmd::run(cmd),
+        Command::Serve(args) => serve_cmd::run(args),
         Command::Chip(cmd) => chip_cmd::run(cmd),
         Command::Ecc(cmd) => ecc_cmd::run(cmd),
     };

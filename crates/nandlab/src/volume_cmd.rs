@@ -37,9 +37,12 @@ pub struct FormatArgs {
     blocks_per_plane: Option<u32>,
 }
 
+/// Recovery procedure at mount.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum RecoveryArg {
+pub enum RecoveryArg {
+    /// Checkpoint plus roll-forward.
     RollForward,
+    /// Read every page's OOB.
     FullScan,
 }
 
@@ -85,7 +88,8 @@ pub fn run(cmd: VolumeCommand) -> Result<()> {
     }
 }
 
-type Vol = PageFtl<FileStorage, ConstantRber>;
+/// A volume on a file-backed chip image.
+pub type Vol = PageFtl<FileStorage, ConstantRber>;
 
 fn controller(chip: Chip<FileStorage>) -> Result<Controller<FileStorage, ConstantRber>> {
     let mut ctl = Controller::new(chip, ConstantRber(0.0), ControllerConfig::default())?;
@@ -106,19 +110,34 @@ fn ftl_config(
     }
 }
 
-fn format(a: FormatArgs) -> Result<()> {
-    let mut chip = ChipConfig::preset(&a.preset)
-        .with_context(|| format!("unknown chip preset `{}`", a.preset))?;
-    if let Some(b) = a.blocks_per_plane {
+/// Creates a chip image and formats a volume on it (left shut down cleanly and open).
+pub fn create(image: &Path, preset: &str, blocks_per_plane: Option<u32>) -> Result<Vol> {
+    let mut chip =
+        ChipConfig::preset(preset).with_context(|| format!("unknown chip preset `{preset}`"))?;
+    if let Some(b) = blocks_per_plane {
         chip.geometry.blocks_per_plane = b;
     }
-    let storage = FileStorage::create(&a.image, &chip)
-        .with_context(|| format!("creating {}", a.image.display()))?;
+    let storage = FileStorage::create(image, &chip)
+        .with_context(|| format!("creating {}", image.display()))?;
     let mut ctl = controller(Chip::new(chip, storage)?)?;
     let cfg = ftl_config(&mut ctl, RecoveryKind::RollForward);
     let mut vol = Vol::format(ctl, cfg, Nanos::ZERO)?;
     vol.shutdown(Nanos::ZERO)?;
     vol.controller_mut().chip_mut().sync()?;
+    Ok(vol)
+}
+
+/// Opens an image and mounts its volume (recovering after a crash).
+pub fn open(image: &Path, recovery: RecoveryKind) -> Result<Vol> {
+    let (storage, chip) =
+        FileStorage::open(image).with_context(|| format!("opening {}", image.display()))?;
+    let mut ctl = controller(Chip::new(chip, storage)?)?;
+    let cfg = ftl_config(&mut ctl, recovery);
+    Vol::mount(ctl, cfg, Nanos::ZERO).with_context(|| format!("mounting {}", image.display()))
+}
+
+fn format(a: FormatArgs) -> Result<()> {
+    let vol = create(&a.image, &a.preset, a.blocks_per_plane)?;
     println!(
         "formatted {}: {} logical pages of {} bytes",
         a.image.display(),
@@ -129,15 +148,16 @@ fn format(a: FormatArgs) -> Result<()> {
 }
 
 fn mount(w: &WorkloadArgs) -> Result<Vol> {
-    let (storage, chip) =
-        FileStorage::open(&w.image).with_context(|| format!("opening {}", w.image.display()))?;
-    let mut ctl = controller(Chip::new(chip, storage)?)?;
-    let recovery = match w.recovery {
-        RecoveryArg::RollForward => RecoveryKind::RollForward,
-        RecoveryArg::FullScan => RecoveryKind::FullScan,
-    };
-    let cfg = ftl_config(&mut ctl, recovery);
-    Ok(Vol::mount(ctl, cfg, Nanos::ZERO)?)
+    open(&w.image, w.recovery.into())
+}
+
+impl From<RecoveryArg> for RecoveryKind {
+    fn from(r: RecoveryArg) -> Self {
+        match r {
+            RecoveryArg::RollForward => RecoveryKind::RollForward,
+            RecoveryArg::FullScan => RecoveryKind::FullScan,
+        }
+    }
 }
 
 fn workload(w: &WorkloadArgs, logical: u64) -> (Vec<HostOp>, u64) {

@@ -1,0 +1,330 @@
+//! `nandlab serve`: an NBD server over a page-level FTL volume on a file-backed chip image.
+//!
+//! One volume, shared by every connection under a lock (so `CAN_MULTI_CONN` holds: a FLUSH
+//! on any connection covers writes completed on all). Sub-page and unaligned requests are
+//! read-modify-write of whole FTL pages. FLUSH and FUA map to the FTL's `flush` (the
+//! durability contract) followed by a sync of the image file. SIGINT/SIGTERM: stop
+//! accepting, finish the request in progress, write a checkpoint (clean shutdown) and exit;
+//! after SIGKILL the next start recovers. SIGUSR1 prints the volume's counters as one JSON
+//! line on stderr. The image is locked: a second server on it is refused.
+
+use crate::nbd::{self, Export};
+use crate::volume_cmd::{self, RecoveryArg, Vol};
+use anyhow::{Context, Result};
+use clap::Args;
+use ftl::{Ftl, FtlError};
+use nand::{Lpn, Nanos};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The chip image (created and formatted first with --create).
+    #[arg(long)]
+    image: PathBuf,
+    /// Create and format the image (chip preset name).
+    #[arg(long)]
+    create: Option<String>,
+    /// With --create: blocks per plane.
+    #[arg(long)]
+    blocks_per_plane: Option<u32>,
+    /// Address to listen on. NBD has no authentication: anything but loopback is reachable
+    /// by anyone who can reach the port.
+    #[arg(long, default_value = "127.0.0.1:10809")]
+    listen: SocketAddr,
+    /// Recovery procedure at start.
+    #[arg(long, value_enum, default_value = "roll-forward")]
+    recovery: RecoveryArg,
+}
+
+/// What to do with a whole page: (volume, logical page, offset in the request's data).
+type WholePage<'a> = dyn FnMut(&mut Volume, u64, usize) -> Result<(), u32> + 'a;
+/// What to do with a partial page's image: (page buffer, bytes of the request in it,
+/// offset in the request's data).
+type PartialPage<'a> = dyn FnMut(&mut [u8], std::ops::Range<usize>, usize) + 'a;
+
+/// A volume with byte addressing and a simulated clock.
+pub struct Volume {
+    vol: Vol,
+    t: Nanos,
+    page: usize,
+    size: u64,
+    closed: bool,
+}
+
+impl Volume {
+    fn new(vol: Vol) -> Self {
+        let page = vol.page_size();
+        let size = vol.logical_pages() * page as u64;
+        Volume {
+            vol,
+            t: Nanos::ZERO,
+            page,
+            size,
+            closed: false,
+        }
+    }
+
+    fn tick(&mut self) -> Nanos {
+        self.t += Nanos::from_us(1);
+        self.t
+    }
+
+    fn lpn(&self, l: u64) -> Result<Lpn, u32> {
+        Lpn::checked(l, self.vol.logical_pages()).map_err(|_| nbd::EINVAL)
+    }
+
+    fn errno(e: FtlError) -> u32 {
+        match e {
+            FtlError::NoSpace => nbd::ENOSPC,
+            FtlError::OutOfRange { .. } | FtlError::BufferSize { .. } => nbd::EINVAL,
+            _ => nbd::EIO,
+        }
+    }
+
+    fn read_page(&mut self, l: u64, buf: &mut [u8]) -> Result<(), u32> {
+        let t = self.tick();
+        let lpn = self.lpn(l)?;
+        self.vol.read(t, lpn, buf).map_err(Self::errno)
+    }
+
+    fn write_page(&mut self, l: u64, buf: &[u8]) -> Result<(), u32> {
+        let t = self.tick();
+        let lpn = self.lpn(l)?;
+        self.vol.write(t, lpn, buf).map_err(Self::errno)
+    }
+
+    fn check(&self) -> Result<(), u32> {
+        if self.closed {
+            Err(nbd::ESHUTDOWN)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Applies `f` to every page the byte range touches: whole pages directly, partial
+    /// ones by read-modify-write. `f(page_buf, range_in_page, offset_in_input)`.
+    fn each_page(
+        &mut self,
+        offset: u64,
+        len: u64,
+        whole: &mut WholePage<'_>,
+        partial: &mut PartialPage<'_>,
+    ) -> Result<(), u32> {
+        let ps = self.page as u64;
+        let mut pos = offset;
+        let end = offset + len;
+        let mut buf = vec![0u8; self.page];
+        while pos < end {
+            let l = pos / ps;
+            let in_page = (pos % ps) as usize;
+            let n = ((ps - in_page as u64).min(end - pos)) as usize;
+            let at = (pos - offset) as usize;
+            if in_page == 0 && n == self.page {
+                whole(self, l, at)?;
+            } else {
+                self.read_page(l, &mut buf)?;
+                partial(&mut buf, in_page..in_page + n, at);
+                self.write_page(l, &buf)?;
+            }
+            pos += n as u64;
+        }
+        Ok(())
+    }
+
+    fn fua(&mut self, fua: bool) -> Result<(), u32> {
+        if fua {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Flushes and writes a checkpoint; further requests fail with `ESHUTDOWN`.
+    fn close(&mut self) -> Result<()> {
+        if !self.closed {
+            self.closed = true;
+            let t = self.tick();
+            self.vol.shutdown(t)?;
+            self.vol.controller_mut().chip_mut().sync()?;
+        }
+        Ok(())
+    }
+
+    fn stats_json(&self) -> String {
+        serde_json::json!({
+            "counters": self.vol.counters(),
+            "waf": self.vol.counters().waf(),
+            "ecc": {
+                "corrected_bits": self.vol.controller().stats().corrected_bits,
+                "uncorrectable_normal": self.vol.controller().stats().uncorrectable_normal,
+            },
+            "erase_counts": {
+                "max": self.vol.erase_counts().iter().max(),
+                "min": self.vol.erase_counts().iter().min(),
+            },
+        })
+        .to_string()
+    }
+}
+
+impl Export for Volume {
+    fn read_at(&mut self, offset: u64, out: &mut [u8]) -> Result<(), u32> {
+        self.check()?;
+        let ps = self.page as u64;
+        let mut pos = offset;
+        let end = offset + out.len() as u64;
+        let mut buf = vec![0u8; self.page];
+        while pos < end {
+            let l = pos / ps;
+            let in_page = (pos % ps) as usize;
+            let n = ((ps - in_page as u64).min(end - pos)) as usize;
+            let at = (pos - offset) as usize;
+            if in_page == 0 && n == self.page {
+                self.read_page(l, &mut out[at..at + n])?;
+            } else {
+                self.read_page(l, &mut buf)?;
+                out[at..at + n].copy_from_slice(&buf[in_page..in_page + n]);
+            }
+            pos += n as u64;
+        }
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8], fua: bool) -> Result<(), u32> {
+        self.check()?;
+        let page = self.page;
+        self.each_page(
+            offset,
+            data.len() as u64,
+            &mut |v, l, at| v.write_page(l, &data[at..at + page]),
+            &mut |buf, r, at| {
+                let n = r.len();
+                buf[r].copy_from_slice(&data[at..at + n]);
+            },
+        )?;
+        self.fua(fua)
+    }
+
+    fn trim(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), u32> {
+        self.check()?;
+        // Whole pages are discarded; the partial pages at the ends keep their data (a trim
+        // is advisory).
+        let ps = self.page as u64;
+        let first = offset.div_ceil(ps);
+        let last = (offset + len) / ps;
+        for l in first..last {
+            let t = self.tick();
+            let lpn = self.lpn(l)?;
+            self.vol.trim(t, lpn).map_err(Self::errno)?;
+        }
+        self.fua(fua)
+    }
+
+    fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), u32> {
+        self.check()?;
+        // Whole pages: a trim reads back as zeros; partial pages: read-modify-write.
+        self.each_page(
+            offset,
+            len,
+            &mut |v, l, _| {
+                let t = v.tick();
+                let lpn = v.lpn(l)?;
+                v.vol.trim(t, lpn).map_err(Self::errno)
+            },
+            &mut |buf, r, _| buf[r].fill(0),
+        )?;
+        self.fua(fua)
+    }
+
+    fn flush(&mut self) -> Result<(), u32> {
+        self.check()?;
+        let t = self.tick();
+        self.vol.flush(t).map_err(Self::errno)?;
+        self.vol
+            .controller_mut()
+            .chip_mut()
+            .sync()
+            .map_err(|_| nbd::EIO)
+    }
+}
+
+pub fn run(a: ServeArgs) -> Result<()> {
+    let vol = match &a.create {
+        Some(preset) => volume_cmd::create(&a.image, preset, a.blocks_per_plane)?,
+        None => volume_cmd::open(&a.image, a.recovery.into())?,
+    };
+    let recovered = vol.recovery_report().cloned();
+    let volume = Arc::new(Mutex::new(Volume::new(vol)));
+    let (size, preferred) = {
+        let v = volume.lock().expect("volume lock");
+        (v.size, v.page as u32)
+    };
+    if !a.listen.ip().is_loopback() {
+        eprintln!(
+            "warning: listening on {} — NBD has no authentication; anyone who reaches this port can read and write the volume",
+            a.listen
+        );
+    }
+    let listener =
+        TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
+    listener.set_nonblocking(true)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let dump = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&dump))?;
+    println!(
+        "serving {} ({} bytes, {}-byte blocks) on {}{}",
+        a.image.display(),
+        size,
+        preferred,
+        listener.local_addr()?,
+        recovered
+            .map(|r| format!(
+                "; mounted by {} ({} pages read, {:.1} ms simulated)",
+                r.procedure,
+                r.pages_read,
+                r.time.0 as f64 / 1e6
+            ))
+            .unwrap_or_default()
+    );
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    while !stop.load(Ordering::Relaxed) {
+        if dump.swap(false, Ordering::Relaxed) {
+            let v = volume.lock().expect("volume lock");
+            eprintln!("{}", v.stats_json());
+        }
+        match listener.accept() {
+            Ok((mut stream, peer)) => {
+                stream.set_nonblocking(false)?;
+                let _ = stream.set_nodelay(true);
+                let volume = Arc::clone(&volume);
+                std::thread::spawn(move || {
+                    let r = nbd::serve_connection(&mut stream, size, preferred, |op| {
+                        let mut v = volume.lock().map_err(|_| nbd::EIO)?;
+                        op(&mut *v)
+                    });
+                    if let Err(e) = r {
+                        if e.kind() != std::io::ErrorKind::UnexpectedEof {
+                            eprintln!("connection from {peer}: {e}");
+                        }
+                    }
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut v = volume.lock().expect("volume lock");
+    v.close()?;
+    eprintln!("shut down cleanly: {}", v.stats_json());
+    Ok(())
+}
