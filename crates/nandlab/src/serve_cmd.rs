@@ -105,8 +105,23 @@ impl Volume {
         }
     }
 
-    /// Applies `f` to every page the byte range touches: whole pages directly, partial
-    /// ones by read-modify-write. `f(page_buf, range_in_page, offset_in_input)`.
+    /// The pieces of a byte range, page by page: (logical page, range within the page,
+    /// offset of the piece within the range).
+    fn spans(&self, offset: u64, len: u64) -> Vec<(u64, std::ops::Range<usize>, usize)> {
+        let ps = self.page as u64;
+        let (mut pos, end) = (offset, offset + len);
+        let mut out = Vec::new();
+        while pos < end {
+            let in_page = (pos % ps) as usize;
+            let n = ((ps - in_page as u64).min(end - pos)) as usize;
+            out.push((pos / ps, in_page..in_page + n, (pos - offset) as usize));
+            pos += n as u64;
+        }
+        out
+    }
+
+    /// Applies `whole` to every page the byte range covers entirely, and `partial` to the
+    /// image of every page it covers in part (read-modify-write).
     fn each_page(
         &mut self,
         offset: u64,
@@ -114,23 +129,15 @@ impl Volume {
         whole: &mut WholePage<'_>,
         partial: &mut PartialPage<'_>,
     ) -> Result<(), u32> {
-        let ps = self.page as u64;
-        let mut pos = offset;
-        let end = offset + len;
         let mut buf = vec![0u8; self.page];
-        while pos < end {
-            let l = pos / ps;
-            let in_page = (pos % ps) as usize;
-            let n = ((ps - in_page as u64).min(end - pos)) as usize;
-            let at = (pos - offset) as usize;
-            if in_page == 0 && n == self.page {
+        for (l, r, at) in self.spans(offset, len) {
+            if r.len() == self.page {
                 whole(self, l, at)?;
             } else {
                 self.read_page(l, &mut buf)?;
-                partial(&mut buf, in_page..in_page + n, at);
+                partial(&mut buf, r, at);
                 self.write_page(l, &buf)?;
             }
-            pos += n as u64;
         }
         Ok(())
     }
@@ -174,22 +181,15 @@ impl Volume {
 impl Export for Volume {
     fn read_at(&mut self, offset: u64, out: &mut [u8]) -> Result<(), u32> {
         self.check()?;
-        let ps = self.page as u64;
-        let mut pos = offset;
-        let end = offset + out.len() as u64;
         let mut buf = vec![0u8; self.page];
-        while pos < end {
-            let l = pos / ps;
-            let in_page = (pos % ps) as usize;
-            let n = ((ps - in_page as u64).min(end - pos)) as usize;
-            let at = (pos - offset) as usize;
-            if in_page == 0 && n == self.page {
+        for (l, r, at) in self.spans(offset, out.len() as u64) {
+            let n = r.len();
+            if n == self.page {
                 self.read_page(l, &mut out[at..at + n])?;
             } else {
                 self.read_page(l, &mut buf)?;
-                out[at..at + n].copy_from_slice(&buf[in_page..in_page + n]);
+                out[at..at + n].copy_from_slice(&buf[r]);
             }
-            pos += n as u64;
         }
         Ok(())
     }
