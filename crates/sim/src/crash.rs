@@ -14,7 +14,10 @@
 //! Modes: [`Plan::Linear`] tries every operation index with every cut mode;
 //! [`Plan::Random`] a seeded sample; [`Plan::Nested`] adds a second cut during the mount
 //! and the first workload after it. Every case has a [`CaseId`] (`seed:n:mode` or
-//! `seed:n:mode/k:mode`) that replays it exactly.
+//! `seed:n:mode/k:mode`) that replays it exactly with the same [`CrashConfig`]
+//! (`nandlab crashtest --replay ID` plus the run's other flags). To see where a logical page
+//! lives on the chip after each mount of a case, set `NANDLAB_CRASH_LPN=<page>`: the
+//! harness prints every block's records.
 
 use controller::{Controller, ControllerConfig};
 use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
