@@ -153,5 +153,4 @@ else
   echo "   skipped: fio or qemu-nbd missing"
 fi
 
-echo "-- Linux guest under qemu-system-x86_64: not part of this stage yet"
 echo "== nbd stage passed"

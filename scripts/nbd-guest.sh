@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# A Linux guest under qemu-system-x86_64 (TCG) with its disk on `nandlab serve`: mkfs.ext4,
+# mount, write files, fsync, fstrim, unmount, fsck clean; after a server restart the
+# checksums match. Once with 512-byte and once with 4096-byte logical blocks.
+# Needs: qemu-system-x86, busybox-static, cpio, e2fsprogs and a Debian kernel package
+# (fetched with `apt-get download`, unpacked with `dpkg-deb -x`; nothing installed).
+# Usage: scripts/nbd-guest.sh [path/to/nandlab]
+set -euo pipefail
+NANDLAB=$(realpath "${1:-target/release/nandlab}")
+for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
+  command -v "$t" >/dev/null || { echo "   skipped: $t missing"; exit 0; }
+done
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAILED: $*" >&2; exit 1; }
+
+echo "-- guest kernel and initramfs"
+(cd "$work" && timeout 120 apt-get download linux-image-amd64 >/dev/null 2>&1 || true)
+pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+(cd "$work" && timeout 300 apt-get download "$pkg" >/dev/null 2>&1) || fail "apt-get download $pkg"
+dpkg-deb -x "$work"/"$pkg"_*.deb "$work/k"
+kver=$(ls "$work/k/lib/modules")
+cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
+rd="$work/rd"
+mkdir -p "$rd"/{bin,sbin,lib,lib64,proc,sys,dev,mnt,mods}
+cp "$(command -v busybox)" "$rd/bin/busybox"
+for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk \
+         crc16 crc32c_generic mbcache jbd2 ext4; do
+  f=$(find "$work/k/lib/modules" -name "$m.ko*" | head -1)
+  [ -n "$f" ] || fail "module $m not in $pkg"
+  cp "$f" "$rd/mods/"
+done
+for b in /sbin/mke2fs /sbin/e2fsck; do
+  cp "$b" "$rd/sbin/"
+  for l in $(ldd "$b" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
+    mkdir -p "$rd$(dirname "$l")"; cp -L "$l" "$rd$l"
+  done
+done
+cat >"$rd/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk \
+         crc16 crc32c_generic mbcache jbd2 ext4; do
+  insmod /mods/$m.ko* 2>/dev/null || { echo "GUEST-FAIL insmod $m"; poweroff -f; }
+done
+for i in $(seq 1 50); do [ -b /dev/vda ] && break; sleep 0.1; done
+mode=$(sed -n 's/.*nandlab=\([a-z]*\).*/\1/p' /proc/cmdline)
+ok() { echo "GUEST-OK $*"; }
+bad() { echo "GUEST-FAIL $*"; sync; poweroff -f; }
+echo "logical block size $(cat /sys/block/vda/queue/logical_block_size)"
+if [ "$mode" = kill ]; then
+  # Write and sync file after file; the host kills the server in the middle and restarts
+  # it (qemu reconnects); every file listed in SUMS was synced with its checksum.
+  /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
+  mount -t ext4 /dev/vda /mnt || bad mount
+  mkdir /mnt/d
+  for i in $(seq 1 40); do
+    dd if=/dev/urandom of=/mnt/d/f$i bs=4k count=25 2>/dev/null || bad "write f$i"
+    sync /mnt/d/f$i
+    (cd /mnt/d && sha256sum f$i >> /mnt/SUMS) && sync /mnt/SUMS || bad "sums f$i"
+    echo "GUEST-SYNCED $i"
+  done
+  umount /mnt || bad umount
+  ok kill
+elif [ "$mode" = fresh ]; then
+  /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
+  mount -t ext4 /dev/vda /mnt || bad mount
+  mkdir /mnt/d
+  for i in $(seq 1 24); do dd if=/dev/urandom of=/mnt/d/f$i bs=4k count=$((i * 5)) 2>/dev/null; done
+  (cd /mnt/d && sha256sum f* > /mnt/SUMS) && sync /mnt/SUMS || bad write
+  rm /mnt/d/f1 /mnt/d/f2 && sed -i '/ f1$/d; / f2$/d' /mnt/SUMS && sync
+  fstrim -v /mnt || bad fstrim
+  umount /mnt || bad umount
+  /sbin/e2fsck -fn /dev/vda >/dev/null 2>&1 || bad fsck
+  ok fresh
+else
+  mount -t ext4 /dev/vda /mnt || bad mount
+  (cd /mnt/d && sha256sum -c /mnt/SUMS >/dev/null) || bad checksums
+  umount /mnt || bad umount
+  /sbin/e2fsck -fn /dev/vda >/dev/null 2>&1 || bad fsck
+  ok check
+fi
+sync; poweroff -f
+EOF
+chmod +x "$rd/init"
+(cd "$rd" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$work/initrd.gz")
+echo "   kernel $kver"
+
+port=$((20000 + RANDOM % 20000))
+start_server() {
+  : >"$work/serve.out"
+  "$NANDLAB" serve --image "$work/disk.chip" --listen "127.0.0.1:$port" "$@" >"$work/serve.out" 2>>"$work/serve.err" &
+  server_pid=$!; pids+=("$server_pid")
+  for _ in $(seq 1 200); do grep -q '^serving' "$work/serve.out" && return 0; sleep 0.05; done
+  fail "server did not start: $(cat "$work/serve.err")"
+}
+boot_bg() { # boot_bg MODE BLOCKSIZE: starts the guest, sets guest_pid
+  : >"$work/console.log"
+  timeout 300 qemu-system-x86_64 -accel tcg -m 256 -nographic -no-reboot \
+    -kernel "$work/vmlinuz" -initrd "$work/initrd.gz" \
+    -append "console=ttyS0 quiet panic=-1 nandlab=$1" \
+    -drive "driver=raw,if=none,id=d0,cache.direct=on,file.driver=nbd,file.server.type=inet,file.server.host=127.0.0.1,file.server.port=$port,file.reconnect-delay=30" \
+    -device "virtio-blk-pci,drive=d0,logical_block_size=$2,physical_block_size=$2" \
+    >"$work/console.log" 2>&1 &
+  guest_pid=$!; pids+=("$guest_pid")
+}
+boot() { # boot MODE BLOCKSIZE
+  boot_bg "$@"
+  wait "$guest_pid" || true
+  grep -q "GUEST-OK $1" "$work/console.log" || { tail -30 "$work/console.log"; fail "guest $1 ($2-byte blocks)"; }
+  grep -q "logical block size $2" "$work/console.log" || fail "guest did not see $2-byte blocks"
+}
+for bs in 512 4096; do
+  echo "-- guest with $bs-byte logical blocks"
+  rm -f "$work/disk.chip"
+  start_server --create tiny-mlc --blocks-per-plane 1024
+  t0=$SECONDS; boot fresh "$bs"; echo "   mkfs, write, fsync, fstrim, umount, fsck: ok ($((SECONDS - t0)) s)"
+  kill -TERM "$server_pid"; wait "$server_pid" || fail "unclean server exit"
+  start_server
+  t0=$SECONDS; boot check "$bs"; echo "   after a server restart: checksums and fsck ok ($((SECONDS - t0)) s)"
+  kill -TERM "$server_pid"; wait "$server_pid" || true
+done
+echo "-- guest writing and syncing while the server is killed (kill -9) and restarted"
+rm -f "$work/disk.chip"
+start_server --create tiny-mlc --blocks-per-plane 1024
+t0=$SECONDS
+boot_bg kill 4096
+for _ in $(seq 1 1200); do grep -q "GUEST-SYNCED 8" "$work/console.log" && break; sleep 0.1; done
+grep -q "GUEST-SYNCED 8" "$work/console.log" || { tail -20 "$work/console.log"; fail "guest did not get going"; }
+kill -9 "$server_pid"; wait "$server_pid" 2>/dev/null || true
+synced=$(grep -c "GUEST-SYNCED" "$work/console.log")
+sleep 2
+start_server
+echo "   killed the server after $synced synced files; restarted: $(sed -n 's/.*mounted by/mounted by/p' "$work/serve.out")"
+wait "$guest_pid" || true
+grep -q "GUEST-OK kill" "$work/console.log" || { tail -30 "$work/console.log"; fail "guest did not survive the server's restart"; }
+total=$(grep -c "GUEST-SYNCED" "$work/console.log")
+kill -TERM "$server_pid"; wait "$server_pid" || fail "unclean server exit"
+start_server
+boot check 4096
+echo "   mounted again: all $total synced files match their checksums, fsck clean ($((SECONDS - t0)) s)"
+kill -TERM "$server_pid"; wait "$server_pid" || true
+echo "== guest stage passed"
