@@ -29,12 +29,41 @@ cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
 rd="$work/rd"
 mkdir -p "$rd"/{bin,sbin,lib,lib64,proc,sys,dev,mnt,mods}
 cp "$(command -v busybox)" "$rd/bin/busybox"
-for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk \
-         crc16 crc32c_generic mbcache jbd2 ext4; do
-  f=$(find "$work/k/lib/modules" -name "$m.ko*" | head -1)
-  [ -n "$f" ] || fail "module $m not in $pkg"
-  cp "$f" "$rd/mods/"
-done
+# The modules and what they depend on (read from each module's `depends=`), in load order.
+python3 - "$work/k/lib/modules" "$rd/mods" virtio_pci virtio_blk crc32c_generic ext4 <<'PY' || fail "modules"
+import lzma, gzip, os, re, subprocess, sys
+root, out, wanted = sys.argv[1], sys.argv[2], sys.argv[3:]
+files = {}
+for d, _, fs in os.walk(root):
+    for f in fs:
+        m = re.match(r"(.+)\.ko(\.(xz|gz|zst))?$", f)
+        if m:
+            files[m.group(1).replace("-", "_")] = os.path.join(d, f)
+def load(name):
+    p = files[name]
+    if p.endswith(".xz"):
+        return lzma.open(p).read()
+    if p.endswith(".gz"):
+        return gzip.open(p).read()
+    if p.endswith(".zst"):
+        return subprocess.run(["zstd", "-qdc", p], check=True, capture_output=True).stdout
+    return open(p, "rb").read()
+order, seen = [], set()
+def visit(name):
+    if name in seen:
+        return
+    seen.add(name)
+    data = load(name)
+    m = re.search(rb"depends=([\w,-]*)", data)
+    for dep in filter(None, (m.group(1).decode() if m else "").split(",")):
+        visit(dep.replace("-", "_"))
+    open(os.path.join(out, name + ".ko"), "wb").write(data)
+    order.append(name)
+for w in wanted:
+    visit(w)
+open(os.path.join(out, "order"), "w").write(" ".join(order) + "\n")
+print("   modules:", " ".join(order))
+PY
 for b in /sbin/mke2fs /sbin/e2fsck; do
   cp "$b" "$rd/sbin/"
   for l in $(ldd "$b" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
@@ -45,9 +74,8 @@ cat >"$rd/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk \
-         crc16 crc32c_generic mbcache jbd2 ext4; do
-  insmod /mods/$m.ko* 2>/dev/null || { echo "GUEST-FAIL insmod $m"; poweroff -f; }
+for m in $(cat /mods/order); do
+  insmod /mods/$m.ko || { echo "GUEST-FAIL insmod $m"; poweroff -f; }
 done
 for i in $(seq 1 50); do [ -b /dev/vda ] && break; sleep 0.1; done
 mode=$(sed -n 's/.*nandlab=\([a-z]*\).*/\1/p' /proc/cmdline)
