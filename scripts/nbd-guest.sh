@@ -10,14 +10,7 @@ NANDLAB=$(realpath "${1:-target/release/nandlab}")
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
   command -v "$t" >/dev/null || { echo "   skipped: $t missing"; exit 0; }
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAILED: $*" >&2; exit 1; }
+. "$(dirname "$0")/nbd-common.sh"
 
 echo "-- guest kernel and initramfs"
 (cd "$work" && timeout 120 apt-get download linux-image-amd64 >/dev/null 2>&1 || true)
@@ -120,14 +113,6 @@ chmod +x "$rd/init"
 (cd "$rd" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$work/initrd.gz")
 echo "   kernel $kver"
 
-port=$((20000 + RANDOM % 20000))
-start_server() {
-  : >"$work/serve.out"
-  "$NANDLAB" serve --image "$work/disk.chip" --listen "127.0.0.1:$port" "$@" >"$work/serve.out" 2>>"$work/serve.err" &
-  server_pid=$!; pids+=("$server_pid")
-  for _ in $(seq 1 200); do grep -q '^serving' "$work/serve.out" && return 0; sleep 0.05; done
-  fail "server did not start: $(cat "$work/serve.err")"
-}
 boot_bg() { # boot_bg MODE BLOCKSIZE: starts the guest, sets guest_pid
   : >"$work/console.log"
   timeout 300 qemu-system-x86_64 -accel tcg -m 256 -nographic -no-reboot \
@@ -147,31 +132,31 @@ boot() { # boot MODE BLOCKSIZE
 for bs in 512 4096; do
   echo "-- guest with $bs-byte logical blocks"
   rm -f "$work/disk.chip"
-  start_server --create tiny-mlc --blocks-per-plane 1024
+  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024
   t0=$SECONDS; boot fresh "$bs"; echo "   mkfs, write, fsync, fstrim, umount, fsck: ok ($((SECONDS - t0)) s)"
-  kill -TERM "$server_pid"; wait "$server_pid" || fail "unclean server exit"
-  start_server
+  stop_server TERM
+  start_server "$work/disk.chip"
   t0=$SECONDS; boot check "$bs"; echo "   after a server restart: checksums and fsck ok ($((SECONDS - t0)) s)"
-  kill -TERM "$server_pid"; wait "$server_pid" || true
+  stop_server TERM
 done
 echo "-- guest writing and syncing while the server is killed (kill -9) and restarted"
 rm -f "$work/disk.chip"
-start_server --create tiny-mlc --blocks-per-plane 1024
+start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024
 t0=$SECONDS
 boot_bg kill 4096
 for _ in $(seq 1 1200); do grep -q "GUEST-SYNCED 8" "$work/console.log" && break; sleep 0.1; done
 grep -q "GUEST-SYNCED 8" "$work/console.log" || { tail -20 "$work/console.log"; fail "guest did not get going"; }
-kill -9 "$server_pid"; wait "$server_pid" 2>/dev/null || true
+stop_server KILL
 synced=$(grep -c "GUEST-SYNCED" "$work/console.log")
 sleep 2
-start_server
+start_server "$work/disk.chip"
 echo "   killed the server after $synced synced files; restarted: $(sed -n 's/.*mounted by/mounted by/p' "$work/serve.out")"
 wait "$guest_pid" || true
 grep -q "GUEST-OK kill" "$work/console.log" || { tail -30 "$work/console.log"; fail "guest did not survive the server's restart"; }
 total=$(grep -c "GUEST-SYNCED" "$work/console.log")
-kill -TERM "$server_pid"; wait "$server_pid" || fail "unclean server exit"
-start_server
+stop_server TERM
+start_server "$work/disk.chip"
 boot check 4096
 echo "   mounted again: all $total synced files match their checksums, fsck clean ($((SECONDS - t0)) s)"
-kill -TERM "$server_pid"; wait "$server_pid" || true
+stop_server TERM
 echo "== guest stage passed"

@@ -7,39 +7,12 @@
 set -euo pipefail
 NANDLAB=${1:-target/release/nandlab}
 NANDLAB=$(realpath "$NANDLAB")
-work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-pids=()
-cleanup() {
-  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+. "$(dirname "$0")/nbd-common.sh"
+# tiny-mlc with 1024 blocks per plane: ~96 MiB exported.
+new_disk() {
+  start_server "$work/$1.chip" --create tiny-mlc --blocks-per-plane 1024
+  sed 's/^/   /' "$work/serve.out"
 }
-trap cleanup EXIT
-fail() { echo "FAILED: $*" >&2; exit 1; }
-have() { command -v "$1" >/dev/null 2>&1; }
-url="nbd://127.0.0.1:$port"
-server_pid=""
-
-# start_server IMAGE [extra args]: starts the server and waits for its status line.
-start_server() {
-  local image=$1; shift
-  : > "$work/serve.out"
-  "$NANDLAB" serve --image "$image" --listen "127.0.0.1:$port" "$@" >"$work/serve.out" 2>>"$work/serve.err" &
-  server_pid=$!
-  pids+=("$server_pid")
-  for _ in $(seq 1 200); do
-    grep -q '^serving' "$work/serve.out" && { sed 's/^/   /' "$work/serve.out"; return 0; }
-    kill -0 "$server_pid" 2>/dev/null || fail "server exited: $(cat "$work/serve.err")"
-    sleep 0.05
-  done
-  fail "server did not start"
-}
-stop_server() { # stop_server TERM|KILL
-  kill "-$1" "$server_pid"
-  wait "$server_pid" 2>/dev/null || [ "$1" = KILL ] || fail "unclean exit after SIG$1"
-}
-# 48 Ki blocks of 64 KiB... tiny-mlc with 1024 blocks per plane: ~96 MiB exported.
-new_disk() { start_server "$work/$1.chip" --create tiny-mlc --blocks-per-plane 1024; }
 
 echo "== nbd stage: $NANDLAB on $url"
 
@@ -96,10 +69,10 @@ if have fio && fio --enghelp 2>/dev/null | grep -qw nbd; then
   new_disk fio
   timeout 300 fio "${job[@]}" --do_verify=1 >"$work/fio1.log" 2>&1 || { tail -20 "$work/fio1.log"; fail "fio write+verify"; }
   stop_server TERM
-  start_server "$work/fio.chip"
+  start_server "$work/fio.chip"; sed 's/^/   /' "$work/serve.out"
   timeout 300 fio "${job[@]}" --verify_only >"$work/fio2.log" 2>&1 || { tail -20 "$work/fio2.log"; fail "fio verify after clean restart"; }
   stop_server KILL
-  start_server "$work/fio.chip"
+  start_server "$work/fio.chip"; sed 's/^/   /' "$work/serve.out"
   timeout 300 fio "${job[@]}" --verify_only >"$work/fio3.log" 2>&1 || { tail -20 "$work/fio3.log"; fail "fio verify after SIGKILL"; }
   # Control: one block changed behind fio's back must fail verification.
   if have qemu-io; then

@@ -1,0 +1,36 @@
+# Shared by the NBD test scripts (sourced): a work folder, PID bookkeeping and cleanup,
+# and starting/stopping `nandlab serve` on a random loopback port.
+# Expects NANDLAB (path to the binary) to be set.
+work=$(mktemp -d)
+port=$((20000 + RANDOM % 20000))
+url="nbd://127.0.0.1:$port"
+pids=()
+server_pid=""
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAILED: $*" >&2; exit 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# start_server IMAGE [extra args]: starts the server and waits for its status line.
+start_server() {
+  local image=$1; shift
+  : >"$work/serve.out"
+  "$NANDLAB" serve --image "$image" --listen "127.0.0.1:$port" "$@" >"$work/serve.out" 2>>"$work/serve.err" &
+  server_pid=$!
+  pids+=("$server_pid")
+  for _ in $(seq 1 200); do
+    grep -q '^serving' "$work/serve.out" && return 0
+    kill -0 "$server_pid" 2>/dev/null || fail "server exited: $(cat "$work/serve.err")"
+    sleep 0.05
+  done
+  fail "server did not start"
+}
+
+# stop_server TERM|KILL
+stop_server() {
+  kill "-$1" "$server_pid"
+  wait "$server_pid" 2>/dev/null || [ "$1" = KILL ] || fail "unclean exit after SIG$1"
+}
