@@ -1,8 +1,8 @@
 //! `nandlab crashtest`: the power-cut harness from the command line.
 
+use crate::volume_cmd::RecoveryArg;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use ftl::RecoveryKind;
 use nand::{ChipConfig, CutMode};
 use sim::crash::{run_case, run_plan, CaseId, CrashConfig, Outcome, Plan};
 use std::io::IsTerminal;
@@ -15,14 +15,6 @@ enum ModeArg {
     Random,
     /// A seeded sample with a second cut after power-on (mount and the work after it).
     Nested,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum RecoveryArg {
-    /// Checkpoint plus roll-forward (DCR).
-    RollForward,
-    /// Version-based full scan.
-    FullScan,
 }
 
 #[derive(Debug, Args)]
@@ -73,10 +65,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     cfg.ops = args.ops;
     cfg.flush_every = args.flush_every;
     cfg.fit_ecc().map_err(anyhow::Error::msg)?;
-    cfg.ftl.recovery = match args.recovery {
-        RecoveryArg::RollForward => RecoveryKind::RollForward,
-        RecoveryArg::FullScan => RecoveryKind::FullScan,
-    };
+    cfg.ftl.recovery = args.recovery.into();
     if let Some(id) = &args.replay {
         let id: CaseId = id.parse().map_err(anyhow::Error::msg)?;
         return match run_case(&cfg, id) {
@@ -129,7 +118,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     println!(
         "crashtest: {:?} mode, {} recovery, chip {} (seed {})",
         args.mode,
-        sim::crash::recovery_name(cfg.ftl.recovery),
+        cfg.ftl.recovery.name(),
         args.preset,
         args.seed
     );

@@ -51,7 +51,7 @@ pub fn run(capacities_mib: &[u64]) -> Result<()> {
         };
         let geo = chip.geometry;
         let mut mask = vec![false; geo.total_blocks() as usize];
-        for b in PageFtl::<RamStorage, ConstantRber>::region_blocks(&chip, &fcfg) {
+        for b in fcfg.region_blocks(&chip) {
             mask[b as usize] = true;
         }
         let storage = RamStorage::digest(&geo, controller::layout::DIGEST_SPARE_BYTES)

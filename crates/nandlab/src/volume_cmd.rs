@@ -7,8 +7,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use controller::{Controller, ControllerConfig};
 use ftl::{Ftl, PageFtl, PageFtlConfig, RecoveryKind};
 use nand::backend::FileStorage;
-use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos};
-use sim::crash::{check_after_kill, pattern, CrashConfig, HostOp};
+use nand::{Chip, ChipConfig, ConstantRber, Nanos};
+use sim::crash::{apply_op, check_after_kill, CrashConfig, HostOp};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -169,22 +169,16 @@ fn workload(w: &WorkloadArgs, logical: u64) -> (Vec<HostOp>, u64) {
 
 fn stress(a: StressArgs) -> Result<()> {
     let mut vol = mount(&a.w)?;
-    let n = vol.logical_pages();
-    let ps = vol.page_size();
-    let (ops, _) = workload(&a.w, n);
+    let (ops, _) = workload(&a.w, vol.logical_pages());
     let mut out = std::io::stdout().lock();
     let mut t = Nanos::ZERO;
-    for (i, op) in ops.iter().enumerate() {
+    for (i, &op) in ops.iter().enumerate() {
         t += Nanos::from_us(50);
-        match *op {
-            HostOp::Write(l, v) => vol.write(t, Lpn::checked(l, n)?, &pattern(ps, l, v))?,
-            HostOp::Trim(l) => vol.trim(t, Lpn::checked(l, n)?)?,
-            HostOp::Flush => {
-                vol.flush(t)?;
-                vol.controller_mut().chip_mut().sync()?;
-                writeln!(out, "flushed {}", i + 1)?;
-                out.flush()?;
-            }
+        apply_op(&mut vol, op, t)?;
+        if op == HostOp::Flush {
+            vol.controller_mut().chip_mut().sync()?;
+            writeln!(out, "flushed {}", i + 1)?;
+            out.flush()?;
         }
     }
     vol.shutdown(t)?;

@@ -334,9 +334,7 @@ impl ExperimentConfig {
         } else {
             // The FTL's checkpoint region keeps real bytes.
             let mut mask = vec![false; g.total_blocks() as usize];
-            for b in
-                PageFtl::<RamStorage, Box<dyn ErrorModel>>::region_blocks(&chip_cfg, &self.ftl.page)
-            {
+            for b in self.ftl.page.region_blocks(&chip_cfg) {
                 mask[b as usize] = true;
             }
             RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)

@@ -20,7 +20,7 @@
 //! harness prints every block's records.
 
 use controller::{Controller, ControllerConfig};
-use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
+use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig};
 use nand::{Chip, ChipConfig, ConstantRber, CutMode, Lpn, NandError, Nanos, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -299,6 +299,17 @@ impl Model {
         }
     }
 
+    /// A write or trim issued (a flush changes nothing until it completes).
+    fn issue(&mut self, op: HostOp) {
+        let (l, v) = match op {
+            HostOp::Write(l, v) => (l, Some(v)),
+            HostOp::Trim(l) => (l, None),
+            HostOp::Flush => return,
+        };
+        self.since[l as usize].push(v);
+        self.current[l as usize] = v;
+    }
+
     fn accepts(&self, lpn: usize, v: Option<u64>) -> bool {
         self.durable[lpn] == v || self.since[lpn].contains(&v)
     }
@@ -342,23 +353,27 @@ pub fn check_after_kill(
     span: u64,
 ) -> Result<(), String> {
     let mut model = Model::new(dev.logical_pages());
-    for (i, op) in ops.iter().enumerate() {
-        match *op {
-            HostOp::Write(l, v) => {
-                model.since[l as usize].push(Some(v));
-                model.current[l as usize] = Some(v);
-            }
-            HostOp::Trim(l) => {
-                model.since[l as usize].push(None);
-                model.current[l as usize] = None;
-            }
-            HostOp::Flush => {}
-        }
+    for (i, &op) in ops.iter().enumerate() {
+        model.issue(op);
         if i + 1 == flushed {
             model.flushed();
         }
     }
     verify(dev, &mut model, span, Nanos::ZERO)
+}
+
+/// Performs one host operation on a volume (writes store [`pattern`] bytes).
+pub fn apply_op(dev: &mut dyn Ftl, op: HostOp, t: Nanos) -> Result<(), FtlError> {
+    let n = dev.logical_pages();
+    let lpn = |l: u64| Lpn::checked(l, n).map_err(|_| FtlError::OutOfRange { lpn: l, count: n });
+    match op {
+        HostOp::Write(l, v) => {
+            let data = pattern(dev.page_size(), l, v);
+            dev.write(t, lpn(l)?, &data)
+        }
+        HostOp::Trim(l) => dev.trim(t, lpn(l)?),
+        HostOp::Flush => dev.flush(t),
+    }
 }
 
 /// Runs `ops` on `dev`, updating `model`; stops at a power loss (`Ok(false)`).
@@ -368,24 +383,12 @@ fn run_ops(
     ops: &[HostOp],
     t: &mut Nanos,
 ) -> Result<bool, String> {
-    let ps = dev.page_size();
-    let n = dev.logical_pages();
-    for (i, op) in ops.iter().enumerate() {
+    for (i, &op) in ops.iter().enumerate() {
         *t += Nanos::from_us(50);
-        let r = match *op {
-            HostOp::Write(l, v) => {
-                model.since[l as usize].push(Some(v));
-                model.current[l as usize] = Some(v);
-                dev.write(*t, Lpn::checked(l, n).expect("in span"), &pattern(ps, l, v))
-            }
-            HostOp::Trim(l) => {
-                model.since[l as usize].push(None);
-                model.current[l as usize] = None;
-                dev.trim(*t, Lpn::checked(l, n).expect("in span"))
-            }
-            HostOp::Flush => dev.flush(*t).map(|()| model.flushed()),
-        };
+        model.issue(op);
+        let r = apply_op(dev, op, *t);
         match r {
+            Ok(()) if op == HostOp::Flush => model.flushed(),
             Ok(()) => {}
             Err(e) if is_power_loss(&e) => return Ok(false),
             Err(e) => return Err(format!("host op {i} ({op:?}): {e}")),
@@ -544,14 +547,6 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     }
     let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount: {e}"))?;
     debug_dump(&mut dev, t, "first mount");
-    if std::env::var_os("NANDLAB_CRASH_DEBUG").is_some() {
-        eprintln!(
-            "{:?} free {:?} {:?}",
-            dev.recovery_report(),
-            dev.free_blocks(),
-            dev.physical_pages()
-        );
-    }
     verify(&mut dev, &mut model, cfg.span_pages(logical), t)?;
     // The volume keeps working: more writes, a flush, a remount.
     if !run_ops(&mut dev, &mut model, &tail, &mut t)? {
@@ -650,12 +645,4 @@ pub fn run_plan(
         progress(s.cases, total);
     }
     Ok(s)
-}
-
-/// The recovery procedure's name, for reports.
-pub fn recovery_name(k: RecoveryKind) -> &'static str {
-    match k {
-        RecoveryKind::FullScan => "full_scan",
-        RecoveryKind::RollForward => "roll_forward",
-    }
 }

@@ -106,12 +106,38 @@ pub struct PageFtlConfig {
 }
 
 impl PageFtlConfig {
+    /// The checkpoint region of a chip: flat block indices, in use order (block `i` of every
+    /// die, then `i + 1`, …). Depends only on the chip and FTL configuration, so format and
+    /// mount agree; a simulator in digest mode keeps these blocks' bytes.
+    pub fn region_blocks(&self, chip: &nand::ChipConfig) -> Vec<u32> {
+        let geo = chip.geometry;
+        let ndies = geo.total_dies();
+        let bpd = geo.planes_per_die * geo.blocks_per_plane;
+        let per_die = if self.region_blocks_per_die > 0 {
+            self.region_blocks_per_die
+        } else {
+            let usable = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1) as u64;
+            let blocks = geo.total_blocks() as u64;
+            let logical =
+                (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
+            let bytes = 32 + ndies as u64 * 16 + blocks * 5 + logical * 4;
+            let payload = (geo.page_size as u64)
+                .saturating_sub(checkpoint::HEADER as u64)
+                .max(1);
+            let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
+            // Two generations, a block of trim log, a spare for a bad block.
+            (2 * body_blocks + 2).div_ceil(ndies as u64) as u32
+        };
+        let per_die = per_die.min(bpd);
+        (0..per_die)
+            .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
+            .collect()
+    }
+
     /// Blocks per die the checkpoint region takes on `chip` (the configured number, or the
     /// computed default).
     pub fn region_blocks_per_die_effective(&self, chip: &nand::ChipConfig) -> u32 {
-        let dies = chip.geometry.total_dies() as usize;
-        PageFtl::<nand::RamStorage, nand::ConstantRber>::region_blocks(chip, self).len() as u32
-            / dies.max(1) as u32
+        self.region_blocks(chip).len() as u32 / chip.geometry.total_dies().max(1)
     }
 }
 
@@ -397,34 +423,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.recovery.as_ref()
     }
 
-    /// The checkpoint region of a chip: flat block indices, in use order (block `i` of every
-    /// die, then `i + 1`, …). Depends only on the chip and FTL configuration, so format and
-    /// mount agree; a simulator in digest mode keeps these blocks' bytes.
-    pub fn region_blocks(chip: &nand::ChipConfig, cfg: &PageFtlConfig) -> Vec<u32> {
-        let geo = chip.geometry;
-        let ndies = geo.total_dies();
-        let bpd = geo.planes_per_die * geo.blocks_per_plane;
-        let per_die = if cfg.region_blocks_per_die > 0 {
-            cfg.region_blocks_per_die
-        } else {
-            let usable = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1) as u64;
-            let blocks = geo.total_blocks() as u64;
-            let logical =
-                (geo.total_pages() as f64 * (1.0 - cfg.over_provisioning.clamp(0.0, 1.0))) as u64;
-            let bytes = 32 + ndies as u64 * 16 + blocks * 5 + logical * 4;
-            let payload = (geo.page_size as u64)
-                .saturating_sub(checkpoint::HEADER as u64)
-                .max(1);
-            let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
-            // Two generations, a block of trim log, a spare for a bad block.
-            (2 * body_blocks + 2).div_ceil(ndies as u64) as u32
-        };
-        let per_die = per_die.min(bpd);
-        (0..per_die)
-            .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
-            .collect()
-    }
-
     fn empty(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Result<Self, FtlError> {
         let mut ctl = ctl;
         Self::check_config(&mut ctl, &cfg)?;
@@ -464,7 +462,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let ndies = geo.total_dies() as usize;
         let digest = ctl.config().mode == PayloadMode::Digest;
         let chip_cfg = ctl.chip().config().clone();
-        let region = Self::region_blocks(&chip_cfg, &cfg);
+        let region = cfg.region_blocks(&chip_cfg);
         let multi = chip_cfg.cell != nand::CellType::Slc;
         let pairing = ctl.chip().pairing();
         let region_pages: Vec<u32> = if multi {

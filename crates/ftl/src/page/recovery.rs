@@ -58,6 +58,16 @@ pub enum RecoveryKind {
     RollForward,
 }
 
+impl RecoveryKind {
+    /// Name in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RecoveryKind::FullScan => "full_scan",
+            RecoveryKind::RollForward => "roll_forward",
+        }
+    }
+}
+
 /// What a mount did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryReport {
@@ -101,7 +111,7 @@ pub struct RollForward;
 
 impl Recovery for FullScan {
     fn name(&self) -> &'static str {
-        "full_scan"
+        RecoveryKind::FullScan.name()
     }
 
     fn recover<S: Storage, M: ErrorModel>(
@@ -137,7 +147,7 @@ impl Recovery for FullScan {
 
 impl Recovery for RollForward {
     fn name(&self) -> &'static str {
-        "roll_forward"
+        RecoveryKind::RollForward.name()
     }
 
     fn recover<S: Storage, M: ErrorModel>(
@@ -197,7 +207,6 @@ impl Recovery for RollForward {
         }
         // Blocks left without a valid page (at the checkpoint, or by newer records) may
         // have been erased since, and reused: their erase count and first page tell.
-        let mut work: Vec<u32> = work;
         work.extend(
             (0..ftl.geo.total_blocks())
                 .filter(|&b| r.snap.states[b as usize] == code::FULL && ftl.valid[b as usize] == 0),
@@ -240,7 +249,6 @@ impl Recovery for RollForward {
 struct Rebuild {
     snap: Snapshot,
     trims: Vec<(u32, u64)>,
-    gen: u64,
     /// Newest sequence number applied per logical page.
     best: Vec<u64>,
     /// Highest sequence number seen anywhere.
@@ -302,7 +310,6 @@ impl Rebuild {
             }
         ];
         Ok(Rebuild {
-            gen: ftl.cp.gen,
             trims,
             best: vec![0; logical],
             max_seq,
@@ -555,7 +562,7 @@ impl Rebuild {
         ftl.opened_since_cp = self.young.len() as u32;
         Ok(RecoveryReport {
             procedure: name.into(),
-            checkpoint_gen: self.gen,
+            checkpoint_gen: ftl.cp.gen,
             checkpoint_pages: self.checkpoint_pages,
             blocks_scanned: self.scanned.len() as u64,
             pages_scanned: self.pages_scanned,
