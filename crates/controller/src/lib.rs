@@ -25,7 +25,7 @@ pub use layout::{Layout, OobRecord, PageKind};
 
 use alloc::vec;
 use alloc::vec::Vec;
-use ecc::{Bch, EccError};
+use ecc::{Bch, EccError, FixedEncoder};
 use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
 use nand::rber::{sample_bit_errors, ErrorModel};
 use nand::{Chip, NandError, Nanos, OpTiming, PhysAddr, RamStorage, Storage};
@@ -33,8 +33,6 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-
-use layout::CRC32C;
 
 /// Controller errors.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -226,7 +224,13 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     codes: Vec<Option<Bch>>,
     /// Layouts by strength, computed once.
     layouts: Vec<Option<Layout>>,
+    /// Per strength: decode time of a page read with no bit errors.
+    clean_ecc: Vec<Nanos>,
+    /// Bus time of a whole page with its spare area (digest-mode reads charge it).
+    full_transfer: Nanos,
     record_code: Bch,
+    /// Table-driven encoder of the record code (run on every program).
+    record_enc: FixedEncoder<RECORD_BYTES>,
     stats: EccStats,
     spare: Vec<u8>,
     /// Zero data area handed to the chip in digest mode.
@@ -240,10 +244,7 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     crc32c: fn(&[u8]) -> u32,
 }
 
-/// CRC32C in portable software (slice-by-16 tables).
-pub fn crc32c_software(data: &[u8]) -> u32 {
-    CRC32C.checksum(data)
-}
+pub use layout::crc32c_software;
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for Controller<S, M> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -273,7 +274,14 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         }
         let record_code = Bch::new(RECORD_M, RECORD_T).map_err(CtlError::Ecc)?;
         debug_assert_eq!(record_code.ecc_bytes(), layout::RECORD_PARITY_BYTES);
+        let record_enc = record_code
+            .fixed_encoder::<RECORD_BYTES>()
+            .map_err(CtlError::Ecc)?;
         let digest = cfg.mode == PayloadMode::Digest;
+        let full_transfer = chip
+            .config()
+            .timing
+            .transfer(g.page_size as usize + g.spare_size as usize);
         Ok(Controller {
             spare: vec![0; g.spare_size as usize],
             zeros: if digest { vec![0; page] } else { Vec::new() },
@@ -287,7 +295,10 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             cfg,
             codes: Vec::new(),
             layouts: Vec::new(),
+            clean_ecc: Vec::new(),
+            full_transfer,
             record_code,
+            record_enc,
             stats: EccStats::default(),
         })
     }
@@ -361,6 +372,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             self.layouts.resize(t as usize + 1, None);
         }
         self.layouts[t as usize] = Some(l);
+        if self.clean_ecc.len() <= t as usize {
+            self.clean_ecc.resize(t as usize + 1, Nanos::ZERO);
+        }
+        // Decode time of a page read without errors: the record and every sector clean.
+        let lat = &self.cfg.latency;
+        self.clean_ecc[t as usize] = lat.decode(RECORD_BYTES, RECORD_T, 0)
+            + lat.decode_sectors(l.sector_size, l.sectors, t, 0);
         Ok(l)
     }
 
@@ -382,8 +400,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let rec = record.encode();
         spare[l.record_offset..l.record_offset + RECORD_BYTES].copy_from_slice(&rec);
         let rp = l.record_parity_offset;
-        self.record_code
-            .encode(&rec, &mut spare[rp..rp + self.record_code.ecc_bytes()])
+        self.record_enc
+            .encode(&rec, &mut spare[rp..rp + layout::RECORD_PARITY_BYTES])
             .map_err(CtlError::Ecc)
     }
 
@@ -509,9 +527,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     ) -> Result<PageRead, CtlError> {
         self.check_page_len(data.len())?;
         let mut spare = core::mem::take(&mut self.spare);
-        let r = match self.chip.read(now, addr, data, &mut spare) {
+        let r = match self.chip.read_with_state(now, addr, data, &mut spare) {
             Err(e) => Err(e.into()),
-            Ok(timing) => self.finish_read(now, addr, data, &mut spare, timing, false),
+            Ok((timing, st)) => self.finish_read(now, addr, st, data, &mut spare, timing, false),
         };
         self.spare = spare;
         r.map(|(read, _)| read)
@@ -529,22 +547,19 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         if digest {
             // Digest mode keeps no data bytes: read the spare area and charge the bus for
             // the whole page, exactly what a full page read costs.
-            let r = self.chip.read_spare(now, addr, spare);
+            let r = self.chip.read_spare_with_state(now, addr, spare);
             return match r {
                 Err(e) => Err(e.into()),
-                Ok(mut timing) => {
-                    let page = self.chip.geometry().page_size as usize;
-                    let spare_len = spare.len();
-                    let t = &self.chip.config().timing;
-                    timing.transfer = t.transfer(page + spare_len);
-                    self.finish_read(now, addr, &mut [], spare, timing, true)
+                Ok((mut timing, st)) => {
+                    timing.transfer = self.full_transfer;
+                    self.finish_read(now, addr, st, &mut [], spare, timing, true)
                 }
             };
         }
-        let r = self.chip.read(now, addr, data, spare);
+        let r = self.chip.read_with_state(now, addr, data, spare);
         match r {
             Err(e) => Err(e.into()),
-            Ok(timing) => self.finish_read(now, addr, data, spare, timing, false),
+            Ok((timing, st)) => self.finish_read(now, addr, st, data, spare, timing, false),
         }
     }
 
@@ -656,14 +671,16 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         damaged: bool,
     ) -> Result<(OobRecord, u32, Layout), CtlError> {
         let pbits = self.record_code.ecc_bits() as usize;
-        flip(
-            &mut self.rng,
-            &mut spare[..HEADER_BYTES],
-            HEADER_BYTES * 8,
-            &mut [],
-            0,
-            k_header,
-        );
+        if k_header > 0 {
+            flip(
+                &mut self.rng,
+                &mut spare[..HEADER_BYTES],
+                HEADER_BYTES * 8,
+                &mut [],
+                0,
+                k_header,
+            );
+        }
         let t = majority(spare[0], spare[1], spare[2]) as u32;
         let layout = match self.layout(t) {
             Ok(l) => l,
@@ -674,7 +691,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let rlen = self.record_code.ecc_bytes();
         let (rec_bytes, rest) = spare[ro..].split_at_mut(RECORD_BYTES);
         let parity = &mut rest[rp - ro - RECORD_BYTES..][..rlen];
-        flip(&mut self.rng, rec_bytes, RECORD_BYTES * 8, parity, pbits, k);
+        if k > 0 {
+            flip(&mut self.rng, rec_bytes, RECORD_BYTES * 8, parity, pbits, k);
+        }
         // A codeword that took no flips and sits on an undamaged page decodes to itself:
         // skip the decoder (its latency is still charged).
         let corrected = if k == 0 && !damaged {
@@ -692,10 +711,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         Ok((record, corrected, layout))
     }
 
+    /// Decodes a page just read (`st`: its state after the read).
+    #[allow(clippy::too_many_arguments)]
     fn finish_read(
         &mut self,
         now: Nanos,
         addr: PhysAddr,
+        st: nand::PageState,
         data: &mut [u8],
         spare: &mut [u8],
         timing: OpTiming,
@@ -707,7 +729,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             }
             return Err(self.uncorrectable(addr, None));
         }
-        let (rber, damaged) = self.rber(addr, now)?;
+        let (rber, damaged) = (self.model.rber(&st.age(now)), st.damaged);
         // One error draw for the whole page — header, record and every sector — sized by
         // the strength the page was written with (read from the stored header before any
         // flip; a header that names no valid layout is garbage).
@@ -717,9 +739,26 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         };
         let [h, r] = self.meta_regions();
         let c = stored.codeword_bits();
+        let total = sample_bit_errors(&mut self.rng, h + r + c * stored.sectors as u64, rber);
+        if total == 0 && !damaged {
+            // No bit flipped and no fault touched the page: it holds what was programmed.
+            // Nothing to decode or check; the decoder's time for clean codewords is charged.
+            let (record, _, layout) = self.decode_header_and_record(addr, spare, 0, 0, false)?;
+            let ecc = self.clean_ecc[layout.t as usize];
+            self.stats.reads += 1;
+            self.stats.decode_ns += ecc.0;
+            return Ok((
+                PageRead::Data(ReadInfo {
+                    record,
+                    corrected: 0,
+                    timing,
+                    ecc,
+                }),
+                Some(layout),
+            ));
+        }
         let mut per = [0u64; MAX_SECTORS];
         let (mut k_header, mut k_record) = (0, 0);
-        let total = sample_bit_errors(&mut self.rng, h + r + c * stored.sectors as u64, rber);
         for _ in 0..total {
             // Each error lands on a uniformly random bit of the page.
             let x = ((self.rng.next_u64() as u128 * (h + r + c * stored.sectors as u64) as u128)

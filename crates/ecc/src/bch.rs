@@ -297,6 +297,41 @@ impl Bch {
         Ok(())
     }
 
+    /// A table-driven encoder for messages of exactly `N` bytes, for short fixed-size
+    /// codewords (an OOB record) encoded on every page program. The code is linear, so the
+    /// parity of a message is the XOR of the parities of its bytes in place: one table row
+    /// per (position, byte value), built from 8 basis encodes per position. Needs parity of
+    /// at most 64 bits; `N` must fit the code.
+    pub fn fixed_encoder<const N: usize>(&self) -> Result<FixedEncoder<N>, EccError> {
+        self.check(N, self.ecc_bytes)?;
+        if self.ecc_bits > 64 {
+            return Err(EccError::ParityTooWide {
+                bits: self.ecc_bits,
+            });
+        }
+        let mut table = alloc::vec![[0u64; 256]; N];
+        let mut msg = [0u8; N];
+        let mut ecc = [0u8; 8];
+        for (i, row) in table.iter_mut().enumerate() {
+            let mut basis = [0u64; 8];
+            for (b, out) in basis.iter_mut().enumerate() {
+                msg[i] = 0x80 >> b;
+                self.encode(&msg, &mut ecc[..self.ecc_bytes])?;
+                *out = u64::from_be_bytes(ecc);
+            }
+            msg[i] = 0;
+            for v in 1..256usize {
+                // Row v = row (v without its lowest set bit) XOR that bit's basis parity.
+                let low = v & v.wrapping_neg();
+                row[v] = row[v ^ low] ^ basis[7 - low.trailing_zeros() as usize];
+            }
+        }
+        Ok(FixedEncoder {
+            ecc_bytes: self.ecc_bytes,
+            table: table.into_boxed_slice().try_into().expect("N rows"),
+        })
+    }
+
     /// The parity of `data` as a new vector.
     pub fn encode_vec(&self, data: &[u8]) -> Result<Vec<u8>, EccError> {
         let mut ecc = vec![0u8; self.ecc_bytes()];
@@ -556,6 +591,39 @@ fn slice16<'a, const W: usize>(tables: &[u64], data: &'a [u8], reg: &mut [u64]) 
     }
     reg[..W].copy_from_slice(&r);
     rest
+}
+
+/// Encoder for one fixed message length `N` (see [`Bch::fixed_encoder`]).
+#[derive(Debug, Clone)]
+pub struct FixedEncoder<const N: usize> {
+    ecc_bytes: usize,
+    /// `table[i][v]`: parity of the message with byte `i` = `v` and all others zero,
+    /// left-aligned big-endian in a u64.
+    table: alloc::boxed::Box<[[u64; 256]; N]>,
+}
+
+impl<const N: usize> FixedEncoder<N> {
+    /// The parity of `data`, left-aligned big-endian in a u64 (its first
+    /// [`Bch::ecc_bytes`] bytes are what [`Bch::encode`] writes).
+    pub fn parity(&self, data: &[u8; N]) -> u64 {
+        let mut acc = 0u64;
+        for (row, &b) in self.table.iter().zip(data) {
+            acc ^= row[b as usize];
+        }
+        acc
+    }
+
+    /// The parity of `data`, written to `ecc`; the same bytes as [`Bch::encode`].
+    pub fn encode(&self, data: &[u8; N], ecc: &mut [u8]) -> Result<(), EccError> {
+        if ecc.len() != self.ecc_bytes {
+            return Err(EccError::EccLength {
+                got: ecc.len(),
+                expected: self.ecc_bytes,
+            });
+        }
+        ecc.copy_from_slice(&self.parity(data).to_be_bytes()[..self.ecc_bytes]);
+        Ok(())
+    }
 }
 
 /// Slicing-by-8 over whole 8-byte chunks with a `W`-word register; returns the tail.

@@ -22,7 +22,7 @@ pub mod gf;
 pub mod reliability;
 mod roots;
 
-pub use bch::Bch;
+pub use bch::{Bch, FixedEncoder};
 
 use thiserror::Error;
 
@@ -71,6 +71,12 @@ pub enum EccError {
         len: usize,
         /// Longest allowed.
         max: usize,
+    },
+    /// Parity longer than a table-driven encoder holds (64 bits).
+    #[error("parity of {bits} bits is too wide for a table-driven encoder (at most 64)")]
+    ParityTooWide {
+        /// Parity bits of the code.
+        bits: u32,
     },
     /// Parity buffer of the wrong length.
     #[error("parity is {got} bytes, the code has {expected}")]

@@ -412,9 +412,13 @@ impl<S: Storage> Chip<S> {
     /// State of a page: age, reads, kind (what an error model needs).
     pub fn page_state(&self, addr: PhysAddr) -> Result<PageState, NandError> {
         let (bi, page, _) = self.locate(addr)?;
+        Ok(self.state_of(bi, page))
+    }
+
+    fn state_of(&self, bi: usize, page: u32) -> PageState {
         let m = self.page_meta(bi, page);
         let info = self.pairing.info(page);
-        Ok(PageState {
+        PageState {
             erased: m.is_erased(),
             wordline: info.wordline,
             kind: info.kind,
@@ -424,7 +428,7 @@ impl<S: Storage> Chip<S> {
             subpages: m.subpages,
             damaged: m.flags & PAGE_DAMAGED != 0,
             erase_count: self.blocks[bi].erase_count,
-        })
+        }
     }
 
     /// What an error model needs to know about a page read at `now`.
@@ -524,6 +528,19 @@ impl<S: Storage> Chip<S> {
         spare: &mut [u8],
     ) -> Result<OpTiming, NandError> {
         self.read_op(now, addr, ReadPart::Page, data, spare)
+            .map(|(t, _)| t)
+    }
+
+    /// [`read`](Chip::read), also returning the page's state after the read (what
+    /// [`page_state`](Chip::page_state) would then say, without a second lookup).
+    pub fn read_with_state(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(OpTiming, PageState), NandError> {
+        self.read_op(now, addr, ReadPart::Page, data, spare)
     }
 
     /// Reads only the spare area of a page (same array time, less transfer).
@@ -533,6 +550,17 @@ impl<S: Storage> Chip<S> {
         addr: PhysAddr,
         spare: &mut [u8],
     ) -> Result<OpTiming, NandError> {
+        self.read_op(now, addr, ReadPart::Spare, &mut [], spare)
+            .map(|(t, _)| t)
+    }
+
+    /// [`read_spare`](Chip::read_spare), also returning the page's state after the read.
+    pub fn read_spare_with_state(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        spare: &mut [u8],
+    ) -> Result<(OpTiming, PageState), NandError> {
         self.read_op(now, addr, ReadPart::Spare, &mut [], spare)
     }
 
@@ -546,6 +574,7 @@ impl<S: Storage> Chip<S> {
         spare: &mut [u8],
     ) -> Result<OpTiming, NandError> {
         self.read_op(now, addr, ReadPart::Subpage(sub), data, spare)
+            .map(|(t, _)| t)
     }
 
     fn read_op(
@@ -555,7 +584,7 @@ impl<S: Storage> Chip<S> {
         part: ReadPart,
         data: &mut [u8],
         spare: &mut [u8],
-    ) -> Result<OpTiming, NandError> {
+    ) -> Result<(OpTiming, PageState), NandError> {
         self.ensure_power()?;
         let (bi, page, pi) = self.locate(addr)?;
         let g = self.config.geometry;
@@ -603,7 +632,7 @@ impl<S: Storage> Chip<S> {
             r?;
         }
         self.count_read(bi, page, pi)?;
-        Ok(timing)
+        Ok((timing, self.state_of(bi, page)))
     }
 
     fn count_read(&mut self, bi: usize, page: u32, pi: u64) -> Result<(), NandError> {

@@ -1422,7 +1422,12 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
-        out.append(&mut self.ops);
+        if out.is_empty() {
+            // Hand over the buffer (and take the caller's empty one back): no copy.
+            core::mem::swap(out, &mut self.ops);
+        } else {
+            out.append(&mut self.ops);
+        }
     }
 
     fn counters(&self) -> &FtlCounters {
