@@ -743,7 +743,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         if total == 0 && !damaged {
             // No bit flipped and no fault touched the page: it holds what was programmed.
             // Nothing to decode or check; the decoder's time for clean codewords is charged.
-            let (record, _, layout) = self.decode_header_and_record(addr, spare, 0, 0, false)?;
+            let layout = stored;
+            let ro = layout.record_offset;
+            let rec: &[u8; RECORD_BYTES] = spare[ro..ro + RECORD_BYTES].try_into().expect("size");
+            let record = match OobRecord::decode(rec) {
+                Some(r) if r.t as u32 == stored_t => r,
+                _ => return Err(self.uncorrectable(addr, None)),
+            };
             let ecc = self.clean_ecc[layout.t as usize];
             self.stats.reads += 1;
             self.stats.decode_ns += ecc.0;

@@ -607,8 +607,10 @@ impl<const N: usize> FixedEncoder<N> {
     /// [`Bch::ecc_bytes`] bytes are what [`Bch::encode`] writes).
     pub fn parity(&self, data: &[u8; N]) -> u64 {
         let mut acc = 0u64;
-        for (row, &b) in self.table.iter().zip(data) {
-            acc ^= row[b as usize];
+        // Indexing by a constant range unrolls without bounds checks.
+        #[allow(clippy::needless_range_loop)]
+        for i in 0..N {
+            acc ^= self.table[i][data[i] as usize];
         }
         acc
     }

@@ -708,8 +708,13 @@ impl<S: Storage> Chip<S> {
         self.program_op(now, addr, Prog::Subpage(sub), data, spare)
     }
 
-    fn check_program(&mut self, addr: PhysAddr, prog: Prog) -> Result<(), NandError> {
-        let (bi, page, pi) = self.locate(addr)?;
+    /// Checks that page `page` (flat page `pi`) of block `bi`, at `addr`, may take `prog`.
+    fn check_program(
+        &mut self,
+        addr: PhysAddr,
+        (bi, page, pi): (usize, u32, u64),
+        prog: Prog,
+    ) -> Result<(), NandError> {
         let block = addr.block_addr();
         let b = self.blocks[bi];
         if b.has(FLAG_FACTORY_BAD) || b.has(FLAG_GROWN_BAD) {
@@ -822,7 +827,7 @@ impl<S: Storage> Chip<S> {
         check_len("spare", spare.len(), slen)?;
         // `check_program` leaves the page's current image in `buf` for a partial program.
         let fresh = self.page_meta(bi, page).is_erased();
-        self.check_program(addr, prog)?;
+        self.check_program(addr, (bi, page, pi), prog)?;
         // The whole-page program of an erased page without a fault needs no merge buffer;
         // every other path starts from the page's current image (erased = all ones).
         let fast = fresh && prog == Prog::Full && self.cut.is_none() && self.blocks[bi].inject == 0;

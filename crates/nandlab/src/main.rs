@@ -4,6 +4,8 @@ mod bench_cmd;
 mod chip_cmd;
 mod crash_cmd;
 mod ecc_cmd;
+#[cfg(target_os = "linux")]
+mod hugepages;
 mod nbd;
 mod recovery_bench;
 mod run_cmd;
@@ -11,6 +13,10 @@ mod serve_cmd;
 mod volume_cmd;
 
 use clap::{Parser, Subcommand};
+
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOC: hugepages::HugePageAlloc = hugepages::HugePageAlloc;
 
 /// NAND flash storage lab: a chip emulator faithful to the physics, FTLs and a simulator.
 #[derive(Debug, Parser)]
