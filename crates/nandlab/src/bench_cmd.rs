@@ -143,6 +143,10 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if let Some(m) = rss {
         println!("peak memory {m:.0} MiB (VmHWM)");
     }
+    if let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
+        // The binary's allocator asks for huge pages on large tables (see `hugepages`).
+        println!("huge pages  transparent huge pages: {}", thp.trim());
+    }
     println!("anchor      MQSim: ~38,000 requests/s for 4 KiB random writes on an empty device, 2.6 GB peak RSS");
     if let Some(w) = res.first() {
         println!(
