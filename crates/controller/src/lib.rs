@@ -356,10 +356,17 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     }
 
     /// The page layout at strength `t`, or why `t` does not fit.
+    #[inline]
     pub fn layout(&mut self, t: u32) -> Result<Layout, CtlError> {
         if let Some(Some(l)) = self.layouts.get(t as usize) {
             return Ok(*l);
         }
+        self.build_layout(t)
+    }
+
+    /// Builds (once) the code and layout of strength `t`.
+    #[cold]
+    fn build_layout(&mut self, t: u32) -> Result<Layout, CtlError> {
         self.code(t)?;
         let code = self.codes[t as usize].as_ref().expect("built above");
         let l = Layout::new(

@@ -250,6 +250,10 @@ pub trait Ftl {
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.flush(now)
     }
+    /// A hint that logical page `lpn` will be read or written soon: an implementation may
+    /// start loading what it will look up (its map entry) so the access does not wait on
+    /// memory. Changes no state; out-of-range pages are ignored.
+    fn prefetch(&self, _lpn: u64) {}
     /// Background work at time `now` (idle-time GC, …); returns whether work was done.
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError>;
     /// Moves the flash operations performed since the last call into `out` (appending).

@@ -86,6 +86,51 @@ pub fn page_pattern(lpn: u64, version: u32, out: &mut [u8]) {
     nand::pattern::fill(out, lpn << 32 ^ version as u64);
 }
 
+/// Requests pulled from the source ahead of their dispatch.
+const LOOKAHEAD: usize = 8;
+
+/// A request source read a few requests ahead, so the FTL can start loading the map
+/// entries of upcoming requests (`Ftl::prefetch`) while it serves the current one. Requests
+/// (and a source error) come out in the source's order; nothing past an error is pulled.
+struct Lookahead<'a> {
+    src: &'a mut dyn RequestSource,
+    buf: VecDeque<Result<Request, SimError>>,
+    done: bool,
+}
+
+impl<'a> Lookahead<'a> {
+    fn new(src: &'a mut dyn RequestSource) -> Self {
+        Lookahead {
+            src,
+            buf: VecDeque::with_capacity(LOOKAHEAD),
+            done: false,
+        }
+    }
+
+    fn next(&mut self, ftl: &dyn Ftl, page: u64) -> Option<Result<Request, SimError>> {
+        while !self.done && self.buf.len() < LOOKAHEAD {
+            match self.src.next_request() {
+                None => self.done = true,
+                Some(r) => {
+                    match &r {
+                        Ok(q) if matches!(q.kind, ReqKind::Read | ReqKind::Write) => {
+                            ftl.prefetch(q.offset / page)
+                        }
+                        Ok(_) => {}
+                        Err(_) => self.done = true,
+                    }
+                    self.buf.push_back(r);
+                }
+            }
+        }
+        self.buf.pop_front()
+    }
+
+    fn remaining(&self) -> Option<u64> {
+        self.src.remaining().map(|n| n + self.buf.len() as u64)
+    }
+}
+
 /// The engine.
 pub struct Engine {
     ftl: Box<dyn Ftl>,
@@ -331,6 +376,7 @@ impl Engine {
     ) -> Result<(), SimError> {
         let base = self.clock;
         let mut done = 0u64;
+        let mut source = Lookahead::new(source);
         let report =
             |done: u64, now: Nanos, remaining: Option<u64>, progress: &mut dyn FnMut(Progress)| {
                 if done.is_multiple_of(4096) {
@@ -343,7 +389,7 @@ impl Engine {
             };
         match mode {
             LoadMode::OpenLoop => {
-                while let Some(r) = source.next_request() {
+                while let Some(r) = source.next(&*self.ftl, self.page) {
                     let mut r = r?;
                     r.arrival += base;
                     self.sched.push(r);
@@ -363,7 +409,7 @@ impl Engine {
                 loop {
                     // Keep `qd` requests in the device: arrivals at the current time.
                     while !exhausted && inflight.len() + self.sched.len() < qd {
-                        match source.next_request() {
+                        match source.next(&*self.ftl, self.page) {
                             Some(r) => {
                                 let mut r = r?;
                                 r.arrival = now;

@@ -1447,6 +1447,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         Ok(worked)
     }
 
+    fn prefetch(&self, lpn: u64) {
+        prefetch(&self.l2p, lpn as usize);
+    }
+
     fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
         if out.is_empty() {
             // Hand over the buffer (and take the caller's empty one back): no copy.
