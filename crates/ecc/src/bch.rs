@@ -678,6 +678,12 @@ fn shl8(r: &mut [u64]) {
 
 /// The first `out.len()` bytes of the left-aligned register, big-endian.
 fn store(r: &[u64], out: &mut [u8]) {
+    if out.len() <= 16 && r.len() <= 2 {
+        // Parity of up to 128 bits: the register's bytes in one piece.
+        let v = (r[0] as u128) << 64 | r.get(1).copied().unwrap_or(0) as u128;
+        out.copy_from_slice(&v.to_be_bytes()[..out.len()]);
+        return;
+    }
     for (i, o) in out.iter_mut().enumerate() {
         *o = (r[i / 8] >> (56 - 8 * (i % 8))) as u8;
     }

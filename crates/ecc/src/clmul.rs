@@ -1,7 +1,12 @@
-//! A carry-less-multiply (PCLMULQDQ) encoder step for codes whose parity fits 128 bits:
-//! 16 data bytes per step by Barrett reduction (six 64×64 carry-less products) instead of
-//! sixteen table lookups, with four independent lanes folded by x^512 so the products of
-//! different lanes overlap. Chosen at run time, only on CPUs that have the instruction.
+//! A carry-less-multiply (PCLMULQDQ) encoder for codes whose parity fits 128 bits, chosen at
+//! run time on CPUs that have the instruction.
+//!
+//! Bulk data goes through two independent 256-bit accumulators with lazy reduction: each
+//! round multiplies an accumulator by x^512 modulo g' one 64-bit limb at a time
+//! (limb · (x^(512+64i) mod g'), two 64×64 products per limb, a result of at most 192 bits)
+//! and adds the next 32 data bytes — four carry-less products per 16 bytes and no
+//! reduction inside the loop. The accumulators are reduced once at the end by Barrett
+//! reduction (six products per 128 bits), which also steps single 16-byte blocks.
 //!
 //! Polynomials are `u128` with bit i the coefficient of x^i. The register is the parity
 //! left-aligned in 128 bits (R = S·x^(128−L)); with g' = g·x^(128−L) = x^128 + G and
@@ -9,7 +14,8 @@
 //! to R' = V·x^128 mod g' = lo128(q·G) with q = ⌊V·μ / x^128⌋ = V ⊕ hi128(V·M).
 
 use core::arch::x86_64::{
-    __m128i, _mm_clmulepi64_si128, _mm_slli_si128, _mm_srli_si128, _mm_xor_si128,
+    __m128i, _mm_clmulepi64_si128, _mm_loadu_si128, _mm_set_epi8, _mm_shuffle_epi8, _mm_slli_si128,
+    _mm_srli_si128, _mm_xor_si128,
 };
 
 /// Constants of one code.
@@ -19,10 +25,10 @@ pub(crate) struct Clmul {
     m: u128,
     /// G = g' − x^128.
     g: u128,
-    /// x^(128·k) mod g' for k = 2, 3, 4 (folding four 16-byte lanes).
-    x256: u128,
-    x384: u128,
-    x512: u128,
+    /// x^(256+64i) mod g', i = 0..4: folds a 256-bit accumulator past the other lane.
+    k256: [u128; 4],
+    /// x^(512+64i) mod g', i = 0..4: advances an accumulator by one 64-byte round.
+    k512: [u128; 4],
 }
 
 /// Sets bit `i` of a 384-bit number.
@@ -38,7 +44,7 @@ impl Clmul {
     /// The step constants for a generator whose low part, left-aligned in two words, is
     /// `gen` (the encoder's representation); `None` if the CPU lacks PCLMULQDQ.
     pub(crate) fn new(gen: [u64; 2]) -> Option<Clmul> {
-        if !std::is_x86_feature_detected!("pclmulqdq") {
+        if !std::is_x86_feature_detected!("pclmulqdq") || !std::is_x86_feature_detected!("ssse3") {
             return None;
         }
         let g = (gen[0] as u128) << 64 | gen[1] as u128;
@@ -60,10 +66,10 @@ impl Clmul {
         }
         debug_assert!(bit(&q, 128));
         let m = q[0];
-        // x^(128k) mod g' by repeated multiplication by x^128 mod g' (bitwise).
-        let times_x128 = |a: u128| -> u128 {
+        // x^k mod g' by repeated multiplication by x (bitwise), from x^128 ≡ G.
+        let times_x = |a: u128, n: u32| -> u128 {
             let mut r = a;
-            for _ in 0..128 {
+            for _ in 0..n {
                 let top = r >> 127 == 1;
                 r <<= 1;
                 if top {
@@ -72,23 +78,17 @@ impl Clmul {
             }
             r
         };
-        let x128 = g; // x^128 ≡ G (mod g')
-        let x256 = times_x128(x128);
-        let x384 = times_x128(x256);
-        let x512 = times_x128(x384);
-        Some(Clmul {
-            m,
-            g,
-            x256,
-            x384,
-            x512,
-        })
+        let x256 = times_x(g, 128);
+        let k256: [u128; 4] = core::array::from_fn(|i| times_x(x256, 64 * i as u32));
+        let x512 = times_x(x256, 256);
+        let k512: [u128; 4] = core::array::from_fn(|i| times_x(x512, 64 * i as u32));
+        Some(Clmul { m, g, k256, k512 })
     }
 
     /// Feeds whole 16-byte chunks of `data` into the register `reg` (one or two words);
     /// returns the tail.
     pub(crate) fn remainder<'a>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
-        // SAFETY: a `Clmul` exists only if the CPU reported PCLMULQDQ (see `new`).
+        // SAFETY: a `Clmul` exists only if the CPU reported PCLMULQDQ and SSSE3 (see `new`).
         unsafe { self.remainder_unchecked(data, reg) }
     }
 
@@ -115,48 +115,72 @@ impl Clmul {
         _mm_xor_si128(_mm_clmulepi64_si128(q, g, 0x00), _mm_slli_si128(cross, 8))
     }
 
-    /// A·K mod g' for a constant K of degree < 128.
+    /// A·x^(256 or 512) modulo g' up to a multiple of g', for a 256-bit A = (hi, lo):
+    /// Σ limb_i · k[i] over A's four 64-bit limbs, at most 192 bits, as (hi, lo).
     #[inline]
     #[target_feature(enable = "pclmulqdq")]
-    unsafe fn mulmod(&self, a: __m128i, k: __m128i) -> __m128i {
-        let mid = _mm_xor_si128(
-            _mm_clmulepi64_si128(a, k, 0x01),
-            _mm_clmulepi64_si128(a, k, 0x10),
+    unsafe fn fold(&self, (hi, lo): (__m128i, __m128i), k: &[__m128i; 4]) -> (__m128i, __m128i) {
+        // Products with the constants' low halves land at bits 0..128, with their high
+        // halves at bits 64..192.
+        let low = _mm_xor_si128(
+            _mm_xor_si128(
+                _mm_clmulepi64_si128(lo, k[0], 0x00),
+                _mm_clmulepi64_si128(lo, k[1], 0x01),
+            ),
+            _mm_xor_si128(
+                _mm_clmulepi64_si128(hi, k[2], 0x00),
+                _mm_clmulepi64_si128(hi, k[3], 0x01),
+            ),
         );
-        let hi = _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x11), _mm_srli_si128(mid, 8));
-        let lo = _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_slli_si128(mid, 8));
-        _mm_xor_si128(self.times_x128(hi), lo)
+        let high = _mm_xor_si128(
+            _mm_xor_si128(
+                _mm_clmulepi64_si128(lo, k[0], 0x10),
+                _mm_clmulepi64_si128(lo, k[1], 0x11),
+            ),
+            _mm_xor_si128(
+                _mm_clmulepi64_si128(hi, k[2], 0x10),
+                _mm_clmulepi64_si128(hi, k[3], 0x11),
+            ),
+        );
+        (
+            _mm_srli_si128(high, 8),
+            _mm_xor_si128(low, _mm_slli_si128(high, 8)),
+        )
     }
 
-    #[target_feature(enable = "pclmulqdq")]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
     unsafe fn remainder_unchecked<'a>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
         let start = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
         let mut r = xmm(start);
-        let block = |c: &[u8]| xmm(u128::from_be_bytes(c.try_into().expect("16-byte chunk")));
+        let block = |c: &[u8]| {
+            let c: &[u8; 16] = c.try_into().expect("16-byte chunk");
+            // SAFETY: this function runs only where SSSE3 exists (see `new`).
+            unsafe { load_be(c) }
+        };
         let mut rest = data;
         if data.len() >= 128 {
-            // Four independent lanes of 16-byte blocks, each advanced by x^512 per round:
-            // lane l holds Σ_k B(4k+l)·x^(512(K−1−k)) (lane 0 also the incoming register).
-            // After K rounds the state is Σ_l lane_l·x^(128(4−l)) mod g'.
-            let (x256, x384, x512) = (xmm(self.x256), xmm(self.x384), xmm(self.x512));
+            // Two 256-bit accumulators over alternating 32-byte chunks, each advanced by
+            // x^512 per 64-byte round: after the last round the prefix is
+            // P ≡ A1·x^256 + A2 (mod g'), and the register is P·x^128 mod g'.
+            let k512: [__m128i; 4] = core::array::from_fn(|i| xmm(self.k512[i]));
+            let k256: [__m128i; 4] = core::array::from_fn(|i| xmm(self.k256[i]));
+            let chunk = |c: &[u8]| (block(&c[0..16]), block(&c[16..32]));
             let mut rounds = data.chunks_exact(64);
             let first = rounds.next().expect("at least 128 bytes");
-            let mut lanes = [
-                _mm_xor_si128(r, block(&first[0..16])),
-                block(&first[16..32]),
-                block(&first[32..48]),
-                block(&first[48..64]),
-            ];
-            for chunk in &mut rounds {
-                for (l, lane) in lanes.iter_mut().enumerate() {
-                    *lane =
-                        _mm_xor_si128(self.mulmod(*lane, x512), block(&chunk[16 * l..16 * l + 16]));
-                }
+            let (h, l) = chunk(&first[..32]);
+            let mut a1 = (_mm_xor_si128(h, r), l);
+            let mut a2 = chunk(&first[32..]);
+            for c in &mut rounds {
+                let (f1, f2) = (self.fold(a1, &k512), self.fold(a2, &k512));
+                let (h1, l1) = chunk(&c[..32]);
+                let (h2, l2) = chunk(&c[32..]);
+                a1 = (_mm_xor_si128(f1.0, h1), _mm_xor_si128(f1.1, l1));
+                a2 = (_mm_xor_si128(f2.0, h2), _mm_xor_si128(f2.1, l2));
             }
-            r = _mm_xor_si128(
-                _mm_xor_si128(self.mulmod(lanes[0], x512), self.mulmod(lanes[1], x384)),
-                _mm_xor_si128(self.mulmod(lanes[2], x256), self.times_x128(lanes[3])),
-            );
+            let f = self.fold(a1, &k256);
+            let (hi, lo) = (_mm_xor_si128(f.0, a2.0), _mm_xor_si128(f.1, a2.1));
+            // (hi·x^128 + lo)·x^128 mod g'.
+            r = self.times_x128(_mm_xor_si128(self.times_x128(hi), lo));
             rest = rounds.remainder();
         }
         let mut chunks = rest.chunks_exact(16);
@@ -170,6 +194,18 @@ impl Clmul {
         }
         chunks.remainder()
     }
+}
+
+/// 16 bytes read as a big-endian 128-bit polynomial (byte 0 holds x^127..x^120).
+#[inline]
+#[target_feature(enable = "ssse3")]
+unsafe fn load_be(c: &[u8; 16]) -> __m128i {
+    // SAFETY: `c` is 16 readable bytes; the load is unaligned.
+    let v = unsafe { _mm_loadu_si128(c.as_ptr().cast()) };
+    _mm_shuffle_epi8(
+        v,
+        _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    )
 }
 
 /// A 128-bit polynomial in a vector register (lane 0 = the low 64 bits).

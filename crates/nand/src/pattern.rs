@@ -13,7 +13,7 @@ const fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-const TABLE: [u64; WORDS] = {
+static TABLE: [u64; WORDS] = {
     let mut t = [0u64; WORDS];
     let mut i = 0;
     while i < WORDS {
@@ -28,10 +28,14 @@ pub fn fill(buf: &mut [u8], seed: u64) {
     let base = splitmix(seed ^ 0xD1B5_4A32_D192_ED03);
     let mut words = buf.chunks_exact_mut(8);
     let mut i = 0usize;
-    for chunk in &mut words {
-        let w = base ^ TABLE[i % WORDS] ^ (i / WORDS) as u64;
-        chunk.copy_from_slice(&w.to_le_bytes());
-        i += 1;
+    // One table period (512 words) at a time: no division per word.
+    while words.len() > 0 {
+        let period = (i / WORDS) as u64;
+        // The table first: when it runs out, zip stops without taking another chunk.
+        for (t, chunk) in TABLE.iter().zip(&mut words) {
+            chunk.copy_from_slice(&(base ^ t ^ period).to_le_bytes());
+            i += 1;
+        }
     }
     let rest = words.into_remainder();
     if !rest.is_empty() {
@@ -51,6 +55,19 @@ pub fn bytes(len: usize, seed: u64) -> alloc::vec::Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_follow_the_documented_formula() {
+        for len in [0, 5, 8, 4096, 4100, 3 * 4096 + 13, 9000] {
+            let got = bytes(len, 77);
+            let base = splitmix(77 ^ 0xD1B5_4A32_D192_ED03);
+            let want: alloc::vec::Vec<u8> = (0..len.div_ceil(8))
+                .flat_map(|i| (base ^ TABLE[i % WORDS] ^ (i / WORDS) as u64).to_le_bytes())
+                .take(len)
+                .collect();
+            assert_eq!(got, want, "len {len}");
+        }
+    }
 
     #[test]
     fn seeds_and_positions_differ() {
