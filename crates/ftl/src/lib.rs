@@ -254,6 +254,10 @@ pub trait Ftl {
     /// start loading what it will look up (its map entry) so the access does not wait on
     /// memory. Changes no state; out-of-range pages are ignored.
     fn prefetch(&self, _lpn: u64) {}
+    /// The second stage of [`prefetch`](Ftl::prefetch), a little later: an implementation
+    /// may read the (by now loaded) map entry and start loading what the access will update
+    /// through it (the old physical page's reverse entry, its block's counters).
+    fn prefetch_mapped(&self, _lpn: u64) {}
     /// Background work at time `now` (idle-time GC, …); returns whether work was done.
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError>;
     /// Moves the flash operations performed since the last call into `out` (appending).

@@ -123,7 +123,15 @@ impl<'a> Lookahead<'a> {
                 }
             }
         }
-        self.buf.pop_front()
+        let next = self.buf.pop_front();
+        // Second stage for the request a few places behind: its map entry has had time to
+        // arrive; start on what it points to.
+        if let Some(Ok(q)) = self.buf.get(LOOKAHEAD / 2) {
+            if matches!(q.kind, ReqKind::Read | ReqKind::Write) {
+                ftl.prefetch_mapped(q.offset / page);
+            }
+        }
+        next
     }
 
     fn remaining(&self) -> Option<u64> {

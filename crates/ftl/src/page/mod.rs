@@ -1451,6 +1451,19 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         prefetch(&self.l2p, lpn as usize);
     }
 
+    fn prefetch_mapped(&self, lpn: u64) {
+        if let Some(&old) = self.l2p.get(lpn as usize) {
+            if old < LOST {
+                let b = (old / self.ppb) as usize;
+                prefetch(&self.p2l, old as usize);
+                prefetch(&self.valid, b);
+                prefetch(&self.superseded, b);
+                prefetch(&self.next, b);
+                prefetch(&self.prev, b);
+            }
+        }
+    }
+
     fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
         if out.is_empty() {
             // Hand over the buffer (and take the caller's empty one back): no copy.
