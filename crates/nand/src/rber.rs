@@ -227,8 +227,15 @@ pub fn sample_bit_errors(rng: &mut impl RngCore, bits: u64, rber: f64) -> u64 {
         return (x.max(0.0) as u64).min(bits);
     }
     let u = unit(rng);
+    let log_p0 = bits as f64 * ln_1m(rber);
+    // P(0) = e^log_p0 ≥ 1 + log_p0: a draw below that bound is 0 errors without evaluating
+    // the exponential — the same answer as the comparison below (the slack covers
+    // rounding), for the common case of a page with few expected errors.
+    if u < 1.0 + log_p0 - 1e-12 {
+        return 0;
+    }
     let ratio = rber / (1.0 - rber);
-    let mut pmf = libm::exp(bits as f64 * ln_1m(rber));
+    let mut pmf = libm::exp(log_p0);
     let mut cdf = pmf;
     let mut k = 0u64;
     while u > cdf && k < bits {
@@ -275,6 +282,46 @@ mod tests {
     use alloc::vec;
     use rand_chacha::ChaCha8Rng;
     use rand_core::SeedableRng;
+
+    /// The inversion draw without the shortcut for 0 errors.
+    fn sample_reference(rng: &mut impl RngCore, bits: u64, rber: f64) -> u64 {
+        let u = unit(rng);
+        let ratio = rber / (1.0 - rber);
+        let mut pmf = libm::exp(bits as f64 * libm::log1p(-rber));
+        let mut cdf = pmf;
+        let mut k = 0u64;
+        while u > cdf && k < bits {
+            pmf *= (bits - k) as f64 / (k + 1) as f64 * ratio;
+            k += 1;
+            cdf += pmf;
+            if pmf < 1e-300 && cdf > 0.999_999_999_999 {
+                break;
+            }
+        }
+        k
+    }
+
+    #[test]
+    fn zero_error_shortcut_changes_no_draw() {
+        let mut a = ChaCha8Rng::seed_from_u64(9);
+        let mut b = ChaCha8Rng::seed_from_u64(9);
+        let mut nonzero = 0;
+        for i in 0..200_000u64 {
+            let bits = 1 + (i * 7919) % 40_000;
+            let rber = 10f64.powf(-8.0 + (i % 57) as f64 / 10.0);
+            if bits as f64 * rber > 500.0 {
+                continue;
+            }
+            let x = sample_bit_errors(&mut a, bits, rber);
+            assert_eq!(
+                x,
+                sample_reference(&mut b, bits, rber),
+                "bits {bits} rber {rber}"
+            );
+            nonzero += (x > 0) as u32;
+        }
+        assert!(nonzero > 1000);
+    }
 
     #[test]
     fn ln_1m_matches_log1p() {
