@@ -370,10 +370,22 @@ impl<S: Storage> Chip<S> {
             .ok_or(NandError::BlockOutOfRange(block))
     }
 
+    /// (flat block index, page in block, flat page index) of `addr` — what
+    /// `Geometry::page_index` checks, without dividing the flat index back.
     fn locate(&self, addr: PhysAddr) -> Result<(usize, u32, u64), NandError> {
         let g = &self.config.geometry;
-        let pi = g.page_index(addr).ok_or(NandError::PageOutOfRange(addr))?;
-        Ok(((pi / g.pages_per_block as u64) as usize, addr.page(), pi))
+        let page = addr.page();
+        if page >= g.pages_per_block {
+            return Err(NandError::PageOutOfRange(addr));
+        }
+        let b = g
+            .block_index(addr.block_addr())
+            .ok_or(NandError::PageOutOfRange(addr))?;
+        Ok((
+            b as usize,
+            page,
+            b as u64 * g.pages_per_block as u64 + page as u64,
+        ))
     }
 
     fn page_meta(&self, bi: usize, page: u32) -> PageMeta {
@@ -416,7 +428,10 @@ impl<S: Storage> Chip<S> {
     }
 
     fn state_of(&self, bi: usize, page: u32) -> PageState {
-        let m = self.page_meta(bi, page);
+        self.state_from(bi, page, self.page_meta(bi, page))
+    }
+
+    fn state_from(&self, bi: usize, page: u32, m: PageMeta) -> PageState {
         let info = self.pairing.info(page);
         PageState {
             erased: m.is_erased(),
@@ -631,22 +646,24 @@ impl<S: Storage> Chip<S> {
             self.buf = buf;
             r?;
         }
-        self.count_read(bi, page, pi)?;
-        Ok((timing, self.state_of(bi, page)))
+        let m = self.count_read(bi, page, pi)?;
+        Ok((timing, self.state_from(bi, page, m)))
     }
 
-    fn count_read(&mut self, bi: usize, page: u32, pi: u64) -> Result<(), NandError> {
+    /// Counts a read of page `page` of block `bi`; returns the page's state afterwards.
+    fn count_read(&mut self, bi: usize, page: u32, pi: u64) -> Result<PageMeta, NandError> {
         self.counters.reads += 1;
         let b = &mut self.blocks[bi];
         b.reads_since_erase = b.reads_since_erase.saturating_add(1);
         self.save_block(bi)?;
-        if !self.page_meta(bi, page).is_erased() {
-            let m = self.page_meta_mut(bi, page);
-            m.reads = m.reads.saturating_add(1);
-            let m = *m;
+        let mut m = self.page_meta(bi, page);
+        if !m.is_erased() {
+            let slot = self.page_meta_mut(bi, page);
+            slot.reads = slot.reads.saturating_add(1);
+            m = *slot;
             self.storage.save_page(pi, &m)?;
         }
-        Ok(())
+        Ok(m)
     }
 
     /// (data offset, data length), (spare offset within spare, spare length) of a program
