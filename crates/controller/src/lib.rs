@@ -226,8 +226,6 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     layouts: Vec<Option<Layout>>,
     /// Per strength: decode time of a page read with no bit errors.
     clean_ecc: Vec<Nanos>,
-    /// Bus time of a whole page with its spare area (digest-mode reads charge it).
-    full_transfer: Nanos,
     record_code: Bch,
     /// Table-driven encoder of the record code (run on every program).
     record_enc: FixedEncoder<RECORD_BYTES>,
@@ -278,10 +276,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             .fixed_encoder::<RECORD_BYTES>()
             .map_err(CtlError::Ecc)?;
         let digest = cfg.mode == PayloadMode::Digest;
-        let full_transfer = chip
-            .config()
-            .timing
-            .transfer(g.page_size as usize + g.spare_size as usize);
         Ok(Controller {
             spare: vec![0; g.spare_size as usize],
             zeros: if digest { vec![0; page] } else { Vec::new() },
@@ -296,7 +290,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             codes: Vec::new(),
             layouts: Vec::new(),
             clean_ecc: Vec::new(),
-            full_transfer,
             record_code,
             record_enc,
             stats: EccStats::default(),
@@ -563,7 +556,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             return match r {
                 Err(e) => Err(e.into()),
                 Ok((mut timing, st)) => {
-                    timing.transfer = self.full_transfer;
+                    let g = self.chip.geometry();
+                    let full = g.page_size as usize + g.spare_size as usize;
+                    timing.transfer = self.chip.config().timing.transfer(full);
                     self.finish_read(now, addr, st, &mut [], spare, timing, true)
                 }
             };

@@ -234,6 +234,12 @@ pub fn sample_bit_errors(rng: &mut impl RngCore, bits: u64, rber: f64) -> u64 {
     if u < 1.0 + log_p0 - 1e-12 {
         return 0;
     }
+    invert(u, bits, rber, log_p0)
+}
+
+/// Inversion of the Binomial(bits, rber) distribution at the uniform draw `u`, with
+/// `log_p0` = ln P(0): the smallest k whose cumulative probability reaches `u`.
+fn invert(u: f64, bits: u64, rber: f64, log_p0: f64) -> u64 {
     let ratio = rber / (1.0 - rber);
     let mut pmf = libm::exp(log_p0);
     let mut cdf = pmf;
@@ -283,22 +289,9 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use rand_core::SeedableRng;
 
-    /// The inversion draw without the shortcut for 0 errors.
+    /// The inversion draw without the shortcut for 0 errors or the ln(1 − p) series.
     fn sample_reference(rng: &mut impl RngCore, bits: u64, rber: f64) -> u64 {
-        let u = unit(rng);
-        let ratio = rber / (1.0 - rber);
-        let mut pmf = libm::exp(bits as f64 * libm::log1p(-rber));
-        let mut cdf = pmf;
-        let mut k = 0u64;
-        while u > cdf && k < bits {
-            pmf *= (bits - k) as f64 / (k + 1) as f64 * ratio;
-            k += 1;
-            cdf += pmf;
-            if pmf < 1e-300 && cdf > 0.999_999_999_999 {
-                break;
-            }
-        }
-        k
+        invert(unit(rng), bits, rber, bits as f64 * libm::log1p(-rber))
     }
 
     #[test]
