@@ -64,6 +64,9 @@ fi
 
 echo "-- fio nbd engine: verified random writes; clean restart, SIGKILL restart, control"
 if have fio && fio --enghelp 2>/dev/null | grep -qw nbd; then
+  # fio saves its verify state (local-v-0-verify.state) in the current folder: keep it in
+  # the work folder, not the checkout.
+  cd "$work"
   job=(--name=v --ioengine=nbd --uri="$url" --rw=randwrite --bs=4k --size=16M
        --verify=crc32c --verify_fatal=1 --randrepeat=1 --randseed=7 --end_fsync=1)
   new_disk fio
@@ -83,6 +86,7 @@ if have fio && fio --enghelp 2>/dev/null | grep -qw nbd; then
     echo "   control run failed as it must"
   fi
   stop_server TERM
+  cd - >/dev/null
   echo "   ok"
 else
   echo "   skipped: fio with the nbd engine not installed"

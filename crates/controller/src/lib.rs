@@ -27,7 +27,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use ecc::{Bch, EccError, FixedEncoder};
 use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
-use nand::rber::{sample_bit_errors, ErrorModel};
+use nand::rber::{sample_page_errors, ErrorModel, PageAge};
 use nand::{Chip, NandError, Nanos, OpTiming, PhysAddr, RamStorage, Storage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -633,10 +633,11 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 if spare.iter().all(|&b| b == 0xFF) {
                     Ok(PageRead::Erased { timing })
                 } else {
-                    let (rber, damaged) = self.rber(addr, now)?;
+                    let st = self.chip.page_state(addr)?;
+                    let (age, damaged) = (st.age(now), st.damaged);
                     let mut counts = [0u64; 2];
                     let regions = self.meta_regions();
-                    split_errors(&mut self.rng, rber, &regions, &mut counts);
+                    split_errors(&mut self.rng, &self.model, &age, &regions, &mut counts);
                     self.decode_header_and_record(addr, &mut spare, counts[0], counts[1], damaged)
                         .map(|(record, corrected, _)| {
                             PageRead::Data(ReadInfo {
@@ -659,12 +660,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             (HEADER_BYTES * 8) as u64,
             (RECORD_BYTES * 8) as u64 + self.record_code.ecc_bits() as u64,
         ]
-    }
-
-    /// The page's raw bit error rate now, and whether a fault damaged it.
-    fn rber(&self, addr: PhysAddr, now: Nanos) -> Result<(f64, bool), CtlError> {
-        let st = self.chip.page_state(addr)?;
-        Ok((self.model.rber(&st.age(now)), st.damaged))
     }
 
     /// Injects errors into, and decodes, the header and the record. Returns the record, the
@@ -736,7 +731,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             }
             return Err(self.uncorrectable(addr, None));
         }
-        let (rber, damaged) = (self.model.rber(&st.age(now)), st.damaged);
+        let (age, damaged) = (st.age(now), st.damaged);
         // One error draw for the whole page — header, record and every sector — sized by
         // the strength the page was written with (read from the stored header before any
         // flip; a header that names no valid layout is garbage).
@@ -746,7 +741,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         };
         let [h, r] = self.meta_regions();
         let c = stored.codeword_bits();
-        let total = sample_bit_errors(&mut self.rng, h + r + c * stored.sectors as u64, rber);
+        let bits = h + r + c * stored.sectors as u64;
+        let total = sample_page_errors(&mut self.rng, bits, &self.model, &age);
         if total == 0 && !damaged {
             // No bit flipped and no fault touched the page: it holds what was programmed.
             // Nothing to decode or check; the decoder's time for clean codewords is charged.
@@ -871,14 +867,20 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
 /// Most sectors per page the controller handles (a 64 KiB page of 1 KiB sectors).
 const MAX_SECTORS: usize = 64;
 
-/// Draws the errors of `regions` (bit counts) at `rber` with one binomial draw over their
-/// total, then assigns each error to a region with probability proportional to its size:
+/// Draws the errors of `regions` (bit counts) of a page of age `age` under `model` with one
+/// binomial draw over their total, then assigns each error to a region with probability proportional to its size:
 /// the same joint distribution as independent draws per region, for one transcendental
 /// evaluation instead of one per region.
-fn split_errors(rng: &mut ChaCha8Rng, rber: f64, regions: &[u64], out: &mut [u64]) -> u64 {
+fn split_errors<M: ErrorModel>(
+    rng: &mut ChaCha8Rng,
+    model: &M,
+    age: &PageAge,
+    regions: &[u64],
+    out: &mut [u64],
+) -> u64 {
     out.iter_mut().for_each(|c| *c = 0);
     let sum: u64 = regions.iter().sum();
-    let total = sample_bit_errors(rng, sum, rber);
+    let total = sample_page_errors(rng, sum, model, age);
     for _ in 0..total {
         let mut x = ((rng.next_u64() as u128 * sum as u128) >> 64) as u64;
         for (i, &r) in regions.iter().enumerate() {

@@ -33,17 +33,32 @@ pub struct PageAge {
 pub trait ErrorModel {
     /// Probability that one bit of the page reads wrong.
     fn rber(&self, page: &PageAge) -> f64;
+
+    /// Bounds `(lo, hi)` with `lo ≤ rber(page) ≤ hi` as computed, cheaper to evaluate than
+    /// the rate itself. [`sample_page_errors`] decides most reads of a page with few
+    /// expected errors from `hi` alone and calls [`rber`](ErrorModel::rber) only when it
+    /// must. The default is the rate itself, twice.
+    fn rber_bounds(&self, page: &PageAge) -> (f64, f64) {
+        let r = self.rber(page);
+        (r, r)
+    }
 }
 
 impl<M: ErrorModel + ?Sized> ErrorModel for &M {
     fn rber(&self, page: &PageAge) -> f64 {
         (**self).rber(page)
     }
+    fn rber_bounds(&self, page: &PageAge) -> (f64, f64) {
+        (**self).rber_bounds(page)
+    }
 }
 
 impl<M: ErrorModel + ?Sized> ErrorModel for alloc::boxed::Box<M> {
     fn rber(&self, page: &PageAge) -> f64 {
         (**self).rber(page)
+    }
+    fn rber_bounds(&self, page: &PageAge) -> (f64, f64) {
+        (**self).rber_bounds(page)
     }
 }
 
@@ -119,19 +134,72 @@ impl ErrorModel for FlaresRber {
 /// [`FlaresRber`] remembering the P/E-dependent terms of the last page it evaluated (pages
 /// of one block, read one after another by GC and scans, share them): the same values,
 /// with two transcendental evaluations fewer per hit.
-#[derive(Debug, Clone, Default)]
+///
+/// Its [`rber_bounds`](ErrorModel::rber_bounds) need no transcendental function at all
+/// on a hit: the retention term Bo·PE^(n·m)·t^m is bounded above by rounding t up to the
+/// next power of two, whose m-th power comes from a table built once (for m > 0 and
+/// Bo ≥ 0; other fits get the exact rate as both bounds).
+#[derive(Debug, Clone)]
 pub struct CachedFlares {
     model: FlaresRber,
-    /// (P/E count, write part, n·ln PE) of the last evaluation.
-    last: core::cell::Cell<Option<(u32, f64, f64)>>,
+    /// (P/E count, write part, n·ln PE, Bo·PE^(n·m)) of the last evaluation.
+    last: core::cell::Cell<Option<(u32, f64, f64, f64)>>,
+    /// `2^(m·(e + 1))` for hours in `[2^e, 2^(e+1))`, `e` from `-OCTAVES/2`; empty when the
+    /// fit's retention term does not grow with time.
+    octave: Vec<f64>,
+}
+
+/// Octaves of retention time (in hours) [`CachedFlares`] bounds from its table: 2^-64 h
+/// (0.2 ns) to 2^64 h.
+const OCTAVES: usize = 128;
+
+/// Relative slack of [`CachedFlares`]' upper bound over the rate as computed: far above
+/// any rounding difference between the two evaluations, far below the rate's own scale.
+const BOUND_SLACK: f64 = 1e-9;
+
+impl Default for CachedFlares {
+    fn default() -> Self {
+        CachedFlares::new(FlaresRber::default())
+    }
 }
 
 impl CachedFlares {
     /// Wraps `model`.
     pub fn new(model: FlaresRber) -> Self {
+        let octave = if model.m > 0.0 && model.bo >= 0.0 {
+            (0..OCTAVES)
+                .map(|i| {
+                    let e = i as f64 - (OCTAVES / 2) as f64;
+                    libm::exp(model.m * (e + 1.0) * core::f64::consts::LN_2)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         CachedFlares {
             model,
             last: core::cell::Cell::new(None),
+            octave,
+        }
+    }
+
+    /// (write part, n·ln PE, Bo·PE^(n·m)) at `pe` cycles, from the cache when it holds them.
+    fn pe_terms(&self, pe_cycles: u32) -> (f64, f64, f64) {
+        match self.last.get() {
+            Some((pe, w, l, s)) if pe == pe_cycles => (w, l, s),
+            _ => {
+                let m = &self.model;
+                let pe = pe_cycles as f64;
+                let w = m.write_part(pe);
+                let (l, s) = if pe > 0.0 {
+                    let l = m.n * libm::log(pe);
+                    (l, m.bo * libm::exp(m.m * l))
+                } else {
+                    (f64::NEG_INFINITY, 0.0)
+                };
+                self.last.set(Some((pe_cycles, w, l, s)));
+                (w, l, s)
+            }
         }
     }
 }
@@ -139,20 +207,7 @@ impl CachedFlares {
 impl ErrorModel for CachedFlares {
     fn rber(&self, p: &PageAge) -> f64 {
         let m = &self.model;
-        let (w, nlnpe) = match self.last.get() {
-            Some((pe, w, l)) if pe == p.pe_cycles => (w, l),
-            _ => {
-                let pe = p.pe_cycles as f64;
-                let w = m.write_part(pe);
-                let l = if pe > 0.0 {
-                    m.n * libm::log(pe)
-                } else {
-                    f64::NEG_INFINITY
-                };
-                self.last.set(Some((p.pe_cycles, w, l)));
-                (w, l)
-            }
-        };
+        let (w, nlnpe, _) = self.pe_terms(p.pe_cycles);
         let hours = p.retention.as_hours_f64();
         let rd = if p.pe_cycles == 0 || hours <= 0.0 {
             0.0
@@ -160,6 +215,30 @@ impl ErrorModel for CachedFlares {
             m.bo * libm::exp(m.m * (nlnpe + libm::log(hours)))
         };
         (w + rd).max(0.0)
+    }
+
+    fn rber_bounds(&self, p: &PageAge) -> (f64, f64) {
+        let (w, _, scale) = self.pe_terms(p.pe_cycles);
+        let hours = p.retention.as_hours_f64();
+        if p.pe_cycles == 0 || hours <= 0.0 {
+            // No retention term: the rate is the write part.
+            let r = w.max(0.0);
+            return (r, r);
+        }
+        // hours ∈ [2^e, 2^(e+1)) for a normal f64 with biased exponent e + 1023.
+        let e = ((hours.to_bits() >> 52) & 0x7FF) as i64 - 1023;
+        let i = e + (OCTAVES / 2) as i64;
+        match self.octave.get(i as usize) {
+            Some(&pow) if (0..OCTAVES as i64).contains(&i) => {
+                // rd = Bo·PE^(n·m)·t^m ≥ 0, so w ≤ w + rd (and the rate is max(w + rd, 0)).
+                let hi = (w + scale * pow) * (1.0 + BOUND_SLACK);
+                (w, hi.max(0.0))
+            }
+            _ => {
+                let r = self.rber(p);
+                (r, r)
+            }
+        }
     }
 }
 
@@ -186,6 +265,16 @@ impl<M: ErrorModel> ErrorModel for KindRatio<M> {
     fn rber(&self, p: &PageAge) -> f64 {
         self.inner.rber(p) * self.factors[p.kind.index()]
     }
+    fn rber_bounds(&self, p: &PageAge) -> (f64, f64) {
+        let f = self.factors[p.kind.index()];
+        let (lo, hi) = self.inner.rber_bounds(p);
+        if f >= 0.0 {
+            (lo * f, hi * f)
+        } else {
+            let r = self.rber(p);
+            (r, r)
+        }
+    }
 }
 
 /// Adds `per_read` × reads-since-program to an inner model (read disturb).
@@ -200,6 +289,11 @@ pub struct ReadDisturb<M> {
 impl<M: ErrorModel> ErrorModel for ReadDisturb<M> {
     fn rber(&self, p: &PageAge) -> f64 {
         self.inner.rber(p) + self.per_read * p.reads as f64
+    }
+    fn rber_bounds(&self, p: &PageAge) -> (f64, f64) {
+        let (lo, hi) = self.inner.rber_bounds(p);
+        let d = self.per_read * p.reads as f64;
+        (lo + d, hi + d)
     }
 }
 
@@ -235,6 +329,36 @@ pub fn sample_bit_errors(rng: &mut impl RngCore, bits: u64, rber: f64) -> u64 {
         return 0;
     }
     invert(u, bits, rber, log_p0)
+}
+
+/// The number of bit errors among `bits` bits of a page `model` describes: the same draw,
+/// from the same random numbers, as `sample_bit_errors(rng, bits, model.rber(page))`, but
+/// the model's rate is evaluated only when its cheap upper bound
+/// ([`ErrorModel::rber_bounds`]) cannot already tell that the draw is 0 errors — the
+/// common case of every read of a healthy page.
+pub fn sample_page_errors<M: ErrorModel + ?Sized>(
+    rng: &mut impl RngCore,
+    bits: u64,
+    model: &M,
+    page: &PageAge,
+) -> u64 {
+    let (lo, hi) = model.rber_bounds(page);
+    // With 0 < lo ≤ rate ≤ hi < 1 and a mean of at most 500, the exact draw takes the
+    // inversion path, whose first step is this uniform draw.
+    if bits > 0 && lo > 0.0 && hi < 1.0 && bits as f64 * hi <= 500.0 {
+        let u = unit(rng);
+        // ln P(0) falls as the rate grows: below the bound's threshold is below the rate's.
+        if u < 1.0 + bits as f64 * ln_1m(hi) - 1e-12 {
+            return 0;
+        }
+        let rber = model.rber(page);
+        let log_p0 = bits as f64 * ln_1m(rber);
+        if u < 1.0 + log_p0 - 1e-12 {
+            return 0;
+        }
+        return invert(u, bits, rber, log_p0);
+    }
+    sample_bit_errors(rng, bits, model.rber(page))
 }
 
 /// Inversion of the Binomial(bits, rber) distribution at the uniform draw `u`, with
@@ -314,6 +438,70 @@ mod tests {
             nonzero += (x > 0) as u32;
         }
         assert!(nonzero > 1000);
+    }
+
+    /// Pages of every age and wear the bounded draw meets: P/E 0..20k, retention 0 to
+    /// decades, both bit kinds, some reads.
+    fn ages() -> impl Iterator<Item = PageAge> {
+        (0..4000u64).map(|i| PageAge {
+            pe_cycles: [0, 1, 7, 100, 1000, 3000, 10_000, 20_000][(i % 8) as usize],
+            retention: Nanos((i * 2_654_435_761) % (1u64 << (i % 59))),
+            kind: if i % 3 == 0 {
+                BitKind::Msb
+            } else {
+                BitKind::Lsb
+            },
+            reads: (i % 5) as u32 * 1000,
+        })
+    }
+
+    #[test]
+    fn flares_bounds_hold_the_rate() {
+        let c = CachedFlares::default();
+        let m = ReadDisturb {
+            inner: KindRatio::ap(CachedFlares::default(), 0.5),
+            per_read: 1e-10,
+        };
+        for age in ages() {
+            for (lo, r, hi) in [
+                (c.rber_bounds(&age).0, c.rber(&age), c.rber_bounds(&age).1),
+                (m.rber_bounds(&age).0, m.rber(&age), m.rber_bounds(&age).1),
+            ] {
+                assert!(lo <= r && r <= hi, "{age:?}: {lo} {r} {hi}");
+                // The bound is within a factor 2^m of the rate (one octave of retention).
+                assert!(hi <= 1.6 * r + 1e-300, "{age:?}: {r} {hi}");
+            }
+        }
+    }
+
+    #[test]
+    fn bounded_draw_is_the_exact_draw() {
+        let models: [alloc::boxed::Box<dyn ErrorModel>; 3] = [
+            alloc::boxed::Box::new(CachedFlares::default()),
+            alloc::boxed::Box::new(KindRatio::ap(CachedFlares::default(), 0.5)),
+            alloc::boxed::Box::new(ReadDisturb {
+                inner: CachedFlares::default(),
+                per_read: 1e-9,
+            }),
+        ];
+        let mut nonzero = 0;
+        for (k, model) in models.iter().enumerate() {
+            let mut a = ChaCha8Rng::seed_from_u64(k as u64);
+            let mut b = ChaCha8Rng::seed_from_u64(k as u64);
+            for (i, age) in ages().enumerate() {
+                let bits = [1u64, 4096 * 8, 35_000, 200_000, 2_000_000][i % 5];
+                let x = sample_page_errors(&mut a, bits, model, &age);
+                assert_eq!(
+                    x,
+                    sample_bit_errors(&mut b, bits, model.rber(&age)),
+                    "{age:?}"
+                );
+                nonzero += (x > 0) as u32;
+            }
+            // Both streams consumed the same random numbers.
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+        assert!(nonzero > 1000, "{nonzero}");
     }
 
     #[test]
