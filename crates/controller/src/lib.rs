@@ -238,6 +238,9 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     reloc_data: Vec<u8>,
     reloc_spare: Vec<u8>,
     reloc: Option<OobRecord>,
+    /// The page last read for relocation, when its data were never fetched (a pristine
+    /// read): [`program_relocated`](Controller::program_relocated) programs a copy of it.
+    reloc_from: Option<PhysAddr>,
     /// CRC32C of data areas (software by default; see [`Controller::set_crc32c`]).
     crc32c: fn(&[u8]) -> u32,
 }
@@ -282,6 +285,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             reloc_data: vec![0; if digest { 0 } else { page }],
             reloc_spare: vec![0; g.spare_size as usize],
             reloc: None,
+            reloc_from: None,
             crc32c: crc32c_software,
             chip,
             model,
@@ -534,7 +538,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let mut spare = core::mem::take(&mut self.spare);
         let r = match self.chip.read_with_state(now, addr, data, &mut spare) {
             Err(e) => Err(e.into()),
-            Ok((timing, st)) => self.finish_read(now, addr, st, data, &mut spare, timing, false),
+            Ok((timing, st)) => {
+                self.finish_read(now, addr, st, data, &mut spare, timing, &mut Data::Read)
+            }
         };
         self.spare = spare;
         r.map(|(read, _)| read)
@@ -556,39 +562,69 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             return match r {
                 Err(e) => Err(e.into()),
                 Ok((mut timing, st)) => {
-                    let g = self.chip.geometry();
-                    let full = g.page_size as usize + g.spare_size as usize;
-                    timing.transfer = self.chip.config().timing.transfer(full);
-                    self.finish_read(now, addr, st, &mut [], spare, timing, true)
+                    timing.transfer = self.full_transfer();
+                    self.finish_read(now, addr, st, &mut [], spare, timing, &mut Data::Digest)
                 }
             };
         }
         let r = self.chip.read_with_state(now, addr, data, spare);
         match r {
             Err(e) => Err(e.into()),
-            Ok((timing, st)) => self.finish_read(now, addr, st, data, spare, timing, false),
+            Ok((timing, st)) => {
+                self.finish_read(now, addr, st, data, spare, timing, &mut Data::Read)
+            }
         }
     }
 
     /// Reads a page to move it elsewhere: like [`read`](Controller::read), but the corrected
     /// data and parity stay in the controller for [`program_relocated`]
     /// (Controller::program_relocated), which writes them to a new page without re-encoding.
+    ///
+    /// In bytes mode the chip reads the page into its register and the controller takes
+    /// the spare area first; the data are clocked out only when the error draw flipped a
+    /// bit or a fault touched the page. A pristine page's data are, by then, exactly what
+    /// it holds, so they are programmed as a copy of it ([`Chip::program_copy`]) without
+    /// passing through the controller's memory. Timing, error draws and statistics are
+    /// those of a full read.
     pub fn read_for_relocation(
         &mut self,
         now: Nanos,
         addr: PhysAddr,
     ) -> Result<PageRead, CtlError> {
         self.reloc = None;
+        self.reloc_from = None;
         let mut data = core::mem::take(&mut self.reloc_data);
         let mut spare = core::mem::take(&mut self.reloc_spare);
-        let r = self.read_into(now, addr, &mut data, &mut spare);
+        let mut state = Data::Digest;
+        let r = if self.cfg.mode == PayloadMode::Digest {
+            self.read_into(now, addr, &mut data, &mut spare)
+        } else {
+            state = Data::InRegister;
+            match self.chip.read_spare_with_state(now, addr, &mut spare) {
+                Err(e) => Err(e.into()),
+                Ok((mut timing, st)) => {
+                    timing.transfer = self.full_transfer();
+                    self.finish_read(now, addr, st, &mut data, &mut spare, timing, &mut state)
+                }
+            }
+        };
         self.reloc_data = data;
         self.reloc_spare = spare;
         let (read, _) = r?;
         if let PageRead::Data(info) = read {
             self.reloc = Some(info.record);
+            if state == Data::InRegister {
+                self.reloc_from = Some(addr);
+            }
         }
         Ok(read)
+    }
+
+    /// Bus time of a whole page (data and spare).
+    fn full_transfer(&self) -> Nanos {
+        let g = self.chip.geometry();
+        let full = g.page_size as usize + g.spare_size as usize;
+        self.chip.config().timing.transfer(full)
     }
 
     /// Programs the page last read by [`read_for_relocation`](Controller::read_for_relocation)
@@ -611,12 +647,17 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let r = self
             .put_record(&mut spare, &layout, &record)
             .and_then(|()| {
-                let payload: &[u8] = if self.cfg.mode == PayloadMode::Digest {
-                    &self.zeros
-                } else {
-                    &self.reloc_data
-                };
-                Ok(self.chip.program(now, addr, payload, &spare)?)
+                Ok(match (self.cfg.mode, self.reloc_from) {
+                    (PayloadMode::Digest, _) => {
+                        self.chip.program(now, addr, &self.zeros, &spare)?
+                    }
+                    (PayloadMode::Bytes, Some(from)) => {
+                        self.chip.program_copy(now, addr, from, &spare)?
+                    }
+                    (PayloadMode::Bytes, None) => {
+                        self.chip.program(now, addr, &self.reloc_data, &spare)?
+                    }
+                })
             });
         self.reloc_spare = spare;
         r
@@ -713,6 +754,16 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         Ok((record, corrected, layout))
     }
 
+    /// Clocks the data area out of the chip's page register into `data` if it is still
+    /// there.
+    fn fetch(&mut self, addr: PhysAddr, data: &mut [u8], state: &mut Data) -> Result<(), CtlError> {
+        if *state == Data::InRegister {
+            self.chip.data_out(addr, data)?;
+            *state = Data::Read;
+        }
+        Ok(())
+    }
+
     /// Decodes a page just read (`st`: its state after the read).
     #[allow(clippy::too_many_arguments)]
     fn finish_read(
@@ -723,9 +774,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         data: &mut [u8],
         spare: &mut [u8],
         timing: OpTiming,
-        digest: bool,
+        state: &mut Data,
     ) -> Result<(PageRead, Option<Layout>), CtlError> {
+        let digest = *state == Data::Digest;
         if spare.iter().all(|&b| b == 0xFF) {
+            if !digest {
+                self.fetch(addr, data, state)?;
+            }
             if digest || data.iter().all(|&b| b == 0xFF) {
                 return Ok((PageRead::Erased { timing }, None));
             }
@@ -805,6 +860,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 total as u32,
             );
         } else {
+            self.fetch(addr, data, state)?;
             // Borrow the code out of the cache for the loop (no clone on the read path).
             let code = self.codes[t as usize].take().expect("built by layout");
             let mut failed = false;
@@ -862,6 +918,17 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             Some(layout),
         ))
     }
+}
+
+/// Where the data area of a page being decoded is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Data {
+    /// Digest mode: there are no data bytes.
+    Digest,
+    /// Read into the caller's buffer.
+    Read,
+    /// Still in the chip's page register (only the spare area was transferred).
+    InRegister,
 }
 
 /// Most sectors per page the controller handles (a 64 KiB page of 1 KiB sectors).

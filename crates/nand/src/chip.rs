@@ -160,6 +160,15 @@ enum Prog {
     Subpage(u32),
 }
 
+/// Where a program's data area comes from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// Bytes the caller passes.
+    Bytes(&'a [u8]),
+    /// The data area stored at a flat page index (see [`Chip::program_copy`]).
+    Page(u64),
+}
+
 /// (data offset, data length), (offset within the spare area, spare length).
 type Regions = ((usize, usize), (usize, usize));
 
@@ -182,6 +191,9 @@ pub struct Chip<S: Storage = RamStorage> {
     cut: Option<(u64, CutMode)>,
     last_cut: Option<CutRecord>,
     buf: Vec<u8>,
+    /// Flat index of the page the last operation read (the page register), if it was a
+    /// successful read: what [`data_out`](Chip::data_out) may transfer.
+    register: Option<u64>,
     counters: OpCounters,
 }
 
@@ -245,6 +257,7 @@ impl<S: Storage> Chip<S> {
         };
         Ok(Chip {
             buf: vec![0xFF; g.raw_page_size()],
+            register: None,
             config,
             pairing,
             blocks,
@@ -339,6 +352,7 @@ impl<S: Storage> Chip<S> {
     /// Counts an operation and fires an armed cut on it.
     fn next_op(&mut self) -> Option<CutMode> {
         self.ops += 1;
+        self.register = None;
         match self.cut {
             Some((at, mode)) if at == self.ops => {
                 self.cut = None;
@@ -647,7 +661,29 @@ impl<S: Storage> Chip<S> {
             r?;
         }
         let m = self.count_read(bi, page, pi)?;
+        self.register = Some(pi);
         Ok((timing, self.state_from(bi, page, m)))
+    }
+
+    /// Transfers the data area of page `addr` from the page register into `data` (page
+    /// size): real NAND reads a whole page into its register and the controller clocks out
+    /// the columns it wants, so a controller may read the spare area first
+    /// ([`read_spare`](Chip::read_spare)) and fetch the data only when it needs it. No
+    /// operation is counted. Fails unless the chip's last operation was a read of `addr`.
+    pub fn data_out(&mut self, addr: PhysAddr, data: &mut [u8]) -> Result<(), NandError> {
+        self.ensure_power()?;
+        let (bi, page, pi) = self.locate(addr)?;
+        let g = self.config.geometry;
+        check_len("data", data.len(), g.page_size as usize)?;
+        if self.register != Some(pi) {
+            return Err(NandError::NotInRegister(addr));
+        }
+        if self.page_meta(bi, page).is_erased() {
+            data.fill(0xFF);
+            return Ok(());
+        }
+        let spare = &mut self.buf[g.page_size as usize..];
+        Ok(self.storage.read_split(pi, data, spare)?)
     }
 
     /// Counts a read of page `page` of block `bi`; returns the page's state afterwards.
@@ -697,7 +733,27 @@ impl<S: Storage> Chip<S> {
         data: &[u8],
         spare: &[u8],
     ) -> Result<OpTiming, NandError> {
-        self.program_op(now, addr, Prog::Full, data, spare)
+        self.program_op(now, addr, Prog::Full, Source::Bytes(data), spare)
+    }
+
+    /// Programs a whole erased page `addr` with the data area page `from` holds and with
+    /// `spare`: exactly [`program`](Chip::program) with `data` = what a read of `from`
+    /// returns before any bit error, for a controller that has just read `from` without
+    /// error and moves it (GC relocation). Same rules, timing and faults as `program`; the
+    /// emulator only skips the round trip of the bytes through the caller's memory (a RAM
+    /// backend shares them). `from` must hold data.
+    pub fn program_copy(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        from: PhysAddr,
+        spare: &[u8],
+    ) -> Result<OpTiming, NandError> {
+        let (fbi, fpage, fpi) = self.locate(from)?;
+        if self.page_meta(fbi, fpage).is_erased() {
+            return Err(NandError::CopyFromErased(from));
+        }
+        self.program_op(now, addr, Prog::Full, Source::Page(fpi), spare)
     }
 
     /// NOP partial program of an SLC page: full-size buffers in which 0xFF bytes are left
@@ -709,7 +765,7 @@ impl<S: Storage> Chip<S> {
         data: &[u8],
         spare: &[u8],
     ) -> Result<OpTiming, NandError> {
-        self.program_op(now, addr, Prog::Partial, data, spare)
+        self.program_op(now, addr, Prog::Partial, Source::Bytes(data), spare)
     }
 
     /// Programs subpage `sub` of a page (subpage data and its spare slice); see the module
@@ -722,7 +778,7 @@ impl<S: Storage> Chip<S> {
         data: &[u8],
         spare: &[u8],
     ) -> Result<OpTiming, NandError> {
-        self.program_op(now, addr, Prog::Subpage(sub), data, spare)
+        self.program_op(now, addr, Prog::Subpage(sub), Source::Bytes(data), spare)
     }
 
     /// Checks that page `page` (flat page `pi`) of block `bi`, at `addr`, may take `prog`.
@@ -833,14 +889,16 @@ impl<S: Storage> Chip<S> {
         now: Nanos,
         addr: PhysAddr,
         prog: Prog,
-        data: &[u8],
+        source: Source<'_>,
         spare: &[u8],
     ) -> Result<OpTiming, NandError> {
         self.ensure_power()?;
         let (bi, page, pi) = self.locate(addr)?;
         let g = self.config.geometry;
         let ((doff, dlen), (soff, slen)) = self.regions(prog, &g)?;
-        check_len("data", data.len(), dlen)?;
+        if let Source::Bytes(data) = source {
+            check_len("data", data.len(), dlen)?;
+        }
         check_len("spare", spare.len(), slen)?;
         // `check_program` leaves the page's current image in `buf` for a partial program.
         let fresh = self.page_meta(bi, page).is_erased();
@@ -848,6 +906,20 @@ impl<S: Storage> Chip<S> {
         // The whole-page program of an erased page without a fault needs no merge buffer;
         // every other path starts from the page's current image (erased = all ones).
         let fast = fresh && prog == Prog::Full && self.cut.is_none() && self.blocks[bi].inject == 0;
+        // A copy's bytes are fetched only where they are merged into the page image: on
+        // the fast path the storage copies (or shares) them itself.
+        let fetched: Vec<u8>;
+        let data: &[u8] = match source {
+            Source::Bytes(data) => data,
+            Source::Page(from) if !fast || self.wear_fails(bi, page as u64) => {
+                let mut d = vec![0u8; dlen];
+                let mut s = vec![0u8; g.spare_size as usize];
+                self.storage.read_split(from, &mut d, &mut s)?;
+                fetched = d;
+                &fetched
+            }
+            Source::Page(_) => &[],
+        };
         if fresh && !fast {
             self.buf.fill(0xFF);
         } else if prog == Prog::Partial {
@@ -921,7 +993,10 @@ impl<S: Storage> Chip<S> {
         }
         if fast {
             // Whole-page program of an erased page: nothing to merge.
-            self.storage.write_split(pi, data, spare)?;
+            match source {
+                Source::Bytes(data) => self.storage.write_split(pi, data, spare)?,
+                Source::Page(from) => self.storage.write_copy(pi, from, dlen, spare)?,
+            }
             self.commit_meta(bi, page, pi, now, prog, false)?;
         } else {
             self.land(&segments, total, None, &mut rng_for(0, &[]));

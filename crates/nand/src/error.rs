@@ -99,6 +99,12 @@ pub enum NandError {
     /// Program of a page that is not in the erased state.
     #[error("page {0} is not erased: program before erase")]
     NotErased(PhysAddr),
+    /// A data transfer from the page register of a page the last operation did not read.
+    #[error("page {0} is not in the page register: read it first")]
+    NotInRegister(PhysAddr),
+    /// A copy program whose source page holds no data.
+    #[error("page {0} holds no data to copy")]
+    CopyFromErased(PhysAddr),
     /// Program of a page below the block's write pointer (pages are programmed in ascending
     /// order; a skipped page cannot be programmed until the block is erased).
     #[error("page {page} programmed out of order: the block's next programmable page is {next}")]

@@ -26,6 +26,20 @@ pub struct StoredState {
     pub pages: Vec<(u64, PageMeta)>,
 }
 
+/// [`Storage::write_copy`] by reading `from` into a buffer and writing it as `page`.
+pub(crate) fn copy_through_buffer<S: Storage + ?Sized>(
+    storage: &mut S,
+    page: u64,
+    from: u64,
+    page_size: usize,
+    spare: &[u8],
+) -> Result<(), StorageError> {
+    let mut data = alloc::vec![0u8; page_size];
+    let mut old_spare = alloc::vec![0u8; spare.len()];
+    storage.read_split(from, &mut data, &mut old_spare)?;
+    storage.write_split(page, &data, spare)
+}
+
 /// A storage backend. Page indices are flat (see
 /// [`Geometry::page_index`](crate::Geometry::page_index)); a raw page image is
 /// `page_size + spare_size` bytes.
@@ -68,6 +82,18 @@ pub trait Storage {
         image.extend_from_slice(data);
         image.extend_from_slice(spare);
         self.write(page, &image)
+    }
+    /// Stores as `page` the data area (`page_size` bytes) that `from` holds and the spare
+    /// area `spare` (a program whose data is a copy of another page's, as GC relocation
+    /// programs). The default goes through a buffer; a backend may share the bytes instead.
+    fn write_copy(
+        &mut self,
+        page: u64,
+        from: u64,
+        page_size: usize,
+        spare: &[u8],
+    ) -> Result<(), StorageError> {
+        copy_through_buffer(self, page, from, page_size, spare)
     }
     /// Forgets the content of `count` pages from `first` (a block erase).
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError>;

@@ -1,4 +1,4 @@
-use super::Storage;
+use super::{copy_through_buffer, Storage};
 use crate::error::StorageError;
 use crate::geometry::Geometry;
 use alloc::boxed::Box;
@@ -8,6 +8,12 @@ use alloc::vec::Vec;
 /// Sparse RAM storage: a block's buffer is allocated on its first program and freed by its
 /// erase, so memory grows with the blocks in use, never with the chip's size.
 ///
+/// Spare areas live in those per-block buffers; data areas (whole-page mode) live in
+/// reference-counted page frames ([`Frames`]), so that [`Storage::write_copy`] — a page
+/// programmed with the data another page holds, as GC relocation does — shares the frame
+/// instead of copying 4 KiB through memory. A frame is written in place only while one page
+/// refers to it (copy on write), so sharing is invisible to every reader.
+///
 /// In digest mode ([`RamStorage::digest`], the payload mode of multi-GiB simulations) only
 /// the first `keep` bytes of each page's spare area are kept; the data area reads back as
 /// zeros and the rest of the spare as erased (0xFF). The chip's rules, timing and wear are
@@ -15,10 +21,11 @@ use alloc::vec::Vec;
 #[derive(Debug, Clone)]
 pub struct RamStorage {
     page_size: usize,
-    /// Bytes kept per page: the whole raw page, or a spare prefix in digest mode.
+    /// Spare bytes kept per page in the block buffers: the whole spare area, or a prefix of
+    /// it in digest mode.
     kept: usize,
-    /// Offset in the raw page of the first byte kept.
-    skip: usize,
+    /// The data areas (whole-page mode); `None` in digest mode, where they read as zeros.
+    frames: Option<Frames>,
     pages_per_block: u64,
     blocks: Vec<Option<Box<[u8]>>>,
     /// Pages written per block since its erase (for accounting).
@@ -37,11 +44,18 @@ const POOL: usize = 64;
 impl RamStorage {
     /// Empty storage for a chip of `geometry`, keeping whole pages.
     pub fn new(geometry: &Geometry) -> Self {
-        let raw = geometry.raw_page_size();
+        RamStorage {
+            frames: Some(Frames::new(geometry)),
+            ..RamStorage::digest(geometry, geometry.spare_size as usize)
+        }
+    }
+
+    /// Digest-mode storage keeping only the first `keep` spare bytes of each page.
+    pub fn digest(geometry: &Geometry, keep: usize) -> Self {
         RamStorage {
             page_size: geometry.page_size as usize,
-            kept: raw,
-            skip: 0,
+            kept: keep.min(geometry.spare_size as usize),
+            frames: None,
             pages_per_block: geometry.pages_per_block as u64,
             blocks: vec![None; geometry.total_blocks() as usize],
             written: vec![0; geometry.total_blocks() as usize],
@@ -55,7 +69,7 @@ impl RamStorage {
     /// whatever the mode: in digest mode an FTL's metadata region (checkpoints) must hold
     /// real bytes while user data keeps only its spare prefix.
     pub fn with_full_blocks(mut self, geometry: &Geometry, mask: Vec<bool>) -> Self {
-        if self.skip != 0 {
+        if self.frames.is_none() {
             self.full = Some((mask, Box::new(RamStorage::new(geometry))));
         }
         self
@@ -70,16 +84,6 @@ impl RamStorage {
         }
     }
 
-    /// Digest-mode storage keeping only the first `keep` spare bytes of each page.
-    pub fn digest(geometry: &Geometry, keep: usize) -> Self {
-        let keep = keep.min(geometry.spare_size as usize);
-        RamStorage {
-            kept: keep,
-            skip: geometry.page_size as usize,
-            ..RamStorage::new(geometry)
-        }
-    }
-
     /// Digest-mode storage keeping the whole spare area.
     pub fn spare_only(geometry: &Geometry) -> Self {
         RamStorage::digest(geometry, geometry.spare_size as usize)
@@ -90,17 +94,27 @@ impl RamStorage {
         self.stored_pages
     }
 
-    /// Bytes of page content currently held for written pages.
+    /// Bytes of page content currently held for written pages (a page's data area counted
+    /// whole even when it shares its frame).
     pub fn stored_bytes(&self) -> u64 {
-        self.stored_pages * self.kept as u64
+        self.stored_pages * self.kept_per_page() as u64
     }
 
-    /// Bytes allocated for page content (whole blocks in use; pooled buffers of erased
-    /// blocks not counted).
+    /// Bytes allocated for page content: spare buffers of the blocks in use (pooled
+    /// buffers of erased blocks not counted) and data frames in use.
     pub fn allocated_bytes(&self) -> u64 {
         self.blocks.iter().filter(|b| b.is_some()).count() as u64
             * self.pages_per_block
             * self.kept as u64
+            + self
+                .frames
+                .as_ref()
+                .map_or(0, |f| f.in_use() * self.page_size as u64)
+    }
+
+    /// Bytes a written page holds: its data area (whole-page mode) and its kept spare.
+    fn kept_per_page(&self) -> usize {
+        self.kept + self.frames.as_ref().map_or(0, |_| self.page_size)
     }
 
     fn split(&self, page: u64) -> (usize, usize) {
@@ -141,12 +155,14 @@ impl RamStorage {
 
     /// The spare area as read back from the kept bytes `src`.
     fn spare_from(&self, src: &[u8], spare: &mut [u8]) {
-        if self.skip == 0 {
-            spare.copy_from_slice(&src[self.page_size..]);
-        } else {
-            spare[..self.kept].copy_from_slice(src);
-            spare[self.kept..].fill(0xFF);
-        }
+        spare[..self.kept].copy_from_slice(src);
+        spare[self.kept..].fill(0xFF);
+    }
+
+    /// Stores the spare area of `page` (its kept prefix).
+    fn put_spare(&mut self, page: u64, spare: &[u8]) {
+        let kept = self.kept;
+        self.slot(page).copy_from_slice(&spare[..kept]);
     }
 }
 
@@ -170,12 +186,11 @@ impl Storage for RamStorage {
             spare.fill(0xFF);
             return Ok(());
         };
-        if self.skip == 0 {
-            data.copy_from_slice(&src[..self.page_size]);
-        } else {
-            data.fill(0);
-        }
         self.spare_from(src, spare);
+        match &self.frames {
+            Some(f) => f.read(page, data),
+            None => data.fill(0),
+        }
         Ok(())
     }
 
@@ -199,33 +214,51 @@ impl Storage for RamStorage {
         if let Some(f) = self.full_of(page) {
             return f.write(page, image);
         }
-        let (skip, kept) = (self.skip, self.kept);
-        self.slot(page).copy_from_slice(&image[skip..skip + kept]);
-        self.count(page);
-        Ok(())
+        let (data, spare) = image.split_at(self.page_size);
+        self.write_split(page, data, spare)
     }
 
     fn write_split(&mut self, page: u64, data: &[u8], spare: &[u8]) -> Result<(), StorageError> {
         if let Some(f) = self.full_of(page) {
             return f.write_split(page, data, spare);
         }
-        let (skip, kept, ps) = (self.skip, self.kept, self.page_size);
-        let dst = self.slot(page);
-        if skip == 0 {
-            dst[..ps].copy_from_slice(data);
-            dst[ps..].copy_from_slice(spare);
-        } else {
-            dst.copy_from_slice(&spare[..kept]);
+        self.put_spare(page, spare);
+        if let Some(f) = &mut self.frames {
+            f.write(page, data);
         }
         self.count(page);
         Ok(())
     }
 
-    fn discard(&mut self, first: u64, _count: u32) -> Result<(), StorageError> {
+    fn write_copy(
+        &mut self,
+        page: u64,
+        from: u64,
+        page_size: usize,
+        spare: &[u8],
+    ) -> Result<(), StorageError> {
+        if self.full_of(page).is_some() || self.full_of(from).is_some() {
+            // (Blocks kept whole in digest mode hold metadata, never relocated data.)
+            return copy_through_buffer(self, page, from, page_size, spare);
+        }
+        self.put_spare(page, spare);
+        if let Some(f) = &mut self.frames {
+            f.share(page, from);
+        }
+        self.count(page);
+        Ok(())
+    }
+
+    fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError> {
         if let Some(f) = self.full_of(first) {
-            return f.discard(first, _count);
+            return f.discard(first, count);
         }
         let (b, _) = self.split(first);
+        if let Some(f) = &mut self.frames {
+            for p in first..first + count as u64 {
+                f.release(p);
+            }
+        }
         if let Some(buf) = self.blocks[b].take() {
             if self.pool.len() < POOL {
                 self.pool.push(buf);
@@ -235,4 +268,138 @@ impl Storage for RamStorage {
         self.written[b] = 0;
         Ok(())
     }
+}
+
+/// Reference-counted data frames: the data area of every written page of a whole-page
+/// [`RamStorage`], shareable between pages that hold the same bytes.
+#[derive(Debug, Clone)]
+struct Frames {
+    page_size: usize,
+    /// Frame of each flat page index (`NONE` while the page holds no data).
+    of: Vec<u32>,
+    /// Frame memory, [`CHUNK`] frames per allocation.
+    chunks: Vec<Box<[u8]>>,
+    /// Pages referring to each frame.
+    refs: Vec<u32>,
+    /// Frames referred to by no page.
+    free: Vec<u32>,
+}
+
+/// No frame.
+const NONE: u32 = u32::MAX;
+/// Frames per chunk of frame memory.
+const CHUNK: usize = 256;
+
+impl Frames {
+    fn new(geometry: &Geometry) -> Self {
+        Frames {
+            page_size: geometry.page_size as usize,
+            of: vec![NONE; geometry.total_pages() as usize],
+            chunks: Vec::new(),
+            refs: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// Frames referred to by some page.
+    fn in_use(&self) -> u64 {
+        (self.refs.len() - self.free.len()) as u64
+    }
+
+    fn bytes(&self, f: u32) -> &[u8] {
+        let (c, i) = (f as usize / CHUNK, f as usize % CHUNK);
+        &self.chunks[c][i * self.page_size..(i + 1) * self.page_size]
+    }
+
+    fn bytes_mut(&mut self, f: u32) -> &mut [u8] {
+        let (c, i) = (f as usize / CHUNK, f as usize % CHUNK);
+        &mut self.chunks[c][i * self.page_size..(i + 1) * self.page_size]
+    }
+
+    /// A frame no page refers to, with one reference taken.
+    fn take(&mut self) -> u32 {
+        let f = match self.free.pop() {
+            Some(f) => f,
+            None => {
+                let first = self.refs.len() as u32;
+                self.chunks
+                    .push(vec![0u8; CHUNK * self.page_size].into_boxed_slice());
+                self.refs.resize(self.refs.len() + CHUNK, 0);
+                // Hand out the chunk's frames in ascending order.
+                self.free.extend((first + 1..first + CHUNK as u32).rev());
+                first
+            }
+        };
+        self.refs[f as usize] = 1;
+        f
+    }
+
+    /// Drops `page`'s reference to its frame, if it has one.
+    fn release(&mut self, page: u64) {
+        let f = core::mem::replace(&mut self.of[page as usize], NONE);
+        if f != NONE {
+            self.refs[f as usize] -= 1;
+            if self.refs[f as usize] == 0 {
+                self.free.push(f);
+            }
+        }
+    }
+
+    fn read(&self, page: u64, data: &mut [u8]) {
+        match self.of[page as usize] {
+            NONE => data.fill(0xFF),
+            f => data.copy_from_slice(self.bytes(f)),
+        }
+    }
+
+    /// Stores `data` as `page`'s data area: in place when no other page shares its frame.
+    fn write(&mut self, page: u64, data: &[u8]) {
+        let mut f = self.of[page as usize];
+        if f == NONE || self.refs[f as usize] > 1 {
+            self.release(page);
+            f = self.take();
+            self.of[page as usize] = f;
+        }
+        stream_copy(self.bytes_mut(f), data);
+    }
+
+    /// Makes `page` hold the data area `from` holds (an unwritten `from` reads as erased).
+    fn share(&mut self, page: u64, from: u64) {
+        let f = self.of[from as usize];
+        self.release(page);
+        if f == NONE {
+            let ones = vec![0xFFu8; self.page_size];
+            self.write(page, &ones);
+        } else {
+            self.refs[f as usize] += 1;
+            self.of[page as usize] = f;
+        }
+    }
+}
+
+/// `dst.copy_from_slice(src)` with non-temporal stores where the CPU has them: a frame just
+/// programmed is not read again soon, and streaming stores skip reading its old cache lines
+/// from memory first (a third of the memory traffic of a page program).
+fn stream_copy(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "stream_copy of unequal lengths");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        if dst.as_ptr() as usize % 16 == 0 && dst.len() % 64 == 0 {
+            let n = dst.len() / 16;
+            let d = dst.as_mut_ptr().cast::<__m128i>();
+            let s = src.as_ptr().cast::<__m128i>();
+            // SAFETY: SSE2 is part of x86_64; `d` is 16-byte aligned and both buffers hold
+            // `n` 16-byte lanes (equal lengths, checked above); loads are unaligned.
+            unsafe {
+                for i in 0..n {
+                    _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i)));
+                }
+                // Order the streaming stores before any later access to the frame.
+                _mm_sfence();
+            }
+            return;
+        }
+    }
+    dst.copy_from_slice(src);
 }
