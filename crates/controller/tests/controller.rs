@@ -348,3 +348,68 @@ fn decode_latency_matches_flares_anchors() {
     assert!(l.decode(4096, 50, 0) < l.decode(4096, 50, 50));
     assert!(l.decode(512, 8, 0) < l.decode(4096, 8, 0));
 }
+
+/// GC relocation in bytes mode: a pristine page moves as a copy, a page with bit errors is
+/// decoded and its corrected data programmed; either way the new page reads back the
+/// original data with the original parity, record strength and CRC, and the read is
+/// charged as a full page read.
+#[test]
+fn relocation_moves_corrected_data_with_or_without_errors() {
+    for (rber, expect_errors) in [(0.0, false), (2e-4, true)] {
+        let mut c = ctl("tiny-mlc", ConstantRber(rber), 3);
+        let mut moved = 0;
+        for p in 0..8 {
+            let src = page(c.chip(), 1, p);
+            let dst = page(c.chip(), 2, p);
+            let d = data(4096, 100 + p as u64);
+            let rec = OobRecord::new(p as u64, 1, PageKind::User);
+            c.program(Nanos::ZERO, src, &d, rec, 8).unwrap();
+            let PageRead::Data(info) = c.read_for_relocation(Nanos::from_ms(1), src).unwrap()
+            else {
+                panic!("erased")
+            };
+            moved += info.corrected;
+            let mut plain = vec![0u8; 4096];
+            let full = c.read(Nanos::from_ms(1), src, &mut plain).unwrap();
+            let PageRead::Data(full) = full else { panic!() };
+            assert_eq!(info.timing, full.timing, "a full page read's timing");
+            c.program_relocated(
+                Nanos::from_ms(2),
+                dst,
+                OobRecord::new(p as u64, 2, PageKind::GcCopy),
+            )
+            .unwrap();
+            // Read the copy back with no error model in the way: the exact bytes.
+            let g = *c.chip().geometry();
+            let mut out = vec![0u8; g.page_size as usize];
+            let mut spare = vec![0u8; g.spare_size as usize];
+            let mut sspare = vec![0u8; g.spare_size as usize];
+            let mut sout = vec![0u8; g.page_size as usize];
+            c.chip_mut()
+                .read(Nanos::ZERO, dst, &mut out, &mut spare)
+                .unwrap();
+            c.chip_mut()
+                .read(Nanos::ZERO, src, &mut sout, &mut sspare)
+                .unwrap();
+            assert_eq!(out, d);
+            let layout = c.layout(8).unwrap();
+            let parity =
+                layout.parity_offset..layout.parity_offset + layout.sectors * layout.parity_bytes;
+            assert_eq!(
+                spare[parity.clone()],
+                sspare[parity],
+                "parity moved unchanged"
+            );
+            let PageRead::Data(back) = c.read(Nanos::from_ms(3), dst, &mut out).unwrap() else {
+                panic!()
+            };
+            assert_eq!(out, d);
+            assert_eq!((back.record.seq, back.record.t), (2, 8));
+        }
+        assert_eq!(
+            moved > 0,
+            expect_errors,
+            "rber {rber}: {moved} bits corrected"
+        );
+    }
+}

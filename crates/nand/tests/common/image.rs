@@ -68,4 +68,16 @@ pub fn exercise<S: Storage>(c: &mut Chip<S>) {
     assert!(c.program(t, torn.page(0).unwrap(), &d, &s).is_err());
     c.power_on();
     c.mark_bad(c.geometry().block_at(good[7]).unwrap()).unwrap();
+    // Copy programs (GC relocation): a copy, a copy of the copy, one under a cut that lets
+    // it land (the merge path), then the source block erased under them.
+    let src = c.geometry().block_at(good[0]).unwrap().page(0).unwrap();
+    let dst = c.geometry().block_at(good[8]).unwrap();
+    let (_, s2) = buffers(c, 8);
+    c.program_copy(t, dst.page(0).unwrap(), src, &s2).unwrap();
+    c.program_copy(t, dst.page(1).unwrap(), dst.page(0).unwrap(), &s2)
+        .unwrap();
+    c.arm_cut(1, CutMode::After);
+    assert!(c.program_copy(t, dst.page(2).unwrap(), src, &s2).is_err());
+    c.power_on();
+    c.erase(t, src.block_addr()).unwrap();
 }
