@@ -577,8 +577,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     }
 
     /// Reads a page to move it elsewhere: like [`read`](Controller::read), but the corrected
-    /// data and parity stay in the controller for [`program_relocated`]
-    /// (Controller::program_relocated), which writes them to a new page without re-encoding.
+    /// data and parity stay in the controller for
+    /// [`program_relocated`](Controller::program_relocated), which writes them to a new page
+    /// without re-encoding.
     ///
     /// In bytes mode the chip reads the page into its register and the controller takes
     /// the spare area first; the data are clocked out only when the error draw flipped a

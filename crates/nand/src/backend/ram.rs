@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 /// erase, so memory grows with the blocks in use, never with the chip's size.
 ///
 /// Spare areas live in those per-block buffers; data areas (whole-page mode) live in
-/// reference-counted page frames ([`Frames`]), so that [`Storage::write_copy`] — a page
+/// reference-counted page frames, so that [`Storage::write_copy`] — a page
 /// programmed with the data another page holds, as GC relocation does — shares the frame
 /// instead of copying 4 KiB through memory. A frame is written in place only while one page
 /// refers to it (copy on write), so sharing is invisible to every reader.
@@ -385,7 +385,7 @@ fn stream_copy(dst: &mut [u8], src: &[u8]) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        if dst.as_ptr() as usize % 16 == 0 && dst.len() % 64 == 0 {
+        if (dst.as_ptr() as usize).is_multiple_of(16) && dst.len().is_multiple_of(16) {
             let n = dst.len() / 16;
             let d = dst.as_mut_ptr().cast::<__m128i>();
             let s = src.as_ptr().cast::<__m128i>();
