@@ -665,6 +665,17 @@ impl<S: Storage> Chip<S> {
         Ok((timing, self.state_from(bi, page, m)))
     }
 
+    /// Hints the CPU to load what a read of `addr` will touch first (the page's state and
+    /// the start of its stored image). Changes nothing; out-of-range addresses are ignored.
+    pub fn prefetch_page(&self, addr: PhysAddr) {
+        if let Ok((bi, page, pi)) = self.locate(addr) {
+            if let Some(p) = &self.pages[bi] {
+                crate::hint::prefetch(p, page as usize);
+            }
+            self.storage.prefetch(pi);
+        }
+    }
+
     /// Transfers the data area of page `addr` from the page register into `data` (page
     /// size): real NAND reads a whole page into its register and the controller clocks out
     /// the columns it wants, so a controller may read the spare area first

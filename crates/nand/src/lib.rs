@@ -44,6 +44,7 @@ pub mod config;
 pub mod error;
 pub mod fault;
 pub mod geometry;
+pub mod hint;
 pub mod pairing;
 pub mod pattern;
 pub mod rber;

@@ -51,6 +51,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use controller::{Controller, CtlError, OobRecord, PageKind, PageRead, PayloadMode};
 use core::cmp::Reverse;
+use nand::hint::prefetch;
 use nand::{
     BlockAddr, BlockStatus, ErrorModel, Geometry, Lpn, NandError, Nanos, OpTiming, PhysAddr,
     Storage,
@@ -214,22 +215,6 @@ fn resume_conflict(e: &NandError) -> bool {
 
 /// How many pages ahead of a GC copy its map entry is prefetched.
 const PREFETCH_AHEAD: u32 = 4;
-
-/// Hints the CPU to load `v[i]` into cache (no effect where no hint exists; never faults).
-#[inline(always)]
-fn prefetch<T>(v: &[T], i: usize) {
-    if let Some(x) = v.get(i) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint; `x` is a valid reference.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                (x as *const T).cast::<i8>(),
-            );
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = x;
-    }
-}
 
 /// "No upper partner" in the per-page pairing table.
 const NO_UPPER: u32 = u32::MAX;
@@ -1065,9 +1050,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             let src = base + job.next;
             // The copy updates the map entry of the page's logical page, a random place in
             // a large table: start loading the entry of a page a few copies ahead.
+            // Likewise the chip's state and stored spare area of the page it will read.
             if let Some(&ahead) = self.p2l.get((src + PREFETCH_AHEAD) as usize) {
                 if ahead < LOST && src % self.ppb + PREFETCH_AHEAD < self.ppb {
                     prefetch(&self.l2p, ahead as usize);
+                    self.ctl
+                        .chip()
+                        .prefetch_page(self.phys_addr(src + PREFETCH_AHEAD));
                 }
             }
             job.next += 1;

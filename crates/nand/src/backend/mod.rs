@@ -95,6 +95,8 @@ pub trait Storage {
     ) -> Result<(), StorageError> {
         copy_through_buffer(self, page, from, page_size, spare)
     }
+    /// Hints the CPU to load the start of `page`'s stored image (a hint: changes nothing).
+    fn prefetch(&self, _page: u64) {}
     /// Forgets the content of `count` pages from `first` (a block erase).
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError>;
     /// Persists the state of flat block `block` (no-op for volatile backends).

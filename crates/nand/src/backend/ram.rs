@@ -249,6 +249,13 @@ impl Storage for RamStorage {
         Ok(())
     }
 
+    fn prefetch(&self, page: u64) {
+        let (b, p) = self.split(page);
+        if let Some(Some(blk)) = self.blocks.get(b) {
+            crate::hint::prefetch(blk, p * self.kept);
+        }
+    }
+
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError> {
         if let Some(f) = self.full_of(first) {
             return f.discard(first, count);
