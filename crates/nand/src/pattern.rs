@@ -45,6 +45,29 @@ pub fn fill(buf: &mut [u8], seed: u64) {
     }
 }
 
+/// Whether `buf` holds exactly what [`fill`] writes for `seed`: the check a reader of
+/// verifiable data makes, without writing the expected bytes anywhere.
+pub fn matches(buf: &[u8], seed: u64) -> bool {
+    let base = splitmix(seed ^ 0xD1B5_4A32_D192_ED03);
+    let mut words = buf.chunks_exact(8);
+    let mut i = 0usize;
+    let mut diff = 0u64;
+    while words.len() > 0 {
+        let period = (i / WORDS) as u64;
+        for (t, chunk) in TABLE.iter().zip(&mut words) {
+            let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            diff |= w ^ base ^ t ^ period;
+            i += 1;
+        }
+        if diff != 0 {
+            return false;
+        }
+    }
+    let rest = words.remainder();
+    let w = base ^ TABLE[i % WORDS] ^ (i / WORDS) as u64;
+    rest == &w.to_le_bytes()[..rest.len()]
+}
+
 /// A new buffer of `len` bytes from [`fill`].
 pub fn bytes(len: usize, seed: u64) -> alloc::vec::Vec<u8> {
     let mut v = alloc::vec![0u8; len];
@@ -66,6 +89,22 @@ mod tests {
                 .take(len)
                 .collect();
             assert_eq!(got, want, "len {len}");
+        }
+    }
+
+    #[test]
+    fn matches_accepts_the_pattern_and_nothing_else() {
+        for len in [0, 5, 8, 4096, 4100, 3 * 4096 + 13] {
+            let mut b = bytes(len, 9);
+            assert!(matches(&b, 9), "len {len}");
+            assert_eq!(matches(&b, 10), len == 0, "len {len}");
+            for pos in [0, len / 2, len.saturating_sub(1)] {
+                if len > 0 {
+                    b[pos] ^= 0x10;
+                    assert!(!matches(&b, 9), "len {len} pos {pos}");
+                    b[pos] ^= 0x10;
+                }
+            }
         }
     }
 
