@@ -596,11 +596,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         self.reloc_from = None;
         let mut data = core::mem::take(&mut self.reloc_data);
         let mut spare = core::mem::take(&mut self.reloc_spare);
-        let mut state = Data::Digest;
-        let r = if self.cfg.mode == PayloadMode::Digest {
+        let mut state = match self.cfg.mode {
+            PayloadMode::Digest => Data::Digest,
+            PayloadMode::Bytes => Data::InRegister,
+        };
+        let r = if state == Data::Digest {
             self.read_into(now, addr, &mut data, &mut spare)
         } else {
-            state = Data::InRegister;
             match self.chip.read_spare_with_state(now, addr, &mut spare) {
                 Err(e) => Err(e.into()),
                 Ok((mut timing, st)) => {
@@ -779,9 +781,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     ) -> Result<(PageRead, Option<Layout>), CtlError> {
         let digest = *state == Data::Digest;
         if spare.iter().all(|&b| b == 0xFF) {
-            if !digest {
-                self.fetch(addr, data, state)?;
-            }
+            self.fetch(addr, data, state)?;
             if digest || data.iter().all(|&b| b == 0xFF) {
                 return Ok((PageRead::Erased { timing }, None));
             }

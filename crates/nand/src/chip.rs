@@ -693,7 +693,13 @@ impl<S: Storage> Chip<S> {
             data.fill(0xFF);
             return Ok(());
         }
-        let spare = &mut self.buf[g.page_size as usize..];
+        self.stored_data(pi, data)
+    }
+
+    /// The stored data area of flat page `pi` (written since its erase), into `data`.
+    fn stored_data(&mut self, pi: u64, data: &mut [u8]) -> Result<(), NandError> {
+        // The spare area lands in the scratch page image; no caller needs it.
+        let spare = &mut self.buf[self.config.geometry.page_size as usize..];
         Ok(self.storage.read_split(pi, data, spare)?)
     }
 
@@ -917,15 +923,17 @@ impl<S: Storage> Chip<S> {
         // The whole-page program of an erased page without a fault needs no merge buffer;
         // every other path starts from the page's current image (erased = all ones).
         let fast = fresh && prog == Prog::Full && self.cut.is_none() && self.blocks[bi].inject == 0;
+        // (Decided here, used below if no cut fires: a wear failure is a per-event draw.)
+        let fails =
+            self.blocks[bi].inject & INJECT_PROGRAM_FAIL != 0 || self.wear_fails(bi, page as u64);
         // A copy's bytes are fetched only where they are merged into the page image: on
         // the fast path the storage copies (or shares) them itself.
         let fetched: Vec<u8>;
         let data: &[u8] = match source {
             Source::Bytes(data) => data,
-            Source::Page(from) if !fast || self.wear_fails(bi, page as u64) => {
+            Source::Page(from) if !fast || fails => {
                 let mut d = vec![0u8; dlen];
-                let mut s = vec![0u8; g.spare_size as usize];
-                self.storage.read_split(from, &mut d, &mut s)?;
+                self.stored_data(from, &mut d)?;
                 fetched = d;
                 &fetched
             }
@@ -983,7 +991,7 @@ impl<S: Storage> Chip<S> {
         }
 
         let b = self.blocks[bi];
-        if b.inject & INJECT_PROGRAM_FAIL != 0 || self.wear_fails(bi, page as u64) {
+        if fails {
             // A failed program leaves the page partly programmed.
             if fresh {
                 self.buf.fill(0xFF);

@@ -227,9 +227,9 @@ impl ErrorModel for CachedFlares {
         }
         // hours ∈ [2^e, 2^(e+1)) for a normal f64 with biased exponent e + 1023.
         let e = ((hours.to_bits() >> 52) & 0x7FF) as i64 - 1023;
-        let i = e + (OCTAVES / 2) as i64;
-        match self.octave.get(i as usize) {
-            Some(&pow) if (0..OCTAVES as i64).contains(&i) => {
+        let i = usize::try_from(e + (OCTAVES / 2) as i64).ok();
+        match i.and_then(|i| self.octave.get(i)) {
+            Some(&pow) => {
                 // rd = Bo·PE^(n·m)·t^m ≥ 0, so w ≤ w + rd (and the rate is max(w + rd, 0)).
                 let hi = (w + scale * pow) * (1.0 + BOUND_SLACK);
                 (w, hi.max(0.0))

@@ -313,14 +313,23 @@ impl Frames {
         (self.refs.len() - self.free.len()) as u64
     }
 
+    /// Chunk and byte range of frame `f`.
+    fn locate(&self, f: u32) -> (usize, core::ops::Range<usize>) {
+        let i = f as usize % CHUNK;
+        (
+            f as usize / CHUNK,
+            i * self.page_size..(i + 1) * self.page_size,
+        )
+    }
+
     fn bytes(&self, f: u32) -> &[u8] {
-        let (c, i) = (f as usize / CHUNK, f as usize % CHUNK);
-        &self.chunks[c][i * self.page_size..(i + 1) * self.page_size]
+        let (c, r) = self.locate(f);
+        &self.chunks[c][r]
     }
 
     fn bytes_mut(&mut self, f: u32) -> &mut [u8] {
-        let (c, i) = (f as usize / CHUNK, f as usize % CHUNK);
-        &mut self.chunks[c][i * self.page_size..(i + 1) * self.page_size]
+        let (c, r) = self.locate(f);
+        &mut self.chunks[c][r]
     }
 
     /// A frame no page refers to, with one reference taken.
@@ -359,25 +368,31 @@ impl Frames {
         }
     }
 
-    /// Stores `data` as `page`'s data area: in place when no other page shares its frame.
-    fn write(&mut self, page: u64, data: &[u8]) {
+    /// `page`'s frame, for a write of all of it: in place when no other page shares it.
+    fn own(&mut self, page: u64) -> u32 {
         let mut f = self.of[page as usize];
         if f == NONE || self.refs[f as usize] > 1 {
             self.release(page);
             f = self.take();
             self.of[page as usize] = f;
         }
+        f
+    }
+
+    /// Stores `data` as `page`'s data area.
+    fn write(&mut self, page: u64, data: &[u8]) {
+        let f = self.own(page);
         stream_copy(self.bytes_mut(f), data);
     }
 
     /// Makes `page` hold the data area `from` holds (an unwritten `from` reads as erased).
     fn share(&mut self, page: u64, from: u64) {
         let f = self.of[from as usize];
-        self.release(page);
         if f == NONE {
-            let ones = vec![0xFFu8; self.page_size];
-            self.write(page, &ones);
+            let g = self.own(page);
+            self.bytes_mut(g).fill(0xFF);
         } else {
+            self.release(page);
             self.refs[f as usize] += 1;
             self.of[page as usize] = f;
         }
