@@ -668,11 +668,23 @@ impl<S: Storage> Chip<S> {
     /// Hints the CPU to load what a read of `addr` will touch first (the page's state and
     /// the start of its stored image). Changes nothing; out-of-range addresses are ignored.
     pub fn prefetch_page(&self, addr: PhysAddr) {
-        if let Ok((bi, page, pi)) = self.locate(addr) {
-            if let Some(p) = &self.pages[bi] {
-                crate::hint::prefetch(p, page as usize);
-            }
-            self.storage.prefetch(pi);
+        if let Ok((bi, page, _)) = self.locate(addr) {
+            self.prefetch_flat(bi, page);
+        }
+    }
+
+    /// [`prefetch_page`](Chip::prefetch_page) by flat block index (that of
+    /// [`Geometry::block_at`]) and page: for callers that keep flat indices. Out-of-range
+    /// indices are ignored.
+    pub fn prefetch_flat(&self, block: usize, page: u32) {
+        let ppb = self.config.geometry.pages_per_block;
+        if page >= ppb {
+            return;
+        }
+        if let Some(Some(p)) = self.pages.get(block) {
+            crate::hint::prefetch(p, page as usize);
+            self.storage
+                .prefetch(block as u64 * ppb as u64 + page as u64);
         }
     }
 
@@ -911,6 +923,11 @@ impl<S: Storage> Chip<S> {
     ) -> Result<OpTiming, NandError> {
         self.ensure_power()?;
         let (bi, page, pi) = self.locate(addr)?;
+        if prog == Prog::Full {
+            if let Some(t) = self.program_plain(now, bi, page, pi, source, spare)? {
+                return Ok(t);
+            }
+        }
         let g = self.config.geometry;
         let ((doff, dlen), (soff, slen)) = self.regions(prog, &g)?;
         if let Source::Bytes(data) = source {
@@ -1022,6 +1039,64 @@ impl<S: Storage> Chip<S> {
             self.commit_program(bi, page, pi, now, prog, false)?;
         }
         Ok(timing)
+    }
+
+    /// The common program in one pass: a whole page with whole-size buffers into an erased
+    /// page of a good, full-page block, in order, its lower pages programmed, with no cut
+    /// armed, no failure injected and no wear failure drawn. `None` when any of that does
+    /// not hold: the general path then checks every rule, reports the violation or applies
+    /// the fault. (Same state changes, counters and timing as the general path.)
+    #[inline]
+    fn program_plain(
+        &mut self,
+        now: Nanos,
+        bi: usize,
+        page: u32,
+        pi: u64,
+        source: Source<'_>,
+        spare: &[u8],
+    ) -> Result<Option<OpTiming>, NandError> {
+        let g = &self.config.geometry;
+        let b = &self.blocks[bi];
+        if self.cut.is_some()
+            || b.flags != 0
+            || b.inject != 0
+            || matches!(b.usage, Usage::Subpage(_))
+            || page < b.next_page
+            || spare.len() != g.spare_size as usize
+            || matches!(source, Source::Bytes(d) if d.len() != g.page_size as usize)
+        {
+            return Ok(None);
+        }
+        let programmed = |q: u32| {
+            self.pages[bi]
+                .as_ref()
+                .is_some_and(|p| !p[q as usize].is_erased())
+        };
+        if programmed(page)
+            || self.config.cell != CellType::Slc
+                && self.pairing.lower_pages(page).any(|q| !programmed(q))
+            || self.wear_fails(bi, page as u64)
+        {
+            return Ok(None);
+        }
+        let timing = OpTiming {
+            array: self.config.timing.program(self.pairing.kind(page)),
+            transfer: self
+                .config
+                .timing
+                .transfer(g.page_size as usize + g.spare_size as usize),
+        };
+        let dlen = g.page_size as usize;
+        // (No cut is armed: counting the operation is all `next_op` would do.)
+        self.ops += 1;
+        self.register = None;
+        match source {
+            Source::Bytes(data) => self.storage.write_split(pi, data, spare)?,
+            Source::Page(from) => self.storage.write_copy(pi, from, dlen, spare)?,
+        }
+        self.commit_meta(bi, page, pi, now, Prog::Full, false)?;
+        Ok(Some(timing))
     }
 
     /// Programs the first `landed` bytes of `segments` into `buf` (cells only go 1 → 0); the

@@ -57,6 +57,7 @@ use nand::{
     Storage,
 };
 use serde::{Deserialize, Serialize};
+use strength_reduce::StrengthReducedU32;
 
 /// No mapping / no valid data.
 const INVALID: u32 = u32::MAX;
@@ -257,6 +258,11 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     addrs: Vec<BlockAddr>,
     ppb: u32,
     blocks_per_die: u32,
+    /// `ppb` and `blocks_per_die` as multiply-shift divisors: the hot paths split flat page
+    /// indices into (block, page) several times per operation, and a hardware division is
+    /// ten times slower than the multiplication that replaces it.
+    ppb_div: StrengthReducedU32,
+    die_div: StrengthReducedU32,
     logical: u64,
     digest: bool,
     l2p: Vec<u32>,
@@ -503,6 +509,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             geo,
             ppb,
             blocks_per_die: geo.planes_per_die * geo.blocks_per_plane,
+            ppb_div: StrengthReducedU32::new(ppb),
+            die_div: StrengthReducedU32::new(geo.planes_per_die * geo.blocks_per_plane),
             logical: 0,
             digest,
             l2p: Vec::new(),
@@ -577,7 +585,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 l2p[lpn] = p;
             } else if p != INVALID && p != LOST {
                 self.p2l[p as usize] = INVALID;
-                self.valid[(p / self.ppb) as usize] -= 1;
+                let b = self.block_of(p);
+                self.valid[b as usize] -= 1;
             }
         }
         self.l2p = l2p;
@@ -631,13 +640,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     fn phys_addr(&self, phys: u32) -> PhysAddr {
-        self.block_addr(phys / self.ppb)
-            .page(phys % self.ppb)
-            .expect("page in range")
+        let (b, page) = self.split(phys);
+        self.block_addr(b).page(page).expect("page in range")
+    }
+
+    /// Block of flat page `phys`.
+    fn block_of(&self, phys: u32) -> u32 {
+        phys / self.ppb_div
+    }
+
+    /// (block, page in block) of flat page `phys`.
+    fn split(&self, phys: u32) -> (u32, u32) {
+        StrengthReducedU32::div_rem(phys, self.ppb_div)
     }
 
     fn die_of(&self, b: u32) -> u32 {
-        b / self.blocks_per_die
+        b / self.die_div
     }
 
     fn check_lpn(&self, lpn: Lpn) -> Result<u64, FtlError> {
@@ -734,7 +752,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Marks physical page `phys` as no longer holding valid data, superseded by the write
     /// (or trim) with sequence number `by`.
     fn invalidate(&mut self, phys: u32, by: u64) {
-        let b = phys / self.ppb;
+        let b = self.block_of(phys);
         self.superseded[b as usize] = self.superseded[b as usize].max(by);
         self.p2l[phys as usize] = INVALID;
         let full = self.state[b as usize] == BState::Full;
@@ -754,7 +772,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.l2p[lpn as usize] = phys;
         self.p2l[phys as usize] = lpn as u32;
-        self.valid[(phys / self.ppb) as usize] += 1;
+        let b = self.block_of(phys);
+        self.valid[b as usize] += 1;
     }
 
     // ----- allocation --------------------------------------------------------------------
@@ -765,6 +784,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 if f.next < self.ppb {
                     let phys = f.block * self.ppb + f.next;
                     f.next += 1;
+                    // The frontier's next program will touch the chip's state of the page
+                    // after this one: start loading it (out of range past the block's end).
+                    let (b, next) = (f.block, f.next);
+                    self.ctl.chip().prefetch_flat(b as usize, next);
                     return Ok(phys);
                 }
                 self.dies[die].frontier[stream] = None;
@@ -809,10 +832,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Records the sequence number of a page just programmed in a frontier block.
     fn note_program(&mut self, die: usize, phys: u32, seq: u64) {
-        let b = phys / self.ppb;
+        let (b, page) = self.split(phys);
         for s in [HOST, COLD] {
             if self.dies[die].frontier[s].is_some_and(|f| f.block == b) {
-                let i = (die * 2 + s) * self.ppb as usize + (phys % self.ppb) as usize;
+                let i = (die * 2 + s) * self.ppb as usize + page as usize;
                 self.fseq[i] = seq;
             }
         }
@@ -889,8 +912,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     fn close_if_full(&mut self, phys: u32) {
-        let b = phys / self.ppb;
-        if phys % self.ppb == self.ppb - 1 && self.state[b as usize] == BState::Open {
+        let b = self.block_of(phys);
+        if phys - b * self.ppb == self.ppb - 1 && self.state[b as usize] == BState::Open {
             self.state[b as usize] = BState::Full;
             self.index_insert(b);
         }
@@ -911,7 +934,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let rec = OobRecord::new(lpn, seq, PageKind::User);
         self.seq += 1;
         let r = self.ctl.program(now, addr, data, rec, self.cfg.ecc_t);
-        let b = phys / self.ppb;
+        let b = self.block_of(phys);
         match r {
             Ok(t) => {
                 self.push_op(b, OpKind::Program, Cause::Host, t, Nanos::ZERO, None);
@@ -1052,7 +1075,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             // a large table: start loading the entry of a page a few copies ahead.
             // Likewise the chip's state and stored spare area of the page it will read.
             if let Some(&ahead) = self.p2l.get((src + PREFETCH_AHEAD) as usize) {
-                if ahead < LOST && src % self.ppb + PREFETCH_AHEAD < self.ppb {
+                if ahead < LOST && job.next + PREFETCH_AHEAD < self.ppb {
                     prefetch(&self.l2p, ahead as usize);
                     self.ctl
                         .chip()
@@ -1174,7 +1197,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     ) -> Result<(), FtlError> {
         let lpn = self.p2l[src as usize];
         let addr = self.phys_addr(src);
-        let b = src / self.ppb;
+        let b = self.block_of(src);
         let read_op = match self.ctl.read_for_relocation(now, addr) {
             Ok(PageRead::Data(info)) => {
                 self.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None)
@@ -1194,7 +1217,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             let seq = self.seq;
             let rec = OobRecord::new(lpn as u64, seq, PageKind::GcCopy);
             self.seq += 1;
-            let pb = phys / self.ppb;
+            let pb = self.block_of(phys);
             match self.ctl.program_relocated(now, self.phys_addr(phys), rec) {
                 Ok(t) => {
                     self.push_op(pb, OpKind::Program, cause, t, Nanos::ZERO, Some(read_op));
@@ -1365,7 +1388,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         match self.ctl.read(now, addr, data) {
             Ok(PageRead::Data(info)) => {
                 self.push_op(
-                    phys / self.ppb,
+                    self.block_of(phys),
                     OpKind::Read,
                     Cause::Host,
                     info.timing,
@@ -1443,7 +1466,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn prefetch_mapped(&self, lpn: u64) {
         if let Some(&old) = self.l2p.get(lpn as usize) {
             if old < LOST {
-                let b = (old / self.ppb) as usize;
+                let b = self.block_of(old) as usize;
                 prefetch(&self.p2l, old as usize);
                 prefetch(&self.valid, b);
                 prefetch(&self.superseded, b);

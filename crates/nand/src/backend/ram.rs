@@ -4,6 +4,7 @@ use crate::geometry::Geometry;
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
+use strength_reduce::StrengthReducedU64;
 
 /// Sparse RAM storage: a block's buffer is allocated on its first program and freed by its
 /// erase, so memory grows with the blocks in use, never with the chip's size.
@@ -27,6 +28,8 @@ pub struct RamStorage {
     /// The data areas (whole-page mode); `None` in digest mode, where they read as zeros.
     frames: Option<Frames>,
     pages_per_block: u64,
+    /// `pages_per_block` as a multiply-shift divisor (every access splits a flat page index).
+    ppb_div: StrengthReducedU64,
     blocks: Vec<Option<Box<[u8]>>>,
     /// Pages written per block since its erase (for accounting).
     written: Vec<u32>,
@@ -57,6 +60,7 @@ impl RamStorage {
             kept: keep.min(geometry.spare_size as usize),
             frames: None,
             pages_per_block: geometry.pages_per_block as u64,
+            ppb_div: StrengthReducedU64::new(geometry.pages_per_block as u64),
             blocks: vec![None; geometry.total_blocks() as usize],
             written: vec![0; geometry.total_blocks() as usize],
             stored_pages: 0,
@@ -77,7 +81,7 @@ impl RamStorage {
 
     /// The whole-page store of `page`'s block, when that block is kept whole.
     fn full_of(&mut self, page: u64) -> Option<&mut RamStorage> {
-        let b = (page / self.pages_per_block) as usize;
+        let b = (page / self.ppb_div) as usize;
         match &mut self.full {
             Some((mask, st)) if mask.get(b).copied().unwrap_or(false) => Some(st),
             _ => None,
@@ -118,10 +122,8 @@ impl RamStorage {
     }
 
     fn split(&self, page: u64) -> (usize, usize) {
-        (
-            (page / self.pages_per_block) as usize,
-            (page % self.pages_per_block) as usize,
-        )
+        let (b, p) = StrengthReducedU64::div_rem(page, self.ppb_div);
+        (b as usize, p as usize)
     }
 
     fn slot(&mut self, page: u64) -> &mut [u8] {
