@@ -258,6 +258,10 @@ pub trait Ftl {
     /// may read the (by now loaded) map entry and start loading what the access will update
     /// through it (the old physical page's reverse entry, its block's counters).
     fn prefetch_mapped(&self, _lpn: u64) {}
+    /// The last stage for a read, just before it: an implementation may start loading the
+    /// stored data the read will copy out (its map entry and the chip's state of the page
+    /// are expected to be cached by the earlier stages).
+    fn prefetch_data(&self, _lpn: u64) {}
     /// Background work at time `now` (idle-time GC, …); returns whether work was done.
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError>;
     /// Moves the flash operations performed since the last call into `out` (appending).

@@ -677,14 +677,27 @@ impl<S: Storage> Chip<S> {
     /// [`Geometry::block_at`]) and page: for callers that keep flat indices. Out-of-range
     /// indices are ignored.
     pub fn prefetch_flat(&self, block: usize, page: u32) {
+        self.prefetch_at(block, page, false);
+    }
+
+    /// [`prefetch_flat`](Chip::prefetch_flat) for a read that will transfer the page's data
+    /// area: also starts loading the stored data (expects the page's state to be cached by
+    /// an earlier `prefetch_flat`).
+    pub fn prefetch_data_flat(&self, block: usize, page: u32) {
+        self.prefetch_at(block, page, true);
+    }
+
+    fn prefetch_at(&self, block: usize, page: u32, data: bool) {
         let ppb = self.config.geometry.pages_per_block;
         if page >= ppb {
             return;
         }
-        if let Some(Some(p)) = self.pages.get(block) {
+        let pi = block as u64 * ppb as u64 + page as u64;
+        if data {
+            self.storage.prefetch_data(pi);
+        } else if let Some(Some(p)) = self.pages.get(block) {
             crate::hint::prefetch(p, page as usize);
-            self.storage
-                .prefetch(block as u64 * ppb as u64 + page as u64);
+            self.storage.prefetch(pi);
         }
     }
 

@@ -136,6 +136,12 @@ impl<'a> Lookahead<'a> {
                 ftl.prefetch_mapped(q.offset / page);
             }
         }
+        // Third stage, for a read two places behind: the data it will copy out.
+        if let Some(Ok(q)) = self.buf.get(1) {
+            if q.kind == ReqKind::Read {
+                ftl.prefetch_data(q.offset / page);
+            }
+        }
         next
     }
 

@@ -1466,12 +1466,25 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn prefetch_mapped(&self, lpn: u64) {
         if let Some(&old) = self.l2p.get(lpn as usize) {
             if old < LOST {
-                let b = self.block_of(old) as usize;
+                let (b, page) = self.split(old);
+                let b = b as usize;
                 prefetch(&self.p2l, old as usize);
                 prefetch(&self.valid, b);
                 prefetch(&self.superseded, b);
                 prefetch(&self.next, b);
                 prefetch(&self.prev, b);
+                self.ctl.chip().prefetch_flat(b, page);
+            }
+        }
+    }
+
+    fn prefetch_data(&self, lpn: u64) {
+        if !self.digest {
+            if let Some(&p) = self.l2p.get(lpn as usize) {
+                if p < LOST {
+                    let (b, page) = self.split(p);
+                    self.ctl.chip().prefetch_data_flat(b as usize, page);
+                }
             }
         }
     }

@@ -97,6 +97,9 @@ pub trait Storage {
     }
     /// Hints the CPU to load the start of `page`'s stored image (a hint: changes nothing).
     fn prefetch(&self, _page: u64) {}
+    /// Hints the CPU to load all of `page`'s stored data area, for a read that will copy it
+    /// out (a hint: changes nothing).
+    fn prefetch_data(&self, _page: u64) {}
     /// Forgets the content of `count` pages from `first` (a block erase).
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError>;
     /// Persists the state of flat block `block` (no-op for volatile backends).

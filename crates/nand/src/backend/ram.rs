@@ -256,6 +256,19 @@ impl Storage for RamStorage {
         if let Some(Some(blk)) = self.blocks.get(b) {
             crate::hint::prefetch(blk, p * self.kept);
         }
+        if let Some(f) = &self.frames {
+            crate::hint::prefetch(&f.of, page as usize);
+        }
+    }
+
+    fn prefetch_data(&self, page: u64) {
+        if let Some(f) = &self.frames {
+            if let Some(&n) = f.of.get(page as usize) {
+                if n != NONE {
+                    crate::hint::prefetch_lines(f.bytes(n));
+                }
+            }
+        }
     }
 
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError> {
@@ -296,8 +309,10 @@ struct Frames {
 
 /// No frame.
 const NONE: u32 = u32::MAX;
-/// Frames per chunk of frame memory.
-const CHUNK: usize = 256;
+/// Frames per chunk of frame memory: 8 MiB of 4 KiB pages, so that a host allocator
+/// that backs large blocks with huge pages (the `nandlab` binary's does) can map the
+/// frames, which are touched at random, with few TLB entries.
+const CHUNK: usize = 2048;
 
 impl Frames {
     fn new(geometry: &Geometry) -> Self {
