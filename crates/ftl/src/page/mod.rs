@@ -784,10 +784,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 if f.next < self.ppb {
                     let phys = f.block * self.ppb + f.next;
                     f.next += 1;
-                    // The frontier's next program will touch the chip's state of the page
-                    // after this one: start loading it (out of range past the block's end).
-                    let (b, next) = (f.block, f.next);
-                    self.ctl.chip().prefetch_flat(b as usize, next);
                     return Ok(phys);
                 }
                 self.dies[die].frontier[stream] = None;
@@ -1466,23 +1462,22 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn prefetch_mapped(&self, lpn: u64) {
         if let Some(&old) = self.l2p.get(lpn as usize) {
             if old < LOST {
-                let (b, page) = self.split(old);
-                let b = b as usize;
+                let b = self.block_of(old) as usize;
                 prefetch(&self.p2l, old as usize);
                 prefetch(&self.valid, b);
                 prefetch(&self.superseded, b);
                 prefetch(&self.next, b);
                 prefetch(&self.prev, b);
-                self.ctl.chip().prefetch_flat(b, page);
             }
         }
     }
 
     fn prefetch_data(&self, lpn: u64) {
-        if !self.digest {
-            if let Some(&p) = self.l2p.get(lpn as usize) {
-                if p < LOST {
-                    let (b, page) = self.split(p);
+        if let Some(&p) = self.l2p.get(lpn as usize) {
+            if p < LOST {
+                let (b, page) = self.split(p);
+                self.ctl.chip().prefetch_flat(b as usize, page);
+                if !self.digest {
                     self.ctl.chip().prefetch_data_flat(b as usize, page);
                 }
             }
