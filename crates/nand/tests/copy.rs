@@ -157,3 +157,29 @@ fn data_out_transfers_only_the_page_just_read() {
         Err(NandError::BufferSize { .. })
     ));
 }
+
+#[test]
+fn prefetch_hints_change_nothing() {
+    let mut c = chip("tiny-mlc");
+    let at = addresses(&c);
+    let g = *c.geometry();
+    let (d, s) = buffers(&c, 1);
+    c.program(T0, at(1, 0), &d, &s).unwrap();
+    let before = c.counters();
+    // Written, erased, past the block's end, past the chip's end: all ignored.
+    for (b, p) in [
+        (1, 0),
+        (1, 1),
+        (2, 0),
+        (1, g.pages_per_block),
+        (g.total_blocks(), 0),
+    ] {
+        c.prefetch_flat(b as usize, p);
+        c.prefetch_data_flat(b as usize, p);
+    }
+    c.prefetch_page(at(1, 0));
+    nand::hint::prefetch_lines(&d);
+    nand::hint::prefetch_lines(&[]);
+    assert_eq!(c.counters(), before);
+    assert_eq!(read_page(&mut c, at(1, 0)), (d, s));
+}
