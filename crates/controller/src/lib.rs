@@ -523,7 +523,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let mut spare = core::mem::take(&mut self.spare);
         let r = self.read_into(now, addr, data, &mut spare);
         self.spare = spare;
-        r.map(|(read, _)| read)
+        r
     }
 
     /// Reads a metadata page written by [`program_meta`](Controller::program_meta): the whole
@@ -543,17 +543,17 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             }
         };
         self.spare = spare;
-        r.map(|(read, _)| read)
+        r
     }
 
-    /// Reads and decodes page `addr` into `data`/`spare`; also returns the page's layout.
+    /// Reads and decodes page `addr` into `data`/`spare`.
     fn read_into(
         &mut self,
         now: Nanos,
         addr: PhysAddr,
         data: &mut [u8],
         spare: &mut [u8],
-    ) -> Result<(PageRead, Option<Layout>), CtlError> {
+    ) -> Result<PageRead, CtlError> {
         let digest = self.cfg.mode == PayloadMode::Digest;
         if digest {
             // Digest mode keeps no data bytes: read the spare area and charge the bus for
@@ -613,7 +613,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         };
         self.reloc_data = data;
         self.reloc_spare = spare;
-        let (read, _) = r?;
+        let read = r?;
         if let PageRead::Data(info) = read {
             self.reloc = Some(info.record);
             if state == Data::InRegister {
@@ -778,12 +778,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         spare: &mut [u8],
         timing: OpTiming,
         state: &mut Data,
-    ) -> Result<(PageRead, Option<Layout>), CtlError> {
+    ) -> Result<PageRead, CtlError> {
         let digest = *state == Data::Digest;
         if spare.iter().all(|&b| b == 0xFF) {
             self.fetch(addr, data, state)?;
             if digest || data.iter().all(|&b| b == 0xFF) {
-                return Ok((PageRead::Erased { timing }, None));
+                return Ok(PageRead::Erased { timing });
             }
             return Err(self.uncorrectable(addr, None));
         }
@@ -812,15 +812,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             let ecc = self.clean_ecc[layout.t as usize];
             self.stats.reads += 1;
             self.stats.decode_ns += ecc.0;
-            return Ok((
-                PageRead::Data(ReadInfo {
-                    record,
-                    corrected: 0,
-                    timing,
-                    ecc,
-                }),
-                Some(layout),
-            ));
+            return Ok(PageRead::Data(ReadInfo {
+                record,
+                corrected: 0,
+                timing,
+                ecc,
+            }));
         }
         let mut per = [0u64; MAX_SECTORS];
         let (mut k_header, mut k_record) = (0, 0);
@@ -909,15 +906,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         self.stats.corrected_bits += corrected as u64;
         self.stats.max_codeword_errors = self.stats.max_codeword_errors.max(max_cw);
         self.stats.decode_ns += ecc.0;
-        Ok((
-            PageRead::Data(ReadInfo {
-                record,
-                corrected,
-                timing,
-                ecc,
-            }),
-            Some(layout),
-        ))
+        Ok(PageRead::Data(ReadInfo {
+            record,
+            corrected,
+            timing,
+            ecc,
+        }))
     }
 }
 
