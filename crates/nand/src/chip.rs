@@ -669,35 +669,26 @@ impl<S: Storage> Chip<S> {
     /// the start of its stored image). Changes nothing; out-of-range addresses are ignored.
     pub fn prefetch_page(&self, addr: PhysAddr) {
         if let Ok((bi, page, _)) = self.locate(addr) {
-            self.prefetch_flat(bi, page);
+            self.prefetch_flat(bi, page, false);
         }
     }
 
     /// [`prefetch_page`](Chip::prefetch_page) by flat block index (that of
-    /// [`Geometry::block_at`]) and page: for callers that keep flat indices. Out-of-range
+    /// [`Geometry::block_at`]) and page, for callers that keep flat indices; with `data`
+    /// also the whole stored data area, for a read that will transfer it. Out-of-range
     /// indices are ignored.
-    pub fn prefetch_flat(&self, block: usize, page: u32) {
-        self.prefetch_at(block, page, false);
-    }
-
-    /// [`prefetch_flat`](Chip::prefetch_flat) for a read that will transfer the page's data
-    /// area: also starts loading the stored data (expects the page's state to be cached by
-    /// an earlier `prefetch_flat`).
-    pub fn prefetch_data_flat(&self, block: usize, page: u32) {
-        self.prefetch_at(block, page, true);
-    }
-
-    fn prefetch_at(&self, block: usize, page: u32, data: bool) {
+    pub fn prefetch_flat(&self, block: usize, page: u32, data: bool) {
         let ppb = self.config.geometry.pages_per_block;
         if page >= ppb {
             return;
         }
         let pi = block as u64 * ppb as u64 + page as u64;
-        if data {
-            self.storage.prefetch_data(pi);
-        } else if let Some(Some(p)) = self.pages.get(block) {
+        if let Some(Some(p)) = self.pages.get(block) {
             crate::hint::prefetch(p, page as usize);
             self.storage.prefetch(pi);
+            if data {
+                self.storage.prefetch_data(pi);
+            }
         }
     }
 
@@ -980,10 +971,7 @@ impl<S: Storage> Chip<S> {
             }
         }
         let kind = self.pairing.kind(page);
-        let timing = OpTiming {
-            array: self.config.timing.program(kind),
-            transfer: self.config.timing.transfer(dlen + slen),
-        };
+        let timing = self.program_timing(page, dlen + slen);
         let segments = [(doff, data), (g.page_size as usize + soff, spare)];
         let total = dlen + slen;
 
@@ -1042,11 +1030,7 @@ impl<S: Storage> Chip<S> {
         }
         if fast {
             // Whole-page program of an erased page: nothing to merge.
-            match source {
-                Source::Bytes(data) => self.storage.write_split(pi, data, spare)?,
-                Source::Page(from) => self.storage.write_copy(pi, from, dlen, spare)?,
-            }
-            self.commit_meta(bi, page, pi, now, prog, false)?;
+            self.store_fresh(now, (bi, page, pi), source, spare)?;
         } else {
             self.land(&segments, total, None, &mut rng_for(0, &[]));
             self.commit_program(bi, page, pi, now, prog, false)?;
@@ -1093,23 +1077,39 @@ impl<S: Storage> Chip<S> {
         {
             return Ok(None);
         }
-        let timing = OpTiming {
+        let timing = self.program_timing(page, g.page_size as usize + g.spare_size as usize);
+        let fired = self.next_op();
+        debug_assert!(fired.is_none(), "no cut is armed");
+        self.store_fresh(now, (bi, page, pi), source, spare)?;
+        Ok(Some(timing))
+    }
+
+    /// Array and bus time of a program of `bytes` into `page`.
+    #[inline(always)]
+    fn program_timing(&self, page: u32, bytes: usize) -> OpTiming {
+        OpTiming {
             array: self.config.timing.program(self.pairing.kind(page)),
-            transfer: self
-                .config
-                .timing
-                .transfer(g.page_size as usize + g.spare_size as usize),
-        };
-        let dlen = g.page_size as usize;
-        // (No cut is armed: counting the operation is all `next_op` would do.)
-        self.ops += 1;
-        self.register = None;
+            transfer: self.config.timing.transfer(bytes),
+        }
+    }
+
+    /// Stores a whole-page program of an erased page (nothing to merge) and records it.
+    #[inline(always)]
+    fn store_fresh(
+        &mut self,
+        now: Nanos,
+        (bi, page, pi): (usize, u32, u64),
+        source: Source<'_>,
+        spare: &[u8],
+    ) -> Result<(), NandError> {
         match source {
             Source::Bytes(data) => self.storage.write_split(pi, data, spare)?,
-            Source::Page(from) => self.storage.write_copy(pi, from, dlen, spare)?,
+            Source::Page(from) => {
+                let dlen = self.config.geometry.page_size as usize;
+                self.storage.write_copy(pi, from, dlen, spare)?
+            }
         }
-        self.commit_meta(bi, page, pi, now, Prog::Full, false)?;
-        Ok(Some(timing))
+        self.commit_meta(bi, page, pi, now, Prog::Full, false)
     }
 
     /// Programs the first `landed` bytes of `segments` into `buf` (cells only go 1 → 0); the

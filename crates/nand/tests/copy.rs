@@ -174,8 +174,8 @@ fn prefetch_hints_change_nothing() {
         (1, g.pages_per_block),
         (g.total_blocks(), 0),
     ] {
-        c.prefetch_flat(b as usize, p);
-        c.prefetch_data_flat(b as usize, p);
+        c.prefetch_flat(b as usize, p, false);
+        c.prefetch_flat(b as usize, p, true);
     }
     c.prefetch_page(at(1, 0));
     nand::hint::prefetch_lines(&d);

@@ -908,8 +908,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     fn close_if_full(&mut self, phys: u32) {
-        let b = self.block_of(phys);
-        if phys - b * self.ppb == self.ppb - 1 && self.state[b as usize] == BState::Open {
+        let (b, page) = self.split(phys);
+        if page == self.ppb - 1 && self.state[b as usize] == BState::Open {
             self.state[b as usize] = BState::Full;
             self.index_insert(b);
         }
@@ -1476,10 +1476,8 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if let Some(&p) = self.l2p.get(lpn as usize) {
             if p < LOST {
                 let (b, page) = self.split(p);
-                self.ctl.chip().prefetch_flat(b as usize, page);
-                if !self.digest {
-                    self.ctl.chip().prefetch_data_flat(b as usize, page);
-                }
+                // (A digest-mode store holds no data area: the data hint is a no-op there.)
+                self.ctl.chip().prefetch_flat(b as usize, page, true);
             }
         }
     }

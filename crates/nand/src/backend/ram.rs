@@ -81,7 +81,7 @@ impl RamStorage {
 
     /// The whole-page store of `page`'s block, when that block is kept whole.
     fn full_of(&mut self, page: u64) -> Option<&mut RamStorage> {
-        let b = (page / self.ppb_div) as usize;
+        let (b, _) = self.split(page);
         match &mut self.full {
             Some((mask, st)) if mask.get(b).copied().unwrap_or(false) => Some(st),
             _ => None,
