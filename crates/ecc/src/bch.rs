@@ -238,6 +238,17 @@ impl Bch {
         self
     }
 
+    /// The same code without the AVX-512 path of the carry-less-multiply encoder (where the
+    /// CPU has one): the 128-bit PCLMULQDQ path or the tables, for cross-checking them.
+    #[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(unused_mut))]
+    pub fn without_avx512(mut self) -> Bch {
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        {
+            self.clmul = self.clmul.map(crate::clmul::Clmul::narrow);
+        }
+        self
+    }
+
     /// Field degree m.
     pub fn m(&self) -> u32 {
         self.gf.m()

@@ -13,9 +13,20 @@
 //! μ = ⌊x^256 / g'⌋ = x^128 + M, one step maps V = R ⊕ U (U: the next 16 bytes, big-endian)
 //! to R' = V·x^128 mod g' = lo128(q·G) with q = ⌊V·μ / x^128⌋ = V ⊕ hi128(V·M).
 
+//!
+//! On CPUs with AVX-512 (F, BW) and VPCLMULQDQ, whole 64-byte rounds go through the wide
+//! path instead ([`Wide`]): the data are cut into runs of at most [`RUN`] blocks, and each
+//! block's contribution U·x^(128j) mod g' (j: its distance in blocks from the run's end) is
+//! a product with a precomputed constant x^(128j) mod g', four lanes per instruction. The
+//! products of a run are summed unreduced in three 512-bit accumulators (low, middle and
+//! high partial products) with no dependency from block to block, and reduced once per
+//! run; the register enters by being added to the run's first block.
+
 use core::arch::x86_64::{
-    __m128i, _mm_clmulepi64_si128, _mm_loadu_si128, _mm_set_epi8, _mm_shuffle_epi8, _mm_slli_si128,
-    _mm_srli_si128, _mm_xor_si128,
+    __m128i, __m512i, _mm512_castsi512_si128, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32,
+    _mm512_loadu_si512, _mm512_set_epi8, _mm512_setzero_si512, _mm512_shuffle_epi8,
+    _mm512_xor_si512, _mm_clmulepi64_si128, _mm_loadu_si128, _mm_set_epi8, _mm_shuffle_epi8,
+    _mm_slli_si128, _mm_srli_si128, _mm_xor_si128,
 };
 
 /// Constants of one code.
@@ -29,6 +40,20 @@ pub(crate) struct Clmul {
     k256: [u128; 4],
     /// x^(512+64i) mod g', i = 0..4: advances an accumulator by one 64-byte round.
     k512: [u128; 4],
+    /// The AVX-512 path's constants, where the CPU has it.
+    wide: Option<Wide>,
+}
+
+/// Blocks (16 bytes) per run of the wide path: a multiple of 4 (one 512-bit load).
+const RUN: usize = 32;
+
+/// Constants of the AVX-512 path: `weight[i]` = x^(128(RUN − i)) mod g', the weight of
+/// block i of a whole run; a run of B < RUN blocks uses `weight[RUN − B..]`, so the four
+/// weights of each 64-byte round are contiguous (one load).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Wide {
+    weight: [u128; RUN],
 }
 
 /// Sets bit `i` of a 384-bit number.
@@ -82,14 +107,102 @@ impl Clmul {
         let k256: [u128; 4] = core::array::from_fn(|i| times_x(x256, 64 * i as u32));
         let x512 = times_x(x256, 256);
         let k512: [u128; 4] = core::array::from_fn(|i| times_x(x512, 64 * i as u32));
-        Some(Clmul { m, g, k256, k512 })
+        let wide = (std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("vpclmulqdq"))
+        .then(|| {
+            // x^128 mod g' = G for the last block, one more factor x^128 per block before.
+            let mut weight = [0u128; RUN];
+            let mut c = g;
+            for w in weight.iter_mut().rev() {
+                *w = c;
+                c = times_x(c, 128);
+            }
+            Wide { weight }
+        });
+        Some(Clmul {
+            m,
+            g,
+            k256,
+            k512,
+            wide,
+        })
+    }
+
+    /// The same constants without the AVX-512 path (for cross-checking the two).
+    pub(crate) fn narrow(mut self) -> Clmul {
+        self.wide = None;
+        self
     }
 
     /// Feeds whole 16-byte chunks of `data` into the register `reg` (one or two words);
     /// returns the tail.
     pub(crate) fn remainder<'a>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
+        if let Some(w) = &self.wide {
+            if data.len() >= 64 {
+                // SAFETY: `wide` is set only if the CPU reported AVX-512 F and BW and
+                // VPCLMULQDQ, and a `Clmul` only if it reported PCLMULQDQ and SSSE3.
+                return unsafe { self.remainder_wide(w, data, reg) };
+            }
+        }
         // SAFETY: a `Clmul` exists only if the CPU reported PCLMULQDQ and SSSE3 (see `new`).
         unsafe { self.remainder_unchecked(data, reg) }
+    }
+
+    /// The wide path: whole 64-byte rounds in runs of at most [`RUN`] blocks, then the
+    /// 16-byte steps of [`remainder_unchecked`](Clmul::remainder_unchecked) for the rest.
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
+    unsafe fn remainder_wide<'a>(&self, w: &Wide, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
+        let start = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
+        let mut r = start;
+        // Reverses the bytes of each 128-bit lane: 16 bytes read as a big-endian polynomial.
+        let rev = _mm512_set_epi8(
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+            11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3,
+            4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        );
+        let whole = data.len() / 64 * 64;
+        for run in data[..whole].chunks(RUN * 16) {
+            let blocks = run.len() / 16;
+            let (mut lo, mut mid, mut hi) = (
+                _mm512_setzero_si512(),
+                _mm512_setzero_si512(),
+                _mm512_setzero_si512(),
+            );
+            for (q, quad) in run.chunks_exact(64).enumerate() {
+                // SAFETY: `quad` is 64 readable bytes; the load is unaligned.
+                let mut v =
+                    _mm512_shuffle_epi8(unsafe { _mm512_loadu_si512(quad.as_ptr().cast()) }, rev);
+                if q == 0 {
+                    // The register adds to the run's first block (lane 0).
+                    v = _mm512_xor_si512(v, zmm([r, 0, 0, 0]));
+                }
+                // Lane i holds block 4q + i of the run: weights RUN − blocks + 4q + i.
+                let at = RUN - blocks + 4 * q;
+                // SAFETY: `at + 4 ≤ RUN` (the run has `blocks` ≤ RUN blocks); unaligned load.
+                let k = unsafe { _mm512_loadu_si512(w.weight[at..at + 4].as_ptr().cast()) };
+                lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(v, k, 0x00));
+                mid = _mm512_xor_si512(
+                    mid,
+                    _mm512_xor_si512(
+                        _mm512_clmulepi64_epi128(v, k, 0x01),
+                        _mm512_clmulepi64_epi128(v, k, 0x10),
+                    ),
+                );
+                hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(v, k, 0x11));
+            }
+            // T = hi·x^128 + mid·x^64 + lo, summed over the lanes; r = T mod g'.
+            let (lo, mid, hi) = (int(lanes_xor(lo)), int(lanes_xor(mid)), int(lanes_xor(hi)));
+            let t_hi = hi ^ (mid >> 64);
+            let t_lo = lo ^ (mid << 64);
+            r = int(self.times_x128(xmm(t_hi))) ^ t_lo;
+        }
+        reg[0] = (r >> 64) as u64;
+        if let Some(x) = reg.get_mut(1) {
+            *x = r as u64;
+        }
+        // SAFETY: the caller's CPU has PCLMULQDQ and SSSE3 (see above).
+        unsafe { self.remainder_unchecked(&data[whole..], reg) }
     }
 
     /// V·x^128 mod g' (one Barrett reduction), in vector registers.
@@ -214,6 +327,26 @@ fn xmm(x: u128) -> __m128i {
     // SAFETY: both types are 16 plain bytes; x86_64 is little-endian, so lane 0 holds the
     // low half.
     unsafe { core::mem::transmute::<u128, __m128i>(x) }
+}
+
+/// Four 128-bit polynomials in a 512-bit register (lane i = `x[i]`).
+#[inline]
+fn zmm(x: [u128; 4]) -> __m512i {
+    // SAFETY: both types are 64 plain bytes, lane i at bytes 16i..16i + 16 (little-endian).
+    unsafe { core::mem::transmute::<[u128; 4], __m512i>(x) }
+}
+
+/// The sum (XOR) of the four 128-bit lanes of `v`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn lanes_xor(v: __m512i) -> __m128i {
+    _mm_xor_si128(
+        _mm_xor_si128(_mm512_castsi512_si128(v), _mm512_extracti32x4_epi32::<1>(v)),
+        _mm_xor_si128(
+            _mm512_extracti32x4_epi32::<2>(v),
+            _mm512_extracti32x4_epi32::<3>(v),
+        ),
+    )
 }
 
 /// The inverse of [`xmm`].

@@ -216,6 +216,8 @@ proptest! {
             (0..len).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect::<Vec<u8>>()
         };
         prop_assert_eq!(fast.encode_vec(&data).unwrap(), slow.encode_vec(&data).unwrap());
+        let narrow = Bch::new(m, t).unwrap().without_avx512();
+        prop_assert_eq!(narrow.encode_vec(&data).unwrap(), slow.encode_vec(&data).unwrap());
         let mut d = data.clone();
         let mut e = slow.encode_vec(&data).unwrap();
         d[len / 2] ^= 0x10;
