@@ -181,7 +181,20 @@ impl OobRecord {
     /// Computed from [`CHECK_TABLE`]: CRC32C is affine over GF(2), so the CRC of a fixed-length
     /// message is the CRC of all zeros XOR one table entry per (position, byte value) — 22
     /// lookups instead of a general CRC call, on every program and read.
+    ///
+    /// On x86_64 CPUs with SSE4.2 (detected at run time, see [`hw_crc`]) four CRC32
+    /// instructions compute it instead.
     fn check(r: &[u8; RECORD_BYTES]) -> u16 {
+        #[cfg(target_arch = "x86_64")]
+        if hw_crc() {
+            // SAFETY: `hw_crc` saw SSE4.2 in CPUID.
+            return unsafe { check_sse42(r) };
+        }
+        Self::check_table(r)
+    }
+
+    /// [`check`](OobRecord::check) from the tables, on any CPU.
+    fn check_table(r: &[u8; RECORD_BYTES]) -> u16 {
         let mut crc = CHECK_ZERO;
         for i in 0..18 {
             crc ^= CHECK_TABLE[i][r[i] as usize];
@@ -205,6 +218,38 @@ impl OobRecord {
             crc: u32::from_le_bytes(r[20..24].try_into().unwrap()),
         })
     }
+}
+
+/// Whether the CPU has SSE4.2 (its CRC32 instruction computes CRC32C), asked of CPUID once:
+/// no operating system is needed, so the `no_std` core can use it too.
+#[cfg(target_arch = "x86_64")]
+fn hw_crc() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    /// 0: not asked yet, 1: absent, 2: present.
+    static HW: AtomicU8 = AtomicU8::new(0);
+    match HW.load(Ordering::Relaxed) {
+        0 => {
+            // CPUID leaf 1, ECX bit 20: SSE4.2. (Leaf 1 exists on every x86_64 CPU.)
+            let present = core::arch::x86_64::__cpuid(1).ecx & (1 << 20) != 0;
+            HW.store(if present { 2 } else { 1 }, Ordering::Relaxed);
+            present
+        }
+        v => v == 2,
+    }
+}
+
+/// The record check with the CRC32 instruction: the 22 checked bytes as two 64-bit words,
+/// one 16-bit and one 32-bit word, in order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+fn check_sse42(r: &[u8; RECORD_BYTES]) -> u16 {
+    use core::arch::x86_64::{_mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64};
+    let w = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
+    let mut c = _mm_crc32_u64(0xFFFF_FFFF, w(0)) as u32;
+    c = _mm_crc32_u64(c as u64, w(8)) as u32;
+    c = _mm_crc32_u16(c, u16::from_le_bytes([r[16], r[17]]));
+    c = _mm_crc32_u32(c, u32::from_le_bytes([r[20], r[21], r[22], r[23]]));
+    (c ^ 0xFFFF_FFFF) as u16
 }
 
 /// The byte layout of a page at one ECC strength.
@@ -322,6 +367,8 @@ mod tests {
                 u16::from_le_bytes([r[18], r[19]]),
                 crc32c_software(&other) as u16
             );
+            // The table path (every CPU) agrees with whichever `check` took.
+            assert_eq!(OobRecord::check_table(&r).to_le_bytes(), [r[18], r[19]]);
             assert_eq!(OobRecord::decode(&r), Some(rec));
             let mut bad = r;
             bad[(x % 24) as usize] ^= 1 << (x % 8);

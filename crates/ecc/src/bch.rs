@@ -337,9 +337,19 @@ impl Bch {
                 row[v] = row[v ^ low] ^ basis[7 - low.trailing_zeros() as usize];
             }
         }
+        // Limb i's weight x^(64(n−i)) mod g' is the parity of the message whose only set bit
+        // is the lowest of byte 8i + 7.
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        let clmul = (N.is_multiple_of(8) && self.clmul.is_some())
+            .then(|| {
+                crate::clmul::FixedClmul::new((0..N / 8).map(|i| table[8 * i + 7][1]).collect())
+            })
+            .flatten();
         Ok(FixedEncoder {
             ecc_bytes: self.ecc_bytes,
             table: table.into_boxed_slice().try_into().expect("N rows"),
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            clmul,
         })
     }
 
@@ -611,12 +621,32 @@ pub struct FixedEncoder<const N: usize> {
     /// `table[i][v]`: parity of the message with byte `i` = `v` and all others zero,
     /// left-aligned big-endian in a u64.
     table: alloc::boxed::Box<[[u64; 256]; N]>,
+    /// The carry-less-multiply path (whole 64-bit limbs, a CPU with PCLMULQDQ).
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    clmul: Option<crate::clmul::FixedClmul>,
 }
 
 impl<const N: usize> FixedEncoder<N> {
     /// The parity of `data`, left-aligned big-endian in a u64 (its first
     /// [`Bch::ecc_bytes`] bytes are what [`Bch::encode`] writes).
     pub fn parity(&self, data: &[u8; N]) -> u64 {
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        if let Some(c) = &self.clmul {
+            return c.parity(data);
+        }
+        self.parity_table(data)
+    }
+
+    /// The same encoder on its tables only (for cross-checking the two paths).
+    pub fn portable(self) -> Self {
+        FixedEncoder {
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            clmul: None,
+            ..self
+        }
+    }
+
+    fn parity_table(&self, data: &[u8; N]) -> u64 {
         let mut acc = 0u64;
         // Indexing by a constant range unrolls without bounds checks.
         #[allow(clippy::needless_range_loop)]

@@ -309,6 +309,77 @@ impl Clmul {
     }
 }
 
+/// Carry-less-multiply parity of fixed-length messages of whole 64-bit limbs with parity
+/// of at most 64 bits (a [`FixedEncoder`](crate::FixedEncoder)'s fast path).
+///
+/// With g' = g·x^(64−L) = x^64 + G, the left-aligned parity of a message D of n big-endian
+/// limbs a_0 … a_(n−1) is D·x^64 mod g' = Σ a_i·(x^(64(n−i)) mod g') mod g': one 64×64
+/// product per limb summed unreduced into 128 bits S = s1·x^64 + s0, then
+/// s1·x^64 mod g' by Barrett reduction (two products) plus s0.
+#[derive(Debug, Clone)]
+pub(crate) struct FixedClmul {
+    /// `weight[i]` = x^(64(n−i)) mod g', the weight of limb i.
+    weight: alloc::vec::Vec<u64>,
+    /// G = g' − x^64.
+    g: u64,
+    /// M = ⌊x^128 / g'⌋ − x^64.
+    m: u64,
+}
+
+impl FixedClmul {
+    /// The constants for messages of `weight.len()` limbs, where `weight[i]` is the
+    /// left-aligned parity of the message whose only set bit is limb i's lowest (that is
+    /// x^(64(n−i)) mod g'); `None` if the CPU lacks PCLMULQDQ.
+    pub(crate) fn new(weight: alloc::vec::Vec<u64>) -> Option<FixedClmul> {
+        if !std::is_x86_feature_detected!("pclmulqdq") || weight.is_empty() {
+            return None;
+        }
+        // The last limb's weight is x^64 mod g' = G.
+        let g = *weight.last().expect("non-empty");
+        // μ = ⌊x^128 / g'⌋ by long division (bit i of `rem` is the coefficient of x^i).
+        let gp = 1u128 << 64 | g as u128;
+        let mut rem = 0u128;
+        let mut q = 0u128;
+        let mut top = true; // the x^128 term, beyond u128
+        for i in (64..=128).rev() {
+            let set = if i == 128 { top } else { rem >> i & 1 == 1 };
+            if set {
+                q |= 1 << (i - 64);
+                if i == 128 {
+                    top = false;
+                    rem ^= (gp ^ 1 << 64) << 64;
+                } else {
+                    rem ^= gp << (i - 64);
+                }
+            }
+        }
+        debug_assert!(q >> 64 == 1);
+        Some(FixedClmul {
+            weight,
+            g,
+            m: q as u64,
+        })
+    }
+
+    /// The left-aligned parity of `data` (exactly `8 · weight.len()` bytes).
+    pub(crate) fn parity(&self, data: &[u8]) -> u64 {
+        // SAFETY: a `FixedClmul` exists only if the CPU reported PCLMULQDQ (see `new`).
+        unsafe { self.parity_unchecked(data) }
+    }
+
+    #[target_feature(enable = "pclmulqdq")]
+    unsafe fn parity_unchecked(&self, data: &[u8]) -> u64 {
+        let mul = |a: u64, b: u64| int(_mm_clmulepi64_si128(xmm(a as u128), xmm(b as u128), 0));
+        let mut s = 0u128;
+        for (limb, &w) in data.chunks_exact(8).zip(&self.weight) {
+            s ^= mul(u64::from_be_bytes(limb.try_into().expect("8 bytes")), w);
+        }
+        let (s1, s0) = ((s >> 64) as u64, s as u64);
+        let q = s1 ^ (mul(s1, self.m) >> 64) as u64;
+        mul(q, self.g) as u64 ^ s0
+    }
+}
+
 /// 16 bytes read as a big-endian 128-bit polynomial (byte 0 holds x^127..x^120).
 #[inline]
 #[target_feature(enable = "ssse3")]

@@ -239,6 +239,8 @@ fn check_fixed<const N: usize>(code: &Bch, data: &[u8]) -> Result<(), TestCaseEr
     code.encode(&msg, &mut want).unwrap();
     fixed.encode(&msg, &mut got).unwrap();
     prop_assert_eq!(&want, &got);
+    let table = fixed.clone().portable();
+    prop_assert_eq!(table.parity(&msg), fixed.parity(&msg));
     let short = fixed.encode(&msg, &mut got[1..]);
     prop_assert!(
         matches!(short, Err(EccError::EccLength { .. })),
