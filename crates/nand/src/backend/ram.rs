@@ -82,6 +82,12 @@ impl RamStorage {
     /// The whole-page store of `page`'s block, when that block is kept whole.
     fn full_of(&mut self, page: u64) -> Option<&mut RamStorage> {
         let (b, _) = self.split(page);
+        self.full_at(b)
+    }
+
+    /// The whole-page store of block `b` (flat index), when that block is kept whole.
+    #[inline]
+    fn full_at(&mut self, b: usize) -> Option<&mut RamStorage> {
         match &mut self.full {
             Some((mask, st)) if mask.get(b).copied().unwrap_or(false) => Some(st),
             _ => None,
@@ -126,8 +132,8 @@ impl RamStorage {
         (b as usize, p as usize)
     }
 
-    fn slot(&mut self, page: u64) -> &mut [u8] {
-        let (b, p) = self.split(page);
+    /// The kept spare bytes of page `p` of block `b`, its buffer allocated if need be.
+    fn slot(&mut self, (b, p): (usize, usize)) -> &mut [u8] {
         let size = self.pages_per_block as usize * self.kept;
         let pool = &mut self.pool;
         // A reused buffer holds stale bytes; the chip never reads a page it has not
@@ -139,17 +145,15 @@ impl RamStorage {
         &mut blk[p * self.kept..(p + 1) * self.kept]
     }
 
-    fn count(&mut self, page: u64) {
-        let (b, _) = self.split(page);
+    fn count(&mut self, b: usize) {
         self.written[b] += 1;
         self.stored_pages += 1;
     }
 }
 
 impl RamStorage {
-    /// The kept bytes of a written page (`None` if its block holds nothing).
-    fn stored(&self, page: u64) -> Option<&[u8]> {
-        let (b, p) = self.split(page);
+    /// The kept bytes of page `p` of block `b` (`None` if the block holds nothing).
+    fn stored(&self, (b, p): (usize, usize)) -> Option<&[u8]> {
         self.blocks[b]
             .as_ref()
             .map(|blk| &blk[p * self.kept..(p + 1) * self.kept])
@@ -161,10 +165,10 @@ impl RamStorage {
         spare[self.kept..].fill(0xFF);
     }
 
-    /// Stores the spare area of `page` (its kept prefix).
-    fn put_spare(&mut self, page: u64, spare: &[u8]) {
+    /// Stores the spare area of page `p` of block `b` (its kept prefix).
+    fn put_spare(&mut self, at: (usize, usize), spare: &[u8]) {
         let kept = self.kept;
-        self.slot(page).copy_from_slice(&spare[..kept]);
+        self.slot(at).copy_from_slice(&spare[..kept]);
     }
 }
 
@@ -180,10 +184,11 @@ impl Storage for RamStorage {
         data: &mut [u8],
         spare: &mut [u8],
     ) -> Result<(), StorageError> {
-        if let Some(f) = self.full_of(page) {
+        let at = self.split(page);
+        if let Some(f) = self.full_at(at.0) {
             return f.read_split(page, data, spare);
         }
-        let Some(src) = self.stored(page) else {
+        let Some(src) = self.stored(at) else {
             data.fill(0xFF);
             spare.fill(0xFF);
             return Ok(());
@@ -202,10 +207,11 @@ impl Storage for RamStorage {
         _page_size: usize,
         spare: &mut [u8],
     ) -> Result<(), StorageError> {
-        if let Some(f) = self.full_of(page) {
+        let at = self.split(page);
+        if let Some(f) = self.full_at(at.0) {
             return f.read_spare(page, _page_size, spare);
         }
-        match self.stored(page) {
+        match self.stored(at) {
             Some(src) => self.spare_from(src, spare),
             None => spare.fill(0xFF),
         }
@@ -221,14 +227,15 @@ impl Storage for RamStorage {
     }
 
     fn write_split(&mut self, page: u64, data: &[u8], spare: &[u8]) -> Result<(), StorageError> {
-        if let Some(f) = self.full_of(page) {
+        let at = self.split(page);
+        if let Some(f) = self.full_at(at.0) {
             return f.write_split(page, data, spare);
         }
-        self.put_spare(page, spare);
+        self.put_spare(at, spare);
         if let Some(f) = &mut self.frames {
             f.write(page, data);
         }
-        self.count(page);
+        self.count(at.0);
         Ok(())
     }
 
@@ -239,15 +246,16 @@ impl Storage for RamStorage {
         page_size: usize,
         spare: &[u8],
     ) -> Result<(), StorageError> {
-        if self.full_of(page).is_some() || self.full_of(from).is_some() {
+        let at = self.split(page);
+        if self.full_at(at.0).is_some() || self.full_of(from).is_some() {
             // (Blocks kept whole in digest mode hold metadata, never relocated data.)
             return copy_through_buffer(self, page, from, page_size, spare);
         }
-        self.put_spare(page, spare);
+        self.put_spare(at, spare);
         if let Some(f) = &mut self.frames {
             f.share(page, from);
         }
-        self.count(page);
+        self.count(at.0);
         Ok(())
     }
 
