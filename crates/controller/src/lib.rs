@@ -489,12 +489,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             .put_record(&mut spare, &layout, &record)
             .and_then(|()| {
                 if bytes {
+                    // Every sector's parity, in consecutive slots (see `Layout`).
                     let code = self.codes[t as usize].as_ref().expect("built by layout");
-                    for (s, sector) in data.chunks_exact(layout.sector_size).enumerate() {
-                        let off = layout.parity_offset + s * layout.parity_bytes;
-                        code.encode(sector, &mut spare[off..off + layout.parity_bytes])
-                            .map_err(CtlError::Ecc)?;
-                    }
+                    let parity = layout.parity_offset
+                        ..layout.parity_offset + layout.sectors * layout.parity_bytes;
+                    code.encode_sectors(data, layout.sector_size, &mut spare[parity])
+                        .map_err(CtlError::Ecc)?;
                 }
                 let payload: &[u8] = if bytes { data } else { &self.zeros };
                 Ok(self.chip.program(now, addr, payload, &spare)?)

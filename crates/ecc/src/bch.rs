@@ -308,6 +308,57 @@ impl Bch {
         Ok(())
     }
 
+    /// Encodes `data` as consecutive codewords of `sector` bytes each, writing each one's
+    /// parity ([`ecc_bytes`](Bch::ecc_bytes)) to consecutive slots of `ecc`: the same bytes
+    /// as [`encode`](Bch::encode) per sector. Where the CPU has the AVX-512 path and a
+    /// sector is whole 64-byte rounds, four sectors are encoded side by side (a page's
+    /// sectors share their reductions).
+    pub fn encode_sectors(
+        &self,
+        data: &[u8],
+        sector: usize,
+        ecc: &mut [u8],
+    ) -> Result<(), EccError> {
+        let n = self.ecc_bytes();
+        if sector == 0 || !data.len().is_multiple_of(sector) {
+            return Err(EccError::SectorSplit {
+                len: data.len(),
+                sector,
+            });
+        }
+        self.check(sector, n)?;
+        let count = data.len() / sector;
+        if ecc.len() != count * n {
+            return Err(EccError::EccLength {
+                got: ecc.len(),
+                expected: count * n,
+            });
+        }
+        #[allow(unused_mut)]
+        let mut done = 0;
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        if let Some(c) = self.clmul.as_ref().filter(|c| c.has_x4(sector)) {
+            for (four, out) in data
+                .chunks_exact(4 * sector)
+                .zip(ecc.chunks_exact_mut(4 * n))
+            {
+                let s: [&[u8]; 4] = core::array::from_fn(|i| &four[i * sector..(i + 1) * sector]);
+                for (r, o) in c.remainder_x4(s).iter().zip(out.chunks_exact_mut(n)) {
+                    o.copy_from_slice(&r.to_be_bytes()[..n]);
+                }
+                done += 4;
+            }
+        }
+        for (d, o) in data
+            .chunks_exact(sector)
+            .zip(ecc.chunks_exact_mut(n))
+            .skip(done)
+        {
+            self.encode(d, o)?;
+        }
+        Ok(())
+    }
+
     /// A table-driven encoder for messages of exactly `N` bytes, for short fixed-size
     /// codewords (an OOB record) encoded on every page program. The code is linear, so the
     /// parity of a message is the XOR of the parities of its bytes in place: one table row

@@ -23,10 +23,11 @@
 //! run; the register enters by being added to the run's first block.
 
 use core::arch::x86_64::{
-    __m128i, __m512i, _mm512_castsi512_si128, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32,
-    _mm512_loadu_si512, _mm512_set_epi8, _mm512_setzero_si512, _mm512_shuffle_epi8,
-    _mm512_xor_si512, _mm_clmulepi64_si128, _mm_loadu_si128, _mm_set_epi8, _mm_shuffle_epi8,
-    _mm_slli_si128, _mm_srli_si128, _mm_xor_si128,
+    __m128i, __m512i, _mm512_bslli_epi128, _mm512_bsrli_epi128, _mm512_castsi512_si128,
+    _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32, _mm512_loadu_si512, _mm512_set_epi8,
+    _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_shuffle_i64x2, _mm512_xor_si512,
+    _mm_clmulepi64_si128, _mm_loadu_si128, _mm_set_epi8, _mm_shuffle_epi8, _mm_slli_si128,
+    _mm_srli_si128, _mm_xor_si128,
 };
 
 /// Constants of one code.
@@ -149,18 +150,101 @@ impl Clmul {
         unsafe { self.remainder_unchecked(data, reg) }
     }
 
+    /// Whether four sectors of `sector` bytes can go through
+    /// [`remainder_x4`](Clmul::remainder_x4): the CPU has the wide path and a sector is whole
+    /// 64-byte rounds.
+    pub(crate) fn has_x4(&self, sector: usize) -> bool {
+        self.wide.is_some() && sector > 0 && sector.is_multiple_of(64)
+    }
+
+    /// The registers (left-aligned, as `u128`) after feeding each of four equal-length
+    /// sectors into a zero register: the four codewords side by side, so their reductions
+    /// share instructions. Only where [`has_x4`](Clmul::has_x4) holds.
+    pub(crate) fn remainder_x4(&self, sectors: [&[u8]; 4]) -> [u128; 4] {
+        let w = self.wide.as_ref().expect("has_x4 checked");
+        let len = sectors[0].len();
+        assert!(len.is_multiple_of(64) && sectors.iter().all(|s| s.len() == len));
+        // SAFETY: `wide` is set only if the CPU reported AVX-512 F and BW and VPCLMULQDQ,
+        // and a `Clmul` only if it reported PCLMULQDQ and SSSE3.
+        unsafe { self.remainder_x4_unchecked(w, sectors) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
+    unsafe fn remainder_x4_unchecked(&self, w: &Wide, sectors: [&[u8]; 4]) -> [u128; 4] {
+        let rev = rev_lanes();
+        let len = sectors[0].len();
+        let mut r = [0u128; 4];
+        let mut start = 0;
+        while start < len {
+            let blocks = ((len - start) / 16).min(RUN);
+            let zero = _mm512_setzero_si512();
+            let mut acc = [[zero; 3]; 4];
+            for q in 0..blocks / 4 {
+                let at = RUN - blocks + 4 * q;
+                // SAFETY: `at + 4 ≤ RUN`; unaligned load.
+                let k = unsafe { _mm512_loadu_si512(w.weight[at..at + 4].as_ptr().cast()) };
+                for (s, a) in acc.iter_mut().enumerate() {
+                    let quad = &sectors[s][start + 64 * q..start + 64 * (q + 1)];
+                    // SAFETY: `quad` is 64 readable bytes; the load is unaligned.
+                    let raw = unsafe { _mm512_loadu_si512(quad.as_ptr().cast()) };
+                    let mut v = _mm512_shuffle_epi8(raw, rev);
+                    if q == 0 {
+                        // Sector s's register adds to its run's first block.
+                        v = _mm512_xor_si512(v, zmm([r[s], 0, 0, 0]));
+                    }
+                    a[0] = _mm512_xor_si512(a[0], _mm512_clmulepi64_epi128(v, k, 0x00));
+                    a[1] = _mm512_xor_si512(
+                        a[1],
+                        _mm512_xor_si512(
+                            _mm512_clmulepi64_epi128(v, k, 0x01),
+                            _mm512_clmulepi64_epi128(v, k, 0x10),
+                        ),
+                    );
+                    a[2] = _mm512_xor_si512(a[2], _mm512_clmulepi64_epi128(v, k, 0x11));
+                }
+            }
+            // Lane s of each sum: sector s's low, middle and high partial products.
+            let sum = |i: usize| transpose_sum([acc[0][i], acc[1][i], acc[2][i], acc[3][i]]);
+            let (lo, mid, hi) = (sum(0), sum(1), sum(2));
+            let t_hi = _mm512_xor_si512(hi, _mm512_bsrli_epi128::<8>(mid));
+            let t_lo = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(mid));
+            r = ints(_mm512_xor_si512(self.times_x128_x4(t_hi), t_lo));
+            start += blocks * 16;
+        }
+        r
+    }
+
+    /// [`times_x128`](Clmul::times_x128) on four lanes at once.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq")]
+    fn times_x128_x4(&self, v: __m512i) -> __m512i {
+        let m = zmm([self.m; 4]);
+        let g = zmm([self.g; 4]);
+        let mid = _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(v, m, 0x01),
+            _mm512_clmulepi64_epi128(v, m, 0x10),
+        );
+        let q = _mm512_xor_si512(
+            _mm512_xor_si512(v, _mm512_clmulepi64_epi128(v, m, 0x11)),
+            _mm512_bsrli_epi128::<8>(mid),
+        );
+        let cross = _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(q, g, 0x01),
+            _mm512_clmulepi64_epi128(q, g, 0x10),
+        );
+        _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(q, g, 0x00),
+            _mm512_bslli_epi128::<8>(cross),
+        )
+    }
+
     /// The wide path: whole 64-byte rounds in runs of at most [`RUN`] blocks, then the
     /// 16-byte steps of [`remainder_unchecked`](Clmul::remainder_unchecked) for the rest.
     #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
     unsafe fn remainder_wide<'a>(&self, w: &Wide, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
         let start = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
         let mut r = start;
-        // Reverses the bytes of each 128-bit lane: 16 bytes read as a big-endian polynomial.
-        let rev = _mm512_set_epi8(
-            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-            11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3,
-            4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-        );
+        let rev = rev_lanes();
         let whole = data.len() / 64 * 64;
         for run in data[..whole].chunks(RUN * 16) {
             let blocks = run.len() / 16;
@@ -405,6 +489,40 @@ fn xmm(x: u128) -> __m128i {
 fn zmm(x: [u128; 4]) -> __m512i {
     // SAFETY: both types are 64 plain bytes, lane i at bytes 16i..16i + 16 (little-endian).
     unsafe { core::mem::transmute::<[u128; 4], __m512i>(x) }
+}
+
+/// The shuffle control that reverses the bytes of each 128-bit lane (16 bytes read as a
+/// big-endian polynomial).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn rev_lanes() -> __m512i {
+    _mm512_set_epi8(
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+        12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6,
+        7, 8, 9, 10, 11, 12, 13, 14, 15,
+    )
+}
+
+/// Lane s of the result: the sum (XOR) of the four lanes of `x[s]` (a 4 × 4 transpose of
+/// 128-bit lanes, folded as it goes).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn transpose_sum(x: [__m512i; 4]) -> __m512i {
+    // [a0 ^ a1, a2 ^ a3, b0 ^ b1, b2 ^ b3]: lanes (0, 2 | 0, 2) plus lanes (1, 3 | 1, 3).
+    let pair = |a: __m512i, b: __m512i| {
+        _mm512_xor_si512(
+            _mm512_shuffle_i64x2::<0x88>(a, b),
+            _mm512_shuffle_i64x2::<0xDD>(a, b),
+        )
+    };
+    pair(pair(x[0], x[1]), pair(x[2], x[3]))
+}
+
+/// The four 128-bit lanes of `v`.
+#[inline]
+fn ints(v: __m512i) -> [u128; 4] {
+    // SAFETY: both types are 64 plain bytes (see `zmm`).
+    unsafe { core::mem::transmute::<__m512i, [u128; 4]>(v) }
 }
 
 /// The sum (XOR) of the four 128-bit lanes of `v`.

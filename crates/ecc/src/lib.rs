@@ -78,6 +78,14 @@ pub enum EccError {
         /// Parity bits of the code.
         bits: u32,
     },
+    /// Data that is not a whole number of sectors.
+    #[error("data of {len} bytes is not a whole number of {sector}-byte sectors")]
+    SectorSplit {
+        /// Data length given.
+        len: usize,
+        /// Sector length given.
+        sector: usize,
+    },
     /// Parity buffer of the wrong length.
     #[error("parity is {got} bytes, the code has {expected}")]
     EccLength {

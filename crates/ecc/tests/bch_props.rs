@@ -273,3 +273,36 @@ fn fixed_encoder_rejects_wide_parity() {
         Err(EccError::ParityTooWide { bits: 104 })
     ));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// `encode_sectors` writes what `encode` writes sector by sector: whatever the code, the
+    /// sector size (whole 64-byte rounds or not, longer than one run or not) and the count
+    /// (groups of four and a remainder), with and without the AVX-512 path.
+    #[test]
+    fn encode_sectors_matches_encode(m in 8u32..=15, t in 1u32..=9, rounds in 1usize..=20, odd in 0usize..3, count in 1usize..=9, seed in any::<u64>()) {
+        let Ok(code) = Bch::new(m, t) else { return Ok(()) };
+        let sector = (64 * rounds + [0, 16, 5][odd]).min(code.max_data_bytes());
+        if sector == 0 { return Ok(()) }
+        let data = {
+            let mut x = seed | 1;
+            (0..sector * count).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect::<Vec<u8>>()
+        };
+        let n = code.ecc_bytes();
+        let want: Vec<u8> = data.chunks(sector).flat_map(|s| code.encode_vec(s).unwrap()).collect();
+        for c in [code.clone(), code.clone().without_avx512(), code.clone().portable()] {
+            let mut got = vec![0u8; n * count];
+            c.encode_sectors(&data, sector, &mut got).unwrap();
+            prop_assert_eq!(&got, &want);
+        }
+        let mut short = vec![0u8; n * count - 1];
+        let e = code.encode_sectors(&data, sector, &mut short);
+        prop_assert!(matches!(e, Err(EccError::EccLength { .. })), "{:?}", e);
+        if sector > 1 {
+            let mut out = vec![0u8; n * count];
+            let e = code.encode_sectors(&data[1..], sector, &mut out);
+            prop_assert!(matches!(e, Err(EccError::SectorSplit { .. })), "{:?}", e);
+        }
+    }
+}
