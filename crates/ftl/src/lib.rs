@@ -171,6 +171,11 @@ pub struct FtlCounters {
     /// Padding pages programmed to seal exposed lower pages of MLC blocks.
     #[serde(default)]
     pub pad_pages: u64,
+    /// Bytes of FTL metadata programmed: the data areas of the pages that carry it
+    /// (checkpoint pages, a whole page each in the page-level FTL; padding pages carry
+    /// nothing and are counted in `pad_pages` only).
+    #[serde(default)]
+    pub meta_bytes: u64,
 }
 
 impl FtlCounters {

@@ -130,6 +130,12 @@ pub struct NandStats {
     pub retired_blocks: u64,
     /// Logical pages lost (unreadable during GC).
     pub lost_pages: u64,
+    /// Checkpoints written.
+    pub checkpoints: u64,
+    /// Bytes of FTL metadata programmed (checkpoint pages).
+    pub meta_bytes: u64,
+    /// Padding pages programmed to seal exposed lower pages (MLC).
+    pub pad_pages: u64,
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
@@ -220,6 +226,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         lost_pages: a.lost_pages - b.lost_pages,
         checkpoints: a.checkpoints - b.checkpoints,
         pad_pages: a.pad_pages - b.pad_pages,
+        meta_bytes: a.meta_bytes - b.meta_bytes,
     }
 }
 
@@ -322,6 +329,9 @@ impl Report {
                 wl_migrations: c.wl_migrations,
                 retired_blocks: c.retired_blocks,
                 lost_pages: c.lost_pages,
+                checkpoints: c.checkpoints,
+                meta_bytes: c.meta_bytes,
+                pad_pages: c.pad_pages,
             },
             waf: c.waf(),
             wear: WearStats {
@@ -429,6 +439,11 @@ impl Report {
         );
         let _ = writeln!(w, "WAF         {:.3}   valid copies {}, GC victims {}, WL migrations {}, retired blocks {}, lost pages {}",
             self.waf, n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
+        let _ = writeln!(
+            w,
+            "metadata    {} checkpoints, {} bytes written; {} padding pages",
+            n.checkpoints, n.meta_bytes, n.pad_pages
+        );
         let we = &self.wear;
         let _ = writeln!(
             w,

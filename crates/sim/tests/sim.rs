@@ -60,6 +60,16 @@ fn same_seed_gives_an_identical_json_report() {
     // The CSV holds the same numbers.
     let csv = r.to_csv();
     assert!(csv.contains(&format!("waf,{}", r.waf)), "{csv}");
+    assert!(
+        csv.contains(&format!("nand.meta_bytes,{}", r.nand.meta_bytes)),
+        "{csv}"
+    );
+    // Flushes wrote checkpoints: whole 4 KiB pages of metadata, the meta programs that are
+    // not padding.
+    assert!(r.nand.checkpoints > 0);
+    let meta_pages = r.nand.programs["meta"] - r.nand.pad_pages;
+    assert!(meta_pages > 0);
+    assert_eq!(r.nand.meta_bytes, meta_pages * 4096);
 }
 
 /// Lambert W, principal branch, for x in [−1/e, 0) (Halley's iteration).

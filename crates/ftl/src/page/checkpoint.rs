@@ -326,6 +326,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         match self.ctl.program_meta(now, addr, page, rec, self.cfg.ecc_t) {
             Ok(t) => {
                 self.push_op(b, OpKind::Program, Cause::Meta, t, Nanos::ZERO, None);
+                self.counters.meta_bytes += page.len() as u64;
                 Ok(true)
             }
             Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
