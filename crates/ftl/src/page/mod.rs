@@ -369,7 +369,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     /// Mounts a volume after a clean shutdown or a crash, with the recovery procedure the
-    /// configuration names (see [`recovery`]).
+    /// configuration names (see [`RecoveryKind`](crate::RecoveryKind)).
     pub fn mount(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
         Self::try_mount(ctl, cfg, now).map_err(|f| f.error)
     }
