@@ -184,6 +184,15 @@ impl FtlCounters {
         self.programs.iter().sum()
     }
 
+    /// NAND operations of all kinds and causes: page reads, page programs and block erases.
+    pub fn total_chip_ops(&self) -> u64 {
+        self.reads
+            .iter()
+            .chain(&self.programs)
+            .chain(&self.erases)
+            .sum()
+    }
+
     /// Write amplification: NAND programs per host page write.
     pub fn waf(&self) -> f64 {
         if self.host_writes == 0 {
