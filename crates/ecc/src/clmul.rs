@@ -12,7 +12,6 @@
 //! left-aligned in 128 bits (R = S·x^(128−L)); with g' = g·x^(128−L) = x^128 + G and
 //! μ = ⌊x^256 / g'⌋ = x^128 + M, one step maps V = R ⊕ U (U: the next 16 bytes, big-endian)
 //! to R' = V·x^128 mod g' = lo128(q·G) with q = ⌊V·μ / x^128⌋ = V ⊕ hi128(V·M).
-
 //!
 //! On CPUs with AVX-512 (F, BW) and VPCLMULQDQ, whole 64-byte rounds go through the wide
 //! path instead ([`Wide`]): the data are cut into runs of at most [`RUN`] blocks, and each
@@ -55,6 +54,45 @@ const RUN: usize = 32;
 #[repr(C, align(64))]
 struct Wide {
     weight: [u128; RUN],
+}
+
+impl Wide {
+    /// The weights of round `q` (blocks 4q..4q + 4) of a run of `blocks` blocks, one per
+    /// lane: `weight[RUN − blocks + 4q ..][..4]`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn quad(&self, blocks: usize, q: usize) -> __m512i {
+        let at = RUN - blocks + 4 * q;
+        let k = &self.weight[at..at + 4];
+        // SAFETY: `k` is four u128s (64 readable bytes); the load is unaligned.
+        unsafe { _mm512_loadu_si512(k.as_ptr().cast()) }
+    }
+}
+
+/// A 64-byte round as four big-endian 128-bit blocks, `reg` added to the first.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn load_quad(quad: &[u8], rev: __m512i, reg: u128) -> __m512i {
+    assert_eq!(quad.len(), 64);
+    // SAFETY: `quad` is 64 readable bytes; the load is unaligned.
+    let raw = unsafe { _mm512_loadu_si512(quad.as_ptr().cast()) };
+    _mm512_xor_si512(_mm512_shuffle_epi8(raw, rev), zmm([reg, 0, 0, 0]))
+}
+
+/// Adds the unreduced products of four blocks `v` and their weights `k`, lane by lane, to
+/// `acc`: [low, middle, high] partial products (bits 0, 64 and 128 up).
+#[inline]
+#[target_feature(enable = "avx512f,vpclmulqdq")]
+fn mul_acc(acc: &mut [__m512i; 3], v: __m512i, k: __m512i) {
+    acc[0] = _mm512_xor_si512(acc[0], _mm512_clmulepi64_epi128(v, k, 0x00));
+    acc[1] = _mm512_xor_si512(
+        acc[1],
+        _mm512_xor_si512(
+            _mm512_clmulepi64_epi128(v, k, 0x01),
+            _mm512_clmulepi64_epi128(v, k, 0x10),
+        ),
+    );
+    acc[2] = _mm512_xor_si512(acc[2], _mm512_clmulepi64_epi128(v, k, 0x11));
 }
 
 /// Sets bit `i` of a 384-bit number.
@@ -180,27 +218,12 @@ impl Clmul {
             let zero = _mm512_setzero_si512();
             let mut acc = [[zero; 3]; 4];
             for q in 0..blocks / 4 {
-                let at = RUN - blocks + 4 * q;
-                // SAFETY: `at + 4 ≤ RUN`; unaligned load.
-                let k = unsafe { _mm512_loadu_si512(w.weight[at..at + 4].as_ptr().cast()) };
+                let k = w.quad(blocks, q);
                 for (s, a) in acc.iter_mut().enumerate() {
-                    let quad = &sectors[s][start + 64 * q..start + 64 * (q + 1)];
-                    // SAFETY: `quad` is 64 readable bytes; the load is unaligned.
-                    let raw = unsafe { _mm512_loadu_si512(quad.as_ptr().cast()) };
-                    let mut v = _mm512_shuffle_epi8(raw, rev);
-                    if q == 0 {
-                        // Sector s's register adds to its run's first block.
-                        v = _mm512_xor_si512(v, zmm([r[s], 0, 0, 0]));
-                    }
-                    a[0] = _mm512_xor_si512(a[0], _mm512_clmulepi64_epi128(v, k, 0x00));
-                    a[1] = _mm512_xor_si512(
-                        a[1],
-                        _mm512_xor_si512(
-                            _mm512_clmulepi64_epi128(v, k, 0x01),
-                            _mm512_clmulepi64_epi128(v, k, 0x10),
-                        ),
-                    );
-                    a[2] = _mm512_xor_si512(a[2], _mm512_clmulepi64_epi128(v, k, 0x11));
+                    // Sector s's register adds to its run's first block.
+                    let reg = if q == 0 { r[s] } else { 0 };
+                    let v = load_quad(&sectors[s][start + 64 * q..start + 64 * (q + 1)], rev, reg);
+                    mul_acc(a, v, k);
                 }
             }
             // Lane s of each sum: sector s's low, middle and high partial products.
@@ -248,35 +271,14 @@ impl Clmul {
         let whole = data.len() / 64 * 64;
         for run in data[..whole].chunks(RUN * 16) {
             let blocks = run.len() / 16;
-            let (mut lo, mut mid, mut hi) = (
-                _mm512_setzero_si512(),
-                _mm512_setzero_si512(),
-                _mm512_setzero_si512(),
-            );
+            let mut acc = [_mm512_setzero_si512(); 3];
             for (q, quad) in run.chunks_exact(64).enumerate() {
-                // SAFETY: `quad` is 64 readable bytes; the load is unaligned.
-                let mut v =
-                    _mm512_shuffle_epi8(unsafe { _mm512_loadu_si512(quad.as_ptr().cast()) }, rev);
-                if q == 0 {
-                    // The register adds to the run's first block (lane 0).
-                    v = _mm512_xor_si512(v, zmm([r, 0, 0, 0]));
-                }
-                // Lane i holds block 4q + i of the run: weights RUN − blocks + 4q + i.
-                let at = RUN - blocks + 4 * q;
-                // SAFETY: `at + 4 ≤ RUN` (the run has `blocks` ≤ RUN blocks); unaligned load.
-                let k = unsafe { _mm512_loadu_si512(w.weight[at..at + 4].as_ptr().cast()) };
-                lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(v, k, 0x00));
-                mid = _mm512_xor_si512(
-                    mid,
-                    _mm512_xor_si512(
-                        _mm512_clmulepi64_epi128(v, k, 0x01),
-                        _mm512_clmulepi64_epi128(v, k, 0x10),
-                    ),
-                );
-                hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(v, k, 0x11));
+                // The register adds to the run's first block (lane 0).
+                let v = load_quad(quad, rev, if q == 0 { r } else { 0 });
+                mul_acc(&mut acc, v, w.quad(blocks, q));
             }
             // T = hi·x^128 + mid·x^64 + lo, summed over the lanes; r = T mod g'.
-            let (lo, mid, hi) = (int(lanes_xor(lo)), int(lanes_xor(mid)), int(lanes_xor(hi)));
+            let [lo, mid, hi] = acc.map(|a| int(lanes_xor(a)));
             let t_hi = hi ^ (mid >> 64);
             let t_lo = lo ^ (mid << 64);
             r = int(self.times_x128(xmm(t_hi))) ^ t_lo;
@@ -420,29 +422,18 @@ impl FixedClmul {
         }
         // The last limb's weight is x^64 mod g' = G.
         let g = *weight.last().expect("non-empty");
-        // μ = ⌊x^128 / g'⌋ by long division (bit i of `rem` is the coefficient of x^i).
+        // M = ⌊x^128 / g'⌋ − x^64 by long division (bit i of `rem` is the coefficient of
+        // x^i). The quotient's x^64 term leaves x^128 − x^64·g' = G·x^64.
         let gp = 1u128 << 64 | g as u128;
-        let mut rem = 0u128;
-        let mut q = 0u128;
-        let mut top = true; // the x^128 term, beyond u128
-        for i in (64..=128).rev() {
-            let set = if i == 128 { top } else { rem >> i & 1 == 1 };
-            if set {
-                q |= 1 << (i - 64);
-                if i == 128 {
-                    top = false;
-                    rem ^= (gp ^ 1 << 64) << 64;
-                } else {
-                    rem ^= gp << (i - 64);
-                }
+        let mut rem = (g as u128) << 64;
+        let mut m = 0u64;
+        for i in (64..128).rev() {
+            if rem >> i & 1 == 1 {
+                m |= 1 << (i - 64);
+                rem ^= gp << (i - 64);
             }
         }
-        debug_assert!(q >> 64 == 1);
-        Some(FixedClmul {
-            weight,
-            g,
-            m: q as u64,
-        })
+        Some(FixedClmul { weight, g, m })
     }
 
     /// The left-aligned parity of `data` (exactly `8 · weight.len()` bytes).
