@@ -7,7 +7,7 @@
 //! read (or report unreadable) and that accepts writes — never panic.
 #![no_main]
 
-use controller::{Controller, ControllerConfig, OobRecord, PageKind};
+use controller::{Controller, ControllerConfig, DataClass, MetaTag, OobRecord, PageKind};
 use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
 use libfuzzer_sys::fuzz_target;
 use nand::{Chip, ChipConfig, ConstantRber, CutMode, Lpn, Nanos};
@@ -75,9 +75,9 @@ fuzz_target!(|data: &[u8]| {
             }
             1 if next < geo.pages_per_block => {
                 let kind = match c[3] % 4 {
-                    0 => PageKind::User,
-                    1 => PageKind::GcCopy,
-                    k => PageKind::Meta(k - 1),
+                    0 => PageKind::User(DataClass::NORMAL),
+                    1 => PageKind::GcCopy(DataClass::CRITICAL),
+                    k => PageKind::Meta(MetaTag::new(k - 1)),
                 };
                 let rec = OobRecord::new(c[2] as u64, c[3] as u64 * 7, kind);
                 let _ = ctl.program(Nanos::ZERO, b.page(next).expect("page"), &vec![c[2]; ps], rec, t);

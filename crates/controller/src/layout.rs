@@ -30,37 +30,151 @@ pub const RECORD_PARITY_BYTES: usize = 4;
 /// Spare bytes a digest-mode store must keep per page: header, record and record parity.
 pub const DIGEST_SPARE_BYTES: usize = HEADER_BYTES + RECORD_BYTES + RECORD_PARITY_BYTES;
 
+/// How hot a host page is expected to be (a write hint's stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Temperature {
+    /// No hint.
+    #[default]
+    Unknown,
+    /// Expected to be overwritten soon.
+    Hot,
+    /// Expected to stay.
+    Cold,
+}
+
+/// The class of a host page, from the write hint that wrote it. It is kept in the page's
+/// record, so it survives garbage collection, power cuts and mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct DataClass {
+    /// A "critical" page (AP: file-system metadata the host marks; worth more reliable
+    /// placement).
+    pub critical: bool,
+    /// Hot/cold stream.
+    pub temperature: Temperature,
+}
+
+impl DataClass {
+    /// No hint: an ordinary host page.
+    pub const NORMAL: DataClass = DataClass {
+        critical: false,
+        temperature: Temperature::Unknown,
+    };
+    /// A critical page.
+    pub const CRITICAL: DataClass = DataClass {
+        critical: true,
+        temperature: Temperature::Unknown,
+    };
+
+    /// Three bits: critical, then the temperature (0 unknown, 1 hot, 2 cold).
+    const fn bits(self) -> u8 {
+        let t = match self.temperature {
+            Temperature::Unknown => 0,
+            Temperature::Hot => 1,
+            Temperature::Cold => 2,
+        };
+        (self.critical as u8) | (t << 1)
+    }
+
+    const fn from_bits(v: u8) -> Option<DataClass> {
+        let temperature = match (v >> 1) & 3 {
+            0 => Temperature::Unknown,
+            1 => Temperature::Hot,
+            2 => Temperature::Cold,
+            _ => return None,
+        };
+        if v >> 3 != 0 {
+            return None;
+        }
+        Some(DataClass {
+            critical: v & 1 != 0,
+            temperature,
+        })
+    }
+}
+
+/// The type of an FTL metadata page (checkpoint, padding, map page, …): 0 to
+/// [`MetaTag::MAX`], so that every [`PageKind`] has its own code in the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MetaTag(u8);
+
+impl MetaTag {
+    /// The largest tag.
+    pub const MAX: u8 = 63;
+
+    /// A tag; panics (at compile time in a `const`) above [`MetaTag::MAX`].
+    pub const fn new(t: u8) -> MetaTag {
+        assert!(t <= Self::MAX, "metadata tags are 0..=63");
+        MetaTag(t)
+    }
+
+    /// A tag, or `None` above [`MetaTag::MAX`].
+    pub const fn checked(t: u8) -> Option<MetaTag> {
+        if t <= Self::MAX {
+            Some(MetaTag(t))
+        } else {
+            None
+        }
+    }
+
+    /// Its number.
+    pub const fn get(self) -> u8 {
+        self.0
+    }
+}
+
 /// What a page holds, for the FTL and for statistics.
+///
+/// Record code (one byte, injective): bits 0–1 the variant (0 user, 1 GC copy, 2 metadata,
+/// 3 invalid); user and copy pages keep their [`DataClass`] in bits 2–4 (bits 5–7 zero),
+/// metadata pages their [`MetaTag`] in bits 2–7. A byte that is no valid code makes the
+/// record invalid (the page reads as uncorrectable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PageKind {
     /// Host data written by the host.
-    User,
+    User(DataClass),
     /// Host data copied by garbage collection or wear levelling.
-    GcCopy,
+    GcCopy(DataClass),
     /// FTL metadata of the given type (map page, block table, checkpoint, …).
-    Meta(u8),
+    Meta(MetaTag),
 }
 
 impl PageKind {
-    fn encode(self) -> u8 {
+    /// The record byte.
+    pub const fn code(self) -> u8 {
         match self {
-            PageKind::User => 0,
-            PageKind::GcCopy => 1,
-            PageKind::Meta(t) => 2u8.saturating_add(t),
+            PageKind::User(c) => c.bits() << 2,
+            PageKind::GcCopy(c) => 1 | (c.bits() << 2),
+            PageKind::Meta(t) => 2 | (t.0 << 2),
         }
     }
 
-    fn decode(v: u8) -> PageKind {
-        match v {
-            0 => PageKind::User,
-            1 => PageKind::GcCopy,
-            t => PageKind::Meta(t - 2),
+    /// The kind a record byte names, if any.
+    pub const fn from_code(v: u8) -> Option<PageKind> {
+        match v & 3 {
+            0 | 1 => match DataClass::from_bits(v >> 2) {
+                Some(c) if v & 3 == 0 => Some(PageKind::User(c)),
+                Some(c) => Some(PageKind::GcCopy(c)),
+                None => None,
+            },
+            2 => Some(PageKind::Meta(MetaTag(v >> 2))),
+            _ => None,
         }
     }
 
-    /// Whether this is metadata (AP's "critical" pages).
+    /// Host data (written by the host or copied): its class.
+    pub const fn data_class(self) -> Option<DataClass> {
+        match self {
+            PageKind::User(c) | PageKind::GcCopy(c) => Some(c),
+            PageKind::Meta(_) => None,
+        }
+    }
+
+    /// Whether this is metadata or a host page marked critical (AP's "critical" pages).
     pub fn is_meta(self) -> bool {
-        matches!(self, PageKind::Meta(_))
+        match self {
+            PageKind::Meta(_) => true,
+            PageKind::User(c) | PageKind::GcCopy(c) => c.critical,
+        }
     }
 }
 
@@ -168,7 +282,7 @@ impl OobRecord {
         let mut r = [0u8; RECORD_BYTES];
         r[0..8].copy_from_slice(&self.lpn.to_le_bytes());
         r[8..16].copy_from_slice(&self.seq.to_le_bytes());
-        r[16] = self.kind.encode();
+        r[16] = self.kind.code();
         r[17] = self.t;
         r[20..24].copy_from_slice(&self.crc.to_le_bytes());
         let check = Self::check(&r);
@@ -205,15 +319,17 @@ impl OobRecord {
         crc as u16
     }
 
-    /// Decodes [`encode`](OobRecord::encode)'s bytes; `None` if the 16-bit check fails.
+    /// Decodes [`encode`](OobRecord::encode)'s bytes; `None` if the 16-bit check fails or
+    /// the kind byte is no [`PageKind`] code.
     pub fn decode(r: &[u8; RECORD_BYTES]) -> Option<Self> {
         if Self::check(r).to_le_bytes() != r[18..20] {
             return None;
         }
+        let kind = PageKind::from_code(r[16])?;
         Some(OobRecord {
             lpn: u64::from_le_bytes(r[0..8].try_into().unwrap()),
             seq: u64::from_le_bytes(r[8..16].try_into().unwrap()),
-            kind: PageKind::decode(r[16]),
+            kind,
             t: r[17],
             crc: u32::from_le_bytes(r[20..24].try_into().unwrap()),
         })
@@ -339,6 +455,38 @@ mod tests {
 
     /// The table-driven check is the low half of the CRC32C of the other 22 bytes, as the
     /// format says.
+    /// Every kind has its own code and every code decodes back to the kind that made it
+    /// (the old encoding sent `Meta(253..=255)` to one byte).
+    #[test]
+    fn kind_codes_are_injective() {
+        let mut seen = [None; 256];
+        let temps = [Temperature::Unknown, Temperature::Hot, Temperature::Cold];
+        let mut kinds = alloc::vec::Vec::new();
+        for critical in [false, true] {
+            for temperature in temps {
+                let c = DataClass {
+                    critical,
+                    temperature,
+                };
+                kinds.push(PageKind::User(c));
+                kinds.push(PageKind::GcCopy(c));
+            }
+        }
+        kinds.extend((0..=MetaTag::MAX).map(|t| PageKind::Meta(MetaTag::new(t))));
+        for k in kinds {
+            let v = k.code() as usize;
+            assert_eq!(seen[v], None, "{k:?} shares code {v} with {:?}", seen[v]);
+            seen[v] = Some(k);
+            assert_eq!(PageKind::from_code(v as u8), Some(k));
+        }
+        for (v, k) in seen.iter().enumerate() {
+            if k.is_none() {
+                assert_eq!(PageKind::from_code(v as u8), None, "code {v}");
+            }
+        }
+        assert_eq!(MetaTag::checked(64), None);
+    }
+
     #[test]
     fn crc32c_of_nothing_is_zero() {
         // The controller relies on it for digest-mode programs (no data bytes).
@@ -355,7 +503,8 @@ mod tests {
             let rec = OobRecord {
                 lpn: x,
                 seq: x.rotate_left(17) ^ 0x5555,
-                kind: PageKind::decode((x >> 3) as u8),
+                kind: PageKind::from_code((x >> 3) as u8 & 0x1F)
+                    .unwrap_or(PageKind::User(DataClass::NORMAL)),
                 t: (x >> 40) as u8,
                 crc: (x >> 11) as u32,
             };

@@ -21,7 +21,7 @@ extern crate alloc;
 
 pub mod layout;
 
-pub use layout::{Layout, OobRecord, PageKind};
+pub use layout::{DataClass, Layout, MetaTag, OobRecord, PageKind, Temperature};
 
 use alloc::vec;
 use alloc::vec::Vec;

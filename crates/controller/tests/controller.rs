@@ -3,7 +3,8 @@
 //! with bytes mode, determinism.
 
 use controller::{
-    Controller, ControllerConfig, CtlError, EccLatency, OobRecord, PageKind, PageRead, PayloadMode,
+    Controller, ControllerConfig, CtlError, DataClass, EccLatency, MetaTag, OobRecord, PageKind,
+    PageRead, PayloadMode,
 };
 use nand::{
     Chip, ChipConfig, ConstantRber, CutMode, ErrorModel, KindRatio, Nanos, PhysAddr, RamStorage,
@@ -42,7 +43,7 @@ fn clean_round_trip_returns_data_and_record() {
         Nanos::ZERO,
         p,
         &d,
-        OobRecord::new(42, 7, PageKind::Meta(3)),
+        OobRecord::new(42, 7, PageKind::Meta(MetaTag::new(3))),
         8,
     )
     .unwrap();
@@ -58,7 +59,7 @@ fn clean_round_trip_returns_data_and_record() {
             info.record.kind,
             info.record.t
         ),
-        (42, 7, PageKind::Meta(3), 8)
+        (42, 7, PageKind::Meta(MetaTag::new(3)), 8)
     );
     assert_eq!(info.corrected, 0);
     assert!(info.ecc > Nanos::ZERO);
@@ -80,7 +81,7 @@ fn bit_errors_are_injected_and_corrected() {
             Nanos::ZERO,
             p,
             &d,
-            OobRecord::new(pg as u64, pg as u64, PageKind::User),
+            OobRecord::new(pg as u64, pg as u64, PageKind::User(DataClass::NORMAL)),
             12,
         )
         .unwrap();
@@ -111,8 +112,14 @@ fn beyond_t_is_uncorrectable_never_wrong_data() {
     let mut c = ctl("tiny-mlc", ConstantRber(1.1e-4), 3);
     let d = data(4096, 5);
     let p = page(c.chip(), 3, 0);
-    c.program(Nanos::ZERO, p, &d, OobRecord::new(1, 1, PageKind::User), 1)
-        .unwrap();
+    c.program(
+        Nanos::ZERO,
+        p,
+        &d,
+        OobRecord::new(1, 1, PageKind::User(DataClass::NORMAL)),
+        1,
+    )
+    .unwrap();
     let (mut ok, mut bad) = (0, 0);
     for i in 0..3000 {
         let mut out = vec![0u8; 4096];
@@ -144,7 +151,7 @@ fn strength_that_does_not_fit_is_refused() {
             Nanos::ZERO,
             p,
             &d,
-            OobRecord::new(0, 0, PageKind::User),
+            OobRecord::new(0, 0, PageKind::User(DataClass::NORMAL)),
             max + 1,
         )
         .unwrap_err();
@@ -154,7 +161,13 @@ fn strength_that_does_not_fit_is_refused() {
     );
     assert!(err.to_string().contains(&format!("t = {}", max + 1)));
     let err = c
-        .program(Nanos::ZERO, p, &d, OobRecord::new(0, 0, PageKind::User), 0)
+        .program(
+            Nanos::ZERO,
+            p,
+            &d,
+            OobRecord::new(0, 0, PageKind::User(DataClass::NORMAL)),
+            0,
+        )
         .unwrap_err();
     assert!(matches!(err, CtlError::Ecc(ecc::EccError::ZeroT)));
     // Nothing was programmed by the refused calls.
@@ -206,7 +219,7 @@ fn erased_and_torn_pages() {
                 Nanos::ZERO,
                 q,
                 &data(4096, seed),
-                OobRecord::new(9, 9, PageKind::User),
+                OobRecord::new(9, 9, PageKind::User(DataClass::NORMAL)),
                 8
             )
             .is_err());
@@ -249,8 +262,14 @@ fn digest_mode_agrees_with_bytes_mode() {
             PayloadMode::Bytes => data(2048, 1),
             PayloadMode::Digest => Vec::new(),
         };
-        c.program(Nanos::ZERO, p, &d, OobRecord::new(5, 5, PageKind::User), t)
-            .unwrap();
+        c.program(
+            Nanos::ZERO,
+            p,
+            &d,
+            OobRecord::new(5, 5, PageKind::User(DataClass::NORMAL)),
+            t,
+        )
+        .unwrap();
         let mut out = vec![0u8; d.len()];
         let mut bad = 0u64;
         for i in 0..READS {
@@ -292,7 +311,7 @@ fn same_seed_same_outcomes() {
             Nanos::ZERO,
             p,
             &data(4096, 1),
-            OobRecord::new(1, 1, PageKind::User),
+            OobRecord::new(1, 1, PageKind::User(DataClass::NORMAL)),
             6,
         )
         .unwrap();
@@ -319,7 +338,7 @@ fn msb_pages_see_fewer_errors_with_ap_sigma() {
             Nanos::ZERO,
             p,
             &d,
-            OobRecord::new(pg as u64, 0, PageKind::User),
+            OobRecord::new(pg as u64, 0, PageKind::User(DataClass::NORMAL)),
             12,
         )
         .unwrap();
@@ -362,7 +381,7 @@ fn relocation_moves_corrected_data_with_or_without_errors() {
             let src = page(c.chip(), 1, p);
             let dst = page(c.chip(), 2, p);
             let d = data(4096, 100 + p as u64);
-            let rec = OobRecord::new(p as u64, 1, PageKind::User);
+            let rec = OobRecord::new(p as u64, 1, PageKind::User(DataClass::NORMAL));
             c.program(Nanos::ZERO, src, &d, rec, 8).unwrap();
             let PageRead::Data(info) = c.read_for_relocation(Nanos::from_ms(1), src).unwrap()
             else {
@@ -376,7 +395,7 @@ fn relocation_moves_corrected_data_with_or_without_errors() {
             c.program_relocated(
                 Nanos::from_ms(2),
                 dst,
-                OobRecord::new(p as u64, 2, PageKind::GcCopy),
+                OobRecord::new(p as u64, 2, PageKind::GcCopy(DataClass::NORMAL)),
             )
             .unwrap();
             // Read the copy back with no error model in the way: the exact bytes.

@@ -42,6 +42,7 @@ pub use page::recovery::{FullScan, Recovery, RecoveryKind, RecoveryReport, RollF
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig};
 
 use controller::CtlError;
+pub use controller::{DataClass, Temperature};
 use nand::{Lpn, NandError, Nanos};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -252,8 +253,19 @@ pub trait Ftl {
     fn logical_pages(&self) -> u64;
     /// Bytes per logical page.
     fn page_size(&self) -> usize;
-    /// Writes one logical page.
-    fn write(&mut self, now: Nanos, lpn: Lpn, data: &[u8]) -> Result<(), FtlError>;
+    /// Writes one logical page with no hint.
+    fn write(&mut self, now: Nanos, lpn: Lpn, data: &[u8]) -> Result<(), FtlError> {
+        self.write_with(now, lpn, data, DataClass::NORMAL)
+    }
+    /// Writes one logical page with a write hint (critical, hot/cold stream). The class is
+    /// kept in the page's OOB record: it survives GC, power cuts and mount.
+    fn write_with(
+        &mut self,
+        now: Nanos,
+        lpn: Lpn,
+        data: &[u8],
+        hint: DataClass,
+    ) -> Result<(), FtlError>;
     /// Reads one logical page (zeros if never written or trimmed).
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError>;
     /// Discards one logical page.

@@ -2,7 +2,7 @@
 //! a real volume, and a corrupted checkpoint region. Every mount returns an error or a
 //! volume whose every page reads (or reports unreadable) — it never panics.
 
-use controller::{Controller, ControllerConfig, OobRecord, PageKind};
+use controller::{Controller, ControllerConfig, DataClass, MetaTag, OobRecord, PageKind};
 use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
 use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
 use proptest::prelude::*;
@@ -73,14 +73,20 @@ enum Damage {
 fn damage() -> impl Strategy<Value = Damage> {
     prop_oneof![
         (0u32..64, any::<u8>()).prop_map(|(block, fill)| Damage::Raw { block, fill }),
-        (0u32..64, any::<u64>(), any::<u64>(), 0u8..4).prop_map(|(block, lpn, seq, kind)| {
-            Damage::Forged {
-                block,
-                lpn,
-                seq,
-                kind,
-            }
-        }),
+        (
+            0u32..64,
+            any::<u64>(),
+            prop_oneof![0u64..100_000, any::<u64>()],
+            0u8..4
+        )
+            .prop_map(|(block, lpn, seq, kind)| {
+                Damage::Forged {
+                    block,
+                    lpn,
+                    seq,
+                    kind,
+                }
+            }),
         (0u32..64).prop_map(|block| Damage::Erase { block }),
     ]
 }
@@ -112,9 +118,9 @@ fn apply(ctl: &mut Ctl, d: &Damage, seed: u64) {
             if next < geo.pages_per_block {
                 let a = b.page(next).unwrap();
                 let kind = match kind {
-                    0 => PageKind::User,
-                    1 => PageKind::GcCopy,
-                    k => PageKind::Meta(k - 1),
+                    0 => PageKind::User(DataClass::NORMAL),
+                    1 => PageKind::GcCopy(DataClass::CRITICAL),
+                    k => PageKind::Meta(MetaTag::new(k - 1)),
                 };
                 let data = nand::pattern::bytes(geo.page_size as usize, seq);
                 let _ = ctl.program(Nanos(0), a, &data, OobRecord::new(lpn, seq, kind), 4);
@@ -123,6 +129,45 @@ fn apply(ctl: &mut Ctl, d: &Damage, seed: u64) {
         Damage::Erase { block } => {
             let b = geo.block_at(block % blocks).unwrap();
             let _ = ctl.chip_mut().erase(Nanos(0), b);
+        }
+    }
+}
+
+/// Regression: a forged record with a sequence number near `u64::MAX` was adopted by
+/// recovery (saturating), and the next write overflowed the counter (a panic in debug
+/// builds, a wrap in release). Mount must refuse such a chip, with both procedures.
+#[test]
+fn forged_huge_sequence_number_is_refused() {
+    for kind in [RecoveryKind::FullScan, RecoveryKind::RollForward] {
+        for seq in [u64::MAX, u64::MAX - 1, 1 << 63] {
+            let mut ctl = controller(5);
+            let cfg = ftl_cfg(&mut ctl, kind);
+            let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
+            let n = dev.logical_pages();
+            let ps = dev.page_size();
+            for l in 0..3 {
+                dev.write(Nanos(l), Lpn::checked(l, n).unwrap(), &vec![1; ps])
+                    .unwrap();
+            }
+            dev.flush(Nanos(10)).unwrap();
+            // The forged page lands where roll-forward looks too: the host frontier.
+            let at = dev.mapping(2).unwrap().block_addr();
+            let mut ctl = dev.into_controller();
+            let next = ctl.chip().block_info(at).unwrap().next_page;
+            let a = at.page(next).unwrap();
+            let data = nand::pattern::bytes(ps, 3);
+            ctl.program(
+                Nanos(11),
+                a,
+                &data,
+                OobRecord::new(2, seq, PageKind::User(DataClass::NORMAL)),
+                cfg.ecc_t,
+            )
+            .unwrap();
+            match PageFtl::mount(ctl, cfg, Nanos(20)) {
+                Err(FtlError::Corrupt(m)) => assert!(m.contains("sequence"), "{m}"),
+                other => panic!("{kind:?} seq {seq}: {:?}", other.map(|_| ())),
+            }
         }
     }
 }

@@ -132,13 +132,22 @@ impl TraceReader {
             return Ok(None);
         }
         let f = |name: &str, r: Result<u64, String>| r.map_err(|m| self.err(name, m));
+        // Sector counts to bytes, checked: a huge LBA must not wrap to a small offset.
+        let sectors = |name: &str, v: u64| {
+            v.checked_mul(512).ok_or_else(|| {
+                self.err(
+                    name,
+                    format!("{v} sectors of 512 bytes overflow a 64-bit byte offset"),
+                )
+            })
+        };
         match self.format {
             TraceFormat::Mqsim => {
                 let mut it = t.split_whitespace();
                 let time = f("time", parse(it.next()))?;
                 let _dev: u64 = f("device", parse(it.next()))?;
                 let lba = f("lba", parse(it.next()))?;
-                let sectors = f("size", parse(it.next()))?;
+                let size = f("size", parse(it.next()))?;
                 let kind = match it.next() {
                     Some("0") => ReqKind::Write,
                     Some("1") => ReqKind::Read,
@@ -150,7 +159,12 @@ impl TraceReader {
                 if let Some(extra) = it.next() {
                     return Err(self.err("line", format!("unexpected extra field {extra:?}")));
                 }
-                Ok(Some((time, kind, lba * 512, sectors * 512)))
+                Ok(Some((
+                    time,
+                    kind,
+                    sectors("lba", lba)?,
+                    sectors("size", size)?,
+                )))
             }
             TraceFormat::Msr => {
                 let cols: Vec<&str> = t.split(',').collect();
@@ -220,7 +234,12 @@ impl TraceReader {
                     return Err(self.err("sector", "expected `sector + count`"));
                 }
                 let sector = f("sector", parse(Some(cols[7])))?;
-                Ok(Some((time, kind, sector * 512, count * 512)))
+                Ok(Some((
+                    time,
+                    kind,
+                    sectors("sector", sector)?,
+                    sectors("count", count)?,
+                )))
             }
             TraceFormat::Spc => {
                 let cols: Vec<&str> = t.split(',').collect();
@@ -241,7 +260,12 @@ impl TraceReader {
                 let secs: f64 = cols[4].trim().parse().map_err(|_| {
                     self.err("Timestamp", format!("{:?} is not a number", cols[4].trim()))
                 })?;
-                Ok(Some(((secs * 1e9) as u64, kind, lba * 512, size)))
+                Ok(Some((
+                    (secs * 1e9) as u64,
+                    kind,
+                    sectors("LBA", lba)?,
+                    size,
+                )))
             }
         }
     }
@@ -271,13 +295,18 @@ impl RequestSource for TraceReader {
                         format!("{len} bytes exceed the device's {} bytes", self.capacity),
                     )));
                 }
-                if offset + len > self.capacity {
+                let Some(end) = offset.checked_add(len) else {
+                    return Some(Err(self.err(
+                        "offset",
+                        format!("{offset} + {len} bytes overflow a 64-bit byte offset"),
+                    )));
+                };
+                if end > self.capacity {
                     if !self.wrap {
                         return Some(Err(self.err(
                             "offset",
                             format!(
-                                "bytes {offset}..{} are past the device's {} bytes (set wrap to fold addresses)",
-                                offset + len,
+                                "bytes {offset}..{end} are past the device's {} bytes (set wrap to fold addresses)",
                                 self.capacity
                             ),
                         )));

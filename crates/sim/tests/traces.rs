@@ -169,3 +169,54 @@ fn the_mqsim_tpcc_trace_parses_and_replays() {
     assert_eq!(rep.host.requests, 6999);
     assert!(rep.latency["read"].count > 4000);
 }
+
+/// Regression: an LBA or size whose byte value does not fit 64 bits was multiplied by 512
+/// unchecked (wrapping in release builds to a small, valid-looking offset). Every format
+/// must report the field instead, with or without wrapping.
+#[test]
+fn sector_overflow_names_the_field() {
+    let huge = 1u64 << 55;
+    let cases = [
+        (
+            format!("1000 0 {huge} 8 0\n"),
+            TraceFormat::Mqsim,
+            "field lba",
+        ),
+        (
+            format!("1000 0 8 {huge} 0\n"),
+            TraceFormat::Mqsim,
+            "field size",
+        ),
+        (
+            format!("8,0 0 1 0.5 10 Q W {huge} + 8 [x]\n"),
+            TraceFormat::Blkparse,
+            "field sector",
+        ),
+        (
+            format!("8,0 0 1 0.5 10 Q W 8 + {huge} [x]\n"),
+            TraceFormat::Blkparse,
+            "field count",
+        ),
+        (
+            format!("0,{huge},4096,w,0.5\n"),
+            TraceFormat::Spc,
+            "field LBA",
+        ),
+    ];
+    for (text, format, field) in cases {
+        for wrap in [false, true] {
+            let e = read_all(&text, format, GB, wrap).unwrap_err().to_string();
+            assert!(
+                e.contains("t.trace:1") && e.contains(field),
+                "{format:?}: {e}"
+            );
+            assert!(e.contains("overflow"), "{e}");
+        }
+    }
+    // Offset + size past u64 (MSR gives bytes directly).
+    let text = format!("1,h,0,Write,{},4096,1\n", u64::MAX - 100);
+    let e = read_all(&text, TraceFormat::Msr, GB, true)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("field offset") && e.contains("overflow"), "{e}");
+}

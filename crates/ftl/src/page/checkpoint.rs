@@ -24,13 +24,13 @@ use super::{BState, PageFtl, COLD, HOST, INVALID};
 use crate::{Cause, FtlError, OpKind};
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{CtlError, OobRecord, PageKind, PageRead};
+use controller::{CtlError, MetaTag, OobRecord, PageKind, PageRead};
 use nand::{ErrorModel, NandError, Nanos, Storage};
 
 /// Page kind of checkpoint pages in the OOB record.
-pub(crate) const CP_KIND: u8 = 1;
+pub(crate) const CP_KIND: MetaTag = MetaTag::new(1);
 /// Page kind of padding pages (sealing an MLC block's exposed lower pages).
-pub(crate) const PAD_KIND: u8 = 2;
+pub(crate) const PAD_KIND: MetaTag = MetaTag::new(2);
 
 const MAGIC: [u8; 4] = *b"NLCP";
 const VERSION: u8 = 1;

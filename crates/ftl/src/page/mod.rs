@@ -49,7 +49,7 @@ use alloc::collections::{BinaryHeap, VecDeque};
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{Controller, CtlError, OobRecord, PageKind, PageRead, PayloadMode};
+use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead, PayloadMode};
 use core::cmp::Reverse;
 use nand::hint::prefetch;
 use nand::{
@@ -923,11 +923,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         die: usize,
         data: &[u8],
         lpn: u64,
+        class: DataClass,
     ) -> Result<Option<(u32, u64)>, FtlError> {
         let phys = self.allocate(now, die, HOST)?;
         let addr = self.phys_addr(phys);
         let seq = self.seq;
-        let rec = OobRecord::new(lpn, seq, PageKind::User);
+        let rec = OobRecord::new(lpn, seq, PageKind::User(class));
         self.seq += 1;
         let r = self.ctl.program(now, addr, data, rec, self.cfg.ecc_t);
         let b = self.block_of(phys);
@@ -1194,10 +1195,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let lpn = self.p2l[src as usize];
         let addr = self.phys_addr(src);
         let b = self.block_of(src);
-        let read_op = match self.ctl.read_for_relocation(now, addr) {
-            Ok(PageRead::Data(info)) => {
-                self.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None)
-            }
+        let (read_op, class) = match self.ctl.read_for_relocation(now, addr) {
+            Ok(PageRead::Data(info)) => (
+                self.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None),
+                // The copy keeps the class its writer gave (critical pages stay critical).
+                info.record.kind.data_class().unwrap_or_default(),
+            ),
             Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
                 // The only copy is gone: remember it, so reads fail rather than return
                 // stale or zero data.
@@ -1211,7 +1214,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let (dst, seq) = loop {
             let phys = self.allocate(now, die, COLD)?;
             let seq = self.seq;
-            let rec = OobRecord::new(lpn as u64, seq, PageKind::GcCopy);
+            let rec = OobRecord::new(lpn as u64, seq, PageKind::GcCopy(class));
             self.seq += 1;
             let pb = self.block_of(phys);
             match self.ctl.program_relocated(now, self.phys_addr(phys), rec) {
@@ -1325,7 +1328,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(())
     }
 
-    fn write_inner(&mut self, now: Nanos, lpn: u64, data: &[u8]) -> Result<(), FtlError> {
+    fn write_inner(
+        &mut self,
+        now: Nanos,
+        lpn: u64,
+        data: &[u8],
+        class: DataClass,
+    ) -> Result<(), FtlError> {
         let ndies = self.dies.len();
         let first = self.rr_die as usize;
         self.rr_die = ((first + 1) % ndies) as u32;
@@ -1334,7 +1343,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             loop {
                 // Space first (again after a failed program retired a block).
                 self.ensure_space(now, die)?;
-                match self.program_host(now, die, data, lpn) {
+                match self.program_host(now, die, data, lpn, class) {
                     Ok(Some((phys, seq))) => {
                         self.map(lpn, phys, seq);
                         self.close_if_full(phys);
@@ -1360,11 +1369,17 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         self.geo.page_size as usize
     }
 
-    fn write(&mut self, now: Nanos, lpn: Lpn, data: &[u8]) -> Result<(), FtlError> {
+    fn write_with(
+        &mut self,
+        now: Nanos,
+        lpn: Lpn,
+        data: &[u8],
+        hint: DataClass,
+    ) -> Result<(), FtlError> {
         let lpn = self.check_lpn(lpn)?;
         self.check_buf(data.len())?;
         self.counters.host_writes += 1;
-        self.write_inner(now, lpn, data)
+        self.write_inner(now, lpn, data, hint)
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {

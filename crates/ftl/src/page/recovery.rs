@@ -42,10 +42,13 @@ use crate::{Cause, FtlError, OpKind};
 use alloc::collections::BTreeSet;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{CtlError, PageKind, PageRead};
+use controller::{CtlError, PageRead};
 use core::cmp::Reverse;
 use nand::{BlockStatus, ErrorModel, Nanos, Storage};
 use serde::{Deserialize, Serialize};
+
+/// Sequence numbers above this are never written; a chip that holds one is rejected at mount.
+pub const SEQ_LIMIT: u64 = 1 << 62;
 
 /// Which recovery procedure a mount runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -298,9 +301,13 @@ impl Rebuild {
         if snap.l2p.len() != logical {
             return Err(FtlError::Corrupt("checkpoint map size mismatch"));
         }
-        let max_seq = snap
-            .seq
-            .max(trims.iter().map(|t| t.1 + 1).max().unwrap_or(0));
+        let max_seq = snap.seq.max(
+            trims
+                .iter()
+                .map(|t| t.1.saturating_add(1))
+                .max()
+                .unwrap_or(0),
+        );
         let page = vec![
             0u8;
             if ftl.digest {
@@ -395,7 +402,7 @@ impl Rebuild {
                     if rec.seq >= self.snap.seq {
                         self.young.insert(b);
                     }
-                    if matches!(rec.kind, PageKind::User | PageKind::GcCopy)
+                    if rec.kind.data_class().is_some()
                         && rec.lpn < ftl.logical
                         && rec.seq >= min_seq
                     {
@@ -533,6 +540,14 @@ impl Rebuild {
         // What superseded each block's pages is unknown: no victim is erased while any
         // page is exposed (see `PageFtl::erase_dirty`).
         ftl.superseded.fill(u64::MAX - 1);
+        if self.max_seq > SEQ_LIMIT {
+            // No volume writes 2^62 pages (a century at a billion per second): a record or
+            // trim this new is forged or corrupt, and adopting it would overflow the
+            // counter on the next write.
+            return Err(FtlError::Corrupt(
+                "a sequence number on the chip is beyond any this FTL writes",
+            ));
+        }
         ftl.seq = ftl.seq.max(self.max_seq).max(1);
         let mapped = ftl
             .l2p
