@@ -36,6 +36,7 @@ extern crate alloc;
 
 pub mod gc;
 mod page;
+mod substrate;
 
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{FullScan, Recovery, RecoveryKind, RecoveryReport, RollForward};

@@ -4,9 +4,10 @@
 //!   go to different open blocks (hot/cold separation); host writes rotate over dies.
 //! - Free blocks per die in a min-heap by erase count (dynamic wear levelling: the least
 //!   worn free block is opened next).
-//! - Garbage collection is a step machine: a job reclaims one victim, one page copy or one
-//!   erase per [`step`](PageFtl::gc_step). The foreground scheduler runs jobs before a host
-//!   write while a die has fewer free blocks than `gc_threshold`.
+//! - Garbage collection is the substrate's step machine (`substrate::gc`): a job reclaims
+//!   one victim, one page copy or one erase per [`step`](PageFtl::gc_step). The foreground
+//!   scheduler runs jobs before a host write while a die has fewer free blocks than
+//!   `gc_threshold`.
 //! - Victims come from a [`VictimPolicy`]; greedy is answered in O(1) from per-die lists of
 //!   full blocks bucketed by valid count.
 //! - Static wear levelling: every `check_every` erases on a die, if the spread between the
@@ -20,7 +21,7 @@
 //!
 //! ## Crash safety (see the crate docs for the contract)
 //!
-//! - **Checkpoints** ([`checkpoint`]): a reserved region of SLC-mode blocks holds snapshots
+//! - **Checkpoints** ([`snapshot`], over the substrate's checkpoint region): a reserved region of SLC-mode blocks holds snapshots
 //!   (map, block states, frontiers, sequence counter) in two or more generations, plus a
 //!   trim log. Written at format, on [`Ftl::shutdown`], and on a flush once
 //!   `checkpoint_interval` blocks have been opened since the last one.
@@ -39,46 +40,30 @@
 //!   programmed again (closed), so nothing exposed at a crash is ever put at risk again.
 //! - **Trims** are appended to the trim log on flush and before any erase.
 
-mod checkpoint;
 pub(crate) mod recovery;
+mod snapshot;
 
-use crate::gc::{Candidate, SelectContext, VictimKind, VictimPolicy};
+use crate::gc::VictimKind;
+use crate::substrate::gc::{ensure_space, erase_dirty, gc_step, run_pending};
+use crate::substrate::region::{Region, HEADER};
+use crate::substrate::{BState, Kernel, Payload, Substrate, SubstrateConfig, HOST};
 use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, OpKind};
 use alloc::boxed::Box;
-use alloc::collections::{BinaryHeap, VecDeque};
 use alloc::format;
+use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead, PayloadMode};
-use core::cmp::Reverse;
+use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead};
 use nand::hint::prefetch;
-use nand::{
-    BlockAddr, BlockStatus, ErrorModel, Geometry, Lpn, NandError, Nanos, OpTiming, PhysAddr,
-    Storage,
-};
+use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
-use strength_reduce::StrengthReducedU32;
+
+pub use crate::substrate::WearLevelConfig;
 
 /// No mapping / no valid data.
 const INVALID: u32 = u32::MAX;
 /// The logical page's only copy became unreadable.
 const LOST: u32 = u32::MAX - 1;
-/// End of an intrusive list.
-const NIL: u32 = u32::MAX;
-
-/// Streams with their own write frontier.
-const HOST: usize = 0;
-const COLD: usize = 1;
-
-/// Static wear-levelling settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WearLevelConfig {
-    /// Largest tolerated difference between the most and the least worn block of a die.
-    pub spread: u32,
-    /// Erases on a die between two checks.
-    pub check_every: u32,
-}
 
 /// Configuration of [`PageFtl`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -123,9 +108,7 @@ impl PageFtlConfig {
             let logical =
                 (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
             let bytes = 32 + ndies as u64 * 16 + blocks * 5 + logical * 4;
-            let payload = (geo.page_size as u64)
-                .saturating_sub(checkpoint::HEADER as u64)
-                .max(1);
+            let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
             let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
             // Two generations, a block of trim log, a spare for a bad block.
             (2 * body_blocks + 2).div_ceil(ndies as u64) as u32
@@ -161,21 +144,6 @@ impl Default for PageFtlConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BState {
-    Free,
-    Open,
-    Full,
-    Collecting,
-    Retiring,
-    Bad,
-    /// Reserved for checkpoints.
-    Region,
-    /// Collected (no valid page) and waiting for its erase until the pages that replaced
-    /// its data are sealed.
-    Dirty,
-}
-
 /// A failed mount: why, and the controller it was given.
 pub struct MountFailure<S: Storage, M: ErrorModel> {
     /// What went wrong.
@@ -192,125 +160,21 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for MountFailure<S, M> {
     }
 }
 
-/// A victim waiting in state `Dirty` for its erase.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    block: u32,
-    cause: Cause,
-    /// Highest sequence number of a write that superseded one of its pages.
-    superseded: u64,
-    /// Highest sequence number of a copy made from it.
-    copied: u64,
-}
-
-/// Program errors that mean a block resumed after a crash cannot take its next page.
-fn resume_conflict(e: &NandError) -> bool {
-    matches!(
-        e,
-        NandError::NotErased(_)
-            | NandError::OutOfOrder { .. }
-            | NandError::LowerPageNotProgrammed { .. }
-            | NandError::NeedsErase(_)
-    )
-}
-
-/// How many pages ahead of a GC copy its map entry is prefetched.
-const PREFETCH_AHEAD: u32 = 4;
-
-/// "No upper partner" in the per-page pairing table.
-const NO_UPPER: u32 = u32::MAX;
-
-#[derive(Debug, Clone, Copy)]
-struct Frontier {
-    block: u32,
-    next: u32,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Job {
-    victim: u32,
-    next: u32,
-    cause: Cause,
-    /// Erase the victim at the end (false for a retiring block).
-    erase: bool,
-}
-
-#[derive(Debug)]
-struct DieState {
-    free: BinaryHeap<Reverse<(u32, u32)>>,
-    frontier: [Option<Frontier>; 2],
-    /// The reclaiming GC job (at most one per die).
-    gc: Option<Job>,
-    /// Relocation (front) and wear-levelling (back) jobs, run when space allows.
-    background: VecDeque<Job>,
-    /// Victims waiting for their erase.
-    dirty: VecDeque<Pending>,
-    erases_since_check: u32,
-}
-
-/// The page-level mapping FTL over a controller.
+/// The page-level mapping FTL over a controller: the map (`l2p`, `p2l`) on the shared
+/// [`Substrate`](crate::substrate).
 pub struct PageFtl<S: Storage, M: ErrorModel> {
-    ctl: Controller<S, M>,
+    s: Substrate<S, M>,
     cfg: PageFtlConfig,
-    policy: Box<dyn VictimPolicy>,
-    geo: Geometry,
-    /// Packed address of every flat block index (cached: the hot paths convert often).
-    addrs: Vec<BlockAddr>,
-    ppb: u32,
-    blocks_per_die: u32,
-    /// `ppb` and `blocks_per_die` as multiply-shift divisors: the hot paths split flat page
-    /// indices into (block, page) several times per operation, and a hardware division is
-    /// ten times slower than the multiplication that replaces it.
-    ppb_div: StrengthReducedU32,
-    die_div: StrengthReducedU32,
     logical: u64,
-    digest: bool,
     l2p: Vec<u32>,
     p2l: Vec<u32>,
-    state: Vec<BState>,
-    valid: Vec<u32>,
-    /// P/E cycles per block: a mirror of the chip's counts, kept so that victim selection,
-    /// wear levelling and free-block ordering need no chip queries.
-    erase: Vec<u32>,
-    last_write: Vec<Nanos>,
-    // Intrusive lists of full blocks per (die, valid count).
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    head: Vec<u32>,
-    dies: Vec<DieState>,
     rr_die: u32,
-    seq: u64,
-    ops: Vec<FlashOp>,
-    counters: FtlCounters,
-    /// Region blocks in use order (interleaved over dies).
-    region: Vec<u32>,
-    /// Page indices programmable in a region block (its LSB pages in SLC mode).
-    region_pages: Vec<u32>,
-    /// Per page index: the highest upper partner on its word line (multi-level chips).
-    upper: Vec<u32>,
-    /// Largest distance from a lower page to its upper partner (0: nothing is ever exposed).
-    window: u32,
-    /// Sequence number of each page programmed in the open frontier blocks, by
-    /// (die, stream, page).
-    fseq: Vec<u64>,
-    /// Per block: highest sequence number of a write that superseded one of its pages.
-    superseded: Vec<u64>,
-    /// Per block: found free by recovery; erased before its first use (it may hold a
-    /// program torn to all-ones or an interrupted erase).
-    suspect: Vec<bool>,
+    /// The checkpoint region.
+    region: Region,
     /// Trims not yet in the trim log.
     pending_trims: Vec<(u32, u64)>,
-    /// The committed checkpoint.
-    cp: checkpoint::CpState,
-    /// Blocks opened since the last checkpoint.
-    opened_since_cp: u32,
-    /// Zeros for padding pages.
-    pad: Vec<u8>,
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
-    /// Per block: opened since the last checkpoint. Such a block is not erased before the
-    /// next checkpoint: its records are what roll-forward recovery finds newer versions in.
-    young: Vec<bool>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -318,7 +182,7 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
         f.debug_struct("PageFtl")
             .field("logical_pages", &self.logical)
             .field("cfg", &self.cfg)
-            .field("counters", &self.counters)
+            .field("counters", &self.s.log.counters)
             .finish_non_exhaustive()
     }
 }
@@ -328,46 +192,34 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// empty volume.
     pub fn format(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
         let mut ftl = Self::empty(ctl, cfg)?;
-        let multi = ftl.ctl.chip().config().cell != nand::CellType::Slc;
-        for b in 0..ftl.geo.total_blocks() {
-            let addr = ftl.block_addr(b);
-            let info = ftl.ctl.chip().block_info(addr)?;
-            ftl.erase[b as usize] = info.erase_count;
-            let in_region = ftl.state[b as usize] == BState::Region;
+        let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
+        for b in 0..ftl.s.geo.total_blocks() {
+            let addr = ftl.s.block_addr(b);
+            let info = ftl.s.ctl.chip().block_info(addr)?;
+            ftl.s.erase[b as usize] = info.erase_count;
+            let in_region = ftl.s.state[b as usize] == BState::Region;
             match info.status {
                 BlockStatus::Good => {
-                    if info.next_page > 0 || info.needs_erase {
-                        match ftl.ctl.chip_mut().erase(now, addr) {
-                            Ok(t) => {
-                                ftl.push_erase(b, Cause::Mount, t);
-                                ftl.erase[b as usize] += 1;
-                            }
-                            Err(NandError::EraseFailed(_)) => {
-                                ftl.state[b as usize] = BState::Bad;
-                                continue;
-                            }
-                            Err(e) => return Err(e.into()),
-                        }
+                    if (info.next_page > 0 || info.needs_erase)
+                        && !ftl.s.erase_block(now, b, Cause::Mount)?
+                    {
+                        continue;
                     }
                     // Data blocks in native mode, region blocks in SLC mode.
                     if multi && info.slc_mode != in_region {
-                        ftl.ctl.chip_mut().set_slc_mode(addr, in_region)?;
+                        ftl.s.ctl.chip_mut().set_slc_mode(addr, in_region)?;
                     }
-                    if in_region {
-                        continue;
+                    if !in_region {
+                        ftl.s.push_free(b);
                     }
-                    ftl.state[b as usize] = BState::Free;
-                    let d = ftl.die_of(b) as usize;
-                    ftl.dies[d].free.push(Reverse((ftl.erase[b as usize], b)));
                 }
-                _ => ftl.state[b as usize] = BState::Bad,
+                _ => ftl.s.state[b as usize] = BState::Bad,
             }
         }
         ftl.size_volume()?;
         ftl.write_checkpoint(now)?;
         Ok(ftl)
     }
-
     /// Mounts a volume after a clean shutdown or a crash, with the recovery procedure the
     /// configuration names (see [`RecoveryKind`](crate::RecoveryKind)).
     pub fn mount(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
@@ -423,7 +275,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
             Err(error) => Err(Box::new(MountFailure {
                 error,
-                controller: ftl.ctl,
+                controller: ftl.s.ctl,
             })),
         }
     }
@@ -467,89 +319,27 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     fn empty_checked(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Self {
         let geo = *ctl.chip().geometry();
-        let ppb = geo.pages_per_block;
-        let nblocks = geo.total_blocks() as usize;
-        let ndies = geo.total_dies() as usize;
-        let digest = ctl.config().mode == PayloadMode::Digest;
         let chip_cfg = ctl.chip().config().clone();
-        let region = cfg.region_blocks(&chip_cfg);
-        let multi = chip_cfg.cell != nand::CellType::Slc;
-        let pairing = ctl.chip().pairing();
-        let region_pages: Vec<u32> = if multi {
-            pairing.pages_of_kind(nand::BitKind::Lsb).collect()
-        } else {
-            (0..ppb).collect()
+        let scfg = SubstrateConfig {
+            ecc_t: cfg.ecc_t,
+            gc_threshold: cfg.gc_threshold,
+            wear_leveling: cfg.wear_leveling,
         };
-        let upper: Vec<u32> = (0..ppb)
-            .map(|q| {
-                if multi {
-                    pairing.upper_pages(q).max().unwrap_or(NO_UPPER)
-                } else {
-                    NO_UPPER
-                }
-            })
-            .collect();
-        let window = upper
-            .iter()
-            .enumerate()
-            .filter(|(_, &u)| u != NO_UPPER)
-            .map(|(q, &u)| u - q as u32)
-            .max()
-            .unwrap_or(0);
-        let mut state = vec![BState::Bad; nblocks];
-        for &b in &region {
-            state[b as usize] = BState::Region;
+        let mut s = Substrate::new(ctl, scfg, cfg.victim.policy());
+        let region = Region::new(&s, cfg.region_blocks(&chip_cfg));
+        for &b in &region.blocks {
+            s.state[b as usize] = BState::Region;
         }
         PageFtl {
-            policy: cfg.victim.policy(),
+            s,
             cfg,
-            addrs: (0..geo.total_blocks())
-                .map(|b| geo.block_at(b).expect("block in range"))
-                .collect(),
-            geo,
-            ppb,
-            blocks_per_die: geo.planes_per_die * geo.blocks_per_plane,
-            ppb_div: StrengthReducedU32::new(ppb),
-            die_div: StrengthReducedU32::new(geo.planes_per_die * geo.blocks_per_plane),
             logical: 0,
-            digest,
             l2p: Vec::new(),
             p2l: vec![INVALID; geo.total_pages() as usize],
-            state,
-            valid: vec![0; nblocks],
-            erase: vec![0; nblocks],
-            last_write: vec![Nanos::ZERO; nblocks],
-            next: vec![NIL; nblocks],
-            prev: vec![NIL; nblocks],
-            head: vec![NIL; ndies * (ppb as usize + 1)],
-            dies: (0..ndies)
-                .map(|_| DieState {
-                    free: BinaryHeap::new(),
-                    frontier: [None; 2],
-                    gc: None,
-                    background: VecDeque::new(),
-                    dirty: VecDeque::new(),
-                    erases_since_check: 0,
-                })
-                .collect(),
             rr_die: 0,
-            seq: 1,
-            ops: Vec::new(),
-            counters: FtlCounters::default(),
             region,
-            region_pages,
-            upper,
-            window,
-            fseq: vec![0; ndies * 2 * ppb as usize],
-            superseded: vec![0; nblocks],
-            suspect: vec![false; nblocks],
             pending_trims: Vec::new(),
-            cp: checkpoint::CpState::default(),
-            opened_since_cp: 0,
-            pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
             recovery: None,
-            young: vec![false; nblocks],
-            ctl,
         }
     }
 
@@ -560,16 +350,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Sizes the volume: from the good blocks, or to `fixed` logical pages (a mounted
     /// volume keeps the size its checkpoint records, whatever blocks went bad since).
     fn size_volume_to(&mut self, fixed: Option<u64>) -> Result<(), FtlError> {
-        let good = self
-            .state
-            .iter()
-            .filter(|s| !matches!(s, BState::Bad | BState::Region))
-            .count() as u64;
-        let ndies = self.dies.len() as u64;
-        let physical = good * self.ppb as u64;
+        let good = self.s.data_blocks();
+        let ndies = self.s.dies.len() as u64;
+        let ppb = self.s.ppb as u64;
+        let physical = good * ppb;
         let logical = (physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64;
         let reserve = ndies * (self.cfg.gc_threshold as u64 + 2);
-        let max = good.saturating_sub(reserve + 1) * self.ppb as u64;
+        let max = good.saturating_sub(reserve + 1) * ppb;
         let logical = fixed.unwrap_or(logical);
         if logical == 0 || logical > max.max(fixed.unwrap_or(0)) {
             return Err(FtlError::Config(format!(
@@ -585,8 +372,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 l2p[lpn] = p;
             } else if p != INVALID && p != LOST {
                 self.p2l[p as usize] = INVALID;
-                let b = self.block_of(p);
-                self.valid[b as usize] -= 1;
+                let b = self.s.block_of(p);
+                self.s.valid[b as usize] -= 1;
             }
         }
         self.l2p = l2p;
@@ -596,22 +383,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
     pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
         let p = *self.l2p.get(lpn as usize)?;
-        (p != INVALID && p != LOST).then(|| self.phys_addr(p))
+        (p != INVALID && p != LOST).then(|| self.s.phys_addr(p))
     }
 
     /// The controller (ECC statistics, chip).
     pub fn controller(&self) -> &Controller<S, M> {
-        &self.ctl
+        &self.s.ctl
     }
 
     /// The controller, mutably (fault injection in tests and harnesses).
     pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        &mut self.ctl
+        &mut self.s.ctl
     }
 
     /// Consumes the FTL, returning its controller (to remount the same chip).
     pub fn into_controller(self) -> Controller<S, M> {
-        self.ctl
+        self.s.ctl
     }
 
     /// The configuration.
@@ -621,42 +408,73 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Free blocks on each die.
     pub fn free_blocks(&self) -> Vec<usize> {
-        self.dies.iter().map(|d| d.free.len()).collect()
+        self.s.dies.iter().map(|d| d.free.len()).collect()
     }
 
     /// Physical pages available to data (good blocks × pages per block).
     pub fn physical_pages(&self) -> u64 {
-        self.state
-            .iter()
-            .filter(|s| !matches!(s, BState::Bad | BState::Region))
-            .count() as u64
-            * self.ppb as u64
+        self.s.data_blocks() * self.s.ppb as u64
     }
 
-    // ----- addressing ------------------------------------------------------------------
-
-    fn block_addr(&self, b: u32) -> BlockAddr {
-        self.addrs[b as usize]
+    /// Runs one step of `die`'s GC job (or, with none, of its first background job): one
+    /// valid-page copy, or the final erase. Returns `Ok(true)` when that finished the job
+    /// (or there was no job), `Ok(false)` if the job continues.
+    pub fn gc_step(&mut self, now: Nanos, die: usize) -> Result<bool, FtlError> {
+        gc_step(self, now, die)
     }
 
-    fn phys_addr(&self, phys: u32) -> PhysAddr {
-        let (b, page) = self.split(phys);
-        self.block_addr(b).page(page).expect("page in range")
+    /// Checks the volume's invariants: the substrate's (block states, free heaps, full-block
+    /// index, frontiers, jobs, erase counts) and the map's — `l2p` and `p2l` are inverse
+    /// on every mapped page, every mapped page lies in a block that holds data (open, full,
+    /// being collected or retiring), and every block's valid count is the number of mapped
+    /// pages in it. A pass over the whole map: for tests and debug builds.
+    pub fn verify(&self) -> Result<(), String> {
+        self.s.verify()?;
+        if self.l2p.len() as u64 != self.logical {
+            return Err(format!(
+                "map has {} entries for {} pages",
+                self.l2p.len(),
+                self.logical
+            ));
+        }
+        let mut valid = vec![0u32; self.s.state.len()];
+        for (lpn, &p) in self.l2p.iter().enumerate() {
+            if p == INVALID || p == LOST {
+                continue;
+            }
+            if p as usize >= self.p2l.len() || self.p2l[p as usize] != lpn as u32 {
+                return Err(format!(
+                    "logical page {lpn} maps to {p}, which maps back elsewhere"
+                ));
+            }
+            let b = self.s.block_of(p);
+            let st = self.s.state[b as usize];
+            if !matches!(
+                st,
+                BState::Open | BState::Full | BState::Collecting | BState::Retiring
+            ) {
+                return Err(format!("logical page {lpn} maps into {st:?} block {b}"));
+            }
+            valid[b as usize] += 1;
+        }
+        for (p, &l) in self.p2l.iter().enumerate() {
+            if l != INVALID && self.l2p.get(l as usize) != Some(&(p as u32)) {
+                return Err(format!(
+                    "physical page {p} claims logical page {l}, which maps elsewhere"
+                ));
+            }
+        }
+        for (b, (&counted, &want)) in self.s.valid.iter().zip(&valid).enumerate() {
+            if counted != want {
+                return Err(format!(
+                    "block {b} counts {counted} valid pages, the map has {want}"
+                ));
+            }
+        }
+        Ok(())
     }
 
-    /// Block of flat page `phys`.
-    fn block_of(&self, phys: u32) -> u32 {
-        phys / self.ppb_div
-    }
-
-    /// (block, page in block) of flat page `phys`.
-    fn split(&self, phys: u32) -> (u32, u32) {
-        StrengthReducedU32::div_rem(phys, self.ppb_div)
-    }
-
-    fn die_of(&self, b: u32) -> u32 {
-        b / self.die_div
-    }
+    // ----- map ---------------------------------------------------------------------------
 
     fn check_lpn(&self, lpn: Lpn) -> Result<u64, FtlError> {
         if lpn.get() < self.logical {
@@ -669,100 +487,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
-    fn check_buf(&self, len: usize) -> Result<(), FtlError> {
-        let expected = if self.digest {
-            0
-        } else {
-            self.geo.page_size as usize
-        };
-        if len == expected {
-            Ok(())
-        } else {
-            Err(FtlError::BufferSize { got: len, expected })
-        }
-    }
-
-    // ----- op log ----------------------------------------------------------------------
-
-    fn push_op(
-        &mut self,
-        block: u32,
-        kind: OpKind,
-        cause: Cause,
-        t: OpTiming,
-        ecc: Nanos,
-        after: Option<u32>,
-    ) -> u32 {
-        let die = self.die_of(block);
-        let c = cause.index();
-        match kind {
-            OpKind::Read => self.counters.reads[c] += 1,
-            OpKind::Program => self.counters.programs[c] += 1,
-            OpKind::Erase => self.counters.erases[c] += 1,
-        }
-        self.ops.push(FlashOp {
-            die,
-            channel: die / self.geo.dies_per_channel,
-            kind,
-            cause,
-            array: t.array,
-            transfer: t.transfer,
-            ecc,
-            after,
-        });
-        (self.ops.len() - 1) as u32
-    }
-
-    fn push_erase(&mut self, block: u32, cause: Cause, t: OpTiming) {
-        self.push_op(block, OpKind::Erase, cause, t, Nanos::ZERO, None);
-    }
-
-    // ----- full-block index (greedy buckets) -------------------------------------------
-
-    fn bucket(&self, b: u32) -> usize {
-        self.die_of(b) as usize * (self.ppb as usize + 1) + self.valid[b as usize] as usize
-    }
-
-    fn index_insert(&mut self, b: u32) {
-        let h = self.bucket(b);
-        let old = self.head[h];
-        self.next[b as usize] = old;
-        self.prev[b as usize] = NIL;
-        if old != NIL {
-            self.prev[old as usize] = b;
-        }
-        self.head[h] = b;
-    }
-
-    fn index_remove(&mut self, b: u32) {
-        let (n, p) = (self.next[b as usize], self.prev[b as usize]);
-        if p != NIL {
-            self.next[p as usize] = n;
-        } else {
-            let h = self.bucket(b);
-            self.head[h] = n;
-        }
-        if n != NIL {
-            self.prev[n as usize] = p;
-        }
-        self.next[b as usize] = NIL;
-        self.prev[b as usize] = NIL;
-    }
-
     /// Marks physical page `phys` as no longer holding valid data, superseded by the write
     /// (or trim) with sequence number `by`.
     fn invalidate(&mut self, phys: u32, by: u64) {
-        let b = self.block_of(phys);
-        self.superseded[b as usize] = self.superseded[b as usize].max(by);
+        let b = self.s.block_of(phys);
         self.p2l[phys as usize] = INVALID;
-        let full = self.state[b as usize] == BState::Full;
-        if full {
-            self.index_remove(b);
-        }
-        self.valid[b as usize] -= 1;
-        if full {
-            self.index_insert(b);
-        }
+        self.s.drop_valid(b, by);
     }
 
     fn map(&mut self, lpn: u64, phys: u32, seq: u64) {
@@ -772,151 +502,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.l2p[lpn as usize] = phys;
         self.p2l[phys as usize] = lpn as u32;
-        let b = self.block_of(phys);
-        self.valid[b as usize] += 1;
-    }
-
-    // ----- allocation --------------------------------------------------------------------
-
-    fn allocate(&mut self, now: Nanos, die: usize, stream: usize) -> Result<u32, FtlError> {
-        loop {
-            if let Some(f) = self.dies[die].frontier[stream].as_mut() {
-                if f.next < self.ppb {
-                    let phys = f.block * self.ppb + f.next;
-                    f.next += 1;
-                    return Ok(phys);
-                }
-                self.dies[die].frontier[stream] = None;
-            }
-            let Some(Reverse((_, b))) = self.dies[die].free.pop() else {
-                // GC copies may finish in the host frontier rather than fail.
-                if stream == COLD {
-                    if let Some(f) = self.dies[die].frontier[HOST].as_mut() {
-                        if f.next < self.ppb {
-                            let phys = f.block * self.ppb + f.next;
-                            f.next += 1;
-                            return Ok(phys);
-                        }
-                    }
-                }
-                return Err(FtlError::NoSpace);
-            };
-            if self.suspect[b as usize] {
-                // Found free by recovery: make sure it really is erased.
-                self.suspect[b as usize] = false;
-                let addr = self.block_addr(b);
-                match self.ctl.chip_mut().erase(now, addr) {
-                    Ok(t) => {
-                        self.push_erase(b, Cause::Mount, t);
-                        self.erase[b as usize] += 1;
-                    }
-                    Err(NandError::EraseFailed(_)) => {
-                        self.state[b as usize] = BState::Bad;
-                        self.counters.retired_blocks += 1;
-                        continue;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            self.state[b as usize] = BState::Open;
-            self.young[b as usize] = true;
-            self.superseded[b as usize] = 0;
-            self.opened_since_cp += 1;
-            self.dies[die].frontier[stream] = Some(Frontier { block: b, next: 0 });
-        }
-    }
-
-    /// Records the sequence number of a page just programmed in a frontier block.
-    fn note_program(&mut self, die: usize, phys: u32, seq: u64) {
-        let (b, page) = self.split(phys);
-        for s in [HOST, COLD] {
-            if self.dies[die].frontier[s].is_some_and(|f| f.block == b) {
-                let i = (die * 2 + s) * self.ppb as usize + page as usize;
-                self.fseq[i] = seq;
-            }
-        }
-    }
-
-    /// The lowest sequence number among the exposed lower pages of a frontier (a lower
-    /// page whose upper partner is not programmed yet), or `u64::MAX`.
-    fn exposed_min(&self, die: usize, stream: usize) -> u64 {
-        let Some(f) = self.dies[die].frontier[stream] else {
-            return u64::MAX;
-        };
-        let base = (die * 2 + stream) * self.ppb as usize;
-        (f.next.saturating_sub(self.window)..f.next)
-            .filter(|&q| {
-                let u = self.upper[q as usize];
-                u != NO_UPPER && u >= f.next
-            })
-            .map(|q| self.fseq[base + q as usize])
-            .min()
-            .unwrap_or(u64::MAX)
-    }
-
-    /// Programs padding pages on a frontier until none of its exposed lower pages has a
-    /// sequence number ≤ `upto` (or the block is full).
-    fn seal(&mut self, now: Nanos, die: usize, stream: usize, upto: u64) -> Result<(), FtlError> {
-        while self.exposed_min(die, stream) <= upto {
-            let f = self.dies[die].frontier[stream].expect("exposed frontier is open");
-            let phys = f.block * self.ppb + f.next;
-            self.dies[die].frontier[stream] = Some(Frontier {
-                block: f.block,
-                next: f.next + 1,
-            });
-            let seq = self.seq;
-            let rec = OobRecord::new(u64::MAX, seq, PageKind::Meta(checkpoint::PAD_KIND));
-            self.seq += 1;
-            let pad = core::mem::take(&mut self.pad);
-            let r = self
-                .ctl
-                .program(now, self.phys_addr(phys), &pad, rec, self.cfg.ecc_t);
-            self.pad = pad;
-            match r {
-                Ok(t) => {
-                    self.push_op(f.block, OpKind::Program, Cause::Meta, t, Nanos::ZERO, None);
-                    self.counters.pad_pages += 1;
-                    // A padding page holds nothing to protect: never exposed itself.
-                    self.note_program(die, phys, u64::MAX);
-                    if f.next + 1 == self.ppb {
-                        self.dies[die].frontier[stream] = None;
-                        self.close_if_full(phys);
-                    }
-                }
-                Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
-                    self.counters.program_retries += 1;
-                    self.retire(f.block, die);
-                }
-                Err(CtlError::Nand(e)) if resume_conflict(&e) => self.close_block(f.block, die),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
-    }
-
-    /// Seals every frontier: no page written so far stays exposed.
-    fn seal_all(&mut self, now: Nanos) -> Result<(), FtlError> {
-        if self.window == 0 {
-            return Ok(());
-        }
-        for die in 0..self.dies.len() {
-            for s in [HOST, COLD] {
-                self.seal(now, die, s, u64::MAX - 1)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn close_if_full(&mut self, phys: u32) {
-        let (b, page) = self.split(phys);
-        if page == self.ppb - 1 && self.state[b as usize] == BState::Open {
-            self.state[b as usize] = BState::Full;
-            self.index_insert(b);
-        }
+        let b = self.s.block_of(phys);
+        self.s.add_valid(b);
     }
 
     /// Programs host data for `lpn` on `die`'s host frontier. `Ok(None)` means the program
-    /// failed and the block was retired: the caller retries (after making space if it can).
+    /// failed and the block was retired (or closed): the caller retries (after making space
+    /// if it can).
     fn program_host(
         &mut self,
         now: Nanos,
@@ -925,407 +517,18 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         lpn: u64,
         class: DataClass,
     ) -> Result<Option<(u32, u64)>, FtlError> {
-        let phys = self.allocate(now, die, HOST)?;
-        let addr = self.phys_addr(phys);
-        let seq = self.seq;
+        let s = &mut self.s;
+        let phys = s.allocate(now, die, HOST)?;
+        let seq = s.next_seq();
         let rec = OobRecord::new(lpn, seq, PageKind::User(class));
-        self.seq += 1;
-        let r = self.ctl.program(now, addr, data, rec, self.cfg.ecc_t);
-        let b = self.block_of(phys);
-        match r {
-            Ok(t) => {
-                self.push_op(b, OpKind::Program, Cause::Host, t, Nanos::ZERO, None);
-                self.last_write[b as usize] = now;
-                if self.window > 0 {
-                    self.note_program(die, phys, seq);
-                }
-                Ok(Some((phys, seq)))
-            }
-            Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
-                self.counters.program_retries += 1;
-                self.retire(b, die);
-                Ok(None)
-            }
-            Err(CtlError::Nand(e)) if resume_conflict(&e) => {
-                self.close_block(b, die);
-                Ok(None)
-            }
-            Err(e) => Err(e.into()),
+        let r = s.program_page(now, phys, Payload::Data(data), rec, Cause::Host, None)?;
+        if r.is_none() {
+            return Ok(None);
         }
-    }
-
-    /// Stops writing to a frontier block (resumed after a crash, its next page turned out
-    /// not programmable: a torn program that reads as erased).
-    fn close_block(&mut self, b: u32, die: usize) {
-        for f in self.dies[die].frontier.iter_mut() {
-            if f.is_some_and(|f| f.block == b) {
-                *f = None;
-            }
-        }
-        if self.state[b as usize] == BState::Open {
-            self.state[b as usize] = BState::Full;
-            self.index_insert(b);
-        }
-    }
-
-    /// A block went bad: stop writing to it and relocate its valid pages.
-    fn retire(&mut self, b: u32, die: usize) {
-        for f in self.dies[die].frontier.iter_mut() {
-            if f.is_some_and(|f| f.block == b) {
-                *f = None;
-            }
-        }
-        if self.state[b as usize] == BState::Full {
-            self.index_remove(b);
-        }
-        self.counters.retired_blocks += 1;
-        self.retire_or_relocate(b, die);
-    }
-
-    /// A bad block: `Bad` if it holds nothing valid, else `Retiring` with a relocation job
-    /// at the front of its die's queue.
-    fn retire_or_relocate(&mut self, b: u32, die: usize) {
-        if self.valid[b as usize] > 0 {
-            self.state[b as usize] = BState::Retiring;
-            self.dies[die].background.push_front(Job {
-                victim: b,
-                next: 0,
-                cause: Cause::Relocate,
-                erase: false,
-            });
-        } else {
-            self.state[b as usize] = BState::Bad;
-        }
-    }
-
-    // ----- garbage collection -----------------------------------------------------------
-
-    /// Picks a victim on `die` with the configured policy.
-    fn select_victim(&self, die: usize, now: Nanos) -> Option<u32> {
-        if self.policy.is_greedy() {
-            let base = die * (self.ppb as usize + 1);
-            // A block full of valid pages gains nothing.
-            for v in 0..self.ppb as usize {
-                let mut b = self.head[base + v];
-                while b != NIL {
-                    if !self.young[b as usize] {
-                        return Some(b);
-                    }
-                    b = self.next[b as usize];
-                }
-            }
-            return None;
-        }
-        let lo = die as u32 * self.blocks_per_die;
-        let ctx = SelectContext {
-            now,
-            pages_per_block: self.ppb,
-            max_erase_count: self.erase.iter().copied().max().unwrap_or(0),
-        };
-        let mut cands = (lo..lo + self.blocks_per_die)
-            .filter(|&b| {
-                self.state[b as usize] == BState::Full
-                    && self.valid[b as usize] < self.ppb
-                    && !self.young[b as usize]
-            })
-            .map(|b| Candidate {
-                block: b,
-                valid: self.valid[b as usize],
-                erase_count: self.erase[b as usize],
-                last_write: self.last_write[b as usize],
-            });
-        self.policy.select(&ctx, &mut cands)
-    }
-
-    fn claim_victim(&mut self, victim: u32, cause: Cause) -> Job {
-        self.index_remove(victim);
-        self.state[victim as usize] = BState::Collecting;
-        Job {
-            victim,
-            next: 0,
-            cause,
-            erase: true,
-        }
-    }
-
-    /// Runs one step of `die`'s GC job (or, with none, of its first background job): one
-    /// valid-page copy, or the final erase. Returns `Ok(true)` when that finished the job
-    /// (or there was no job), `Ok(false)` if the job continues.
-    pub fn gc_step(&mut self, now: Nanos, die: usize) -> Result<bool, FtlError> {
-        let from_gc = self.dies[die].gc.is_some();
-        let job = if from_gc {
-            self.dies[die].gc
-        } else {
-            self.dies[die].background.front().copied()
-        };
-        let Some(mut job) = job else {
-            return Ok(true);
-        };
-        let base = job.victim * self.ppb;
-        while job.next < self.ppb && self.p2l[(base + job.next) as usize] == INVALID {
-            job.next += 1;
-        }
-        let done = job.next >= self.ppb;
-        if !done {
-            let src = base + job.next;
-            // The copy updates the map entry of the page's logical page, a random place in
-            // a large table: start loading the entry of a page a few copies ahead.
-            // Likewise the chip's state and stored spare area of the page it will read.
-            if let Some(&ahead) = self.p2l.get((src + PREFETCH_AHEAD) as usize) {
-                if ahead < LOST && job.next + PREFETCH_AHEAD < self.ppb {
-                    prefetch(&self.l2p, ahead as usize);
-                    self.ctl
-                        .chip()
-                        .prefetch_page(self.phys_addr(src + PREFETCH_AHEAD));
-                }
-            }
-            job.next += 1;
-            // Save progress first: the copy may retire blocks and queue more jobs.
-            if from_gc {
-                self.dies[die].gc = Some(job);
-            } else if let Some(j) = self.dies[die].background.front_mut() {
-                *j = job;
-            }
-            self.copy_page(now, die, src, job.cause)?;
-            return Ok(false);
-        }
-        if from_gc {
-            self.dies[die].gc = None;
-        } else {
-            self.dies[die].background.pop_front();
-        }
-        self.finish_job(now, die, job)?;
-        Ok(true)
-    }
-
-    fn finish_job(&mut self, now: Nanos, die: usize, job: Job) -> Result<(), FtlError> {
-        let v = job.victim;
-        if !job.erase {
-            self.state[v as usize] = BState::Bad;
-            return Ok(());
-        }
-        match job.cause {
-            Cause::WearLevel => self.counters.wl_migrations += 1,
-            _ => self.counters.gc_victims += 1,
-        }
-        self.state[v as usize] = BState::Dirty;
-        self.dies[die].dirty.push_back(Pending {
-            block: v,
-            cause: job.cause,
-            superseded: self.superseded[v as usize],
-            copied: self.seq.saturating_sub(1),
-        });
-        self.erase_dirty(now, die, false)
-    }
-
-    /// The frontier holding an exposed page that a pending victim's erase must wait for.
-    fn blocking_frontier(&self, die: usize, p: &Pending) -> Option<(usize, usize)> {
-        if self.window == 0 {
-            return None;
-        }
-        (0..self.dies.len())
-            .flat_map(|d| [(d, HOST), (d, COLD)])
-            .find(|&(d, s)| {
-                let e = self.exposed_min(d, s);
-                e <= p.superseded || (d == die && e <= p.copied)
-            })
-    }
-
-    /// Erases the victims waiting on `die` whose replacements are sealed; with `force`,
-    /// seals what they wait for first.
-    fn erase_dirty(&mut self, now: Nanos, die: usize, force: bool) -> Result<(), FtlError> {
-        while let Some(p) = self.dies[die].dirty.front().copied() {
-            if let Some((d, s)) = self.blocking_frontier(die, &p) {
-                if !force {
-                    return Ok(());
-                }
-                let upto = if d == die {
-                    p.superseded.max(p.copied)
-                } else {
-                    p.superseded
-                };
-                self.seal(now, d, s, upto)?;
-                continue;
-            }
-            self.dies[die].dirty.pop_front();
-            self.erase_victim(now, die, p.block, p.cause)?;
-        }
-        Ok(())
-    }
-
-    fn erase_victim(
-        &mut self,
-        now: Nanos,
-        die: usize,
-        v: u32,
-        cause: Cause,
-    ) -> Result<(), FtlError> {
-        // A trim the log does not hold yet could resurrect a stale copy this erase would
-        // otherwise be the only witness against: persist trims first.
-        self.persist_trims(now)?;
-        let addr = self.block_addr(v);
-        match self.ctl.chip_mut().erase(now, addr) {
-            Ok(t) => {
-                self.push_erase(v, cause, t);
-                self.erase[v as usize] += 1;
-                self.state[v as usize] = BState::Free;
-                self.dies[die]
-                    .free
-                    .push(Reverse((self.erase[v as usize], v)));
-                self.after_erase(die);
-            }
-            Err(NandError::EraseFailed(_)) => {
-                self.state[v as usize] = BState::Bad;
-                self.counters.retired_blocks += 1;
-            }
-            Err(e) => return Err(e.into()),
-        }
-        Ok(())
-    }
-
-    /// Copies the valid page `src` to the cold frontier of `die`. The controller moves the
-    /// corrected data with its parity (no re-encoding); only the record is rewritten.
-    fn copy_page(
-        &mut self,
-        now: Nanos,
-        die: usize,
-        src: u32,
-        cause: Cause,
-    ) -> Result<(), FtlError> {
-        let lpn = self.p2l[src as usize];
-        let addr = self.phys_addr(src);
-        let b = self.block_of(src);
-        let (read_op, class) = match self.ctl.read_for_relocation(now, addr) {
-            Ok(PageRead::Data(info)) => (
-                self.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None),
-                // The copy keeps the class its writer gave (critical pages stay critical).
-                info.record.kind.data_class().unwrap_or_default(),
-            ),
-            Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
-                // The only copy is gone: remember it, so reads fail rather than return
-                // stale or zero data.
-                self.invalidate(src, self.seq);
-                self.l2p[lpn as usize] = LOST;
-                self.counters.lost_pages += 1;
-                return Ok(());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let (dst, seq) = loop {
-            let phys = self.allocate(now, die, COLD)?;
-            let seq = self.seq;
-            let rec = OobRecord::new(lpn as u64, seq, PageKind::GcCopy(class));
-            self.seq += 1;
-            let pb = self.block_of(phys);
-            match self.ctl.program_relocated(now, self.phys_addr(phys), rec) {
-                Ok(t) => {
-                    self.push_op(pb, OpKind::Program, cause, t, Nanos::ZERO, Some(read_op));
-                    self.last_write[pb as usize] = now;
-                    if self.window > 0 {
-                        self.note_program(die, phys, seq);
-                    }
-                    break (phys, seq);
-                }
-                Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
-                    self.counters.program_retries += 1;
-                    self.retire(pb, die);
-                }
-                Err(CtlError::Nand(e)) if resume_conflict(&e) => self.close_block(pb, die),
-                Err(e) => return Err(e.into()),
-            }
-        };
-        self.counters.valid_copies += 1;
-        // A copy does not count as superseding its source: the victim's wait for its copies
-        // is tracked per job (`Pending::copied`), on this die only.
-        self.map(lpn as u64, dst, 0);
-        let _ = seq;
-        self.close_if_full(dst);
-        Ok(())
-    }
-
-    fn after_erase(&mut self, die: usize) {
-        let Some(wl) = self.cfg.wear_leveling else {
-            return;
-        };
-        let d = &mut self.dies[die];
-        d.erases_since_check += 1;
-        if d.erases_since_check < wl.check_every
-            || d.background.iter().any(|j| j.cause == Cause::WearLevel)
-        {
-            return;
-        }
-        d.erases_since_check = 0;
-        let lo = die as u32 * self.blocks_per_die;
-        let range = lo..lo + self.blocks_per_die;
-        let max = range
-            .clone()
-            .filter(|&b| self.state[b as usize] != BState::Bad)
-            .map(|b| self.erase[b as usize])
-            .max()
-            .unwrap_or(0);
-        let coldest = range
-            .filter(|&b| self.state[b as usize] == BState::Full && !self.young[b as usize])
-            .min_by_key(|&b| (self.erase[b as usize], b));
-        if let Some(c) = coldest {
-            if max - self.erase[c as usize] > wl.spread {
-                let job = self.claim_victim(c, Cause::WearLevel);
-                self.dies[die].background.push_back(job);
-            }
-        }
-    }
-
-    /// Foreground GC: reclaim on `die` until it has `gc_threshold` free blocks (or nothing
-    /// can be reclaimed).
-    fn ensure_space(&mut self, now: Nanos, die: usize) -> Result<(), FtlError> {
-        // Collecting more victims than the die has blocks without reaching the threshold
-        // means GC no longer gains space (too many bad blocks): stop, let allocation decide.
-        let mut budget = self.blocks_per_die;
-        while self.dies[die].free.len() < self.cfg.gc_threshold as usize {
-            if budget == 0 {
-                return Ok(());
-            }
-            budget -= 1;
-            if !self.dies[die].dirty.is_empty() {
-                // Wait for the natural sealing while there is slack; with one free block
-                // left (enough for one more GC job), seal and erase now.
-                let force = self.dies[die].free.len() <= 1;
-                self.erase_dirty(now, die, force)?;
-                if self.dies[die].free.len() >= self.cfg.gc_threshold as usize {
-                    break;
-                }
-            }
-            if self.dies[die].gc.is_none() {
-                let mut victim = self.select_victim(die, now);
-                if victim.is_none() && self.young.iter().any(|&y| y) {
-                    // Only blocks written since the last checkpoint are left: checkpoint,
-                    // which makes them collectable.
-                    self.write_checkpoint(now)?;
-                    victim = self.select_victim(die, now);
-                }
-                match victim {
-                    Some(v) => self.dies[die].gc = Some(self.claim_victim(v, Cause::Gc)),
-                    None if !self.dies[die].dirty.is_empty() => {
-                        self.erase_dirty(now, die, true)?;
-                        continue;
-                    }
-                    None => return Ok(()),
-                }
-            }
-            while !self.gc_step(now, die)? {}
-        }
-        Ok(())
-    }
-
-    /// Runs relocation and wear-levelling jobs on `die` while it has free blocks to spare
-    /// (a step takes at most one block; below the GC threshold they wait for GC).
-    fn run_pending(&mut self, now: Nanos, die: usize) -> Result<(), FtlError> {
-        while self.dies[die].gc.is_none()
-            && !self.dies[die].background.is_empty()
-            && self.dies[die].free.len() >= self.cfg.gc_threshold as usize
-        {
-            self.gc_step(now, die)?;
-        }
-        Ok(())
+        let b = s.block_of(phys);
+        s.last_write[b as usize] = now;
+        s.note_program(die, phys, seq);
+        Ok(Some((phys, seq)))
     }
 
     fn write_inner(
@@ -1335,19 +538,19 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         data: &[u8],
         class: DataClass,
     ) -> Result<(), FtlError> {
-        let ndies = self.dies.len();
+        let ndies = self.s.dies.len();
         let first = self.rr_die as usize;
         self.rr_die = ((first + 1) % ndies) as u32;
         for k in 0..ndies {
             let die = (first + k) % ndies;
             loop {
                 // Space first (again after a failed program retired a block).
-                self.ensure_space(now, die)?;
+                ensure_space(self, now, die)?;
                 match self.program_host(now, die, data, lpn, class) {
                     Ok(Some((phys, seq))) => {
                         self.map(lpn, phys, seq);
-                        self.close_if_full(phys);
-                        self.run_pending(now, die)?;
+                        self.s.close_if_full(phys);
+                        run_pending(self, now, die)?;
                         return Ok(());
                     }
                     Ok(None) => continue,
@@ -1360,13 +563,63 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 }
 
+impl<S: Storage, M: ErrorModel> Kernel for PageFtl<S, M> {
+    type S = S;
+    type M = M;
+
+    #[inline]
+    fn sub(&self) -> &Substrate<S, M> {
+        &self.s
+    }
+
+    #[inline]
+    fn sub_mut(&mut self) -> &mut Substrate<S, M> {
+        &mut self.s
+    }
+
+    #[inline]
+    fn owner(&self, phys: u32) -> Option<u64> {
+        let l = self.p2l[phys as usize];
+        (l != INVALID).then_some(l as u64)
+    }
+
+    #[inline]
+    fn prefetch_owner(&self, phys: u32) -> bool {
+        match self.p2l.get(phys as usize) {
+            Some(&l) if l < LOST => {
+                prefetch(&self.l2p, l as usize);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    #[inline]
+    fn moved(&mut self, lpn: u64, _src: u32, dst: u32) {
+        self.map(lpn, dst, 0);
+    }
+
+    fn lost(&mut self, lpn: u64, src: u32) {
+        self.p2l[src as usize] = INVALID;
+        self.l2p[lpn as usize] = LOST;
+    }
+
+    fn before_erase(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.persist_trims(now)
+    }
+
+    fn checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.write_checkpoint(now)
+    }
+}
+
 impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn logical_pages(&self) -> u64 {
         self.logical
     }
 
     fn page_size(&self) -> usize {
-        self.geo.page_size as usize
+        self.s.geo.page_size as usize
     }
 
     fn write_with(
@@ -1377,35 +630,30 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         hint: DataClass,
     ) -> Result<(), FtlError> {
         let lpn = self.check_lpn(lpn)?;
-        self.check_buf(data.len())?;
-        self.counters.host_writes += 1;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_writes += 1;
         self.write_inner(now, lpn, data, hint)
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
-        self.check_buf(data.len())?;
-        self.counters.host_reads += 1;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_reads += 1;
         let phys = self.l2p[l as usize];
         if phys == INVALID {
-            self.counters.unmapped_reads += 1;
+            self.s.log.counters.unmapped_reads += 1;
             data.fill(0);
             return Ok(());
         }
         if phys == LOST {
             return Err(FtlError::Unreadable(lpn));
         }
-        let addr = self.phys_addr(phys);
-        match self.ctl.read(now, addr, data) {
+        let addr = self.s.phys_addr(phys);
+        match self.s.ctl.read(now, addr, data) {
             Ok(PageRead::Data(info)) => {
-                self.push_op(
-                    self.block_of(phys),
-                    OpKind::Read,
-                    Cause::Host,
-                    info.timing,
-                    info.ecc,
-                    None,
-                );
+                let b = self.s.block_of(phys);
+                self.s
+                    .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
                 Ok(())
             }
             Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
@@ -1417,14 +665,13 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn trim(&mut self, _now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
-        self.counters.trims += 1;
+        self.s.log.counters.trims += 1;
         let old = self.l2p[l as usize];
         if old == INVALID {
             // Nothing to discard (never written, or trimmed already and logged).
             return Ok(());
         }
-        let seq = self.seq;
-        self.seq += 1;
+        let seq = self.s.next_seq();
         if old != LOST {
             self.invalidate(old, seq);
         }
@@ -1436,35 +683,35 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
-        self.counters.flushes += 1;
+        self.s.log.counters.flushes += 1;
         let interval = if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {
-            4 * self.dies.len() as u32
+            4 * self.s.dies.len() as u32
         };
-        if self.opened_since_cp >= interval {
+        if self.s.opened_since_cp >= interval {
             return self.write_checkpoint(now);
         }
-        self.seal_all(now)?;
+        self.s.seal_all(now)?;
         self.persist_trims(now)
     }
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
-        self.counters.flushes += 1;
+        self.s.log.counters.flushes += 1;
         self.write_checkpoint(now)
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
         let mut worked = false;
-        for die in 0..self.dies.len() {
-            if !self.dies[die].background.is_empty() {
-                self.run_pending(now, die)?;
+        for die in 0..self.s.dies.len() {
+            if !self.s.dies[die].background.is_empty() {
+                run_pending(self, now, die)?;
                 worked = true;
             }
-            if !self.dies[die].dirty.is_empty() {
-                let before = self.dies[die].dirty.len();
-                self.erase_dirty(now, die, false)?;
-                worked |= self.dies[die].dirty.len() < before;
+            if !self.s.dies[die].dirty.is_empty() {
+                let before = self.s.dies[die].dirty.len();
+                erase_dirty(self, now, die, false)?;
+                worked |= self.s.dies[die].dirty.len() < before;
             }
         }
         Ok(worked)
@@ -1477,12 +724,12 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn prefetch_mapped(&self, lpn: u64) {
         if let Some(&old) = self.l2p.get(lpn as usize) {
             if old < LOST {
-                let b = self.block_of(old) as usize;
+                let b = self.s.block_of(old) as usize;
                 prefetch(&self.p2l, old as usize);
-                prefetch(&self.valid, b);
-                prefetch(&self.superseded, b);
-                prefetch(&self.next, b);
-                prefetch(&self.prev, b);
+                prefetch(&self.s.valid, b);
+                prefetch(&self.s.superseded, b);
+                prefetch(&self.s.next, b);
+                prefetch(&self.s.prev, b);
             }
         }
     }
@@ -1490,31 +737,26 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn prefetch_data(&self, lpn: u64) {
         if let Some(&p) = self.l2p.get(lpn as usize) {
             if p < LOST {
-                let (b, page) = self.split(p);
+                let (b, page) = self.s.split(p);
                 // (A digest-mode store holds no data area: the data hint is a no-op there.)
-                self.ctl.chip().prefetch_flat(b as usize, page, true);
+                self.s.ctl.chip().prefetch_flat(b as usize, page, true);
             }
         }
     }
 
     fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
-        if out.is_empty() {
-            // Hand over the buffer (and take the caller's empty one back): no copy.
-            core::mem::swap(out, &mut self.ops);
-        } else {
-            out.append(&mut self.ops);
-        }
+        self.s.log.take(out);
     }
 
     fn counters(&self) -> &FtlCounters {
-        &self.counters
+        &self.s.log.counters
     }
 
     fn ecc_stats(&self) -> controller::EccStats {
-        *self.ctl.stats()
+        *self.s.ctl.stats()
     }
 
     fn erase_counts(&self) -> &[u32] {
-        &self.erase
+        &self.s.erase
     }
 }

@@ -36,8 +36,9 @@
 //! reads issued, or the per-channel transfer sum if larger (reads of different dies
 //! overlap; those on one die or channel do not).
 
-use super::checkpoint::{code, Snapshot};
-use super::{BState, PageFtl, INVALID, LOST};
+use super::snapshot::{code, Snapshot};
+use super::{PageFtl, INVALID, LOST};
+use crate::substrate::{BState, Frontier};
 use crate::{Cause, FtlError, OpKind};
 use alloc::collections::BTreeSet;
 use alloc::vec;
@@ -132,11 +133,11 @@ impl Recovery for FullScan {
             }
         }
         r.apply_trims(ftl);
-        for b in 0..ftl.geo.total_blocks() {
-            if ftl.state[b as usize] == BState::Region {
+        for b in 0..ftl.s.geo.total_blocks() {
+            if ftl.s.state[b as usize] == BState::Region {
                 continue;
             }
-            if ftl.ctl.chip().block_status(ftl.block_addr(b))? == BlockStatus::FactoryBad {
+            if ftl.s.ctl.chip().block_status(ftl.s.block_addr(b))? == BlockStatus::FactoryBad {
                 continue;
             }
             let wp = r.scan_block(ftl, now, b, 0, 0)?;
@@ -166,29 +167,34 @@ impl Recovery for RollForward {
         ftl.l2p.clone_from(&r.snap.l2p);
         for &p in &ftl.l2p {
             if p != INVALID && p != LOST {
-                ftl.valid[(p / ftl.ppb) as usize] += 1;
+                ftl.s.valid[(p / ftl.s.ppb) as usize] += 1;
             }
         }
         r.apply_trims(ftl);
-        let ndies = ftl.dies.len();
-        let bpd = ftl.blocks_per_die;
+        let ndies = ftl.s.dies.len();
+        let bpd = ftl.s.blocks_per_die;
         let mut work: Vec<u32> = Vec::new();
         // Blocks whose erase count moved since the checkpoint were erased (and maybe reused).
         let erased_since = |ftl: &PageFtl<S, M>, r: &Rebuild, b: u32| -> Result<bool, FtlError> {
-            let ec = ftl.ctl.chip().block_info(ftl.block_addr(b))?.erase_count;
+            let ec = ftl
+                .s
+                .ctl
+                .chip()
+                .block_info(ftl.s.block_addr(b))?
+                .erase_count;
             Ok(ec != r.snap.erase[b as usize])
         };
         for die in 0..ndies {
             // The checkpoint's frontier blocks, from their next page.
             for s in 0..2 {
                 let (b, next) = r.snap.frontiers[die][s];
-                if b >= ftl.geo.total_blocks() {
+                if b >= ftl.s.geo.total_blocks() {
                     continue;
                 }
                 if erased_since(ftl, &r, b)? {
                     work.push(b);
                 } else {
-                    r.scan_block(ftl, now, b, next.min(ftl.ppb), c)?;
+                    r.scan_block(ftl, now, b, next.min(ftl.s.ppb), c)?;
                 }
             }
             // The checkpoint's free blocks, in the order the allocator opens them.
@@ -211,8 +217,9 @@ impl Recovery for RollForward {
         // Blocks left without a valid page (at the checkpoint, or by newer records) may
         // have been erased since, and reused: their erase count and first page tell.
         work.extend(
-            (0..ftl.geo.total_blocks())
-                .filter(|&b| r.snap.states[b as usize] == code::FULL && ftl.valid[b as usize] == 0),
+            (0..ftl.s.geo.total_blocks()).filter(|&b| {
+                r.snap.states[b as usize] == code::FULL && ftl.s.valid[b as usize] == 0
+            }),
         );
         let mut taken = 0;
         loop {
@@ -230,7 +237,7 @@ impl Recovery for RollForward {
             }
         }
         // Every other block keeps its checkpoint state.
-        for b in 0..ftl.geo.total_blocks() {
+        for b in 0..ftl.s.geo.total_blocks() {
             if r.scanned.contains(&b) || r.free.contains(&b) {
                 continue;
             }
@@ -283,17 +290,17 @@ impl Rebuild {
                 "no valid checkpoint in the region: not a formatted nandlab volume",
             ));
         };
-        let checkpoint_pages = ftl.ops.len() as u64;
-        if snap.logical == 0 || snap.logical >= ftl.geo.total_pages() {
+        let checkpoint_pages = ftl.s.log.ops.len() as u64;
+        if snap.logical == 0 || snap.logical >= ftl.s.geo.total_pages() {
             return Err(FtlError::Corrupt("checkpoint volume size out of range"));
         }
-        if snap.erase.len() != ftl.state.len() || snap.frontiers.len() != ftl.dies.len() {
+        if snap.erase.len() != ftl.s.state.len() || snap.frontiers.len() != ftl.s.dies.len() {
             return Err(FtlError::Corrupt("checkpoint does not match the geometry"));
         }
         // Region blocks the checkpoint knows as bad stay bad.
         for (b, &st) in snap.states.iter().enumerate() {
-            if ftl.state[b] == BState::Region && st == code::BAD {
-                ftl.state[b] = BState::Bad;
+            if ftl.s.state[b] == BState::Region && st == code::BAD {
+                ftl.s.state[b] = BState::Bad;
             }
         }
         ftl.size_volume_to(Some(snap.logical))?;
@@ -310,10 +317,10 @@ impl Rebuild {
         );
         let page = vec![
             0u8;
-            if ftl.digest {
+            if ftl.s.digest {
                 0
             } else {
-                ftl.geo.page_size as usize
+                ftl.s.geo.page_size as usize
             }
         ];
         Ok(Rebuild {
@@ -358,15 +365,15 @@ impl Rebuild {
         self.best[i] = seq;
         let old = ftl.l2p[i];
         if old != INVALID && old != LOST {
-            let ob = (old / ftl.ppb) as usize;
-            ftl.valid[ob] -= 1;
-            if ftl.valid[ob] == 0 {
+            let ob = (old / ftl.s.ppb) as usize;
+            ftl.s.valid[ob] -= 1;
+            if ftl.s.valid[ob] == 0 {
                 self.emptied.push(ob as u32);
             }
         }
         ftl.l2p[i] = phys;
         if phys != INVALID {
-            ftl.valid[(phys / ftl.ppb) as usize] += 1;
+            ftl.s.valid[(phys / ftl.s.ppb) as usize] += 1;
         }
     }
 
@@ -382,8 +389,8 @@ impl Rebuild {
         min_seq: u64,
     ) -> Result<u32, FtlError> {
         self.scanned.insert(b);
-        let ppb = ftl.ppb;
-        let addr = ftl.block_addr(b);
+        let ppb = ftl.s.ppb;
+        let addr = ftl.s.block_addr(b);
         let mut found: Vec<(u32, u64, u64)> = Vec::new();
         let mut seqs: Vec<u64> = vec![0; ppb as usize];
         let mut wp = ppb;
@@ -393,9 +400,10 @@ impl Rebuild {
         for p in from..ppb {
             let pa = addr.page(p).expect("page in block");
             self.pages_scanned += 1;
-            match ftl.ctl.read_record(now, pa) {
+            match ftl.s.ctl.read_record(now, pa) {
                 Ok(PageRead::Data(ri)) => {
-                    ftl.push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+                    ftl.s
+                        .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
                     let rec = ri.record;
                     self.max_seq = self.max_seq.max(rec.seq.saturating_add(1));
                     seqs[p as usize] = rec.seq;
@@ -410,7 +418,8 @@ impl Rebuild {
                     }
                 }
                 Ok(PageRead::Erased { timing }) => {
-                    ftl.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                    ftl.s
+                        .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
                     wp = p;
                     break;
                 }
@@ -422,7 +431,7 @@ impl Rebuild {
         if wp > 0 || from > 0 {
             self.full.insert(b);
         }
-        let tail = wp.saturating_sub(ftl.window + 1);
+        let tail = wp.saturating_sub(ftl.s.window + 1);
         for (p, lpn, seq) in found {
             // Pages at the write point are read in full whether or not they win: a damaged
             // one rules out resuming the block.
@@ -449,11 +458,12 @@ impl Rebuild {
         b: u32,
         p: u32,
     ) -> Result<bool, FtlError> {
-        let pa = ftl.block_addr(b).page(p).expect("page in block");
+        let pa = ftl.s.block_addr(b).page(p).expect("page in block");
         self.pages_scanned += 1;
-        match ftl.ctl.read(now, pa, &mut self.page) {
+        match ftl.s.ctl.read(now, pa, &mut self.page) {
             Ok(PageRead::Data(ri)) => {
-                ftl.push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+                ftl.s
+                    .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
                 Ok(true)
             }
             Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => Ok(false),
@@ -467,9 +477,9 @@ impl Rebuild {
         ftl: &mut PageFtl<S, M>,
         name: &str,
     ) -> Result<RecoveryReport, FtlError> {
-        let nblocks = ftl.geo.total_blocks();
+        let nblocks = ftl.s.geo.total_blocks();
         ftl.p2l.fill(INVALID);
-        ftl.valid.fill(0);
+        ftl.s.valid.fill(0);
         for lpn in 0..ftl.l2p.len() {
             let p = ftl.l2p[lpn];
             if p == INVALID || p == LOST {
@@ -483,33 +493,33 @@ impl Rebuild {
                 continue;
             }
             ftl.p2l[p as usize] = lpn as u32;
-            ftl.valid[(p / ftl.ppb) as usize] += 1;
+            ftl.s.valid[(p / ftl.s.ppb) as usize] += 1;
         }
         for b in 0..nblocks {
             let i = b as usize;
-            let info = ftl.ctl.chip().block_info(ftl.block_addr(b))?;
-            ftl.erase[i] = info.erase_count;
-            if ftl.state[i] == BState::Region {
+            let info = ftl.s.ctl.chip().block_info(ftl.s.block_addr(b))?;
+            ftl.s.erase[i] = info.erase_count;
+            if ftl.s.state[i] == BState::Region {
                 if info.status != BlockStatus::Good {
-                    ftl.state[i] = BState::Bad;
+                    ftl.s.state[i] = BState::Bad;
                 }
                 continue;
             }
-            if ftl.state[i] == BState::Bad && self.snap.states[i] == code::REGION {
+            if ftl.s.state[i] == BState::Bad && self.snap.states[i] == code::REGION {
                 continue;
             }
-            let die = ftl.die_of(b) as usize;
+            let die = ftl.s.die_of(b) as usize;
             if info.status != BlockStatus::Good {
-                ftl.retire_or_relocate(b, die);
-            } else if self.free.contains(&b) && ftl.valid[i] == 0 {
-                ftl.state[i] = BState::Free;
-                ftl.suspect[i] = true;
-                ftl.dies[die].free.push(Reverse((info.erase_count, b)));
-            } else if self.full.contains(&b) || ftl.valid[i] > 0 {
-                ftl.state[i] = BState::Full;
-                ftl.index_insert(b);
+                ftl.s.retire_or_relocate(b);
+            } else if self.free.contains(&b) && ftl.s.valid[i] == 0 {
+                ftl.s.state[i] = BState::Free;
+                ftl.s.suspect[i] = true;
+                ftl.s.dies[die].free.push(Reverse((info.erase_count, b)));
+            } else if self.full.contains(&b) || ftl.s.valid[i] > 0 {
+                ftl.s.state[i] = BState::Full;
+                ftl.s.index_insert(b);
             } else {
-                ftl.state[i] = BState::Bad;
+                ftl.s.state[i] = BState::Bad;
             }
         }
         // Half-written blocks become the frontiers again (up to two per die, newest first),
@@ -519,27 +529,27 @@ impl Rebuild {
         partial.sort_by_key(|p| Reverse(p.2.iter().copied().max().unwrap_or(0)));
         for (b, wp, seqs) in partial {
             let i = b as usize;
-            let die = ftl.die_of(b) as usize;
+            let die = ftl.s.die_of(b) as usize;
             // Only a block whose pages from the write point on map nothing (an image
             // whose checkpoint maps pages of an erased block fails this).
-            let base = b * ftl.ppb;
-            if ftl.state[i] != BState::Full
-                || (wp..ftl.ppb).any(|p| ftl.p2l[(base + p) as usize] != INVALID)
+            let base = b * ftl.s.ppb;
+            if ftl.s.state[i] != BState::Full
+                || (wp..ftl.s.ppb).any(|p| ftl.p2l[(base + p) as usize] != INVALID)
             {
                 continue;
             }
-            let Some(s) = ftl.dies[die].frontier.iter().position(|f| f.is_none()) else {
+            let Some(s) = ftl.s.dies[die].frontier.iter().position(|f| f.is_none()) else {
                 continue;
             };
-            ftl.index_remove(b);
-            ftl.state[i] = BState::Open;
-            ftl.dies[die].frontier[s] = Some(super::Frontier { block: b, next: wp });
-            let base = (die * 2 + s) * ftl.ppb as usize;
-            ftl.fseq[base..base + ftl.ppb as usize].copy_from_slice(&seqs);
+            ftl.s.index_remove(b);
+            ftl.s.state[i] = BState::Open;
+            ftl.s.dies[die].frontier[s] = Some(Frontier { block: b, next: wp });
+            let base = (die * 2 + s) * ftl.s.ppb as usize;
+            ftl.s.fseq[base..base + ftl.s.ppb as usize].copy_from_slice(&seqs);
         }
         // What superseded each block's pages is unknown: no victim is erased while any
         // page is exposed (see `PageFtl::erase_dirty`).
-        ftl.superseded.fill(u64::MAX - 1);
+        ftl.s.superseded.fill(u64::MAX - 1);
         if self.max_seq > SEQ_LIMIT {
             // No volume writes 2^62 pages (a century at a billion per second): a record or
             // trim this new is forged or corrupt, and adopting it would overflow the
@@ -548,7 +558,7 @@ impl Rebuild {
                 "a sequence number on the chip is beyond any this FTL writes",
             ));
         }
-        ftl.seq = ftl.seq.max(self.max_seq).max(1);
+        ftl.s.seq = ftl.s.seq.max(self.max_seq).max(1);
         let mapped = ftl
             .l2p
             .iter()
@@ -556,12 +566,12 @@ impl Rebuild {
             .count() as u64;
         // Simulated time: reads on one die serialize, dies overlap, a channel carries
         // its dies' transfers one at a time.
-        let ndies = ftl.dies.len();
-        let nch = ftl.geo.channels as usize;
+        let ndies = ftl.s.dies.len();
+        let nch = ftl.s.geo.channels as usize;
         let mut die_t = vec![0u64; ndies];
         let mut ch_t = vec![0u64; nch.max(1)];
         let mut reads = 0u64;
-        for op in &ftl.ops {
+        for op in &ftl.s.log.ops {
             if op.cause != Cause::Mount || op.kind != OpKind::Read {
                 continue;
             }
@@ -572,12 +582,12 @@ impl Rebuild {
         }
         let time = die_t.iter().chain(ch_t.iter()).copied().max().unwrap_or(0);
         for &b in &self.young {
-            ftl.young[b as usize] = true;
+            ftl.s.young[b as usize] = true;
         }
-        ftl.opened_since_cp = self.young.len() as u32;
+        ftl.s.opened_since_cp = self.young.len() as u32;
         Ok(RecoveryReport {
             procedure: name.into(),
-            checkpoint_gen: ftl.cp.gen,
+            checkpoint_gen: ftl.region.cp.gen,
             checkpoint_pages: self.checkpoint_pages,
             blocks_scanned: self.scanned.len() as u64,
             pages_scanned: self.pages_scanned,

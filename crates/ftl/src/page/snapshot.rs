@@ -1,0 +1,249 @@
+//! The page-level FTL's checkpoint: its snapshot (map, block states, erase counts,
+//! frontiers, sequence counter) as a byte stream in the substrate's checkpoint region, and
+//! the trim log as that region's log (12-byte entries: logical page, sequence number).
+//!
+//! **Trim log.** Trims are volatile until persisted: on `flush`, and before any erase (an
+//! erase may destroy the only stale copy a lost trim would resurrect), pending trims are
+//! appended to the log of the committed generation, each entry carrying the trim's
+//! sequence number so recovery orders it against data pages. When the region has no room
+//! for another log page a new checkpoint is written instead.
+
+use super::{PageFtl, INVALID};
+use crate::substrate::{BState, COLD, HOST};
+use crate::FtlError;
+use alloc::vec::Vec;
+use nand::{ErrorModel, Nanos, Storage};
+
+/// Bytes of one trim-log entry: logical page (u32) and sequence number (u64).
+const TRIM_ENTRY: usize = 12;
+/// `frontier` entries with no open block.
+const NO_BLOCK: u32 = u32::MAX;
+
+/// Snapshot block states (one byte each).
+pub(crate) mod code {
+    pub const FREE: u8 = 0;
+    pub const FULL: u8 = 1;
+    pub const OPEN: u8 = 2;
+    pub const RETIRING: u8 = 3;
+    pub const BAD: u8 = 4;
+    pub const REGION: u8 = 5;
+}
+
+/// What a checkpoint holds: everything needed to resume without scanning the data blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    /// Sequence counter: every data page and trim with a smaller number is reflected.
+    pub seq: u64,
+    /// Volume size in logical pages.
+    pub logical: u64,
+    /// (block, next page) of the host and cold frontier of every die.
+    pub frontiers: Vec<[(u32, u32); 2]>,
+    /// State of every block ([`code`]).
+    pub states: Vec<u8>,
+    /// Erase count of every block.
+    pub erase: Vec<u32>,
+    /// The logical-to-physical map.
+    pub l2p: Vec<u32>,
+}
+
+impl Snapshot {
+    /// Serialises the snapshot, ending with a CRC32C of everything before it.
+    pub fn encode(&self, crc: fn(&[u8]) -> u32) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            32 + self.frontiers.len() * 16 + self.states.len() + self.l2p.len() * 4,
+        );
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.extend_from_slice(&self.logical.to_le_bytes());
+        out.extend_from_slice(&(self.frontiers.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(self.states.len() as u32).to_le_bytes());
+        for f in &self.frontiers {
+            for (b, n) in f {
+                out.extend_from_slice(&b.to_le_bytes());
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&self.states);
+        for e in &self.erase {
+            out.extend_from_slice(&e.to_le_bytes());
+        }
+        for p in &self.l2p {
+            out.extend_from_slice(&p.to_le_bytes());
+        }
+        let c = crc(&out);
+        out.extend_from_slice(&c.to_le_bytes());
+        out
+    }
+
+    /// Parses a snapshot for a chip of `dies` dies and `blocks` blocks; `None` if the bytes
+    /// are not one (wrong sizes, CRC mismatch).
+    pub fn decode(bytes: &[u8], dies: usize, blocks: usize, crc: fn(&[u8]) -> u32) -> Option<Self> {
+        let n = bytes.len().checked_sub(4)?;
+        let stored = u32::from_le_bytes(bytes[n..].try_into().ok()?);
+        if crc(&bytes[..n]) != stored {
+            return None;
+        }
+        let mut r = Reader(&bytes[..n]);
+        let seq = r.u64()?;
+        let logical = r.u64()?;
+        if r.u32()? as usize != dies || r.u32()? as usize != blocks {
+            return None;
+        }
+        let mut frontiers = Vec::with_capacity(dies);
+        for _ in 0..dies {
+            frontiers.push([(r.u32()?, r.u32()?), (r.u32()?, r.u32()?)]);
+        }
+        let states = r.take(blocks)?.to_vec();
+        let mut erase = Vec::with_capacity(blocks);
+        for _ in 0..blocks {
+            erase.push(r.u32()?);
+        }
+        let rest = r.0;
+        if rest.len() as u64 != logical.checked_mul(4)? {
+            return None;
+        }
+        let l2p = rest
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Some(Snapshot {
+            seq,
+            logical,
+            frontiers,
+            states,
+            erase,
+            l2p,
+        })
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+/// Trim-log entries packed in the log's bytes.
+pub(crate) fn decode_trims(log: &[u8]) -> impl Iterator<Item = (u32, u64)> + '_ {
+    log.chunks_exact(TRIM_ENTRY).map(|e| {
+        (
+            u32::from_le_bytes(e[..4].try_into().expect("4 bytes")),
+            u64::from_le_bytes(e[4..12].try_into().expect("8 bytes")),
+        )
+    })
+}
+
+/// A loaded checkpoint: its snapshot and its trim log (logical page, sequence number).
+pub(crate) type Loaded = (Snapshot, Vec<(u32, u64)>);
+
+impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
+    /// The current state as a snapshot (frontier blocks are recorded as open; blocks being
+    /// collected or waiting for their erase as full).
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let frontiers = self
+            .s
+            .dies
+            .iter()
+            .map(|d| {
+                let f = |s: usize| {
+                    d.frontier[s]
+                        .map(|f| (f.block, f.next))
+                        .unwrap_or((NO_BLOCK, 0))
+                };
+                [f(HOST), f(COLD)]
+            })
+            .collect();
+        let states = self
+            .s
+            .state
+            .iter()
+            .map(|s| match s {
+                BState::Free => code::FREE,
+                BState::Open => code::OPEN,
+                BState::Full | BState::Collecting | BState::Dirty => code::FULL,
+                BState::Retiring => code::RETIRING,
+                BState::Bad => code::BAD,
+                BState::Region => code::REGION,
+            })
+            .collect();
+        Snapshot {
+            seq: self.s.seq,
+            logical: self.logical,
+            frontiers,
+            states,
+            erase: self.s.erase.clone(),
+            l2p: self.l2p.clone(),
+        }
+    }
+
+    /// Writes a new checkpoint generation (sealing every frontier first, so nothing the
+    /// snapshot maps can later be damaged by a paired-page program). Pending trims are
+    /// part of the snapshot and are dropped.
+    pub(crate) fn write_checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.seal_all(now)?;
+        let crc = self.s.ctl.crc32c_fn();
+        let bytes = self.snapshot().encode(crc);
+        self.region.write_generation(&mut self.s, now, &bytes)?;
+        self.pending_trims.clear();
+        self.s.opened_since_cp = 0;
+        // Blocks written after this checkpoint are young: the open frontiers (their pages
+        // from `next` on) and every block opened from now on.
+        self.s.young.fill(false);
+        for d in 0..self.s.dies.len() {
+            for f in self.s.dies[d].frontier.into_iter().flatten() {
+                self.s.young[f.block as usize] = true;
+            }
+        }
+        self.s.log.counters.checkpoints += 1;
+        Ok(())
+    }
+
+    /// Appends pending trims to the committed generation's trim log (or writes a new
+    /// checkpoint when the region has no room).
+    pub(crate) fn persist_trims(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.pending_trims.is_empty() {
+            return Ok(());
+        }
+        let mut entries = Vec::with_capacity(self.pending_trims.len() * TRIM_ENTRY);
+        for &(lpn, seq) in &self.pending_trims {
+            entries.extend_from_slice(&lpn.to_le_bytes());
+            entries.extend_from_slice(&seq.to_le_bytes());
+        }
+        if !self
+            .region
+            .append_log(&mut self.s, now, &entries, TRIM_ENTRY)?
+        {
+            return self.write_checkpoint(now);
+        }
+        self.pending_trims.clear();
+        Ok(())
+    }
+
+    /// Reads the newest complete checkpoint generation from the region: its snapshot and
+    /// its trim log. `None` if the region holds no valid checkpoint.
+    pub(crate) fn load_checkpoint(&mut self, now: Nanos) -> Result<Option<Loaded>, FtlError> {
+        let crc = self.s.ctl.crc32c_fn();
+        let (ndies, nblocks) = (self.s.dies.len(), self.s.state.len());
+        let loaded = self.region.load(&mut self.s, now, |body| {
+            Snapshot::decode(body, ndies, nblocks, crc)
+        })?;
+        Ok(loaded.map(|(snap, log)| (snap, decode_trims(&log).collect())))
+    }
+
+    /// Whether logical page entry `p` of a snapshot maps somewhere valid.
+    pub(crate) fn snapshot_entry_ok(&self, p: u32) -> bool {
+        p == INVALID || p == super::LOST || (p as u64) < self.s.geo.total_pages()
+    }
+}

@@ -1,0 +1,294 @@
+//! Allocation: write frontiers per (die, stream), the one program-or-retire and
+//! erase-or-retire path, MLC sealing, closing and retiring blocks.
+//!
+//! **Frontiers.** Each die has a host and a cold (GC copy) frontier; an exhausted frontier
+//! takes the least-worn free block of its die (dynamic wear levelling). A block found free
+//! by recovery ("suspect") is erased again before its first use.
+//!
+//! **Sealing (MLC).** Programming an upper page can destroy its word line's lower page if
+//! power fails mid-program. A lower page is *exposed* while an upper partner is
+//! unprogrammed; [`Substrate::seal`] programs padding pages until no page up to a given
+//! sequence number is exposed.
+//!
+//! **Failures.** Every program goes through [`Substrate::program_page`] and every erase
+//! through [`Substrate::erase_block`]: a program failure retires the block (its valid pages
+//! are relocated by a background job, a checkpoint-region block is simply marked bad), an
+//! erase failure marks the block bad; a block resumed after a crash whose next page turns
+//! out not programmable is closed.
+
+use super::{BState, Frontier, Job, Substrate};
+use crate::{Cause, FtlError, OpKind};
+use controller::{CtlError, OobRecord, PageKind};
+use core::cmp::Reverse;
+use nand::{ErrorModel, NandError, Nanos, OpTiming, Storage};
+
+/// The host write stream's frontier.
+pub(crate) const HOST: usize = 0;
+/// The GC copy stream's frontier.
+pub(crate) const COLD: usize = 1;
+
+/// What a program writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Payload<'a> {
+    /// Host data (a data page of the volume).
+    Data(&'a [u8]),
+    /// The page in the controller's page register, corrected, with its parity (a GC copy
+    /// after `read_for_relocation`).
+    Relocated,
+    /// FTL metadata (checkpoint pages: SLC-mode region blocks).
+    Meta(&'a [u8]),
+}
+
+/// Program errors that mean a block resumed after a crash cannot take its next page.
+fn resume_conflict(e: &NandError) -> bool {
+    matches!(
+        e,
+        NandError::NotErased(_)
+            | NandError::OutOfOrder { .. }
+            | NandError::LowerPageNotProgrammed { .. }
+            | NandError::NeedsErase(_)
+    )
+}
+
+impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    /// Programs flat page `phys` with `payload` and record `rec` — the one program path of
+    /// the FTL. `Ok(Some(t))`: programmed and logged (as operation index `op` in the
+    /// batch, returned in the pair). `Ok(None)`: the program failed and the block was
+    /// retired, or (after a crash) the block cannot take this page and was closed; the
+    /// caller takes another page. Region blocks are never closed: a conflict there is an
+    /// error.
+    pub fn program_page(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        payload: Payload<'_>,
+        rec: OobRecord,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Option<(OpTiming, u32)>, FtlError> {
+        let addr = self.phys_addr(phys);
+        let t = self.cfg.ecc_t;
+        let r = match payload {
+            Payload::Data(d) => self.ctl.program(now, addr, d, rec, t),
+            Payload::Relocated => self.ctl.program_relocated(now, addr, rec),
+            Payload::Meta(d) => self.ctl.program_meta(now, addr, d, rec, t),
+        };
+        let b = self.block_of(phys);
+        match r {
+            Ok(timing) => {
+                let op = self.push_op(b, OpKind::Program, cause, timing, Nanos::ZERO, after);
+                Ok(Some((timing, op)))
+            }
+            Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
+                self.log.counters.program_retries += 1;
+                self.retire(b);
+                Ok(None)
+            }
+            Err(CtlError::Nand(e))
+                if resume_conflict(&e) && self.state[b as usize] != BState::Region =>
+            {
+                self.close_block(b);
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Erases block `b` — the one erase path of the FTL. `Ok(true)`: erased, logged and its
+    /// erase count advanced. `Ok(false)`: the erase failed and the block is now bad.
+    pub fn erase_block(&mut self, now: Nanos, b: u32, cause: Cause) -> Result<bool, FtlError> {
+        let addr = self.block_addr(b);
+        match self.ctl.chip_mut().erase(now, addr) {
+            Ok(t) => {
+                self.push_erase(b, cause, t);
+                self.erase[b as usize] += 1;
+                Ok(true)
+            }
+            Err(NandError::EraseFailed(_)) => {
+                self.state[b as usize] = BState::Bad;
+                self.log.counters.retired_blocks += 1;
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The next page of `die`'s frontier of `stream`, opening a free block when it is
+    /// exhausted. GC copies may finish in the host frontier rather than fail.
+    pub fn allocate(&mut self, now: Nanos, die: usize, stream: usize) -> Result<u32, FtlError> {
+        loop {
+            if let Some(f) = self.dies[die].frontier[stream].as_mut() {
+                if f.next < self.ppb {
+                    let phys = f.block * self.ppb + f.next;
+                    f.next += 1;
+                    return Ok(phys);
+                }
+                self.dies[die].frontier[stream] = None;
+            }
+            let Some(Reverse((_, b))) = self.dies[die].free.pop() else {
+                if stream == COLD {
+                    if let Some(f) = self.dies[die].frontier[HOST].as_mut() {
+                        if f.next < self.ppb {
+                            let phys = f.block * self.ppb + f.next;
+                            f.next += 1;
+                            return Ok(phys);
+                        }
+                    }
+                }
+                return Err(FtlError::NoSpace);
+            };
+            if self.suspect[b as usize] {
+                // Found free by recovery: make sure it really is erased.
+                self.suspect[b as usize] = false;
+                if !self.erase_block(now, b, Cause::Mount)? {
+                    continue;
+                }
+            }
+            self.state[b as usize] = BState::Open;
+            self.young[b as usize] = true;
+            self.superseded[b as usize] = 0;
+            self.opened_since_cp += 1;
+            self.dies[die].frontier[stream] = Some(Frontier { block: b, next: 0 });
+        }
+    }
+
+    /// Records the sequence number of a page just programmed in a frontier block.
+    pub fn note_program(&mut self, die: usize, phys: u32, seq: u64) {
+        if self.window == 0 {
+            return;
+        }
+        let (b, page) = self.split(phys);
+        for s in [HOST, COLD] {
+            if self.dies[die].frontier[s].is_some_and(|f| f.block == b) {
+                let i = (die * 2 + s) * self.ppb as usize + page as usize;
+                self.fseq[i] = seq;
+            }
+        }
+    }
+
+    /// The lowest sequence number among the exposed lower pages of a frontier (a lower
+    /// page whose upper partner is not programmed yet), or `u64::MAX`.
+    pub fn exposed_min(&self, die: usize, stream: usize) -> u64 {
+        let Some(f) = self.dies[die].frontier[stream] else {
+            return u64::MAX;
+        };
+        let base = (die * 2 + stream) * self.ppb as usize;
+        (f.next.saturating_sub(self.window)..f.next)
+            .filter(|&q| {
+                let u = self.upper[q as usize];
+                u != super::NO_UPPER && u >= f.next
+            })
+            .map(|q| self.fseq[base + q as usize])
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Programs padding pages on a frontier until none of its exposed lower pages has a
+    /// sequence number ≤ `upto` (or the block is full).
+    pub fn seal(
+        &mut self,
+        now: Nanos,
+        die: usize,
+        stream: usize,
+        upto: u64,
+    ) -> Result<(), FtlError> {
+        while self.exposed_min(die, stream) <= upto {
+            let f = self.dies[die].frontier[stream].expect("exposed frontier is open");
+            let phys = f.block * self.ppb + f.next;
+            self.dies[die].frontier[stream] = Some(Frontier {
+                block: f.block,
+                next: f.next + 1,
+            });
+            let seq = self.next_seq();
+            let rec = OobRecord::new(u64::MAX, seq, PageKind::Meta(super::region::PAD_KIND));
+            let pad = core::mem::take(&mut self.pad);
+            let r = self.program_page(now, phys, Payload::Data(&pad), rec, Cause::Meta, None);
+            self.pad = pad;
+            if r?.is_some() {
+                self.log.counters.pad_pages += 1;
+                // A padding page holds nothing to protect: never exposed itself.
+                self.note_program(die, phys, u64::MAX);
+                if f.next + 1 == self.ppb {
+                    self.dies[die].frontier[stream] = None;
+                    self.close_if_full(phys);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals every frontier: no page written so far stays exposed.
+    pub fn seal_all(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.window == 0 {
+            return Ok(());
+        }
+        for die in 0..self.dies.len() {
+            for s in [HOST, COLD] {
+                self.seal(now, die, s, u64::MAX - 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks the block of `phys` full when `phys` was its last page.
+    #[inline]
+    pub fn close_if_full(&mut self, phys: u32) {
+        let (b, page) = self.split(phys);
+        if page == self.ppb - 1 && self.state[b as usize] == BState::Open {
+            self.state[b as usize] = BState::Full;
+            self.index_insert(b);
+        }
+    }
+
+    /// Stops writing to a frontier block (resumed after a crash, its next page turned out
+    /// not programmable: a torn program that reads as erased).
+    pub fn close_block(&mut self, b: u32) {
+        let die = self.die_of(b) as usize;
+        for f in self.dies[die].frontier.iter_mut() {
+            if f.is_some_and(|f| f.block == b) {
+                *f = None;
+            }
+        }
+        if self.state[b as usize] == BState::Open {
+            self.state[b as usize] = BState::Full;
+            self.index_insert(b);
+        }
+    }
+
+    /// A block went bad: stop writing to it and relocate its valid pages (a checkpoint
+    /// region block is simply marked bad: the region writes elsewhere).
+    pub fn retire(&mut self, b: u32) {
+        self.log.counters.retired_blocks += 1;
+        if self.state[b as usize] == BState::Region {
+            self.state[b as usize] = BState::Bad;
+            return;
+        }
+        let die = self.die_of(b) as usize;
+        for f in self.dies[die].frontier.iter_mut() {
+            if f.is_some_and(|f| f.block == b) {
+                *f = None;
+            }
+        }
+        if self.state[b as usize] == BState::Full {
+            self.index_remove(b);
+        }
+        self.retire_or_relocate(b);
+    }
+
+    /// A bad block: `Bad` if it holds nothing valid, else `Retiring` with a relocation job
+    /// at the front of its die's queue.
+    pub fn retire_or_relocate(&mut self, b: u32) {
+        if self.valid[b as usize] > 0 {
+            let die = self.die_of(b) as usize;
+            self.state[b as usize] = BState::Retiring;
+            self.dies[die].background.push_front(Job {
+                victim: b,
+                next: 0,
+                cause: Cause::Relocate,
+                erase: false,
+            });
+        } else {
+            self.state[b as usize] = BState::Bad;
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The per-block table's indexes: the full-block index (intrusive lists per die and valid
+//! count, so a greedy victim is found in O(1)), valid-page accounting, free heaps, and the
+//! substrate's `verify`.
+
+use super::{BState, Substrate, NIL};
+use ::alloc::format;
+use ::alloc::string::String;
+use ::alloc::vec;
+use core::cmp::Reverse;
+use nand::{BlockStatus, ErrorModel, Storage};
+
+impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    fn bucket(&self, b: u32) -> usize {
+        self.die_of(b) as usize * (self.ppb as usize + 1) + self.valid[b as usize] as usize
+    }
+
+    /// Puts full block `b` in the index under its current valid count.
+    pub fn index_insert(&mut self, b: u32) {
+        let h = self.bucket(b);
+        let old = self.head[h];
+        self.next[b as usize] = old;
+        self.prev[b as usize] = NIL;
+        if old != NIL {
+            self.prev[old as usize] = b;
+        }
+        self.head[h] = b;
+    }
+
+    /// Takes block `b` out of the index.
+    pub fn index_remove(&mut self, b: u32) {
+        let (n, p) = (self.next[b as usize], self.prev[b as usize]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            let h = self.bucket(b);
+            self.head[h] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        }
+        self.next[b as usize] = NIL;
+        self.prev[b as usize] = NIL;
+    }
+
+    /// One valid page fewer in block `b`, superseded by the write (or trim) with sequence
+    /// number `by` (0 for a GC copy, which does not count as superseding).
+    #[inline]
+    pub fn drop_valid(&mut self, b: u32, by: u64) {
+        self.superseded[b as usize] = self.superseded[b as usize].max(by);
+        let full = self.state[b as usize] == BState::Full;
+        if full {
+            self.index_remove(b);
+        }
+        self.valid[b as usize] -= 1;
+        if full {
+            self.index_insert(b);
+        }
+    }
+
+    /// One valid page more in block `b` (a page just programmed there: the block is open,
+    /// so not in the index).
+    #[inline]
+    pub fn add_valid(&mut self, b: u32) {
+        self.valid[b as usize] += 1;
+    }
+
+    /// Returns block `b` to its die's free heap.
+    pub fn push_free(&mut self, b: u32) {
+        self.state[b as usize] = BState::Free;
+        let d = self.die_of(b) as usize;
+        self.dies[d].free.push(Reverse((self.erase[b as usize], b)));
+    }
+
+    /// Checks the substrate's invariants (see the module docs); `Err` names the first one
+    /// broken. Costs a pass over every block: for tests and debug builds.
+    pub fn verify(&self) -> Result<(), String> {
+        let nblocks = self.state.len();
+        let ppb = self.ppb;
+        // Free heaps: each Free block exactly once, with its erase count, on its die.
+        let mut in_heap = vec![false; nblocks];
+        for (d, die) in self.dies.iter().enumerate() {
+            for &Reverse((ec, b)) in die.free.iter() {
+                let i = b as usize;
+                if in_heap[i] {
+                    return Err(format!("block {b} twice in the free heaps"));
+                }
+                in_heap[i] = true;
+                if self.state[i] != BState::Free {
+                    return Err(format!("block {b} in a free heap but {:?}", self.state[i]));
+                }
+                if self.die_of(b) as usize != d {
+                    return Err(format!("block {b} in the free heap of die {d}"));
+                }
+                if ec != self.erase[i] {
+                    return Err(format!(
+                        "block {b} free with erase count {ec}, table says {}",
+                        self.erase[i]
+                    ));
+                }
+            }
+        }
+        // Full-block index: exactly the Full blocks, in the bucket of their valid count.
+        let mut in_index = vec![false; nblocks];
+        for (h, &first) in self.head.iter().enumerate() {
+            let mut b = first;
+            let mut prev = NIL;
+            let mut steps = 0;
+            while b != NIL {
+                let i = b as usize;
+                steps += 1;
+                if steps > nblocks || in_index[i] {
+                    return Err(format!("full-block index list {h} loops at block {b}"));
+                }
+                in_index[i] = true;
+                if self.prev[i] != prev {
+                    return Err(format!("block {b}: index prev link broken"));
+                }
+                if self.bucket(b) != h {
+                    return Err(format!(
+                        "block {b} indexed under bucket {h}, its die and valid count give {}",
+                        self.bucket(b)
+                    ));
+                }
+                prev = b;
+                b = self.next[i];
+            }
+        }
+        for b in 0..nblocks {
+            let st = self.state[b];
+            if (st == BState::Free) != in_heap[b] {
+                return Err(format!(
+                    "block {b} is {st:?}; in a free heap: {}",
+                    in_heap[b]
+                ));
+            }
+            if (st == BState::Full) != in_index[b] {
+                return Err(format!(
+                    "block {b} is {st:?}; in the full index: {}",
+                    in_index[b]
+                ));
+            }
+            if self.valid[b] > ppb {
+                return Err(format!("block {b} counts {} valid pages", self.valid[b]));
+            }
+            if matches!(st, BState::Free | BState::Dirty | BState::Region) && self.valid[b] != 0 {
+                return Err(format!(
+                    "{st:?} block {b} counts {} valid pages",
+                    self.valid[b]
+                ));
+            }
+        }
+        // Frontiers: Open blocks of their die, each once; every Open block is a frontier.
+        let mut frontier_of = vec![false; nblocks];
+        for (d, die) in self.dies.iter().enumerate() {
+            for f in die.frontier.iter().flatten() {
+                let i = f.block as usize;
+                if frontier_of[i] {
+                    return Err(format!("block {} is two frontiers", f.block));
+                }
+                frontier_of[i] = true;
+                if self.state[i] != BState::Open || self.die_of(f.block) as usize != d {
+                    return Err(format!(
+                        "frontier of die {d} at block {} ({:?}, die {})",
+                        f.block,
+                        self.state[i],
+                        self.die_of(f.block)
+                    ));
+                }
+                if f.next > ppb {
+                    return Err(format!("frontier block {} at page {}", f.block, f.next));
+                }
+            }
+            if let Some(j) = die.gc {
+                if self.state[j.victim as usize] != BState::Collecting {
+                    return Err(format!(
+                        "GC victim {} is {:?}",
+                        j.victim, self.state[j.victim as usize]
+                    ));
+                }
+            }
+            for j in &die.background {
+                let want = if j.erase {
+                    BState::Collecting
+                } else {
+                    BState::Retiring
+                };
+                if self.state[j.victim as usize] != want {
+                    return Err(format!(
+                        "{:?} job on block {} in state {:?}",
+                        j.cause, j.victim, self.state[j.victim as usize]
+                    ));
+                }
+            }
+            for p in &die.dirty {
+                if self.state[p.block as usize] != BState::Dirty {
+                    return Err(format!(
+                        "pending erase of block {} in state {:?}",
+                        p.block, self.state[p.block as usize]
+                    ));
+                }
+            }
+        }
+        for (b, &is_frontier) in frontier_of.iter().enumerate() {
+            if self.state[b] == BState::Open && !is_frontier {
+                return Err(format!("block {b} is open but no frontier"));
+            }
+        }
+        // Erase-count mirror against the chip (no I/O: the chip's block table).
+        for b in 0..nblocks as u32 {
+            if self.state[b as usize] == BState::Bad {
+                continue;
+            }
+            let info = self
+                .ctl
+                .chip()
+                .block_info(self.block_addr(b))
+                .map_err(|e| format!("{e}"))?;
+            if info.status == BlockStatus::Good && info.erase_count != self.erase[b as usize] {
+                return Err(format!(
+                    "block {b}: erase count {} in the table, {} on the chip",
+                    self.erase[b as usize], info.erase_count
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,365 @@
+//! The GC job machine, shared by every mapping kernel.
+//!
+//! A job reclaims one victim block, one valid-page copy or the final erase per
+//! [`gc_step`], so a scheduler can run GC all at once (foreground, today's pacing), in
+//! bounded slices between requests or in idle time. Background jobs (relocation of
+//! grown-bad blocks at the front, static wear levelling at the back) run only while the die
+//! has free blocks to spare. A collected victim waits in state `Dirty` until the pages that
+//! superseded or copied its data are sealed (MLC), then is erased.
+//!
+//! What depends on the mapping is asked of the [`Kernel`]: which logical page a physical
+//! page holds, where a copy went, what to persist before an erase, and a checkpoint when
+//! only blocks written since the last one are left to collect.
+
+use super::{BState, Job, Payload, Pending, Substrate, COLD, NIL};
+use crate::gc::{Candidate, SelectContext};
+use crate::{Cause, FtlError, OpKind};
+use controller::{CtlError, OobRecord, PageKind, PageRead};
+use nand::{ErrorModel, Nanos, Storage};
+
+/// How many pages ahead of a GC copy its map entry is prefetched.
+const PREFETCH_AHEAD: u32 = 4;
+
+/// What the GC machine asks of a mapping kernel.
+pub(crate) trait Kernel {
+    /// Storage of the chip.
+    type S: Storage;
+    /// Error model of the controller.
+    type M: ErrorModel;
+    /// The substrate.
+    fn sub(&self) -> &Substrate<Self::S, Self::M>;
+    /// The substrate, mutably.
+    fn sub_mut(&mut self) -> &mut Substrate<Self::S, Self::M>;
+    /// The logical page whose valid copy is flat page `phys`, if any.
+    fn owner(&self, phys: u32) -> Option<u64>;
+    /// A hint that `phys` will be copied soon: start loading its map entry. Returns whether
+    /// it holds a valid page (then the substrate prefetches the chip's state of it too).
+    fn prefetch_owner(&self, phys: u32) -> bool;
+    /// `lpn`'s data moved from `src` to `dst` (a GC copy): the kernel updates its map,
+    /// un-counts the source (`Substrate::drop_valid(_, 0)`: a copy supersedes nothing) and
+    /// counts the copy (`Substrate::add_valid`).
+    fn moved(&mut self, lpn: u64, src: u32, dst: u32);
+    /// `lpn`'s only copy at `src` is unreadable: remember it as lost (the substrate has
+    /// already dropped it from its block's valid count).
+    fn lost(&mut self, lpn: u64, src: u32);
+    /// Called before any erase: persist what an erase would otherwise make unrecoverable
+    /// (trims whose only witness is the stale copy the erase destroys).
+    fn before_erase(&mut self, now: Nanos) -> Result<(), FtlError>;
+    /// Writes a checkpoint (blocks opened since the last one become collectable).
+    fn checkpoint(&mut self, now: Nanos) -> Result<(), FtlError>;
+}
+
+impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    /// Picks a victim on `die` with the configured policy (never a block written since the
+    /// last checkpoint, never a block full of valid pages under greedy).
+    pub fn select_victim(&self, die: usize, now: Nanos) -> Option<u32> {
+        if self.policy.is_greedy() {
+            let base = die * (self.ppb as usize + 1);
+            // A block full of valid pages gains nothing.
+            for v in 0..self.ppb as usize {
+                let mut b = self.head[base + v];
+                while b != NIL {
+                    if !self.young[b as usize] {
+                        return Some(b);
+                    }
+                    b = self.next[b as usize];
+                }
+            }
+            return None;
+        }
+        let lo = die as u32 * self.blocks_per_die;
+        let ctx = SelectContext {
+            now,
+            pages_per_block: self.ppb,
+            max_erase_count: self.erase.iter().copied().max().unwrap_or(0),
+        };
+        let mut cands = (lo..lo + self.blocks_per_die)
+            .filter(|&b| {
+                self.state[b as usize] == BState::Full
+                    && self.valid[b as usize] < self.ppb
+                    && !self.young[b as usize]
+            })
+            .map(|b| Candidate {
+                block: b,
+                valid: self.valid[b as usize],
+                erase_count: self.erase[b as usize],
+                last_write: self.last_write[b as usize],
+            });
+        self.policy.select(&ctx, &mut cands)
+    }
+
+    /// Takes full block `victim` out of the index for a job.
+    pub fn claim_victim(&mut self, victim: u32, cause: Cause) -> Job {
+        self.index_remove(victim);
+        self.state[victim as usize] = BState::Collecting;
+        Job {
+            victim,
+            next: 0,
+            cause,
+            erase: true,
+        }
+    }
+
+    /// The frontier holding an exposed page that a pending victim's erase must wait for.
+    fn blocking_frontier(&self, die: usize, p: &Pending) -> Option<(usize, usize)> {
+        if self.window == 0 {
+            return None;
+        }
+        (0..self.dies.len())
+            .flat_map(|d| [(d, super::HOST), (d, COLD)])
+            .find(|&(d, s)| {
+                let e = self.exposed_min(d, s);
+                e <= p.superseded || (d == die && e <= p.copied)
+            })
+    }
+
+    /// Static wear levelling after an erase on `die`: every `check_every` erases, migrate
+    /// the least worn full block if the die's spread exceeds `spread`.
+    fn after_erase(&mut self, die: usize) {
+        let Some(wl) = self.cfg.wear_leveling else {
+            return;
+        };
+        let d = &mut self.dies[die];
+        d.erases_since_check += 1;
+        if d.erases_since_check < wl.check_every
+            || d.background.iter().any(|j| j.cause == Cause::WearLevel)
+        {
+            return;
+        }
+        d.erases_since_check = 0;
+        let lo = die as u32 * self.blocks_per_die;
+        let range = lo..lo + self.blocks_per_die;
+        let max = range
+            .clone()
+            .filter(|&b| self.state[b as usize] != BState::Bad)
+            .map(|b| self.erase[b as usize])
+            .max()
+            .unwrap_or(0);
+        let coldest = range
+            .filter(|&b| self.state[b as usize] == BState::Full && !self.young[b as usize])
+            .min_by_key(|&b| (self.erase[b as usize], b));
+        if let Some(c) = coldest {
+            if max - self.erase[c as usize] > wl.spread {
+                let job = self.claim_victim(c, Cause::WearLevel);
+                self.dies[die].background.push_back(job);
+            }
+        }
+    }
+}
+
+/// Runs one step of `die`'s GC job (or, with none, of its first background job): one
+/// valid-page copy, or the final erase. Returns `Ok(true)` when that finished the job (or
+/// there was no job), `Ok(false)` if the job continues.
+pub(crate) fn gc_step<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bool, FtlError> {
+    let s = k.sub();
+    let from_gc = s.dies[die].gc.is_some();
+    let job = if from_gc {
+        s.dies[die].gc
+    } else {
+        s.dies[die].background.front().copied()
+    };
+    let Some(mut job) = job else {
+        return Ok(true);
+    };
+    let ppb = s.ppb;
+    let base = job.victim * ppb;
+    while job.next < ppb && k.owner(base + job.next).is_none() {
+        job.next += 1;
+    }
+    if job.next < ppb {
+        let src = base + job.next;
+        // The copy updates the map entry of the page's logical page, a random place in a
+        // large table: start loading the entry of a page a few copies ahead. Likewise the
+        // chip's state and stored spare area of the page it will read.
+        if job.next + PREFETCH_AHEAD < ppb && k.prefetch_owner(src + PREFETCH_AHEAD) {
+            let s = k.sub();
+            s.ctl
+                .chip()
+                .prefetch_page(s.phys_addr(src + PREFETCH_AHEAD));
+        }
+        job.next += 1;
+        // Save progress first: the copy may retire blocks and queue more jobs.
+        let s = k.sub_mut();
+        if from_gc {
+            s.dies[die].gc = Some(job);
+        } else if let Some(j) = s.dies[die].background.front_mut() {
+            *j = job;
+        }
+        relocate(k, now, die, src, job.cause)?;
+        return Ok(false);
+    }
+    let s = k.sub_mut();
+    if from_gc {
+        s.dies[die].gc = None;
+    } else {
+        s.dies[die].background.pop_front();
+    }
+    finish_job(k, now, die, job)?;
+    Ok(true)
+}
+
+fn finish_job<K: Kernel>(k: &mut K, now: Nanos, die: usize, job: Job) -> Result<(), FtlError> {
+    let s = k.sub_mut();
+    let v = job.victim;
+    if !job.erase {
+        s.state[v as usize] = BState::Bad;
+        return Ok(());
+    }
+    match job.cause {
+        Cause::WearLevel => s.log.counters.wl_migrations += 1,
+        _ => s.log.counters.gc_victims += 1,
+    }
+    s.state[v as usize] = BState::Dirty;
+    let pending = Pending {
+        block: v,
+        cause: job.cause,
+        superseded: s.superseded[v as usize],
+        copied: s.seq.saturating_sub(1),
+    };
+    s.dies[die].dirty.push_back(pending);
+    erase_dirty(k, now, die, false)
+}
+
+/// Erases the victims waiting on `die` whose replacements are sealed; with `force`, seals
+/// what they wait for first.
+pub(crate) fn erase_dirty<K: Kernel>(
+    k: &mut K,
+    now: Nanos,
+    die: usize,
+    force: bool,
+) -> Result<(), FtlError> {
+    while let Some(p) = k.sub().dies[die].dirty.front().copied() {
+        if let Some((d, s)) = k.sub().blocking_frontier(die, &p) {
+            if !force {
+                return Ok(());
+            }
+            let upto = if d == die {
+                p.superseded.max(p.copied)
+            } else {
+                p.superseded
+            };
+            k.sub_mut().seal(now, d, s, upto)?;
+            continue;
+        }
+        k.sub_mut().dies[die].dirty.pop_front();
+        // A trim the log does not hold yet could resurrect a stale copy this erase would
+        // otherwise be the only witness against: persist first.
+        k.before_erase(now)?;
+        let s = k.sub_mut();
+        if s.erase_block(now, p.block, p.cause)? {
+            s.push_free(p.block);
+            s.after_erase(die);
+        }
+    }
+    Ok(())
+}
+
+/// Copies the valid page `src` to the cold frontier of `die`. The controller moves the
+/// corrected data with its parity (no re-encoding); only the record is rewritten, keeping
+/// the page's class.
+fn relocate<K: Kernel>(
+    k: &mut K,
+    now: Nanos,
+    die: usize,
+    src: u32,
+    cause: Cause,
+) -> Result<(), FtlError> {
+    let lpn = k.owner(src).expect("GC copies valid pages only");
+    let s = k.sub_mut();
+    let addr = s.phys_addr(src);
+    let b = s.block_of(src);
+    let (read_op, class) = match s.ctl.read_for_relocation(now, addr) {
+        Ok(PageRead::Data(info)) => (
+            s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None),
+            info.record.kind.data_class().unwrap_or_default(),
+        ),
+        Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
+            // The only copy is gone: remember it, so reads fail rather than return stale or
+            // zero data.
+            let by = s.seq;
+            s.drop_valid(b, by);
+            s.log.counters.lost_pages += 1;
+            k.lost(lpn, src);
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let dst = loop {
+        let phys = s.allocate(now, die, COLD)?;
+        let seq = s.next_seq();
+        let rec = OobRecord::new(lpn, seq, PageKind::GcCopy(class));
+        if s.program_page(now, phys, Payload::Relocated, rec, cause, Some(read_op))?
+            .is_some()
+        {
+            let pb = s.block_of(phys);
+            s.last_write[pb as usize] = now;
+            s.note_program(die, phys, seq);
+            break phys;
+        }
+    };
+    s.log.counters.valid_copies += 1;
+    // A copy does not count as superseding its source: the victim's wait for its copies is
+    // tracked per job (`Pending::copied`), on this die only.
+    k.moved(lpn, src, dst);
+    k.sub_mut().close_if_full(dst);
+    Ok(())
+}
+
+/// Foreground GC: reclaim on `die` until it has `gc_threshold` free blocks (or nothing can
+/// be reclaimed).
+pub(crate) fn ensure_space<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<(), FtlError> {
+    // Collecting more victims than the die has blocks without reaching the threshold means
+    // GC no longer gains space (too many bad blocks): stop, let allocation decide.
+    let threshold = k.sub().cfg.gc_threshold as usize;
+    let mut budget = k.sub().blocks_per_die;
+    while k.sub().dies[die].free.len() < threshold {
+        if budget == 0 {
+            return Ok(());
+        }
+        budget -= 1;
+        if !k.sub().dies[die].dirty.is_empty() {
+            // Wait for the natural sealing while there is slack; with one free block left
+            // (enough for one more GC job), seal and erase now.
+            let force = k.sub().dies[die].free.len() <= 1;
+            erase_dirty(k, now, die, force)?;
+            if k.sub().dies[die].free.len() >= threshold {
+                break;
+            }
+        }
+        if k.sub().dies[die].gc.is_none() {
+            let mut victim = k.sub().select_victim(die, now);
+            if victim.is_none() && k.sub().young.iter().any(|&y| y) {
+                // Only blocks written since the last checkpoint are left: checkpoint, which
+                // makes them collectable.
+                k.checkpoint(now)?;
+                victim = k.sub().select_victim(die, now);
+            }
+            match victim {
+                Some(v) => {
+                    let s = k.sub_mut();
+                    s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
+                }
+                None if !k.sub().dies[die].dirty.is_empty() => {
+                    erase_dirty(k, now, die, true)?;
+                    continue;
+                }
+                None => return Ok(()),
+            }
+        }
+        while !gc_step(k, now, die)? {}
+    }
+    Ok(())
+}
+
+/// Runs relocation and wear-levelling jobs on `die` while it has free blocks to spare (a
+/// step takes at most one block; below the GC threshold they wait for GC).
+pub(crate) fn run_pending<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<(), FtlError> {
+    let threshold = k.sub().cfg.gc_threshold as usize;
+    loop {
+        let d = &k.sub().dies[die];
+        if d.gc.is_some() || d.background.is_empty() || d.free.len() < threshold {
+            return Ok(());
+        }
+        gc_step(k, now, die)?;
+    }
+}

@@ -1,0 +1,324 @@
+//! The FTL substrate: what every mapping kernel (page-level today, block-level next) runs on.
+//!
+//! A [`Substrate`] owns the controller and everything about physical blocks that does not
+//! depend on how logical addresses are mapped:
+//!
+//! - addressing (flat block and page indices ↔ packed chip addresses, multiply-shift splits);
+//! - the op log and counters ([`oplog`]): every flash operation the FTL issues, with its
+//!   cause, for the engine's timelines;
+//! - the per-block table and its indexes ([`blocks`]): state, valid-page count, erase
+//!   count, last write, "young" and "suspect" flags, per-die free heaps ordered by erase
+//!   count and the full-block index bucketed by valid count (O(1) greedy victim);
+//! - allocation ([`alloc`]): write frontiers per (die, stream), MLC sealing of exposed lower
+//!   pages, closing and retiring blocks, and the **one** program-or-retire and
+//!   erase-or-retire path every program and erase of the FTL goes through;
+//! - the GC job machine ([`gc`]): victim selection through a [`VictimPolicy`], one copy or
+//!   one erase per step, background relocation and wear-levelling jobs, deferred erases of
+//!   victims whose replacements are not sealed yet; the mapping kernel answers a few
+//!   questions through the [`Kernel`] trait (who owns a page, where a copy went);
+//! - the checkpoint region ([`region`]): generations of an opaque byte stream plus an
+//!   append-only log of fixed-size entries, in SLC-mode blocks reserved at format.
+//!
+//! ## Invariants (checked by [`Substrate::verify`])
+//!
+//! - every block is in exactly one state; a `Free` block is in its die's free heap exactly
+//!   once (with its current erase count) and no other block is;
+//! - a `Full` block is in the full-block index under its die and valid count, and no other
+//!   block is; the index's lists are consistent (`next`/`prev` agree);
+//! - a frontier points at an `Open` block of its die with `next ≤ pages per block`, every
+//!   `Open` block is a frontier, and no block is the frontier of two streams;
+//! - a GC job's victim is `Collecting`, a relocation job's `Retiring`, a pending erase's
+//!   `Dirty`;
+//! - the erase-count mirror equals the chip's count of every good block.
+//!
+//! The mapping kernel states its own (map ↔ reverse map ↔ valid counts) on top.
+
+pub(crate) mod alloc;
+pub(crate) mod blocks;
+pub(crate) mod gc;
+pub(crate) mod oplog;
+pub(crate) mod region;
+
+use crate::gc::VictimPolicy;
+use crate::FtlError;
+use ::alloc::boxed::Box;
+use ::alloc::collections::{BinaryHeap, VecDeque};
+use ::alloc::vec;
+use ::alloc::vec::Vec;
+use controller::{Controller, PayloadMode};
+use core::cmp::Reverse;
+use nand::{BlockAddr, ErrorModel, Geometry, Nanos, PhysAddr, Storage};
+use serde::{Deserialize, Serialize};
+use strength_reduce::StrengthReducedU32;
+
+pub(crate) use self::alloc::{Payload, COLD, HOST};
+pub(crate) use self::gc::Kernel;
+pub(crate) use self::oplog::OpLog;
+
+/// End of an intrusive list.
+pub(crate) const NIL: u32 = u32::MAX;
+/// "No upper partner" in the per-page pairing table.
+pub(crate) const NO_UPPER: u32 = u32::MAX;
+
+/// Static wear-levelling settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WearLevelConfig {
+    /// Largest tolerated difference between the most and the least worn block of a die.
+    pub spread: u32,
+    /// Erases on a die between two checks.
+    pub check_every: u32,
+}
+
+/// What the substrate needs from a scheme's configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SubstrateConfig {
+    /// BCH correction capability of every data and metadata page.
+    pub ecc_t: u32,
+    /// Foreground GC runs on a die while it has fewer free blocks than this.
+    pub gc_threshold: u32,
+    /// Static wear levelling.
+    pub wear_leveling: Option<WearLevelConfig>,
+}
+
+/// State of a physical block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BState {
+    Free,
+    Open,
+    Full,
+    Collecting,
+    Retiring,
+    Bad,
+    /// Reserved for checkpoints.
+    Region,
+    /// Collected (no valid page) and waiting for its erase until the pages that replaced
+    /// its data are sealed.
+    Dirty,
+}
+
+/// A victim waiting in state `Dirty` for its erase.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending {
+    pub block: u32,
+    pub cause: crate::Cause,
+    /// Highest sequence number of a write that superseded one of its pages.
+    pub superseded: u64,
+    /// Highest sequence number of a copy made from it.
+    pub copied: u64,
+}
+
+/// An open block and its next page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Frontier {
+    pub block: u32,
+    pub next: u32,
+}
+
+/// A GC, relocation or wear-levelling job: a victim and the next page to look at.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Job {
+    pub victim: u32,
+    pub next: u32,
+    pub cause: crate::Cause,
+    /// Erase the victim at the end (false for a retiring block).
+    pub erase: bool,
+}
+
+/// Per-die allocation and GC state.
+#[derive(Debug)]
+pub(crate) struct DieState {
+    pub free: BinaryHeap<Reverse<(u32, u32)>>,
+    pub frontier: [Option<Frontier>; 2],
+    /// The reclaiming GC job (at most one per die).
+    pub gc: Option<Job>,
+    /// Relocation (front) and wear-levelling (back) jobs, run when space allows.
+    pub background: VecDeque<Job>,
+    /// Victims waiting for their erase.
+    pub dirty: VecDeque<Pending>,
+    pub erases_since_check: u32,
+}
+
+/// The shared physical layer of every FTL scheme (see the module docs).
+pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
+    pub ctl: Controller<S, M>,
+    pub cfg: SubstrateConfig,
+    pub policy: Box<dyn VictimPolicy>,
+    pub geo: Geometry,
+    /// Packed address of every flat block index (cached: the hot paths convert often).
+    pub addrs: Vec<BlockAddr>,
+    pub ppb: u32,
+    pub blocks_per_die: u32,
+    /// `ppb` and `blocks_per_die` as multiply-shift divisors: the hot paths split flat page
+    /// indices into (block, page) several times per operation, and a hardware division is
+    /// ten times slower than the multiplication that replaces it.
+    pub ppb_div: StrengthReducedU32,
+    pub die_div: StrengthReducedU32,
+    pub digest: bool,
+    pub state: Vec<BState>,
+    pub valid: Vec<u32>,
+    /// P/E cycles per block: a mirror of the chip's counts, kept so that victim selection,
+    /// wear levelling and free-block ordering need no chip queries.
+    pub erase: Vec<u32>,
+    pub last_write: Vec<Nanos>,
+    // Intrusive lists of full blocks per (die, valid count).
+    pub next: Vec<u32>,
+    pub prev: Vec<u32>,
+    pub head: Vec<u32>,
+    pub dies: Vec<DieState>,
+    /// Next sequence number (every data page, copy, pad and trim takes one).
+    pub seq: u64,
+    pub log: OpLog,
+    /// Per page index: the highest upper partner on its word line (multi-level chips).
+    pub upper: Vec<u32>,
+    /// Largest distance from a lower page to its upper partner (0: nothing is ever exposed).
+    pub window: u32,
+    /// Sequence number of each page programmed in the open frontier blocks, by
+    /// (die, stream, page).
+    pub fseq: Vec<u64>,
+    /// Per block: highest sequence number of a write that superseded one of its pages.
+    pub superseded: Vec<u64>,
+    /// Per block: found free by recovery; erased before its first use (it may hold a
+    /// program torn to all-ones or an interrupted erase).
+    pub suspect: Vec<bool>,
+    /// Per block: opened since the last checkpoint. Such a block is not erased before the
+    /// next checkpoint: its records are what roll-forward recovery finds newer versions in.
+    pub young: Vec<bool>,
+    /// Blocks opened since the last checkpoint.
+    pub opened_since_cp: u32,
+    /// Zeros for padding pages.
+    pub pad: Vec<u8>,
+}
+
+impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    /// A substrate over `ctl` with every block `Bad` until format or mount says otherwise.
+    pub fn new(ctl: Controller<S, M>, cfg: SubstrateConfig, policy: Box<dyn VictimPolicy>) -> Self {
+        let geo = *ctl.chip().geometry();
+        let ppb = geo.pages_per_block;
+        let nblocks = geo.total_blocks() as usize;
+        let ndies = geo.total_dies() as usize;
+        let digest = ctl.config().mode == PayloadMode::Digest;
+        let multi = ctl.chip().config().cell != nand::CellType::Slc;
+        let pairing = ctl.chip().pairing();
+        let upper: Vec<u32> = (0..ppb)
+            .map(|q| {
+                if multi {
+                    pairing.upper_pages(q).max().unwrap_or(NO_UPPER)
+                } else {
+                    NO_UPPER
+                }
+            })
+            .collect();
+        let window = upper
+            .iter()
+            .enumerate()
+            .filter(|(_, &u)| u != NO_UPPER)
+            .map(|(q, &u)| u - q as u32)
+            .max()
+            .unwrap_or(0);
+        Substrate {
+            cfg,
+            policy,
+            addrs: (0..geo.total_blocks())
+                .map(|b| geo.block_at(b).expect("block in range"))
+                .collect(),
+            geo,
+            ppb,
+            blocks_per_die: geo.planes_per_die * geo.blocks_per_plane,
+            ppb_div: StrengthReducedU32::new(ppb),
+            die_div: StrengthReducedU32::new(geo.planes_per_die * geo.blocks_per_plane),
+            digest,
+            state: vec![BState::Bad; nblocks],
+            valid: vec![0; nblocks],
+            erase: vec![0; nblocks],
+            last_write: vec![Nanos::ZERO; nblocks],
+            next: vec![NIL; nblocks],
+            prev: vec![NIL; nblocks],
+            head: vec![NIL; ndies * (ppb as usize + 1)],
+            dies: (0..ndies)
+                .map(|_| DieState {
+                    free: BinaryHeap::new(),
+                    frontier: [None; 2],
+                    gc: None,
+                    background: VecDeque::new(),
+                    dirty: VecDeque::new(),
+                    erases_since_check: 0,
+                })
+                .collect(),
+            seq: 1,
+            log: OpLog::new(geo.dies_per_channel),
+            upper,
+            window,
+            fseq: vec![0; ndies * 2 * ppb as usize],
+            superseded: vec![0; nblocks],
+            suspect: vec![false; nblocks],
+            young: vec![false; nblocks],
+            opened_since_cp: 0,
+            pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
+            ctl,
+        }
+    }
+
+    // ----- addressing ------------------------------------------------------------------
+
+    /// Packed address of flat block `b`.
+    #[inline]
+    pub fn block_addr(&self, b: u32) -> BlockAddr {
+        self.addrs[b as usize]
+    }
+
+    /// Packed address of flat page `phys`.
+    #[inline]
+    pub fn phys_addr(&self, phys: u32) -> PhysAddr {
+        let (b, page) = self.split(phys);
+        self.block_addr(b).page(page).expect("page in range")
+    }
+
+    /// Block of flat page `phys`.
+    #[inline]
+    pub fn block_of(&self, phys: u32) -> u32 {
+        phys / self.ppb_div
+    }
+
+    /// (block, page in block) of flat page `phys`.
+    #[inline]
+    pub fn split(&self, phys: u32) -> (u32, u32) {
+        StrengthReducedU32::div_rem(phys, self.ppb_div)
+    }
+
+    /// Die of flat block `b`.
+    #[inline]
+    pub fn die_of(&self, b: u32) -> u32 {
+        b / self.die_div
+    }
+
+    /// Whether a data buffer of `len` bytes is one logical page in this payload mode.
+    pub fn check_buf(&self, len: usize) -> Result<(), FtlError> {
+        let expected = if self.digest {
+            0
+        } else {
+            self.geo.page_size as usize
+        };
+        if len == expected {
+            Ok(())
+        } else {
+            Err(FtlError::BufferSize { got: len, expected })
+        }
+    }
+
+    /// Takes the next sequence number.
+    #[inline]
+    pub fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+
+    /// Good data blocks (neither bad nor reserved for the checkpoint region).
+    pub fn data_blocks(&self) -> u64 {
+        self.state
+            .iter()
+            .filter(|s| !matches!(s, BState::Bad | BState::Region))
+            .count() as u64
+    }
+}

@@ -1,0 +1,406 @@
+//! The checkpoint region: generations of an opaque byte stream (a scheme's snapshot) and an
+//! append-only log of fixed-size entries after each generation (the page-level FTL's trim
+//! log), in blocks reserved at format.
+//!
+//! **Region.** The first blocks of every die are reserved (state `Region`) and, on
+//! multi-level chips, put in SLC mode (only their LSB pages are programmed): a checkpoint
+//! page is then never exposed to paired-page corruption and never shares a word line with
+//! user data. Region blocks are used in a fixed interleaved order (block 0 of every die, then
+//! block 1, …), so checkpoint pages are spread over the dies and read back in parallel.
+//!
+//! **Generations.** A generation's stream is cut into pages, each with a 32-byte header:
+//! magic, version, kind (body or log), generation, page index within the generation, body
+//! page count, payload length. A new generation is written only into region blocks that do
+//! not hold the committed one, so a torn write leaves the previous generation intact;
+//! [`Region::load`] takes the newest generation whose body is complete and which the scheme
+//! accepts (its own stream CRC); every page is also protected by the controller's BCH code
+//! and data CRC.
+//!
+//! **Log.** Entries are appended as log pages after the committed generation's body; when
+//! the region has no room for another log page while keeping room for a whole new
+//! generation, [`Region::append_log`] says so and the scheme writes a new generation.
+
+use super::{BState, Payload, Substrate};
+use crate::{Cause, FtlError, OpKind};
+use ::alloc::vec;
+use ::alloc::vec::Vec;
+use controller::{CtlError, MetaTag, OobRecord, PageKind, PageRead};
+use nand::{ErrorModel, Nanos, Storage};
+
+/// Page kind of checkpoint pages in the OOB record.
+pub(crate) const CP_KIND: MetaTag = MetaTag::new(1);
+/// Page kind of padding pages (sealing an MLC block's exposed lower pages).
+pub(crate) const PAD_KIND: MetaTag = MetaTag::new(2);
+
+const MAGIC: [u8; 4] = *b"NLCP";
+const VERSION: u8 = 1;
+/// Header bytes at the start of every checkpoint page.
+pub(crate) const HEADER: usize = 32;
+const KIND_BODY: u8 = 0;
+const KIND_LOG: u8 = 1;
+
+/// The header of a checkpoint page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageHeader {
+    pub log: bool,
+    pub gen: u64,
+    pub index: u32,
+    pub body_pages: u32,
+    pub len: u32,
+}
+
+impl PageHeader {
+    fn write(&self, page: &mut [u8]) {
+        page[..4].copy_from_slice(&MAGIC);
+        page[4] = VERSION;
+        page[5] = if self.log { KIND_LOG } else { KIND_BODY };
+        page[6..8].fill(0);
+        page[8..16].copy_from_slice(&self.gen.to_le_bytes());
+        page[16..20].copy_from_slice(&self.index.to_le_bytes());
+        page[20..24].copy_from_slice(&self.body_pages.to_le_bytes());
+        page[24..28].copy_from_slice(&self.len.to_le_bytes());
+        page[28..32].fill(0);
+    }
+
+    /// Parses a page's header; `None` if it is not a checkpoint page of this version.
+    pub fn read(page: &[u8]) -> Option<Self> {
+        if page.len() < HEADER || page[..4] != MAGIC || page[4] != VERSION {
+            return None;
+        }
+        let kind = page[5];
+        if kind > KIND_LOG {
+            return None;
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
+        let h = PageHeader {
+            log: kind == KIND_LOG,
+            gen: u64::from_le_bytes(page[8..16].try_into().expect("8 bytes")),
+            index: u32_at(16),
+            body_pages: u32_at(20),
+            len: u32_at(24),
+        };
+        (h.len as usize <= page.len() - HEADER).then_some(h)
+    }
+}
+
+/// The committed generation and where its log continues.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CpState {
+    /// Generation number (0: none yet).
+    pub gen: u64,
+    /// Region blocks holding this generation, in page order.
+    pub blocks: Vec<u32>,
+    /// Pages used in the last of `blocks` (region page slots).
+    pub used: u32,
+    /// Pages of the generation so far (body and log).
+    pub pages: u32,
+    /// Body pages.
+    pub body_pages: u32,
+}
+
+/// The checkpoint region of a chip (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Region {
+    /// Region blocks in use order (interleaved over dies).
+    pub blocks: Vec<u32>,
+    /// Page indices programmable in a region block (its LSB pages in SLC mode).
+    pub pages: Vec<u32>,
+    /// The committed generation.
+    pub cp: CpState,
+}
+
+impl Region {
+    /// The region of `blocks` (flat indices, in use order) on `sub`'s chip.
+    pub fn new<S: Storage, M: ErrorModel>(sub: &Substrate<S, M>, blocks: Vec<u32>) -> Self {
+        let multi = sub.ctl.chip().config().cell != nand::CellType::Slc;
+        let pages = if multi {
+            sub.ctl
+                .chip()
+                .pairing()
+                .pages_of_kind(nand::BitKind::Lsb)
+                .collect()
+        } else {
+            (0..sub.ppb).collect()
+        };
+        Region {
+            blocks,
+            pages,
+            cp: CpState::default(),
+        }
+    }
+
+    /// Payload bytes of a region page.
+    pub fn payload<S: Storage, M: ErrorModel>(sub: &Substrate<S, M>) -> usize {
+        sub.geo.page_size as usize - HEADER
+    }
+
+    /// Region blocks in the order a new generation uses them: after the committed
+    /// generation's last block, skipping its blocks and bad ones.
+    fn order<S: Storage, M: ErrorModel>(&self, sub: &Substrate<S, M>) -> Vec<u32> {
+        let n = self.blocks.len();
+        let start = self
+            .cp
+            .blocks
+            .last()
+            .and_then(|b| self.blocks.iter().position(|r| r == b))
+            .map_or(0, |i| i + 1);
+        (0..n)
+            .map(|k| self.blocks[(start + k) % n])
+            .filter(|b| !self.cp.blocks.contains(b) && sub.state[*b as usize] == BState::Region)
+            .collect()
+    }
+
+    /// Programs one region page at slot `slot` of block `b`. `Ok(false)`: the program
+    /// failed and the block is retired.
+    #[allow(clippy::too_many_arguments)]
+    fn program<S: Storage, M: ErrorModel>(
+        &self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        b: u32,
+        slot: u32,
+        page: &[u8],
+        h: &PageHeader,
+    ) -> Result<bool, FtlError> {
+        let phys = b * sub.ppb + self.pages[slot as usize];
+        let rec = OobRecord::new(h.gen, h.index as u64, PageKind::Meta(CP_KIND));
+        let r = sub.program_page(now, phys, Payload::Meta(page), rec, Cause::Meta, None)?;
+        if r.is_some() {
+            sub.log.counters.meta_bytes += page.len() as u64;
+        }
+        Ok(r.is_some())
+    }
+
+    /// Writes `bytes` as a new generation (its log starts empty) and commits it.
+    pub fn write_generation<S: Storage, M: ErrorModel>(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        bytes: &[u8],
+    ) -> Result<(), FtlError> {
+        let payload = Self::payload(sub);
+        let body_pages = bytes.len().div_ceil(payload) as u32;
+        let gen = self.cp.gen + 1;
+        let slots = self.pages.len() as u32;
+        let mut order = self.order(sub).into_iter();
+        let mut blocks: Vec<u32> = Vec::new();
+        let mut used = slots; // forces a block on the first page
+        let mut page = vec![0u8; sub.geo.page_size as usize];
+        let mut index = 0u32;
+        while index < body_pages {
+            if used == slots {
+                let Some(b) = order.next() else {
+                    // Too many region blocks went bad for another generation.
+                    return Err(FtlError::NoSpace);
+                };
+                if !sub.erase_block(now, b, Cause::Meta)? {
+                    continue;
+                }
+                blocks.push(b);
+                used = 0;
+            }
+            let chunk =
+                &bytes[index as usize * payload..((index as usize + 1) * payload).min(bytes.len())];
+            let h = PageHeader {
+                log: false,
+                gen,
+                index,
+                body_pages,
+                len: chunk.len() as u32,
+            };
+            page.fill(0);
+            h.write(&mut page);
+            page[HEADER..HEADER + chunk.len()].copy_from_slice(chunk);
+            let b = *blocks.last().expect("a block is open");
+            if self.program(sub, now, b, used, &page, &h)? {
+                used += 1;
+                index += 1;
+            } else {
+                // Retired mid-write: continue in the next region block.
+                used = slots;
+            }
+        }
+        self.cp = CpState {
+            gen,
+            blocks,
+            used,
+            pages: body_pages,
+            body_pages,
+        };
+        Ok(())
+    }
+
+    /// Appends `entries` (whole entries of `entry` bytes each) to the committed
+    /// generation's log. `Ok(false)`: the region has no room left for the log beside a
+    /// whole new generation — the caller writes a new generation instead (entries appended
+    /// before that are harmless: the new generation supersedes them).
+    pub fn append_log<S: Storage, M: ErrorModel>(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        entries: &[u8],
+        entry: usize,
+    ) -> Result<bool, FtlError> {
+        let per_page = Self::payload(sub) / entry * entry;
+        let slots = self.pages.len() as u32;
+        let mut page = vec![0u8; sub.geo.page_size as usize];
+        let mut done = 0;
+        while done < entries.len() {
+            if self.cp.used == slots {
+                // Grow the log only while a whole new generation still fits beside it.
+                let order = self.order(sub);
+                let body_blocks = self.cp.body_pages.div_ceil(slots) as usize;
+                if order.len() <= body_blocks {
+                    return Ok(false);
+                }
+                let b = order[0];
+                if !sub.erase_block(now, b, Cause::Meta)? {
+                    continue;
+                }
+                self.cp.blocks.push(b);
+                self.cp.used = 0;
+            }
+            let n = per_page.min(entries.len() - done);
+            let h = PageHeader {
+                log: true,
+                gen: self.cp.gen,
+                index: self.cp.pages,
+                body_pages: self.cp.body_pages,
+                len: n as u32,
+            };
+            page.fill(0);
+            h.write(&mut page);
+            page[HEADER..HEADER + n].copy_from_slice(&entries[done..done + n]);
+            let b = *self.cp.blocks.last().expect("generation has a block");
+            if self.program(sub, now, b, self.cp.used, &page, &h)? {
+                self.cp.used += 1;
+                self.cp.pages += 1;
+                done += n;
+            } else {
+                self.cp.used = slots;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads the newest complete generation that `accept` takes (it parses the body and
+    /// checks it): the parsed body and the log's bytes. Positions the log after its last
+    /// valid page. `None` if the region holds no such generation.
+    pub fn load<S: Storage, M: ErrorModel, T>(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        mut accept: impl FnMut(&[u8]) -> Option<T>,
+    ) -> Result<Option<(T, Vec<u8>)>, FtlError> {
+        let mut page = vec![0u8; sub.geo.page_size as usize];
+        // The first page of every region block: which generation and page it starts with.
+        let mut starts: Vec<(u64, u32, u32)> = Vec::new();
+        for i in 0..self.blocks.len() {
+            let b = self.blocks[i];
+            if sub.state[b as usize] == BState::Bad {
+                continue;
+            }
+            if let Some(h) = self.read_page(sub, now, b, 0, &mut page)? {
+                starts.push((h.gen, h.index, b));
+            }
+        }
+        let mut gens: Vec<u64> = starts.iter().map(|s| s.0).collect();
+        gens.sort_unstable_by(|a, b| b.cmp(a));
+        gens.dedup();
+        let slots = self.pages.len() as u32;
+        for gen in gens {
+            let mut blocks: Vec<(u32, u32)> = starts
+                .iter()
+                .filter(|s| s.0 == gen)
+                .map(|s| (s.1, s.2))
+                .collect();
+            blocks.sort_unstable();
+            let mut body: Vec<u8> = Vec::new();
+            let mut log: Vec<u8> = Vec::new();
+            let mut expect = 0u32;
+            let mut body_pages = None;
+            let mut last = (0u32, 0u32);
+            let mut order = Vec::new();
+            'blocks: for &(first, b) in &blocks {
+                if first != expect {
+                    break;
+                }
+                order.push(b);
+                for slot in 0..slots {
+                    let Some(h) = self.read_page(sub, now, b, slot, &mut page)? else {
+                        break;
+                    };
+                    if h.gen != gen || h.index != expect {
+                        break;
+                    }
+                    let bp = *body_pages.get_or_insert(h.body_pages);
+                    if h.body_pages != bp || h.log != (h.index >= bp) {
+                        break 'blocks;
+                    }
+                    let data = &page[HEADER..HEADER + h.len as usize];
+                    if h.log {
+                        log.extend_from_slice(data);
+                    } else {
+                        body.extend_from_slice(data);
+                    }
+                    expect += 1;
+                    last = (b, slot + 1);
+                }
+            }
+            let Some(bp) = body_pages else { continue };
+            if expect < bp {
+                continue;
+            }
+            let Some(parsed) = accept(&body) else {
+                continue;
+            };
+            let used_blocks: Vec<u32> = order
+                .iter()
+                .copied()
+                .take(order.iter().position(|&b| b == last.0).map_or(0, |i| i + 1))
+                .collect();
+            // The log continues in a fresh block: the slot after the last valid page may
+            // hold a torn program that reads as erased.
+            self.cp = CpState {
+                gen,
+                blocks: used_blocks,
+                used: slots,
+                pages: expect,
+                body_pages: bp,
+            };
+            return Ok(Some((parsed, log)));
+        }
+        Ok(None)
+    }
+
+    /// Reads region page `slot` of block `b`; its header if it is a valid checkpoint page.
+    fn read_page<S: Storage, M: ErrorModel>(
+        &self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        b: u32,
+        slot: u32,
+        page: &mut [u8],
+    ) -> Result<Option<PageHeader>, FtlError> {
+        let addr = sub
+            .block_addr(b)
+            .page(self.pages[slot as usize])
+            .expect("region page in block");
+        match sub.ctl.read_meta(now, addr, page) {
+            Ok(PageRead::Data(info)) => {
+                sub.push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None);
+                if info.record.kind != PageKind::Meta(CP_KIND) {
+                    return Ok(None);
+                }
+                Ok(PageHeader::read(page)
+                    .filter(|h| h.gen == info.record.lpn && h.index as u64 == info.record.seq))
+            }
+            Ok(PageRead::Erased { timing }) => {
+                sub.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                Ok(None)
+            }
+            Err(CtlError::Uncorrectable { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
