@@ -8,7 +8,7 @@
 #![no_main]
 
 use controller::{Controller, ControllerConfig, DataClass, MetaTag, OobRecord, PageKind};
-use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
+use ftl::{FtlError, PageFtlConfig, RecoveryKind, SchemeConfig};
 use libfuzzer_sys::fuzz_target;
 use nand::{Chip, ChipConfig, ConstantRber, CutMode, Lpn, Nanos};
 
@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
     )
     .expect("controller");
     let t = ctl.max_t().min(4);
-    let fcfg = PageFtlConfig {
+    let scheme = SchemeConfig::Page(PageFtlConfig {
         over_provisioning: 0.25,
         ecc_t: t,
         checkpoint_interval: 2,
@@ -35,8 +35,8 @@ fuzz_target!(|data: &[u8]| {
             RecoveryKind::FullScan
         },
         ..PageFtlConfig::default()
-    };
-    let mut dev = PageFtl::format(ctl, fcfg, Nanos::ZERO).expect("format");
+    });
+    let mut dev = scheme.format(ctl, Nanos::ZERO).expect("format");
     let n = dev.logical_pages();
     let ps = dev.page_size();
     let mut cmds = rest.chunks_exact(4);
@@ -92,7 +92,11 @@ fuzz_target!(|data: &[u8]| {
             _ => {}
         }
     }
-    if let Ok(mut dev) = PageFtl::mount(ctl, fcfg, Nanos::ZERO) {
+    if let Ok(mut dev) = scheme.mount(ctl, Nanos::ZERO) {
+        // A volume that mounts keeps every invariant, whatever the chip held.
+        if let Err(e) = dev.verify() {
+            panic!("invariant after mount: {e}");
+        }
         let n = dev.logical_pages();
         let mut buf = vec![0u8; ps];
         for l in 0..n {

@@ -36,11 +36,13 @@ extern crate alloc;
 
 pub mod gc;
 mod page;
+pub mod scheme;
 mod substrate;
 
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{FullScan, Recovery, RecoveryKind, RecoveryReport, RollForward};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig};
+pub use scheme::{BoxedVolume, SchemeConfig, Volume};
 
 use controller::CtlError;
 pub use controller::{DataClass, Temperature};

@@ -4,13 +4,25 @@
 //! program/erase failures; nothing is ever lost.
 
 use controller::{Controller, ControllerConfig};
-use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, VictimKind, WearLevelConfig};
+use ftl::{BoxedVolume, FtlError, PageFtlConfig, SchemeConfig, VictimKind, WearLevelConfig};
 use nand::{Chip, ChipConfig, ConstantRber, Failure, Lpn, Nanos, RamStorage};
 use proptest::prelude::*;
 
-type Dev = PageFtl<RamStorage, ConstantRber>;
+type Dev = BoxedVolume<RamStorage, ConstantRber>;
 
 fn device(preset: &str, victim: VictimKind, wl: bool, rber: f64, seed: u64) -> Dev {
+    device_with(preset, victim, wl, rber, seed).0
+}
+
+/// The device and the scheme configuration it was formatted with (built by the scheme
+/// factory, as every consumer does).
+fn device_with(
+    preset: &str,
+    victim: VictimKind,
+    wl: bool,
+    rber: f64,
+    seed: u64,
+) -> (Dev, SchemeConfig) {
     let mut cfg = ChipConfig::preset(preset).unwrap();
     // 48 blocks: four of them hold the checkpoint region (SLC mode, half the pages).
     cfg.geometry.blocks_per_plane = 48 / cfg.geometry.planes_per_die;
@@ -39,7 +51,10 @@ fn device(preset: &str, victim: VictimKind, wl: bool, rber: f64, seed: u64) -> D
         ecc_t,
         ..Default::default()
     };
-    PageFtl::format(ctl, fcfg, Nanos::ZERO).unwrap()
+    let scheme = SchemeConfig::Page(fcfg);
+    let dev = scheme.format(ctl, Nanos::ZERO).unwrap();
+    dev.verify().unwrap();
+    (dev, scheme)
 }
 
 fn pattern(len: usize, lpn: u64, version: u64) -> Vec<u8> {
@@ -76,7 +91,13 @@ fn check(dev: &mut Dev, ops: &[Op]) -> Result<(), TestCaseError> {
     let blocks = dev.controller().chip().geometry().total_blocks();
     let mut t = Nanos::ZERO;
     let mut buf = vec![0u8; ps];
-    for op in ops {
+    for (i, op) in ops.iter().enumerate() {
+        // The invariants hold between any two operations.
+        if let Err(e) = dev.verify() {
+            return Err(TestCaseError::fail(format!(
+                "invariant before op {i} ({op:?}): {e}"
+            )));
+        }
         t += Nanos::from_us(100);
         match *op {
             Op::Write(l) => {
@@ -130,6 +151,8 @@ fn check(dev: &mut Dev, ops: &[Op]) -> Result<(), TestCaseError> {
             }
         }
     }
+    dev.verify()
+        .map_err(|e| TestCaseError::fail(format!("invariant at the end: {e}")))?;
     // Finally every logical page reads back as the model says.
     for l in 0..n {
         dev.read(t, Lpn::checked(l, n).unwrap(), &mut buf)
@@ -183,7 +206,7 @@ fn long_run_with_bit_errors_and_failures_loses_nothing() {
 
 #[test]
 fn remount_from_the_chip_alone_restores_every_page() {
-    let mut dev = device("tiny-slc", VictimKind::Greedy, true, 0.0, 3);
+    let (mut dev, scheme) = device_with("tiny-slc", VictimKind::Greedy, true, 0.0, 3);
     let n = dev.logical_pages();
     let ps = dev.page_size();
     let mut version = vec![0u64; n as usize];
@@ -197,9 +220,9 @@ fn remount_from_the_chip_alone_restores_every_page() {
             .unwrap();
         version[l as usize] = v;
     }
-    let cfg = *dev.config();
     let ctl = dev.into_controller();
-    let mut dev = PageFtl::mount(ctl, cfg, Nanos(10_000)).unwrap();
+    let mut dev = scheme.mount(ctl, Nanos(10_000)).unwrap();
+    dev.verify().unwrap();
     assert_eq!(dev.logical_pages(), n);
     let mut buf = vec![0u8; ps];
     for l in 0..n {
@@ -254,15 +277,13 @@ fn bad_input_is_rejected() {
         ControllerConfig::default(),
     )
     .unwrap();
-    let err = PageFtl::format(
-        ctl,
-        PageFtlConfig {
-            over_provisioning: 0.01,
-            ecc_t: 4,
-            ..Default::default()
-        },
-        Nanos::ZERO,
-    )
+    let err = SchemeConfig::Page(PageFtlConfig {
+        over_provisioning: 0.01,
+        ecc_t: 4,
+        ..Default::default()
+    })
+    .format(ctl, Nanos::ZERO)
+    .map(|_| ())
     .unwrap_err();
     assert!(err.to_string().contains("over_provisioning"), "{err}");
 }

@@ -32,8 +32,12 @@ fn ftl_cfg(ctl: &mut Ctl, recovery: RecoveryKind) -> PageFtlConfig {
     }
 }
 
-/// A mounted volume must serve every page: data, zeros or a clean "unreadable" error.
+/// A mounted volume must keep its invariants and serve every page: data, zeros or a clean
+/// "unreadable" error.
 fn exercise(dev: &mut PageFtl<RamStorage, ConstantRber>) {
+    if let Err(e) = dev.verify() {
+        panic!("invariant after mount: {e}");
+    }
     let n = dev.logical_pages();
     let mut buf = vec![0u8; dev.page_size()];
     for l in 0..n {
@@ -52,6 +56,9 @@ fn exercise(dev: &mut PageFtl<RamStorage, ConstantRber>) {
             Ok(()) | Err(FtlError::NoSpace) => {}
             Err(e) => panic!("write {l}: {e}"),
         }
+    }
+    if let Err(e) = dev.verify() {
+        panic!("invariant after writes on a mounted image: {e}");
     }
 }
 

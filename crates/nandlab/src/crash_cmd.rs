@@ -65,7 +65,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     cfg.ops = args.ops;
     cfg.flush_every = args.flush_every;
     cfg.fit_ecc().map_err(anyhow::Error::msg)?;
-    cfg.ftl.recovery = args.recovery.into();
+    cfg.scheme.set_recovery(args.recovery.into());
     if let Some(id) = &args.replay {
         let id: CaseId = id.parse().map_err(anyhow::Error::msg)?;
         return match run_case(&cfg, id) {
@@ -118,7 +118,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     println!(
         "crashtest: {:?} mode, {} recovery, chip {} (seed {})",
         args.mode,
-        cfg.ftl.recovery.name(),
+        cfg.scheme.recovery().name(),
         args.preset,
         args.seed
     );

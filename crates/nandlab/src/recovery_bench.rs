@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use controller::{Controller, ControllerConfig, PayloadMode};
-use ftl::{Ftl, FullScan, PageFtl, PageFtlConfig, RollForward};
+use ftl::{PageFtlConfig, RecoveryKind, SchemeConfig};
 use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -43,15 +43,15 @@ pub fn run(capacities_mib: &[u64]) -> Result<()> {
         let row = (g.channels * g.dies_per_channel) as u64 * 2 * 256 * 4096;
         g.blocks_per_plane = ((mib << 20) / row).max(8) as u32;
         chip.seed = 7;
-        let fcfg = PageFtlConfig {
+        let mut scheme = SchemeConfig::Page(PageFtlConfig {
             over_provisioning: 0.125,
             ecc_t: 8,
             checkpoint_interval: u32::MAX,
             ..PageFtlConfig::default()
-        };
+        });
         let geo = chip.geometry;
         let mut mask = vec![false; geo.total_blocks() as usize];
-        for b in fcfg.region_blocks(&chip) {
+        for b in scheme.keep_whole_blocks(&chip) {
             mask[b as usize] = true;
         }
         let storage = RamStorage::digest(&geo, controller::layout::DIGEST_SPARE_BYTES)
@@ -65,7 +65,7 @@ pub fn run(capacities_mib: &[u64]) -> Result<()> {
                 ..Default::default()
             },
         )?;
-        let mut dev = PageFtl::format(ctl, fcfg, Nanos::ZERO)?;
+        let mut dev = scheme.format(ctl, Nanos::ZERO)?;
         let n = dev.logical_pages();
         let mut t = Nanos::ZERO;
         // Half full, checkpointed (a clean shutdown) ...
@@ -86,10 +86,12 @@ pub fn run(capacities_mib: &[u64]) -> Result<()> {
         }
         dev.flush(t)?;
         let ctl = dev.into_controller();
-        let full = PageFtl::mount_with(ctl, fcfg, t, &FullScan)?;
+        scheme.set_recovery(RecoveryKind::FullScan);
+        let full = scheme.mount(ctl, t)?;
         let fr = full.recovery_report().cloned().context("report")?;
         let ctl = full.into_controller();
-        let roll = PageFtl::mount_with(ctl, fcfg, t, &RollForward)?;
+        scheme.set_recovery(RecoveryKind::RollForward);
+        let roll = scheme.mount(ctl, t)?;
         let rr = roll.recovery_report().cloned().context("report")?;
         anyhow::ensure!(
             fr.mapped_pages == rr.mapped_pages,

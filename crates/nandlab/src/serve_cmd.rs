@@ -12,7 +12,7 @@ use crate::nbd::{self, Export};
 use crate::volume_cmd::{self, RecoveryArg, Vol};
 use anyhow::{Context, Result};
 use clap::Args;
-use ftl::{Ftl, FtlError};
+use ftl::FtlError;
 use nand::{Lpn, Nanos};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

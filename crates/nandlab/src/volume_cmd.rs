@@ -5,7 +5,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use controller::{Controller, ControllerConfig};
-use ftl::{Ftl, PageFtl, PageFtlConfig, RecoveryKind};
+use ftl::{BoxedVolume, PageFtlConfig, RecoveryKind, SchemeConfig};
 use nand::backend::FileStorage;
 use nand::{Chip, ChipConfig, ConstantRber, Nanos};
 use sim::crash::{apply_op, check_after_kill, CrashConfig, HostOp};
@@ -89,7 +89,7 @@ pub fn run(cmd: VolumeCommand) -> Result<()> {
 }
 
 /// A volume on a file-backed chip image.
-pub type Vol = PageFtl<FileStorage, ConstantRber>;
+pub type Vol = BoxedVolume<FileStorage, ConstantRber>;
 
 fn controller(chip: Chip<FileStorage>) -> Result<Controller<FileStorage, ConstantRber>> {
     let mut ctl = Controller::new(chip, ConstantRber(0.0), ControllerConfig::default())?;
@@ -97,17 +97,18 @@ fn controller(chip: Chip<FileStorage>) -> Result<Controller<FileStorage, Constan
     Ok(ctl)
 }
 
+/// The scheme of file-backed volumes (the page-level FTL).
 fn ftl_config(
     ctl: &mut Controller<FileStorage, ConstantRber>,
     recovery: RecoveryKind,
-) -> PageFtlConfig {
-    PageFtlConfig {
+) -> SchemeConfig {
+    SchemeConfig::Page(PageFtlConfig {
         over_provisioning: 0.25,
         ecc_t: ctl.max_t().min(8),
         checkpoint_interval: 8,
         recovery,
         ..PageFtlConfig::default()
-    }
+    })
 }
 
 /// Creates a chip image and formats a volume on it (left shut down cleanly and open).
@@ -121,7 +122,7 @@ pub fn create(image: &Path, preset: &str, blocks_per_plane: Option<u32>) -> Resu
         .with_context(|| format!("creating {}", image.display()))?;
     let mut ctl = controller(Chip::new(chip, storage)?)?;
     let cfg = ftl_config(&mut ctl, RecoveryKind::RollForward);
-    let mut vol = Vol::format(ctl, cfg, Nanos::ZERO)?;
+    let mut vol = cfg.format(ctl, Nanos::ZERO)?;
     vol.shutdown(Nanos::ZERO)?;
     vol.controller_mut().chip_mut().sync()?;
     Ok(vol)
@@ -133,7 +134,8 @@ pub fn open(image: &Path, recovery: RecoveryKind) -> Result<Vol> {
         FileStorage::open(image).with_context(|| format!("opening {}", image.display()))?;
     let mut ctl = controller(Chip::new(chip, storage)?)?;
     let cfg = ftl_config(&mut ctl, recovery);
-    Vol::mount(ctl, cfg, Nanos::ZERO).with_context(|| format!("mounting {}", image.display()))
+    cfg.mount(ctl, Nanos::ZERO)
+        .with_context(|| format!("mounting {}", image.display()))
 }
 
 fn format(a: FormatArgs) -> Result<()> {
@@ -174,7 +176,7 @@ fn stress(a: StressArgs) -> Result<()> {
     let mut t = Nanos::ZERO;
     for (i, &op) in ops.iter().enumerate() {
         t += Nanos::from_us(50);
-        apply_op(&mut vol, op, t)?;
+        apply_op(&mut *vol, op, t)?;
         if op == HostOp::Flush {
             vol.controller_mut().chip_mut().sync()?;
             writeln!(out, "flushed {}", i + 1)?;
@@ -199,7 +201,7 @@ fn verify(a: VerifyArgs) -> Result<()> {
             ops.len()
         );
     }
-    check_after_kill(&mut vol, &ops, a.flushed, span)
+    check_after_kill(&mut *vol, &ops, a.flushed, span)
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("{} after {} flushed operations", path.display(), a.flushed))?;
     let r = vol.recovery_report().cloned();

@@ -38,7 +38,7 @@ use crate::trace::{TraceFormat, TraceReader};
 use crate::workload::{RequestSource, Synthetic, SyntheticConfig};
 use crate::SimError;
 use controller::{Controller, ControllerConfig, EccLatency, PayloadMode};
-use ftl::{PageFtl, PageFtlConfig};
+use ftl::{PageFtlConfig, SchemeConfig};
 use nand::{
     CachedFlares, Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos,
     RamStorage, ReadDisturb,
@@ -123,6 +123,15 @@ pub struct FtlSection {
     pub scheme: FtlScheme,
     /// `[ftl.page]` settings.
     pub page: PageFtlConfig,
+}
+
+impl FtlSection {
+    /// The scheme this section selects, with its settings.
+    pub fn scheme_config(&self) -> SchemeConfig {
+        match self.scheme {
+            FtlScheme::Page => SchemeConfig::Page(self.page),
+        }
+    }
 }
 
 /// `[precondition]`.
@@ -329,12 +338,13 @@ impl ExperimentConfig {
         let model = self.error_model()?;
         let g = chip_cfg.geometry;
         let bytes_mode = self.controller.mode == PayloadMode::Bytes;
+        let scheme = self.ftl.scheme_config();
         let storage = if bytes_mode {
             RamStorage::new(&g)
         } else {
-            // The FTL's checkpoint region keeps real bytes.
+            // The blocks the scheme reads back as data (its checkpoint region) keep real bytes.
             let mut mask = vec![false; g.total_blocks() as usize];
-            for b in self.ftl.page.region_blocks(&chip_cfg) {
+            for b in scheme.keep_whole_blocks(&chip_cfg) {
                 mask[b as usize] = true;
             }
             RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
@@ -352,12 +362,9 @@ impl ExperimentConfig {
             .map_err(|e| SimError::Config(format!("controller: {e}")))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.
         ctl.set_crc32c(crc32c::crc32c);
-        let ftl: Box<dyn ftl::Ftl> = match self.ftl.scheme {
-            FtlScheme::Page => Box::new(
-                PageFtl::format(ctl, self.ftl.page, Nanos::ZERO)
-                    .map_err(|e| SimError::Config(format!("ftl.page: {e}")))?,
-            ),
-        };
+        let ftl: Box<dyn ftl::Ftl> = scheme
+            .format(ctl, Nanos::ZERO)
+            .map_err(|e| SimError::Config(format!("ftl.{}: {e}", scheme.name())))?;
         let engine = Engine::new(
             ftl,
             g.total_dies() as usize,
@@ -397,7 +404,7 @@ impl ExperimentConfig {
         })
     }
 
-    fn error_model(&self) -> Result<Box<dyn ErrorModel>, SimError> {
+    fn error_model(&self) -> Result<Box<dyn ErrorModel + Send>, SimError> {
         let e = &self.errors;
         let bad = |k: &str, v: f64| Err(SimError::Config(format!("errors.{k}: {v} out of range")));
         if !(0.0..1.0).contains(&e.rber) {
@@ -409,12 +416,12 @@ impl ExperimentConfig {
         if !(e.read_disturb >= 0.0 && e.read_disturb < 1.0) {
             return bad("read_disturb", e.read_disturb);
         }
-        let base: Box<dyn ErrorModel> = match e.model {
+        let base: Box<dyn ErrorModel + Send> = match e.model {
             ModelKind::None => Box::new(ConstantRber(0.0)),
             ModelKind::Constant => Box::new(ConstantRber(e.rber)),
             ModelKind::Flares => Box::new(CachedFlares::new(FlaresRber::default())),
         };
-        let kinded: Box<dyn ErrorModel> = if e.msb_ratio != 1.0 {
+        let kinded: Box<dyn ErrorModel + Send> = if e.msb_ratio != 1.0 {
             Box::new(KindRatio::ap(base, e.msb_ratio))
         } else {
             base

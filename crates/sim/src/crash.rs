@@ -20,7 +20,7 @@
 //! harness prints every block's records.
 
 use controller::{Controller, ControllerConfig};
-use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig};
+use ftl::{BoxedVolume, Ftl, FtlError, PageFtlConfig, SchemeConfig};
 use nand::{Chip, ChipConfig, ConstantRber, CutMode, Lpn, NandError, Nanos, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -42,8 +42,11 @@ pub enum HostOp {
 pub struct CrashConfig {
     /// Chip.
     pub chip: ChipConfig,
-    /// FTL configuration (its `recovery` picks the procedure under test).
-    pub ftl: PageFtlConfig,
+    /// The FTL scheme and its configuration (its recovery picks the procedure under test).
+    pub scheme: SchemeConfig,
+    /// Check the volume's invariants (`Volume::verify`) after every host operation and
+    /// every mount.
+    pub verify: bool,
     /// Workload seed (also the chip's).
     pub seed: u64,
     /// Host operations before the cut.
@@ -71,13 +74,14 @@ impl CrashConfig {
         chip.reliability.wear_fail_growth = 0.0;
         CrashConfig {
             chip,
-            ftl: PageFtlConfig {
+            scheme: SchemeConfig::Page(PageFtlConfig {
                 over_provisioning: 0.25,
                 gc_threshold: 3,
                 ecc_t: 8,
                 checkpoint_interval: 6,
                 ..PageFtlConfig::default()
-            },
+            }),
+            verify: true,
             seed,
             ops: 400,
             flush_every: 16,
@@ -108,7 +112,8 @@ impl CrashConfig {
     /// Lowers the ECC strength to what the chip's spare area holds, if needed.
     pub fn fit_ecc(&mut self) -> Result<(), String> {
         let mut ctl = controller(self)?;
-        self.ftl.ecc_t = self.ftl.ecc_t.min(ctl.max_t()).max(1);
+        let t = self.scheme.ecc_t().min(ctl.max_t()).max(1);
+        self.scheme.set_ecc_t(t);
         Ok(())
     }
 
@@ -272,7 +277,7 @@ impl fmt::Display for Summary {
     }
 }
 
-type Dev = PageFtl<RamStorage, ConstantRber>;
+type Dev = BoxedVolume<RamStorage, ConstantRber>;
 
 /// Reference model: per logical page, the value at the last completed flush, the values
 /// written since (`None` = zeros), and the value the device holds now (as far as known: an
@@ -376,22 +381,28 @@ pub fn apply_op(dev: &mut dyn Ftl, op: HostOp, t: Nanos) -> Result<(), FtlError>
     }
 }
 
-/// Runs `ops` on `dev`, updating `model`; stops at a power loss (`Ok(false)`).
+/// Runs `ops` on `dev`, updating `model`; stops at a power loss (`Ok(false)`). With
+/// `check`, the volume's invariants are verified after every operation that completed.
 fn run_ops(
     dev: &mut Dev,
     model: &mut Model,
     ops: &[HostOp],
     t: &mut Nanos,
+    check: bool,
 ) -> Result<bool, String> {
     for (i, &op) in ops.iter().enumerate() {
         *t += Nanos::from_us(50);
         model.issue(op);
-        let r = apply_op(dev, op, *t);
+        let r = apply_op(&mut **dev, op, *t);
         match r {
             Ok(()) if op == HostOp::Flush => model.flushed(),
             Ok(()) => {}
             Err(e) if is_power_loss(&e) => return Ok(false),
             Err(e) => return Err(format!("host op {i} ({op:?}): {e}")),
+        }
+        if check {
+            dev.verify()
+                .map_err(|e| format!("invariant after host op {i} ({op:?}): {e}"))?;
         }
     }
     Ok(true)
@@ -440,7 +451,13 @@ fn mount(
     cfg: &CrashConfig,
     t: Nanos,
 ) -> Result<Dev, FtlError> {
-    PageFtl::mount(ctl, cfg.ftl, t)
+    let dev = cfg.scheme.mount(ctl, t)?;
+    if cfg.verify {
+        if let Err(e) = dev.verify() {
+            return Err(FtlError::Config(format!("invariant after mount: {e}")));
+        }
+    }
+    Ok(dev)
 }
 
 fn debug_dump(dev: &mut Dev, t: Nanos, what: &str) {
@@ -497,15 +514,24 @@ pub fn run_case(cfg: &CrashConfig, id: CaseId) -> Outcome {
 
 fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     let mut t = Nanos::ZERO;
-    let mut dev = Dev::format(controller(cfg)?, cfg.ftl, t).map_err(|e| format!("format: {e}"))?;
+    let mut dev = cfg
+        .scheme
+        .format(controller(cfg)?, t)
+        .map_err(|e| format!("format: {e}"))?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical);
-    if !run_ops(&mut dev, &mut model, &cfg.warmup_ops(logical), &mut t)? {
+    if !run_ops(
+        &mut dev,
+        &mut model,
+        &cfg.warmup_ops(logical),
+        &mut t,
+        cfg.verify,
+    )? {
         return Err("power loss during the warm-up".into());
     }
     dev.controller_mut().chip_mut().arm_cut(id.at, id.mode);
     let ops = cfg.workload(0, logical);
-    let completed = run_ops(&mut dev, &mut model, &ops, &mut t)?;
+    let completed = run_ops(&mut dev, &mut model, &ops, &mut t, cfg.verify)?;
     if completed {
         return Ok(Outcome::NotReached);
     }
@@ -518,19 +544,23 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     if let Some(n) = id.nested {
         let ops0 = ctl.chip().ops();
         ctl.chip_mut().arm_cut(n.at, n.mode);
-        ctl = match PageFtl::try_mount(ctl, cfg.ftl, t) {
+        ctl = match cfg.scheme.try_mount(ctl, t) {
             Ok(mut dev) => {
                 // Check (with the cut held back), then run the after-recovery workload,
                 // which may be cut too.
                 let used = dev.controller().chip().ops() - ops0;
                 dev.controller_mut().chip_mut().disarm_cut();
+                if cfg.verify {
+                    dev.verify()
+                        .map_err(|e| format!("invariant after the first mount: {e}"))?;
+                }
                 debug_dump(&mut dev, t, "first mount");
-                verify(&mut dev, &mut model, cfg.span_pages(logical), t)
+                verify(&mut *dev, &mut model, cfg.span_pages(logical), t)
                     .map_err(|e| format!("after the first mount: {e}"))?;
                 dev.controller_mut()
                     .chip_mut()
                     .arm_cut(n.at.saturating_sub(used), n.mode);
-                run_ops(&mut dev, &mut model, &tail, &mut t)?;
+                run_ops(&mut dev, &mut model, &tail, &mut t, cfg.verify)?;
                 dev.into_controller()
             }
             // Cut during recovery: power on and recover again.
@@ -542,14 +572,14 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
         t += Nanos::from_ms(1);
         let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount after the second cut: {e}"))?;
         debug_dump(&mut dev, t, "second mount");
-        verify(&mut dev, &mut model, cfg.span_pages(logical), t)?;
+        verify(&mut *dev, &mut model, cfg.span_pages(logical), t)?;
         return Ok(Outcome::Passed);
     }
     let mut dev = mount(ctl, cfg, t).map_err(|e| format!("mount: {e}"))?;
     debug_dump(&mut dev, t, "first mount");
-    verify(&mut dev, &mut model, cfg.span_pages(logical), t)?;
+    verify(&mut *dev, &mut model, cfg.span_pages(logical), t)?;
     // The volume keeps working: more writes, a flush, a remount.
-    if !run_ops(&mut dev, &mut model, &tail, &mut t)? {
+    if !run_ops(&mut dev, &mut model, &tail, &mut t, cfg.verify)? {
         return Err("power loss without a cut".into());
     }
     dev.flush(t)
@@ -558,7 +588,7 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     let ctl = dev.into_controller();
     let mut dev = mount(ctl, cfg, t).map_err(|e| format!("second mount: {e}"))?;
     debug_dump(&mut dev, t, "second mount");
-    verify(&mut dev, &mut model, cfg.span_pages(logical), t)
+    verify(&mut *dev, &mut model, cfg.span_pages(logical), t)
         .map_err(|e| format!("after the second mount: {e}"))?;
     Ok(Outcome::Passed)
 }
@@ -571,17 +601,38 @@ pub fn workload_ops(cfg: &CrashConfig) -> Result<(u64, u64), String> {
 
 fn dry_run(cfg: &CrashConfig) -> Result<(u64, u64, ftl::FtlCounters), String> {
     let mut t = Nanos::ZERO;
-    let mut dev = Dev::format(controller(cfg)?, cfg.ftl, t).map_err(|e| format!("format: {e}"))?;
+    let mut dev = cfg
+        .scheme
+        .format(controller(cfg)?, t)
+        .map_err(|e| format!("format: {e}"))?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical);
-    run_ops(&mut dev, &mut model, &cfg.warmup_ops(logical), &mut t)?;
+    run_ops(
+        &mut dev,
+        &mut model,
+        &cfg.warmup_ops(logical),
+        &mut t,
+        cfg.verify,
+    )?;
     let start = dev.controller().chip().ops();
-    run_ops(&mut dev, &mut model, &cfg.workload(0, logical), &mut t)?;
+    run_ops(
+        &mut dev,
+        &mut model,
+        &cfg.workload(0, logical),
+        &mut t,
+        cfg.verify,
+    )?;
     let mid = dev.controller().chip().ops();
     let counters = *dev.counters();
     let ctl = dev.into_controller();
     let mut dev = mount(ctl, cfg, t).map_err(|e| e.to_string())?;
-    run_ops(&mut dev, &mut model, &cfg.workload(1, logical), &mut t)?;
+    run_ops(
+        &mut dev,
+        &mut model,
+        &cfg.workload(1, logical),
+        &mut t,
+        cfg.verify,
+    )?;
     let end = dev.controller().chip().ops();
     Ok((mid - start, end - mid, counters))
 }

@@ -28,7 +28,7 @@ fn every_cut_point_and_mode_roll_forward() {
 fn every_cut_point_and_mode_full_scan() {
     let mut cfg = CrashConfig::small(2);
     cfg.ops = 150;
-    cfg.ftl.recovery = RecoveryKind::FullScan;
+    cfg.scheme.set_recovery(RecoveryKind::FullScan);
     let s = run_plan(&cfg, Plan::Linear, &CutMode::ALL, &mut |_, _| {}).unwrap();
     report("linear full scan", &s);
     assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);

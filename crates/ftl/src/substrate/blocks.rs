@@ -149,25 +149,38 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 ));
             }
         }
-        // Frontiers: Open blocks of their die, each once; every Open block is a frontier.
+        // Frontiers: a live frontier (next < pages per block) is an Open block of its die,
+        // each block at most once; an exhausted one (next = pages per block, dropped at the
+        // next allocation) still points at its die's block, which became Full when its
+        // last page was programmed (and may have moved on: collected, retired).
         let mut frontier_of = vec![false; nblocks];
         for (d, die) in self.dies.iter().enumerate() {
             for f in die.frontier.iter().flatten() {
                 let i = f.block as usize;
+                if i >= nblocks || self.die_of(f.block) as usize != d || f.next > ppb {
+                    return Err(format!(
+                        "frontier of die {d} at block {} page {}",
+                        f.block, f.next
+                    ));
+                }
+                if f.next == ppb {
+                    if matches!(self.state[i], BState::Free | BState::Open | BState::Region) {
+                        return Err(format!(
+                            "exhausted frontier of die {d} at {:?} block {}",
+                            self.state[i], f.block
+                        ));
+                    }
+                    continue;
+                }
                 if frontier_of[i] {
                     return Err(format!("block {} is two frontiers", f.block));
                 }
                 frontier_of[i] = true;
-                if self.state[i] != BState::Open || self.die_of(f.block) as usize != d {
+                if self.state[i] != BState::Open {
                     return Err(format!(
-                        "frontier of die {d} at block {} ({:?}, die {})",
-                        f.block,
-                        self.state[i],
-                        self.die_of(f.block)
+                        "frontier of die {d} at {:?} block {}",
+                        self.state[i], f.block
                     ));
-                }
-                if f.next > ppb {
-                    return Err(format!("frontier block {} at page {}", f.block, f.next));
                 }
             }
             if let Some(j) = die.gc {

@@ -25,8 +25,9 @@
 //!   once (with its current erase count) and no other block is;
 //! - a `Full` block is in the full-block index under its die and valid count, and no other
 //!   block is; the index's lists are consistent (`next`/`prev` agree);
-//! - a frontier points at an `Open` block of its die with `next ≤ pages per block`, every
-//!   `Open` block is a frontier, and no block is the frontier of two streams;
+//! - a live frontier (`next` < pages per block) points at an `Open` block of its die, every
+//!   `Open` block is a live frontier, and no block is the live frontier of two streams (an
+//!   exhausted frontier points at a block that has since become full);
 //! - a GC job's victim is `Collecting`, a relocation job's `Retiring`, a pending erase's
 //!   `Dirty`;
 //! - the erase-count mirror equals the chip's count of every good block.

@@ -1,0 +1,164 @@
+//! The scheme factory: one place that formats and mounts any FTL scheme from its
+//! configuration, so simulators, harnesses and servers never name a scheme's type.
+//!
+//! A [`SchemeConfig`] names a scheme and carries its settings (and through them its policy
+//! objects: victim choice, recovery procedure, …). [`SchemeConfig::format`] and
+//! [`SchemeConfig::mount`] return a boxed [`Volume`]: the [`Ftl`] interface plus what a
+//! harness needs around it (the controller, the mount's recovery report, invariant checks).
+//! A new scheme is a new variant here and an implementation of [`Volume`]; no consumer
+//! changes.
+
+use crate::page::recovery::{RecoveryKind, RecoveryReport};
+use crate::{Ftl, FtlError, MountFailure, PageFtl, PageFtlConfig};
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use controller::Controller;
+use nand::{ChipConfig, ErrorModel, Nanos, PhysAddr, Storage};
+use serde::{Deserialize, Serialize};
+
+/// A formatted or mounted volume of any scheme.
+pub trait Volume<S: Storage, M: ErrorModel>: Ftl {
+    /// The scheme's name in reports.
+    fn scheme(&self) -> &'static str;
+    /// The controller (ECC statistics, chip).
+    fn controller(&self) -> &Controller<S, M>;
+    /// The controller, mutably (fault injection in tests and harnesses).
+    fn controller_mut(&mut self) -> &mut Controller<S, M>;
+    /// Consumes the volume, returning its controller (to remount the same chip).
+    fn into_controller(self: Box<Self>) -> Controller<S, M>;
+    /// What the last mount did, if this volume was mounted.
+    fn recovery_report(&self) -> Option<&RecoveryReport>;
+    /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
+    fn mapping(&self, lpn: u64) -> Option<PhysAddr>;
+    /// Free blocks on each die.
+    fn free_blocks(&self) -> Vec<usize>;
+    /// Checks every invariant the scheme states; `Err` names the first one broken. A pass
+    /// over the scheme's tables: for tests, harnesses and debug builds.
+    fn verify(&self) -> Result<(), String>;
+}
+
+impl<S: Storage, M: ErrorModel> Volume<S, M> for PageFtl<S, M> {
+    fn scheme(&self) -> &'static str {
+        "page"
+    }
+    fn controller(&self) -> &Controller<S, M> {
+        PageFtl::controller(self)
+    }
+    fn controller_mut(&mut self) -> &mut Controller<S, M> {
+        PageFtl::controller_mut(self)
+    }
+    fn into_controller(self: Box<Self>) -> Controller<S, M> {
+        PageFtl::into_controller(*self)
+    }
+    fn recovery_report(&self) -> Option<&RecoveryReport> {
+        PageFtl::recovery_report(self)
+    }
+    fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        PageFtl::mapping(self, lpn)
+    }
+    fn free_blocks(&self) -> Vec<usize> {
+        PageFtl::free_blocks(self)
+    }
+    fn verify(&self) -> Result<(), String> {
+        PageFtl::verify(self)
+    }
+}
+
+/// A boxed volume over controller `Controller<S, M>` (`Send`: a server may hand it to
+/// another thread behind a lock).
+pub type BoxedVolume<S, M> = Box<dyn Volume<S, M> + Send>;
+
+/// Every scheme by name, with its settings.
+///
+/// In an experiment file: `[ftl] scheme = "page"` and the scheme's table (`[ftl.page]`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchemeConfig {
+    /// The page-level mapping FTL ([`PageFtl`]).
+    Page(PageFtlConfig),
+}
+
+impl Default for SchemeConfig {
+    fn default() -> Self {
+        SchemeConfig::Page(PageFtlConfig::default())
+    }
+}
+
+impl SchemeConfig {
+    /// The scheme's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchemeConfig::Page(_) => "page",
+        }
+    }
+
+    /// Formats the chip behind `ctl` with this scheme.
+    pub fn format<S: Storage + Send + 'static, M: ErrorModel + Send + 'static>(
+        &self,
+        ctl: Controller<S, M>,
+        now: Nanos,
+    ) -> Result<BoxedVolume<S, M>, FtlError> {
+        match *self {
+            SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::format(ctl, cfg, now)?)),
+        }
+    }
+
+    /// Mounts a volume of this scheme after a clean shutdown or a crash.
+    pub fn mount<S: Storage + Send + 'static, M: ErrorModel + Send + 'static>(
+        &self,
+        ctl: Controller<S, M>,
+        now: Nanos,
+    ) -> Result<BoxedVolume<S, M>, FtlError> {
+        self.try_mount(ctl, now).map_err(|f| f.error)
+    }
+
+    /// Like [`mount`](SchemeConfig::mount), but a failed mount hands the controller back
+    /// (to power the chip on again after a cut during recovery, or to inspect it).
+    pub fn try_mount<S: Storage + Send + 'static, M: ErrorModel + Send + 'static>(
+        &self,
+        ctl: Controller<S, M>,
+        now: Nanos,
+    ) -> Result<BoxedVolume<S, M>, Box<MountFailure<S, M>>> {
+        match *self {
+            SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::try_mount(ctl, cfg, now)?)),
+        }
+    }
+
+    /// The recovery procedure a mount runs.
+    pub fn recovery(&self) -> RecoveryKind {
+        match self {
+            SchemeConfig::Page(cfg) => cfg.recovery,
+        }
+    }
+
+    /// Chooses the recovery procedure a mount runs.
+    pub fn set_recovery(&mut self, kind: RecoveryKind) {
+        match self {
+            SchemeConfig::Page(cfg) => cfg.recovery = kind,
+        }
+    }
+
+    /// The BCH correction capability the scheme programs data pages with.
+    pub fn ecc_t(&self) -> u32 {
+        match self {
+            SchemeConfig::Page(cfg) => cfg.ecc_t,
+        }
+    }
+
+    /// Sets the BCH correction capability of data pages.
+    pub fn set_ecc_t(&mut self, t: u32) {
+        match self {
+            SchemeConfig::Page(cfg) => cfg.ecc_t = t,
+        }
+    }
+
+    /// Flat indices of the blocks whose bytes the scheme reads back as data even in a
+    /// digest-mode simulation (its checkpoint region): a digest-mode store must keep them
+    /// whole. Depends only on the chip and the scheme's configuration.
+    pub fn keep_whole_blocks(&self, chip: &ChipConfig) -> Vec<u32> {
+        match self {
+            SchemeConfig::Page(cfg) => cfg.region_blocks(chip),
+        }
+    }
+}
