@@ -36,12 +36,14 @@ extern crate alloc;
 
 pub mod gc;
 mod page;
+pub mod policy;
 pub mod scheme;
 mod substrate;
 
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{FullScan, Recovery, RecoveryKind, RecoveryReport, RollForward};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig};
+pub use policy::Policies;
 pub use scheme::{BoxedVolume, SchemeConfig, Volume};
 
 use controller::CtlError;
@@ -180,6 +182,21 @@ pub struct FtlCounters {
     /// nothing and are counted in `pad_pages` only).
     #[serde(default)]
     pub meta_bytes: u64,
+    /// `meta_bytes` by kind of metadata.
+    #[serde(default)]
+    pub meta_bytes_by_kind: MetaBytes,
+    /// Refresh alarms raised by the ECC-strength policy.
+    #[serde(default)]
+    pub refresh_alarms: u64,
+}
+
+/// Metadata bytes programmed, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MetaBytes {
+    /// Checkpoint (snapshot) pages.
+    pub checkpoint: u64,
+    /// Log pages appended after a checkpoint (the page-level FTL's trim log).
+    pub log: u64,
 }
 
 impl FtlCounters {

@@ -14,6 +14,16 @@ fn device(preset: &str, victim: VictimKind, wl: bool, rber: f64, seed: u64) -> D
     device_with(preset, victim, wl, rber, seed).0
 }
 
+/// Like [`device`], with the non-default placement and GC pacing policies.
+fn device_alt(preset: &str, victim: VictimKind, seed: u64) -> Dev {
+    let (dev, scheme) = device_with(preset, victim, true, 0.0, seed);
+    let ctl = dev.into_controller();
+    let SchemeConfig::Page(mut cfg) = scheme;
+    cfg.placement = ftl::policy::PlacementKind::HintStreams;
+    cfg.gc_pacing = ftl::policy::PacingKind::Incremental { steps: 2 };
+    SchemeConfig::Page(cfg).format(ctl, Nanos::ZERO).unwrap()
+}
+
 /// The device and the scheme configuration it was formatted with (built by the scheme
 /// factory, as every consumer does).
 fn device_with(
@@ -103,7 +113,25 @@ fn check(dev: &mut Dev, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Write(l) => {
                 let l = l % n;
                 version += 1;
-                match dev.write(t, Lpn::checked(l, n).unwrap(), &pattern(ps, l, version)) {
+                // Hints vary with the page (they steer placement where a policy reads them).
+                let class = match l % 4 {
+                    0 => ftl::DataClass::CRITICAL,
+                    1 => ftl::DataClass {
+                        critical: false,
+                        temperature: ftl::Temperature::Cold,
+                    },
+                    2 => ftl::DataClass {
+                        critical: false,
+                        temperature: ftl::Temperature::Hot,
+                    },
+                    _ => ftl::DataClass::NORMAL,
+                };
+                match dev.write_with(
+                    t,
+                    Lpn::checked(l, n).unwrap(),
+                    &pattern(ps, l, version),
+                    class,
+                ) {
                     Ok(()) => model[l as usize] = Some(version),
                     Err(FtlError::NoSpace) => {
                         // Only acceptable once injected failures have retired much of the chip.
@@ -168,7 +196,13 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
 
     #[test]
-    fn page_ftl_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..4) {
+    fn page_ftl_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..6) {
+        if which >= 4 {
+            // Hint-directed streams and incremental GC pacing.
+            let preset = if which == 4 { "tiny-slc" } else { "tiny-mlc" };
+            let mut dev = device_alt(preset, VictimKind::Greedy, seed);
+            return check(&mut dev, &ops);
+        }
         let (preset, victim, wl) = [
             ("tiny-slc", VictimKind::Greedy, true),
             ("tiny-mlc", VictimKind::CostBenefit, true),
@@ -286,4 +320,71 @@ fn bad_input_is_rejected() {
     .map(|_| ())
     .unwrap_err();
     assert!(err.to_string().contains("over_provisioning"), "{err}");
+}
+
+/// A write's class (its hint) is kept in the page's record: it survives garbage collection
+/// (copies keep it), a power cut and a mount with either recovery procedure.
+#[test]
+fn write_classes_survive_gc_power_cuts_and_mount() {
+    use ftl::{DataClass, RecoveryKind, Temperature};
+    let class_of = |l: u64| match l % 3 {
+        0 => DataClass::CRITICAL,
+        1 => DataClass {
+            critical: false,
+            temperature: Temperature::Cold,
+        },
+        _ => DataClass::NORMAL,
+    };
+    for recovery in [RecoveryKind::RollForward, RecoveryKind::FullScan] {
+        let (mut dev, mut scheme) = device_with("tiny-mlc", VictimKind::Greedy, true, 0.0, 4);
+        scheme.set_recovery(recovery);
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        let mut x = 5u64;
+        for v in 1..4000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let l = x % n;
+            dev.write_with(
+                Nanos(v),
+                Lpn::checked(l, n).unwrap(),
+                &pattern(ps, l, v),
+                class_of(l),
+            )
+            .unwrap();
+            if v % 500 == 0 {
+                dev.flush(Nanos(v)).unwrap();
+            }
+        }
+        assert!(dev.counters().gc_victims > 20);
+        dev.flush(Nanos(5000)).unwrap();
+        // Power fails in the middle of the next write.
+        dev.controller_mut()
+            .chip_mut()
+            .arm_cut(1, nand::CutMode::Before);
+        assert!(dev
+            .write(Nanos(5001), Lpn::checked(1, n).unwrap(), &pattern(ps, 1, 9))
+            .is_err());
+        let mut ctl = dev.into_controller();
+        ctl.chip_mut().disarm_cut();
+        ctl.chip_mut().power_on();
+        let mut dev = scheme.mount(ctl, Nanos(6000)).unwrap();
+        dev.verify().unwrap();
+        let mut seen = [0u32; 3];
+        for l in 0..n {
+            let Some(at) = dev.mapping(l) else { continue };
+            let rec = match dev.controller_mut().read_record(Nanos(6001), at).unwrap() {
+                controller::PageRead::Data(i) => i.record,
+                other => panic!("lpn {l}: {other:?}"),
+            };
+            assert_eq!(
+                rec.kind.data_class(),
+                Some(class_of(l)),
+                "lpn {l} ({recovery:?})"
+            );
+            seen[(l % 3) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 50), "{seen:?}");
+    }
 }

@@ -212,6 +212,26 @@ pub struct ReportSection {
     pub csv: Option<PathBuf>,
 }
 
+/// A byte range of the volume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByteRange {
+    /// First byte.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// `[hints]`: write hints the engine adds to every request, from synthetic workloads and
+/// trace replays alike.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HintSection {
+    /// Writes to these ranges are critical (AP: where the file system keeps its metadata,
+    /// e.g. `[{ offset = 0, len = 1048576 }]` for the first MiB).
+    pub critical: Vec<ByteRange>,
+}
+
 /// A whole experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -242,6 +262,9 @@ pub struct ExperimentConfig {
     /// Trace replay (instead of a workload).
     #[serde(default)]
     pub trace: Option<TraceSection>,
+    /// Write hints.
+    #[serde(default)]
+    pub hints: HintSection,
     /// Load mode.
     #[serde(default)]
     pub load: LoadSection,
@@ -320,6 +343,7 @@ impl ExperimentConfig {
                 ..SyntheticConfig::default()
             }),
             trace: None,
+            hints: HintSection::default(),
             load: LoadSection::default(),
             report: ReportSection::default(),
         }
@@ -365,13 +389,28 @@ impl ExperimentConfig {
         let ftl: Box<dyn ftl::Ftl> = scheme
             .format(ctl, Nanos::ZERO)
             .map_err(|e| SimError::Config(format!("ftl.{}: {e}", scheme.name())))?;
-        let engine = Engine::new(
+        let mut engine = Engine::new(
             ftl,
             g.total_dies() as usize,
             g.channels as usize,
             bytes_mode,
         );
         let capacity = engine.capacity();
+        let ranges: Vec<(u64, u64)> = self
+            .hints
+            .critical
+            .iter()
+            .map(|r| (r.offset, r.len))
+            .collect();
+        for (i, r) in self.hints.critical.iter().enumerate() {
+            if r.len == 0 || r.offset.checked_add(r.len).is_none_or(|e| e > capacity) {
+                return Err(SimError::Config(format!(
+                    "hints.critical[{i}]: offset = {}, len = {} is not a non-empty range within the volume's {capacity} bytes",
+                    r.offset, r.len
+                )));
+            }
+        }
+        engine.set_critical_ranges(&ranges)?;
         let source: Box<dyn RequestSource> = match (&self.workload, &self.trace) {
             (Some(_), Some(_)) => {
                 return Err(SimError::Config(

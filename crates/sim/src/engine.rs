@@ -17,7 +17,7 @@ use crate::request::{ReqKind, Request};
 use crate::timeline::Timeline;
 use crate::workload::RequestSource;
 use crate::SimError;
-use ftl::{FlashOp, Ftl, FtlCounters, FtlError};
+use ftl::{DataClass, FlashOp, Ftl, FtlCounters, FtlError};
 use nand::{Lpn, Nanos};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -164,6 +164,8 @@ pub struct Engine {
     buf: Vec<u8>,
     metrics: Metrics,
     clock: Nanos,
+    /// Logical page ranges whose writes are critical (sorted, disjoint, half-open).
+    critical: Vec<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -200,7 +202,52 @@ impl Engine {
             buf: vec![0; if bytes_mode { page as usize } else { 0 }],
             metrics: Metrics::default(),
             clock: Nanos::ZERO,
+            critical: Vec::new(),
             ftl,
+        }
+    }
+
+    /// Marks writes to the logical pages of these byte ranges `(offset, len)` critical (AP:
+    /// the file system's metadata), whatever the request's own hint; a page is critical if
+    /// the range covers any byte of it. Ranges must lie within the volume.
+    pub fn set_critical_ranges(&mut self, ranges: &[(u64, u64)]) -> Result<(), SimError> {
+        let mut pages = Vec::with_capacity(ranges.len());
+        for &(offset, len) in ranges {
+            let end = offset
+                .checked_add(len)
+                .filter(|&e| len > 0 && e <= self.capacity());
+            let Some(end) = end else {
+                return Err(SimError::OutOfRange {
+                    offset,
+                    len,
+                    capacity: self.capacity(),
+                });
+            };
+            pages.push((offset / self.page, end.div_ceil(self.page)));
+        }
+        pages.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(pages.len());
+        for (a, b) in pages {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        self.critical = merged;
+        Ok(())
+    }
+
+    /// The class a write of `lpn` carries: the request's hint, made critical inside a
+    /// critical range.
+    fn class_of(&self, lpn: u64, class: DataClass) -> DataClass {
+        if self.critical.is_empty() {
+            return class;
+        }
+        let i = self.critical.partition_point(|r| r.1 <= lpn);
+        let critical = self.critical.get(i).is_some_and(|r| r.0 <= lpn);
+        DataClass {
+            critical: class.critical || critical,
+            ..class
         }
     }
 
@@ -250,7 +297,7 @@ impl Engine {
         let mut t = self.clock;
         if fill {
             for lpn in 0..self.logical {
-                self.write_page(t, lpn)?;
+                self.write_page(t, lpn, DataClass::NORMAL)?;
                 written += 1;
                 t += Nanos::from_us(1);
                 self.ops.clear();
@@ -269,7 +316,7 @@ impl Engine {
                 x ^= x >> 7;
                 x ^= x << 17;
                 let lpn = ((x as u128 * self.logical as u128) >> 64) as u64;
-                self.write_page(t, lpn)?;
+                self.write_page(t, lpn, DataClass::NORMAL)?;
                 t += Nanos::from_us(1);
                 self.ops.clear();
                 self.ftl.take_ops(&mut self.ops);
@@ -292,15 +339,16 @@ impl Engine {
         Ok(written)
     }
 
-    fn write_page(&mut self, now: Nanos, lpn: u64) -> Result<(), SimError> {
+    fn write_page(&mut self, now: Nanos, lpn: u64, class: DataClass) -> Result<(), SimError> {
         let l = Lpn::checked(lpn, self.logical).expect("engine keeps pages in range");
+        let class = self.class_of(lpn, class);
         if self.bytes_mode {
             let v = self.shadow[lpn as usize].wrapping_add(1).max(1);
             page_pattern(lpn, v, &mut self.buf);
-            self.ftl.write(now, l, &self.buf)?;
+            self.ftl.write_with(now, l, &self.buf, class)?;
             self.shadow[lpn as usize] = v;
         } else {
-            self.ftl.write(now, l, &[])?;
+            self.ftl.write_with(now, l, &[], class)?;
         }
         Ok(())
     }
@@ -354,7 +402,7 @@ impl Engine {
                 let last = (r.offset + r.len - 1) / ps;
                 for lpn in first..=last {
                     if r.kind == ReqKind::Write {
-                        self.write_page(at, lpn)?;
+                        self.write_page(at, lpn, r.class)?;
                     } else {
                         self.read_page(at, lpn)?;
                     }

@@ -227,6 +227,11 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         checkpoints: a.checkpoints - b.checkpoints,
         pad_pages: a.pad_pages - b.pad_pages,
         meta_bytes: a.meta_bytes - b.meta_bytes,
+        meta_bytes_by_kind: ftl::MetaBytes {
+            checkpoint: a.meta_bytes_by_kind.checkpoint - b.meta_bytes_by_kind.checkpoint,
+            log: a.meta_bytes_by_kind.log - b.meta_bytes_by_kind.log,
+        },
+        refresh_alarms: a.refresh_alarms - b.refresh_alarms,
     }
 }
 

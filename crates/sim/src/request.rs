@@ -1,5 +1,6 @@
 //! Host requests as the engine sees them.
 
+use ftl::DataClass;
 use nand::Nanos;
 use serde::{Deserialize, Serialize};
 
@@ -42,7 +43,8 @@ impl ReqKind {
     }
 }
 
-/// One host request: a byte range (empty for a flush) arriving at a simulated time.
+/// One host request: a byte range (empty for a flush) arriving at a simulated time, with
+/// the write hint its source gave it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     /// Arrival time (open-loop); overwritten by the engine in closed-loop mode.
@@ -53,4 +55,6 @@ pub struct Request {
     pub offset: u64,
     /// Bytes.
     pub len: u64,
+    /// Write hint (critical, hot/cold); the engine adds the experiment's critical ranges.
+    pub class: DataClass,
 }

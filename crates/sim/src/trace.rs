@@ -327,6 +327,7 @@ impl RequestSource for TraceReader {
                 kind,
                 offset,
                 len,
+                class: ftl::DataClass::NORMAL,
             }));
         }
     }

@@ -2,6 +2,7 @@
 
 use crate::request::{ReqKind, Request};
 use crate::SimError;
+use ftl::{DataClass, Temperature};
 use nand::Nanos;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -42,6 +43,10 @@ pub struct HotCold {
     pub data_pct: f64,
     /// Share of accesses that go to it (0..100).
     pub access_pct: f64,
+    /// Give writes the temperature hint of their region (hot region: hot, the rest: cold),
+    /// as a host that knows its data would.
+    #[serde(default)]
+    pub hint: bool,
 }
 
 /// How arrivals are spaced (open-loop).
@@ -253,6 +258,7 @@ impl RequestSource for Synthetic {
                 kind: ReqKind::Flush,
                 offset: 0,
                 len: 0,
+                class: DataClass::NORMAL,
             }));
         }
         let len = self.size().min(self.footprint);
@@ -266,11 +272,20 @@ impl RequestSource for Synthetic {
         };
         let a = self.cfg.align;
         let slots = (self.footprint - len) / a + 1;
+        let mut class = DataClass::NORMAL;
         let offset = if self.unit() * 100.0 < self.cfg.random_pct {
             match self.cfg.hot {
                 Some(h) => {
                     let hot_slots = ((slots as f64 * h.data_pct / 100.0) as u64).max(1);
-                    if self.unit() * 100.0 < h.access_pct {
+                    let hot = self.unit() * 100.0 < h.access_pct;
+                    if h.hint {
+                        class.temperature = if hot {
+                            Temperature::Hot
+                        } else {
+                            Temperature::Cold
+                        };
+                    }
+                    if hot {
                         self.below(hot_slots) * a
                     } else {
                         (hot_slots + self.below((slots - hot_slots).max(1))).min(slots - 1) * a
@@ -291,6 +306,7 @@ impl RequestSource for Synthetic {
             kind,
             offset,
             len,
+            class,
         }))
     }
 

@@ -44,9 +44,12 @@ pub(crate) mod recovery;
 mod snapshot;
 
 use crate::gc::VictimKind;
-use crate::substrate::gc::{ensure_space, erase_dirty, gc_step, run_pending};
+use crate::policy::{
+    Ascending, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
+};
+use crate::substrate::gc::{erase_dirty, gc_step, paced, run_pending};
 use crate::substrate::region::{Region, HEADER};
-use crate::substrate::{BState, Kernel, Payload, Substrate, SubstrateConfig, HOST};
+use crate::substrate::{BState, Kernel, Payload, Substrate, SubstrateConfig, COLD, HOST};
 use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, OpKind};
 use alloc::boxed::Box;
 use alloc::format;
@@ -78,6 +81,10 @@ pub struct PageFtlConfig {
     pub gc_threshold: u32,
     /// Victim policy.
     pub victim: VictimKind,
+    /// Placement policy (`"striped"` or `"hint-streams"`).
+    pub placement: PlacementKind,
+    /// GC pacing (`"foreground"`, or `{ incremental = { steps = N } }`).
+    pub gc_pacing: PacingKind,
     /// Static wear levelling (off when `None`).
     pub wear_leveling: Option<WearLevelConfig>,
     /// BCH correction capability of every page.
@@ -132,6 +139,8 @@ impl Default for PageFtlConfig {
             over_provisioning: 0.125,
             gc_threshold: 3,
             victim: VictimKind::Greedy,
+            placement: PlacementKind::Striped,
+            gc_pacing: PacingKind::Foreground,
             wear_leveling: Some(WearLevelConfig {
                 spread: 64,
                 check_every: 32,
@@ -161,14 +170,13 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for MountFailure<S, M> {
 }
 
 /// The page-level mapping FTL over a controller: the map (`l2p`, `p2l`) on the shared
-/// [`Substrate`](crate::substrate).
+/// substrate (the crate-private `substrate` module, shared with future kernels).
 pub struct PageFtl<S: Storage, M: ErrorModel> {
     s: Substrate<S, M>,
     cfg: PageFtlConfig,
     logical: u64,
     l2p: Vec<u32>,
     p2l: Vec<u32>,
-    rr_die: u32,
     /// The checkpoint region.
     region: Region,
     /// Trims not yet in the trim log.
@@ -325,7 +333,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             gc_threshold: cfg.gc_threshold,
             wear_leveling: cfg.wear_leveling,
         };
-        let mut s = Substrate::new(ctl, scfg, cfg.victim.policy());
+        let policies = Policies {
+            placement: cfg.placement.policy(),
+            ecc: Box::new(FixedStrength(cfg.ecc_t)),
+            pacing: cfg.gc_pacing.policy(),
+            copy_order: Box::new(Ascending),
+        };
+        let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
         let region = Region::new(&s, cfg.region_blocks(&chip_cfg));
         for &b in &region.blocks {
             s.state[b as usize] = BState::Region;
@@ -336,7 +350,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             logical: 0,
             l2p: Vec::new(),
             p2l: vec![INVALID; geo.total_pages() as usize],
-            rr_die: 0,
             region,
             pending_trims: Vec::new(),
             recovery: None,
@@ -518,7 +531,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         class: DataClass,
     ) -> Result<Option<(u32, u64)>, FtlError> {
         let s = &mut self.s;
-        let phys = s.allocate(now, die, HOST)?;
+        let stream = match s.placement.host_stream(class) {
+            Stream::Host => HOST,
+            Stream::Cold => COLD,
+        };
+        let phys = s.allocate_for(now, die, stream, WriteKind::Host(class))?;
         let seq = s.next_seq();
         let rec = OobRecord::new(lpn, seq, PageKind::User(class));
         let r = s.program_page(now, phys, Payload::Data(data), rec, Cause::Host, None)?;
@@ -539,17 +556,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         class: DataClass,
     ) -> Result<(), FtlError> {
         let ndies = self.s.dies.len();
-        let first = self.rr_die as usize;
-        self.rr_die = ((first + 1) % ndies) as u32;
+        let first = self.s.placement.host_die(ndies, lpn, class) % ndies;
         for k in 0..ndies {
             let die = (first + k) % ndies;
             loop {
                 // Space first (again after a failed program retired a block).
-                ensure_space(self, now, die)?;
+                paced(self, now, die, false)?;
                 match self.program_host(now, die, data, lpn, class) {
                     Ok(Some((phys, seq))) => {
                         self.map(lpn, phys, seq);
                         self.s.close_if_full(phys);
+                        paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
                         return Ok(());
                     }
@@ -657,6 +674,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 Ok(())
             }
             Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
+                self.s.read_feedback(now, phys, 0, true);
                 Err(FtlError::Unreadable(lpn))
             }
             Err(e) => Err(e.into()),

@@ -17,6 +17,7 @@
 //! out not programmable is closed.
 
 use super::{BState, Frontier, Job, Substrate};
+use crate::policy::{ProgramContext, SlotChoice, WriteKind};
 use crate::{Cause, FtlError, OpKind};
 use controller::{CtlError, OobRecord, PageKind};
 use core::cmp::Reverse;
@@ -67,7 +68,17 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         after: Option<u32>,
     ) -> Result<Option<(OpTiming, u32)>, FtlError> {
         let addr = self.phys_addr(phys);
-        let t = self.cfg.ecc_t;
+        let t = match payload {
+            Payload::Relocated => 0,
+            _ => {
+                let ctx = ProgramContext {
+                    slot: self.slot(phys),
+                    erase_count: self.erase[self.block_of(phys) as usize],
+                    now,
+                };
+                self.ecc.t_for(&ctx)
+            }
+        };
         let r = match payload {
             Payload::Data(d) => self.ctl.program(now, addr, d, rec, t),
             Payload::Relocated => self.ctl.program_relocated(now, addr, rec),
@@ -199,22 +210,54 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 block: f.block,
                 next: f.next + 1,
             });
-            let seq = self.next_seq();
-            let rec = OobRecord::new(u64::MAX, seq, PageKind::Meta(super::region::PAD_KIND));
-            let pad = core::mem::take(&mut self.pad);
-            let r = self.program_page(now, phys, Payload::Data(&pad), rec, Cause::Meta, None);
-            self.pad = pad;
-            if r?.is_some() {
-                self.log.counters.pad_pages += 1;
-                // A padding page holds nothing to protect: never exposed itself.
-                self.note_program(die, phys, u64::MAX);
-                if f.next + 1 == self.ppb {
-                    self.dies[die].frontier[stream] = None;
-                    self.close_if_full(phys);
-                }
+            if self.pad_page(now, die, phys)? && f.next + 1 == self.ppb {
+                self.dies[die].frontier[stream] = None;
             }
         }
         Ok(())
+    }
+
+    /// Programs a padding page at `phys` (a frontier's next page, just allocated): it holds
+    /// nothing, is never exposed itself, and counts in `pad_pages`. `Ok(false)`: the
+    /// program failed (the block was retired or closed).
+    pub fn pad_page(&mut self, now: Nanos, die: usize, phys: u32) -> Result<bool, FtlError> {
+        let seq = self.next_seq();
+        let rec = OobRecord::new(u64::MAX, seq, PageKind::Meta(super::region::PAD_KIND));
+        let pad = core::mem::take(&mut self.pad);
+        let r = self.program_page(now, phys, Payload::Data(&pad), rec, Cause::Meta, None);
+        self.pad = pad;
+        if r?.is_none() {
+            return Ok(false);
+        }
+        self.log.counters.pad_pages += 1;
+        self.note_program(die, phys, u64::MAX);
+        self.close_if_full(phys);
+        Ok(true)
+    }
+
+    /// The next page of `die`'s frontier of `stream` for `write`, asking the placement
+    /// policy (when it wants to be asked) whether to take each offered slot or pad it; at
+    /// most a block's worth of slots is padded for one write.
+    pub fn allocate_for(
+        &mut self,
+        now: Nanos,
+        die: usize,
+        stream: usize,
+        write: WriteKind,
+    ) -> Result<u32, FtlError> {
+        let mut phys = self.allocate(now, die, stream)?;
+        if !self.placement.wants_slots() {
+            return Ok(phys);
+        }
+        for _ in 0..self.ppb {
+            let slot = self.slot(phys);
+            if self.placement.slot(&slot, write) == SlotChoice::Take {
+                break;
+            }
+            self.pad_page(now, die, phys)?;
+            phys = self.allocate(now, die, stream)?;
+        }
+        Ok(phys)
     }
 
     /// Seals every frontier: no page written so far stays exposed.

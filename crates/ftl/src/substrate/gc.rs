@@ -13,7 +13,9 @@
 
 use super::{BState, Job, Payload, Pending, Substrate, COLD, NIL};
 use crate::gc::{Candidate, SelectContext};
+use crate::policy::{Alarm, Ascending, DieSpace, GcBudget, ReadFeedback, WriteKind};
 use crate::{Cause, FtlError, OpKind};
+use ::alloc::boxed::Box;
 use controller::{CtlError, OobRecord, PageKind, PageRead};
 use nand::{ErrorModel, Nanos, Storage};
 
@@ -86,6 +88,29 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 last_write: self.last_write[b as usize],
             });
         self.policy.select(&ctx, &mut cands)
+    }
+
+    /// Tells the ECC-strength policy how a read of flat page `phys` decoded, and acts on
+    /// its alarm: a refresh queues the block for background relocation (if it is full and
+    /// not written since the last checkpoint) and is counted.
+    pub fn read_feedback(&mut self, now: Nanos, phys: u32, corrected: u32, failed: bool) {
+        let (block, page) = self.split(phys);
+        let fb = ReadFeedback {
+            block,
+            page,
+            corrected,
+            failed,
+            now,
+        };
+        if let Some(Alarm::Refresh { block }) = self.ecc.on_read(&fb) {
+            self.log.counters.refresh_alarms += 1;
+            let i = block as usize;
+            if i < self.state.len() && self.state[i] == BState::Full && !self.young[i] {
+                let die = self.die_of(block) as usize;
+                let job = self.claim_victim(block, Cause::Relocate);
+                self.dies[die].background.push_back(job);
+            }
+        }
     }
 
     /// Takes full block `victim` out of the index for a job.
@@ -163,8 +188,16 @@ pub(crate) fn gc_step<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bo
     };
     let ppb = s.ppb;
     let base = job.victim * ppb;
-    while job.next < ppb && k.owner(base + job.next).is_none() {
-        job.next += 1;
+    if s.copy_order.ascending() {
+        while job.next < ppb && k.owner(base + job.next).is_none() {
+            job.next += 1;
+        }
+    } else {
+        let mut order = core::mem::replace(&mut k.sub_mut().copy_order, Box::new(Ascending));
+        job.next = order
+            .next(job.next, ppb, &mut |p| k.owner(base + p).is_some())
+            .unwrap_or(ppb);
+        k.sub_mut().copy_order = order;
     }
     if job.next < ppb {
         let src = base + job.next;
@@ -269,11 +302,15 @@ fn relocate<K: Kernel>(
     let addr = s.phys_addr(src);
     let b = s.block_of(src);
     let (read_op, class) = match s.ctl.read_for_relocation(now, addr) {
-        Ok(PageRead::Data(info)) => (
-            s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None),
-            info.record.kind.data_class().unwrap_or_default(),
-        ),
+        Ok(PageRead::Data(info)) => {
+            s.read_feedback(now, src, info.corrected, false);
+            (
+                s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None),
+                info.record.kind.data_class().unwrap_or_default(),
+            )
+        }
         Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
+            s.read_feedback(now, src, 0, true);
             // The only copy is gone: remember it, so reads fail rather than return stale or
             // zero data.
             let by = s.seq;
@@ -285,7 +322,7 @@ fn relocate<K: Kernel>(
         Err(e) => return Err(e.into()),
     };
     let dst = loop {
-        let phys = s.allocate(now, die, COLD)?;
+        let phys = s.allocate_for(now, die, COLD, WriteKind::Copy(class))?;
         let seq = s.next_seq();
         let rec = OobRecord::new(lpn, seq, PageKind::GcCopy(class));
         if s.program_page(now, phys, Payload::Relocated, rec, cause, Some(read_op))?
@@ -303,6 +340,42 @@ fn relocate<K: Kernel>(
     k.moved(lpn, src, dst);
     k.sub_mut().close_if_full(dst);
     Ok(())
+}
+
+/// Starts a GC job on `die` if none runs: the policy's victim (after a checkpoint if only
+/// blocks written since the last one are left). `Ok(false)`: nothing to collect (pending
+/// erases were forced instead if there were any: the caller looks at the space again).
+fn start_job<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<Started, FtlError> {
+    if k.sub().dies[die].gc.is_some() {
+        return Ok(Started::Job);
+    }
+    let mut victim = k.sub().select_victim(die, now);
+    if victim.is_none() && k.sub().young.iter().any(|&y| y) {
+        // Only blocks written since the last checkpoint are left: checkpoint, which makes
+        // them collectable.
+        k.checkpoint(now)?;
+        victim = k.sub().select_victim(die, now);
+    }
+    match victim {
+        Some(v) => {
+            let s = k.sub_mut();
+            s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
+            Ok(Started::Job)
+        }
+        None if !k.sub().dies[die].dirty.is_empty() => {
+            erase_dirty(k, now, die, true)?;
+            Ok(Started::Erased)
+        }
+        None => Ok(Started::Nothing),
+    }
+}
+
+/// What [`start_job`] did.
+#[derive(PartialEq, Eq)]
+enum Started {
+    Job,
+    Erased,
+    Nothing,
 }
 
 /// Foreground GC: reclaim on `die` until it has `gc_threshold` free blocks (or nothing can
@@ -326,29 +399,70 @@ pub(crate) fn ensure_space<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Resu
                 break;
             }
         }
-        if k.sub().dies[die].gc.is_none() {
-            let mut victim = k.sub().select_victim(die, now);
-            if victim.is_none() && k.sub().young.iter().any(|&y| y) {
-                // Only blocks written since the last checkpoint are left: checkpoint, which
-                // makes them collectable.
-                k.checkpoint(now)?;
-                victim = k.sub().select_victim(die, now);
-            }
-            match victim {
-                Some(v) => {
-                    let s = k.sub_mut();
-                    s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
-                }
-                None if !k.sub().dies[die].dirty.is_empty() => {
-                    erase_dirty(k, now, die, true)?;
-                    continue;
-                }
-                None => return Ok(()),
-            }
+        match start_job(k, now, die)? {
+            Started::Job => {}
+            Started::Erased => continue,
+            Started::Nothing => return Ok(()),
         }
         while !gc_step(k, now, die)? {}
     }
     Ok(())
+}
+
+/// At most `n` GC steps on `die`: the running job's, or a new job's while the die is below
+/// its threshold; victims waiting for their erase are erased when their replacements are
+/// sealed.
+pub(crate) fn gc_steps<K: Kernel>(
+    k: &mut K,
+    now: Nanos,
+    die: usize,
+    n: u32,
+) -> Result<(), FtlError> {
+    let threshold = k.sub().cfg.gc_threshold as usize;
+    if !k.sub().dies[die].dirty.is_empty() {
+        erase_dirty(k, now, die, false)?;
+    }
+    for _ in 0..n {
+        let idle = k.sub().dies[die].gc.is_none();
+        if idle
+            && (k.sub().dies[die].free.len() >= threshold
+                || start_job(k, now, die)? != Started::Job)
+        {
+            return Ok(());
+        }
+        gc_step(k, now, die)?;
+    }
+    Ok(())
+}
+
+/// Runs the GC work the pacing policy asks for before (`after` false) or after a host
+/// write on `die`. Before a write, a die with fewer than two free blocks is always
+/// collected to its threshold (the [`GcPacing`](crate::policy::GcPacing) safety rule).
+pub(crate) fn paced<K: Kernel>(
+    k: &mut K,
+    now: Nanos,
+    die: usize,
+    after: bool,
+) -> Result<(), FtlError> {
+    let s = k.sub_mut();
+    let space = DieSpace {
+        free: s.dies[die].free.len(),
+        threshold: s.cfg.gc_threshold as usize,
+        collecting: s.dies[die].gc.is_some(),
+    };
+    let mut budget = if after {
+        s.pacing.after_write(&space)
+    } else {
+        s.pacing.before_write(&space)
+    };
+    if !after && space.free < 2 {
+        budget = GcBudget::UntilThreshold;
+    }
+    match budget {
+        GcBudget::Nothing => Ok(()),
+        GcBudget::Steps(n) => gc_steps(k, now, die, n),
+        GcBudget::UntilThreshold => ensure_space(k, now, die),
+    }
 }
 
 /// Runs relocation and wear-levelling jobs on `die` while it has free blocks to spare (a

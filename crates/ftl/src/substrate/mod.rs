@@ -41,6 +41,7 @@ pub(crate) mod oplog;
 pub(crate) mod region;
 
 use crate::gc::VictimPolicy;
+use crate::policy::{CopyOrder, EccStrength, GcPacing, Placement, Policies, Slot};
 use crate::FtlError;
 use ::alloc::boxed::Box;
 use ::alloc::collections::{BinaryHeap, VecDeque};
@@ -145,6 +146,16 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub ctl: Controller<S, M>,
     pub cfg: SubstrateConfig,
     pub policy: Box<dyn VictimPolicy>,
+    /// Where writes and copies go.
+    pub placement: Box<dyn Placement>,
+    /// The strength of each program; sees every read.
+    pub ecc: Box<dyn EccStrength>,
+    /// When GC runs.
+    pub pacing: Box<dyn GcPacing>,
+    /// Which valid page GC copies next.
+    pub copy_order: Box<dyn CopyOrder>,
+    /// Bit kind of every page index of a block (LSB on SLC chips).
+    pub bits: Vec<nand::BitKind>,
     pub geo: Geometry,
     /// Packed address of every flat block index (cached: the hot paths convert often).
     pub addrs: Vec<BlockAddr>,
@@ -193,7 +204,12 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
 
 impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// A substrate over `ctl` with every block `Bad` until format or mount says otherwise.
-    pub fn new(ctl: Controller<S, M>, cfg: SubstrateConfig, policy: Box<dyn VictimPolicy>) -> Self {
+    pub fn new(
+        ctl: Controller<S, M>,
+        cfg: SubstrateConfig,
+        policy: Box<dyn VictimPolicy>,
+        policies: Policies,
+    ) -> Self {
         let geo = *ctl.chip().geometry();
         let ppb = geo.pages_per_block;
         let nblocks = geo.total_blocks() as usize;
@@ -217,9 +233,23 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             .map(|(q, &u)| u - q as u32)
             .max()
             .unwrap_or(0);
+        let bits = (0..ppb)
+            .map(|q| {
+                if multi {
+                    pairing.kind(q)
+                } else {
+                    nand::BitKind::Lsb
+                }
+            })
+            .collect();
         Substrate {
             cfg,
             policy,
+            placement: policies.placement,
+            ecc: policies.ecc,
+            pacing: policies.pacing,
+            copy_order: policies.copy_order,
+            bits,
             addrs: (0..geo.total_blocks())
                 .map(|b| geo.block_at(b).expect("block in range"))
                 .collect(),
@@ -313,6 +343,18 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let s = self.seq;
         self.seq += 1;
         s
+    }
+
+    /// The slot flat page `phys` is.
+    #[inline]
+    pub fn slot(&self, phys: u32) -> Slot {
+        let (b, page) = self.split(phys);
+        Slot {
+            die: self.die_of(b),
+            block: b,
+            page,
+            bit: self.bits[page as usize],
+        }
     }
 
     /// Good data blocks (neither bad nor reserved for the checkpoint region).

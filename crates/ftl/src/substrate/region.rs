@@ -166,7 +166,13 @@ impl Region {
         let rec = OobRecord::new(h.gen, h.index as u64, PageKind::Meta(CP_KIND));
         let r = sub.program_page(now, phys, Payload::Meta(page), rec, Cause::Meta, None)?;
         if r.is_some() {
-            sub.log.counters.meta_bytes += page.len() as u64;
+            let c = &mut sub.log.counters;
+            c.meta_bytes += page.len() as u64;
+            if h.log {
+                c.meta_bytes_by_kind.log += page.len() as u64;
+            } else {
+                c.meta_bytes_by_kind.checkpoint += page.len() as u64;
+            }
         }
         Ok(r.is_some())
     }
