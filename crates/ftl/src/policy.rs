@@ -87,7 +87,7 @@ pub trait Placement: Send {
         Stream::Host
     }
     /// Whether [`slot`](Placement::slot) should be asked (a per-write cost otherwise
-    /// skipped).
+    /// skipped; asked once, when the scheme is built).
     fn wants_slots(&self) -> bool {
         false
     }
@@ -191,6 +191,12 @@ pub trait EccStrength: Send {
     fn on_read(&mut self, _read: &ReadFeedback) -> Option<Alarm> {
         None
     }
+    /// `Some(t)` if every program gets `t` whatever its context and reads are of no
+    /// interest: the FTL then skips building contexts and calling the policy (asked once,
+    /// when the scheme is built).
+    fn fixed(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// Today's strength: one `t` for every page.
@@ -203,6 +209,9 @@ impl EccStrength for FixedStrength {
     }
     fn t_for(&mut self, _ctx: &ProgramContext) -> u32 {
         self.0
+    }
+    fn fixed(&self) -> Option<u32> {
+        Some(self.0)
     }
 }
 
@@ -244,6 +253,11 @@ pub trait GcPacing: Send {
     fn after_write(&mut self, _space: &DieSpace) -> GcBudget {
         GcBudget::Nothing
     }
+    /// True if the policy is [`Foreground`]'s rule exactly (collect to the threshold before
+    /// a write, nothing after): the FTL then applies it inline (asked once).
+    fn is_foreground(&self) -> bool {
+        false
+    }
 }
 
 /// Today's pacing: before a write, collect to completion while the die is below the
@@ -261,6 +275,9 @@ impl GcPacing for Foreground {
         } else {
             GcBudget::Nothing
         }
+    }
+    fn is_foreground(&self) -> bool {
+        true
     }
 }
 
@@ -299,7 +316,8 @@ pub trait CopyOrder: Send {
     fn name(&self) -> &'static str;
     /// The next page to copy.
     fn next(&mut self, from: u32, pages: u32, valid: &mut dyn FnMut(u32) -> bool) -> Option<u32>;
-    /// True if the order is plain ascending: the FTL then scans inline (no call per page).
+    /// True if the order is plain ascending: the FTL then scans inline (no call per page;
+    /// asked once).
     fn ascending(&self) -> bool {
         false
     }

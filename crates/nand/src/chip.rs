@@ -40,6 +40,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use rand_core::RngCore;
 
+#[path = "aging.rs"]
+mod aging;
+pub use aging::AgeReport;
+
 /// Time an operation keeps its die (and channel) busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpTiming {

@@ -53,7 +53,7 @@ mod time;
 
 pub use addr::{AddrError, BlockAddr, Lpn, LpnOutOfRange, PhysAddr};
 pub use backend::{RamStorage, Storage};
-pub use chip::{BlockInfo, BlockStatus, Chip, Failure, OpCounters, OpTiming, PageState};
+pub use chip::{AgeReport, BlockInfo, BlockStatus, Chip, Failure, OpCounters, OpTiming, PageState};
 pub use config::{ChipConfig, Reliability, Timing, PRESET_NAMES};
 pub use error::{ConfigError, NandError, StorageError};
 pub use fault::{CutEffect, CutMode, CutRecord, CutTarget, TornFill};

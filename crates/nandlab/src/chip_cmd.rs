@@ -24,6 +24,17 @@ pub enum ChipCommand {
         #[arg(long)]
         image: PathBuf,
     },
+    /// Age a chip image: cycle every good block through program and erase (the chip's
+    /// rules and wear model; blocks that wear out turn grown-bad) until it has PE cycles.
+    /// Blocks holding data lose it: age an image before formatting a volume on it.
+    Age {
+        /// The chip image.
+        #[arg(long)]
+        image: PathBuf,
+        /// Target P/E cycles of every block.
+        #[arg(long)]
+        pe: u32,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -104,6 +115,27 @@ pub fn run(cmd: ChipCommand) -> Result<()> {
                     c.geometry.pages_per_block
                 );
             }
+            Ok(())
+        }
+        ChipCommand::Age { image, pe } => {
+            let (storage, config) = FileStorage::open(&image)
+                .with_context(|| format!("cannot open chip image {}", image.display()))?;
+            let mut chip = Chip::new(config, storage)?;
+            let bad_before = chip.bad_blocks().count();
+            let r = chip
+                .age_all(nand::Nanos::ZERO, pe)
+                .with_context(|| format!("aging {}", image.display()))?;
+            chip.sync()?;
+            let bad = chip.bad_blocks().count();
+            println!(
+                "aged {} to {pe} P/E: {} erases and {} programs ({:.1} h of array time), {} blocks wore out ({} bad in all)",
+                image.display(),
+                r.erases,
+                r.programs,
+                r.time.0 as f64 / 3.6e12,
+                bad - bad_before,
+                bad
+            );
             Ok(())
         }
         ChipCommand::Format { chip, image } => {

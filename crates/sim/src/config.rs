@@ -33,7 +33,7 @@
 //! json = "report.json"
 //! ```
 
-use crate::engine::{Engine, LoadMode};
+use crate::engine::{Background, Engine, LoadMode};
 use crate::trace::{TraceFormat, TraceReader};
 use crate::workload::{RequestSource, Synthetic, SyntheticConfig};
 use crate::SimError;
@@ -191,6 +191,9 @@ pub struct LoadSection {
     pub mode: LoadKind,
     /// Outstanding requests in closed loop.
     pub queue_depth: u32,
+    /// When the FTL's background hook runs: `"idle"` (host idle periods) or
+    /// `"every-request"`.
+    pub background: Background,
 }
 
 impl Default for LoadSection {
@@ -198,6 +201,7 @@ impl Default for LoadSection {
         LoadSection {
             mode: LoadKind::Closed,
             queue_depth: 8,
+            background: Background::Idle,
         }
     }
 }
@@ -210,6 +214,14 @@ pub struct ReportSection {
     pub json: Option<PathBuf>,
     /// CSV report path.
     pub csv: Option<PathBuf>,
+}
+
+/// `[aging]`: cycle the chip before the FTL formats it (see `Chip::age_all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgingSection {
+    /// P/E cycles every good block has when the experiment starts.
+    pub pe: u32,
 }
 
 /// A byte range of the volume.
@@ -262,6 +274,9 @@ pub struct ExperimentConfig {
     /// Trace replay (instead of a workload).
     #[serde(default)]
     pub trace: Option<TraceSection>,
+    /// Chip aging before format.
+    #[serde(default)]
+    pub aging: Option<AgingSection>,
     /// Write hints.
     #[serde(default)]
     pub hints: HintSection,
@@ -343,6 +358,7 @@ impl ExperimentConfig {
                 ..SyntheticConfig::default()
             }),
             trace: None,
+            aging: None,
             hints: HintSection::default(),
             load: LoadSection::default(),
             report: ReportSection::default(),
@@ -374,8 +390,12 @@ impl ExperimentConfig {
             RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
                 .with_full_blocks(&g, mask)
         };
-        let chip = Chip::new(chip_cfg.clone(), storage)
+        let mut chip = Chip::new(chip_cfg.clone(), storage)
             .map_err(|e| SimError::Config(format!("chip: {e}")))?;
+        if let Some(a) = self.aging {
+            chip.age_all(Nanos::ZERO, a.pe)
+                .map_err(|e| SimError::Config(format!("aging.pe = {}: {e}", a.pe)))?;
+        }
         let ccfg = ControllerConfig {
             sector_size: self.controller.sector_size,
             mode: self.controller.mode,
@@ -411,6 +431,7 @@ impl ExperimentConfig {
             }
         }
         engine.set_critical_ranges(&ranges)?;
+        engine.set_background(self.load.background);
         let source: Box<dyn RequestSource> = match (&self.workload, &self.trace) {
             (Some(_), Some(_)) => {
                 return Err(SimError::Config(

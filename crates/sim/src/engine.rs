@@ -32,6 +32,11 @@ pub trait Scheduler {
     fn pop(&mut self) -> Option<Request>;
     /// Requests waiting.
     fn len(&self) -> usize;
+    /// The first queued request (in dispatch order) that `pred` accepts, left queued.
+    fn peek_first(&self, pred: &mut dyn FnMut(&Request) -> bool) -> Option<&Request>;
+    /// Takes the first queued request (in dispatch order) that `pred` accepts, out of
+    /// order: what AP's request feedback does with "the next queued non-critical write".
+    fn take_first(&mut self, pred: &mut dyn FnMut(&Request) -> bool) -> Option<Request>;
     /// Whether nothing waits.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -55,7 +60,29 @@ impl Scheduler for Fifo {
     fn len(&self) -> usize {
         self.0.len()
     }
+    fn peek_first(&self, pred: &mut dyn FnMut(&Request) -> bool) -> Option<&Request> {
+        self.0.iter().find(|r| pred(r))
+    }
+    fn take_first(&mut self, pred: &mut dyn FnMut(&Request) -> bool) -> Option<Request> {
+        let i = self.0.iter().position(|r| pred(r))?;
+        self.0.remove(i)
+    }
 }
+
+/// When the engine gives the FTL its background hook ([`Ftl::tick`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Background {
+    /// During host idle periods only (the default: request streams are served as before).
+    #[default]
+    Idle,
+    /// Also after every request.
+    EveryRequest,
+}
+
+/// At most this many background steps per idle period or request (each `tick` call is one
+/// step; an FTL's tick does a bounded amount of work).
+const MAX_TICKS: u32 = 1024;
 
 /// How requests arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +193,9 @@ pub struct Engine {
     clock: Nanos,
     /// Logical page ranges whose writes are critical (sorted, disjoint, half-open).
     critical: Vec<(u64, u64)>,
+    background: Background,
+    /// Simulated time the host spent idle.
+    idle_time: Nanos,
 }
 
 impl std::fmt::Debug for Engine {
@@ -203,8 +233,48 @@ impl Engine {
             metrics: Metrics::default(),
             clock: Nanos::ZERO,
             critical: Vec::new(),
+            background: Background::Idle,
+            idle_time: Nanos::ZERO,
             ftl,
         }
+    }
+
+    /// When the FTL's background hook runs.
+    pub fn set_background(&mut self, b: Background) {
+        self.background = b;
+    }
+
+    /// Simulated time the host has spent idle (idle periods of the workload).
+    pub fn idle_time(&self) -> Nanos {
+        self.idle_time
+    }
+
+    /// Gives the FTL its background hook at `at` until it reports no more work (bounded);
+    /// the operations it performs go on the timelines from `at` on, charged to no request.
+    /// Returns when the last of them completes (`at` if none).
+    fn background_work(&mut self, at: Nanos) -> Result<Nanos, SimError> {
+        let mut end = at;
+        for _ in 0..MAX_TICKS {
+            let worked = self.ftl.tick(at)?;
+            self.ops.clear();
+            self.ftl.take_ops(&mut self.ops);
+            if !self.ops.is_empty() {
+                end = end.max(self.timeline.schedule(&self.ops, at));
+            }
+            if !worked {
+                break;
+            }
+        }
+        Ok(end)
+    }
+
+    /// A host idle period of `len` from `from`: background work, then the clock moves on.
+    fn idle(&mut self, from: Nanos, len: Nanos) -> Result<(), SimError> {
+        self.background_work(from)?;
+        self.idle_time += len;
+        self.clock = self.clock.max(from + len);
+        self.timeline.advance_to(self.clock);
+        Ok(())
     }
 
     /// Marks writes to the logical pages of these byte ranges `(offset, len)` critical (AP:
@@ -427,6 +497,9 @@ impl Engine {
         let done = self.timeline.schedule(&self.ops, at);
         self.metrics.record(r.kind, r.len, r.arrival, done);
         self.clock = self.clock.max(at);
+        if self.background == Background::EveryRequest {
+            self.background_work(at)?;
+        }
         Ok(done)
     }
 
@@ -457,6 +530,12 @@ impl Engine {
                 while let Some(r) = source.next(&*self.ftl, self.page) {
                     let mut r = r?;
                     r.arrival += base;
+                    if r.idle_before > Nanos::ZERO {
+                        // The gap is already in the arrival time: the host went quiet once
+                        // the clock reached the gap's start.
+                        let from = r.arrival.saturating_sub(r.idle_before).max(self.clock);
+                        self.idle(from, r.arrival.saturating_sub(from))?;
+                    }
                     self.sched.push(r);
                     while let Some(q) = self.sched.pop() {
                         let at = q.arrival.max(self.clock);
@@ -471,12 +550,27 @@ impl Engine {
                 let mut inflight: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
                 let mut now = base;
                 let mut exhausted = false;
+                // A request behind an idle period: it waits until every outstanding request
+                // has completed and the idle time has passed.
+                let mut held: Option<Request> = None;
                 loop {
+                    if let Some(r) = held {
+                        if inflight.is_empty() && self.sched.is_empty() {
+                            self.idle(now, r.idle_before)?;
+                            now = now.max(self.clock);
+                            self.sched.push(Request { arrival: now, ..r });
+                            held = None;
+                        }
+                    }
                     // Keep `qd` requests in the device: arrivals at the current time.
-                    while !exhausted && inflight.len() + self.sched.len() < qd {
+                    while !exhausted && held.is_none() && inflight.len() + self.sched.len() < qd {
                         match source.next(&*self.ftl, self.page) {
                             Some(r) => {
                                 let mut r = r?;
+                                if r.idle_before > Nanos::ZERO {
+                                    held = Some(r);
+                                    break;
+                                }
                                 r.arrival = now;
                                 self.sched.push(r);
                             }
@@ -491,6 +585,7 @@ impl Engine {
                     }
                     match inflight.pop() {
                         Some(Reverse(c)) => now = now.max(c),
+                        None if held.is_some() => {}
                         None => break,
                     }
                 }

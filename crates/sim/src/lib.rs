@@ -18,7 +18,7 @@ pub mod trace;
 pub mod workload;
 
 pub use config::{Experiment, ExperimentConfig};
-pub use engine::{Engine, Fifo, LoadMode, Progress, Scheduler};
+pub use engine::{Background, Engine, Fifo, LoadMode, Progress, Scheduler};
 pub use metrics::{Metrics, Report, ReportInput};
 pub use request::{ReqKind, Request};
 pub use trace::{TraceFormat, TraceReader};

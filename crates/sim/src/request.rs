@@ -57,4 +57,8 @@ pub struct Request {
     pub len: u64,
     /// Write hint (critical, hot/cold); the engine adds the experiment's critical ranges.
     pub class: DataClass,
+    /// A host idle period before this request: no I/O for this long (closed loop: after
+    /// every outstanding request has completed; open loop: already part of `arrival`).
+    /// Data ages meanwhile, and the FTL's background work runs.
+    pub idle_before: Nanos,
 }

@@ -328,6 +328,7 @@ impl RequestSource for TraceReader {
                 offset,
                 len,
                 class: ftl::DataClass::NORMAL,
+                idle_before: Nanos::ZERO,
             }));
         }
     }

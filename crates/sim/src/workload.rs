@@ -49,6 +49,17 @@ pub struct HotCold {
     pub hint: bool,
 }
 
+/// Host idle periods: after every `every` requests, no I/O for `seconds` of simulated time
+/// (hours or days let retention age the data).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdlePeriods {
+    /// Requests between two idle periods (≥ 1).
+    pub every: u64,
+    /// Length of each idle period in seconds (≥ 0).
+    pub seconds: f64,
+}
+
 /// How arrivals are spaced (open-loop).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -88,6 +99,8 @@ pub struct SyntheticConfig {
     pub interarrival_us: f64,
     /// Arrival process.
     pub arrival: Arrival,
+    /// Host idle periods.
+    pub idle: Option<IdlePeriods>,
 }
 
 impl Default for SyntheticConfig {
@@ -105,6 +118,7 @@ impl Default for SyntheticConfig {
             hot: None,
             interarrival_us: 0.0,
             arrival: Arrival::Fixed,
+            idle: None,
         }
     }
 }
@@ -159,6 +173,17 @@ impl SyntheticConfig {
         };
         if let Some(s) = sizes.iter().find(|&&s| s == 0 || s % 512 != 0) {
             return bad("size", format!("{s} must be a positive multiple of 512"));
+        }
+        if let Some(i) = self.idle {
+            if i.every == 0 {
+                return bad("idle.every", format!("{} must be at least 1", i.every));
+            }
+            if !(i.seconds >= 0.0 && i.seconds.is_finite() && i.seconds < 1e12) {
+                return bad(
+                    "idle.seconds",
+                    format!("{} must be a non-negative number of seconds", i.seconds),
+                );
+            }
         }
         if let Some(h) = self.hot {
             if !(h.data_pct > 0.0 && h.data_pct < 100.0 && (0.0..=100.0).contains(&h.access_pct)) {
@@ -239,8 +264,15 @@ impl RequestSource for Synthetic {
             Arrival::Fixed => self.cfg.interarrival_us,
             Arrival::Poisson => -self.cfg.interarrival_us * (1.0 - self.unit()).ln(),
         };
+        let mut idle_before = Nanos::ZERO;
         if self.issued > 0 {
             self.now += Nanos((gap * 1000.0) as u64);
+            if let Some(i) = self.cfg.idle {
+                if self.issued.is_multiple_of(i.every) {
+                    idle_before = Nanos((i.seconds * 1e9) as u64);
+                    self.now += idle_before;
+                }
+            }
         }
         if let Some(d) = self.cfg.duration_ms {
             if self.now.0 as f64 > d * 1e6 {
@@ -259,6 +291,7 @@ impl RequestSource for Synthetic {
                 offset: 0,
                 len: 0,
                 class: DataClass::NORMAL,
+                idle_before,
             }));
         }
         let len = self.size().min(self.footprint);
@@ -307,6 +340,7 @@ impl RequestSource for Synthetic {
             offset,
             len,
             class,
+            idle_before,
         }))
     }
 

@@ -152,3 +152,96 @@ fn unknown_policy_names_and_bad_hints_are_named() {
         "{e}"
     );
 }
+
+const AGING: &str = r#"
+name = "aging"
+seed = 4
+[chip]
+preset = "tiny-mlc"
+[chip.geometry]
+blocks_per_plane = 64
+[controller]
+mode = "bytes"
+[errors]
+model = "flares"
+[aging]
+pe = 2500
+[ftl.page]
+over_provisioning = 0.25
+ecc_t = 12
+[precondition]
+max_overwrite = 0.5
+[workload]
+requests = 3000
+read_pct = 90
+size = 4096
+IDLE
+[load]
+mode = "closed"
+queue_depth = 4
+"#;
+
+/// Host idle periods really pass simulated time with no I/O: the data ages (FLARES's
+/// retention term), so reads after them correct more bits; the run's simulated time holds
+/// the idle time.
+#[test]
+fn idle_periods_age_the_data() {
+    let run_with = |idle: &str| {
+        let text = AGING.replace("IDLE", idle);
+        run(ExperimentConfig::from_toml_str(&text, "aging.toml").unwrap())
+    };
+    let busy = run_with("");
+    let idle = run_with("idle = { every = 500, seconds = 2592000 }");
+    assert_eq!(busy.host.mismatches, 0);
+    assert_eq!(idle.host.mismatches, 0);
+    assert_eq!(busy.host.pages_read, idle.host.pages_read);
+    // Five idle periods of 30 days.
+    assert!(idle.sim_seconds > 5.0 * 2_592_000.0, "{}", idle.sim_seconds);
+    assert!(busy.sim_seconds < 1000.0, "{}", busy.sim_seconds);
+    assert!(
+        idle.ecc.corrected_bits > 2 * busy.ecc.corrected_bits.max(1),
+        "idle {} vs busy {} corrected bits",
+        idle.ecc.corrected_bits,
+        busy.ecc.corrected_bits
+    );
+    // Bad idle periods are named with their value.
+    for (idle, key, value) in [
+        ("idle = { every = 5, seconds = -3.0 }", "idle.seconds", "-3"),
+        ("idle = { every = 0, seconds = 3.0 }", "idle.every", "0"),
+    ] {
+        let text = AGING.replace("IDLE", idle);
+        let e = ExperimentConfig::from_toml_str(&text, "aging.toml")
+            .unwrap()
+            .build(Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key) && e.contains(value), "{e}");
+    }
+}
+
+/// The scheduler hands out queued requests by predicate, out of order, leaving the rest.
+#[test]
+fn scheduler_takes_the_first_match() {
+    use sim::{Fifo, ReqKind, Request, Scheduler};
+    let mut q = Fifo::default();
+    for (i, kind) in [ReqKind::Read, ReqKind::Write, ReqKind::Read, ReqKind::Write]
+        .into_iter()
+        .enumerate()
+    {
+        q.push(Request {
+            arrival: nand::Nanos(i as u64),
+            kind,
+            offset: i as u64 * 4096,
+            len: 4096,
+            class: ftl::DataClass::NORMAL,
+            idle_before: nand::Nanos::ZERO,
+        });
+    }
+    let w = |r: &Request| r.kind == ReqKind::Write;
+    assert_eq!(q.peek_first(&mut { w }).map(|r| r.offset), Some(4096));
+    assert_eq!(q.take_first(&mut { w }).map(|r| r.offset), Some(4096));
+    assert_eq!(q.take_first(&mut { w }).map(|r| r.offset), Some(12288));
+    assert!(q.take_first(&mut { w }).is_none());
+    assert_eq!(q.len(), 2);
+    assert_eq!(q.pop().map(|r| r.offset), Some(0));
+}

@@ -70,6 +70,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let addr = self.phys_addr(phys);
         let t = match payload {
             Payload::Relocated => 0,
+            _ if self.fixed_t.is_some() => self.fixed_t.unwrap_or_default(),
             _ => {
                 let ctx = ProgramContext {
                     slot: self.slot(phys),
@@ -246,7 +247,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         write: WriteKind,
     ) -> Result<u32, FtlError> {
         let mut phys = self.allocate(now, die, stream)?;
-        if !self.placement.wants_slots() {
+        if !self.judge_slots {
             return Ok(phys);
         }
         for _ in 0..self.ppb {

@@ -93,7 +93,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// Tells the ECC-strength policy how a read of flat page `phys` decoded, and acts on
     /// its alarm: a refresh queues the block for background relocation (if it is full and
     /// not written since the last checkpoint) and is counted.
+    #[inline]
     pub fn read_feedback(&mut self, now: Nanos, phys: u32, corrected: u32, failed: bool) {
+        if self.fixed_t.is_some() {
+            return;
+        }
         let (block, page) = self.split(phys);
         let fb = ReadFeedback {
             block,
@@ -188,7 +192,7 @@ pub(crate) fn gc_step<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bo
     };
     let ppb = s.ppb;
     let base = job.victim * ppb;
-    if s.copy_order.ascending() {
+    if s.ascending {
         while job.next < ppb && k.owner(base + job.next).is_none() {
             job.next += 1;
         }
@@ -445,6 +449,12 @@ pub(crate) fn paced<K: Kernel>(
     after: bool,
 ) -> Result<(), FtlError> {
     let s = k.sub_mut();
+    if s.foreground {
+        if !after && s.dies[die].free.len() < s.cfg.gc_threshold as usize {
+            return ensure_space(k, now, die);
+        }
+        return Ok(());
+    }
     let space = DieSpace {
         free: s.dies[die].free.len(),
         threshold: s.cfg.gc_threshold as usize,

@@ -156,6 +156,13 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub copy_order: Box<dyn CopyOrder>,
     /// Bit kind of every page index of a block (LSB on SLC chips).
     pub bits: Vec<nand::BitKind>,
+    /// What the policies answered once, so the hot paths skip calls for the defaults:
+    /// the ECC policy's fixed strength, whether placement judges slots, whether copies go
+    /// in ascending order, whether pacing is the foreground rule.
+    pub fixed_t: Option<u32>,
+    pub judge_slots: bool,
+    pub ascending: bool,
+    pub foreground: bool,
     pub geo: Geometry,
     /// Packed address of every flat block index (cached: the hot paths convert often).
     pub addrs: Vec<BlockAddr>,
@@ -245,6 +252,10 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         Substrate {
             cfg,
             policy,
+            fixed_t: policies.ecc.fixed(),
+            judge_slots: policies.placement.wants_slots(),
+            ascending: policies.copy_order.ascending(),
+            foreground: policies.pacing.is_foreground(),
             placement: policies.placement,
             ecc: policies.ecc,
             pacing: policies.pacing,
