@@ -14,14 +14,12 @@ fn chip(preset: &str, seed: u64) -> Chip {
     Chip::ram(cfg).unwrap()
 }
 
-/// Everything aging may change, per block, plus the chip's counters.
-fn state(
-    c: &Chip,
-) -> (
-    Vec<(u32, BlockStatus, u32, bool, Nanos)>,
-    nand::OpCounters,
-    u64,
-) {
+/// What aging may change of one block: erase count, status, write point, needs-erase,
+/// time of its last erase.
+type BlockView = (u32, BlockStatus, u32, bool, Nanos);
+
+/// Everything aging may change, per block, plus the chip's counters and operation index.
+fn state(c: &Chip) -> (Vec<BlockView>, nand::OpCounters, u64) {
     let g = *c.geometry();
     let blocks = (0..g.total_blocks())
         .map(|b| {
