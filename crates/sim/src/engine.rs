@@ -64,7 +64,7 @@ impl Scheduler for Fifo {
         self.0.iter().find(|r| pred(r))
     }
     fn take_first(&mut self, pred: &mut dyn FnMut(&Request) -> bool) -> Option<Request> {
-        let i = self.0.iter().position(|r| pred(r))?;
+        let i = self.0.iter().position(pred)?;
         self.0.remove(i)
     }
 }
