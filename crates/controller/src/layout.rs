@@ -148,8 +148,14 @@ impl PageKind {
         }
     }
 
-    /// The kind a record byte names, if any.
+    /// The kind a record byte names, if any (a table lookup: every read decodes one).
+    #[inline]
     pub const fn from_code(v: u8) -> Option<PageKind> {
+        KIND_TABLE[v as usize]
+    }
+
+    /// [`from_code`](PageKind::from_code) computed (what fills the table).
+    const fn decode_code(v: u8) -> Option<PageKind> {
         match v & 3 {
             0 | 1 => match DataClass::from_bits(v >> 2) {
                 Some(c) if v & 3 == 0 => Some(PageKind::User(c)),
@@ -177,6 +183,17 @@ impl PageKind {
         }
     }
 }
+
+/// Every record byte's kind.
+static KIND_TABLE: [Option<PageKind>; 256] = {
+    let mut t = [None; 256];
+    let mut v = 0;
+    while v < 256 {
+        t[v] = PageKind::decode_code(v as u8);
+        v += 1;
+    }
+    t
+};
 
 /// The per-page record in the spare area: enough to rebuild an FTL's map from the chip.
 ///

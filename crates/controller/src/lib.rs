@@ -654,8 +654,23 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                     (PayloadMode::Digest, _) => {
                         self.chip.program(now, addr, &self.zeros, &spare)?
                     }
-                    (PayloadMode::Bytes, Some(from)) => {
+                    (PayloadMode::Bytes, Some(from)) if self.chip.register_holds(from) => {
                         self.chip.program_copy(now, addr, from, &spare)?
+                    }
+                    (PayloadMode::Bytes, Some(from)) => {
+                        // A program in between (one that failed: this is a retry) emptied
+                        // the page register: read the pristine source again, then program
+                        // its bytes; both operations are charged to this one.
+                        let mut raw_spare = vec![0u8; self.chip.geometry().spare_size as usize];
+                        let r = self
+                            .chip
+                            .read(now, from, &mut self.reloc_data, &mut raw_spare)?;
+                        self.reloc_from = None;
+                        let p = self.chip.program(now, addr, &self.reloc_data, &spare)?;
+                        OpTiming {
+                            array: r.array + p.array,
+                            transfer: r.transfer + p.transfer,
+                        }
                     }
                     (PayloadMode::Bytes, None) => {
                         self.chip.program(now, addr, &self.reloc_data, &spare)?

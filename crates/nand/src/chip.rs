@@ -669,6 +669,12 @@ impl<S: Storage> Chip<S> {
         Ok((timing, self.state_from(bi, page, m)))
     }
 
+    /// Whether the page register holds page `addr` (the last operation read it).
+    pub fn register_holds(&self, addr: PhysAddr) -> bool {
+        self.locate(addr)
+            .is_ok_and(|(_, _, pi)| self.register == Some(pi))
+    }
+
     /// Hints the CPU to load what a read of `addr` will touch first (the page's state and
     /// the start of its stored image). Changes nothing; out-of-range addresses are ignored.
     pub fn prefetch_page(&self, addr: PhysAddr) {
@@ -778,7 +784,9 @@ impl<S: Storage> Chip<S> {
     /// returns before any bit error, for a controller that has just read `from` without
     /// error and moves it (GC relocation). Same rules, timing and faults as `program`; the
     /// emulator only skips the round trip of the bytes through the caller's memory (a RAM
-    /// backend shares them). `from` must hold data.
+    /// backend shares them). `from` must hold data and be in the page register: the last
+    /// operation must have been a read of it (a copy-back program); otherwise
+    /// [`NandError::NotInRegister`].
     pub fn program_copy(
         &mut self,
         now: Nanos,
@@ -789,6 +797,9 @@ impl<S: Storage> Chip<S> {
         let (fbi, fpage, fpi) = self.locate(from)?;
         if self.page_meta(fbi, fpage).is_erased() {
             return Err(NandError::CopyFromErased(from));
+        }
+        if self.register != Some(fpi) {
+            return Err(NandError::NotInRegister(from));
         }
         self.program_op(now, addr, Prog::Full, Source::Page(fpi), spare)
     }

@@ -14,6 +14,52 @@ fn addresses(c: &nand::Chip) -> impl Fn(u32, u32) -> nand::PhysAddr {
     move |b, p| g.block_at(b).unwrap().page(p).unwrap()
 }
 
+/// Reads `src` into the page register (its spare area), as a relocating controller does.
+fn load(c: &mut nand::Chip, src: nand::PhysAddr) {
+    let mut spare = vec![0u8; c.geometry().spare_size as usize];
+    c.read_spare(T0, src, &mut spare).unwrap();
+}
+
+/// A copy-back program: read the source, then program the copy.
+fn copy(
+    c: &mut nand::Chip,
+    dst: nand::PhysAddr,
+    src: nand::PhysAddr,
+    spare: &[u8],
+) -> Result<nand::OpTiming, NandError> {
+    load(c, src);
+    c.program_copy(T0, dst, src, spare)
+}
+
+/// A copy needs its source in the page register: the last operation must have read it.
+#[test]
+fn a_copy_needs_its_source_in_the_page_register() {
+    let mut c = chip("tiny-slc");
+    let at = addresses(&c);
+    let (d, s) = buffers(&c, 1);
+    let src = at(1, 0);
+    c.program(T0, src, &d, &s).unwrap();
+    // Never read: refused, and nothing counted.
+    let ops = c.ops();
+    assert_eq!(
+        c.program_copy(T0, at(2, 0), src, &s),
+        Err(NandError::NotInRegister(src))
+    );
+    assert_eq!(c.ops(), ops);
+    // Read, then another operation in between: the register no longer holds it.
+    load(&mut c, src);
+    assert!(c.register_holds(src));
+    c.program(T0, at(3, 0), &d, &s).unwrap();
+    assert!(!c.register_holds(src));
+    assert_eq!(
+        c.program_copy(T0, at(2, 0), src, &s),
+        Err(NandError::NotInRegister(src))
+    );
+    // Read just before: the copy lands.
+    copy(&mut c, at(2, 0), src, &s).unwrap();
+    assert_eq!(read_page(&mut c, at(2, 0)), (d, s));
+}
+
 #[test]
 fn a_copy_holds_the_source_data_and_its_own_spare() {
     let mut c = chip("tiny-mlc");
@@ -22,7 +68,7 @@ fn a_copy_holds_the_source_data_and_its_own_spare() {
     let (_, s2) = buffers(&c, 2);
     let src = at(1, 0);
     c.program(T0, src, &d, &s).unwrap();
-    let t = c.program_copy(T0, at(2, 0), src, &s2).unwrap();
+    let t = copy(&mut c, at(2, 0), src, &s2).unwrap();
     // A copy costs what the program of the same bytes costs.
     let (d3, s3) = buffers(&c, 3);
     assert_eq!(c.program(T0, at(3, 0), &d3, &s3).unwrap(), t);
@@ -40,24 +86,24 @@ fn a_copy_obeys_the_program_rules() {
     c.program(T0, at(2, 0), &d, &s).unwrap();
     // Program before erase, out of order, upper page before its lower page, erased source.
     assert_eq!(
-        c.program_copy(T0, at(2, 0), src, &s),
+        copy(&mut c, at(2, 0), src, &s),
         Err(NandError::NotErased(at(2, 0)))
     );
     c.program(T0, at(5, 1), &d, &s).unwrap();
     assert!(matches!(
-        c.program_copy(T0, at(5, 0), src, &s),
+        copy(&mut c, at(5, 0), src, &s),
         Err(NandError::OutOfOrder { next: 2, .. })
     ));
     assert!(matches!(
-        c.program_copy(T0, at(6, 2), src, &s),
+        copy(&mut c, at(6, 2), src, &s),
         Err(NandError::LowerPageNotProgrammed { lower: 0, .. })
     ));
     assert_eq!(
-        c.program_copy(T0, at(6, 0), at(7, 0), &s),
+        copy(&mut c, at(6, 0), at(7, 0), &s),
         Err(NandError::CopyFromErased(at(7, 0)))
     );
     // Refused copies change nothing: page 6/0 is still erased and programs normally.
-    c.program_copy(T0, at(6, 0), src, &s).unwrap();
+    copy(&mut c, at(6, 0), src, &s).unwrap();
     assert_eq!(read_page(&mut c, at(6, 0)), (d, s));
 }
 
@@ -78,7 +124,7 @@ fn copies_share_ram_frames_until_a_page_changes() {
     let src = at(1, 0);
     c.program(T0, src, &d, &s).unwrap();
     for p in 0..3 {
-        c.program_copy(T0, at(2, p), src, &s).unwrap();
+        copy(&mut c, at(2, p), src, &s).unwrap();
     }
     // Four pages stored, one data frame: two blocks of spare areas and one page of data.
     assert_eq!(c.storage().stored_pages(), 4);
@@ -111,6 +157,7 @@ fn a_cut_copy_lands_through_the_merge_path() {
     let src = at(1, 0);
     c.program(T0, src, &d, &s).unwrap();
     let (_, s2) = buffers(&c, 2);
+    load(&mut c, src);
     c.arm_cut(1, CutMode::After);
     assert_eq!(
         c.program_copy(T0, at(2, 0), src, &s2),

@@ -58,6 +58,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// retired, or (after a crash) the block cannot take this page and was closed; the
     /// caller takes another page. Region blocks are never closed: a conflict there is an
     /// error.
+    #[inline]
     pub fn program_page(
         &mut self,
         now: Nanos,
@@ -239,6 +240,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// The next page of `die`'s frontier of `stream` for `write`, asking the placement
     /// policy (when it wants to be asked) whether to take each offered slot or pad it; at
     /// most a block's worth of slots is padded for one write.
+    #[inline]
     pub fn allocate_for(
         &mut self,
         now: Nanos,
@@ -246,10 +248,21 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         stream: usize,
         write: WriteKind,
     ) -> Result<u32, FtlError> {
-        let mut phys = self.allocate(now, die, stream)?;
         if !self.judge_slots {
-            return Ok(phys);
+            return self.allocate(now, die, stream);
         }
+        self.allocate_judged(now, die, stream, write)
+    }
+
+    /// [`allocate_for`](Substrate::allocate_for) with a placement that judges slots.
+    fn allocate_judged(
+        &mut self,
+        now: Nanos,
+        die: usize,
+        stream: usize,
+        write: WriteKind,
+    ) -> Result<u32, FtlError> {
+        let mut phys = self.allocate(now, die, stream)?;
         for _ in 0..self.ppb {
             let slot = self.slot(phys);
             if self.placement.slot(&slot, write) == SlotChoice::Take {
