@@ -28,7 +28,7 @@ use alloc::vec::Vec;
 use ecc::{Bch, EccError, FixedEncoder};
 use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
 use nand::rber::{sample_page_errors, ErrorModel, PageAge};
-use nand::{Chip, NandError, Nanos, OpTiming, PhysAddr, RamStorage, Storage};
+use nand::{BlockAddr, Chip, NandError, Nanos, OpTiming, PhysAddr, RamStorage, Storage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -679,6 +679,26 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             });
         self.reloc_spare = spare;
         r
+    }
+
+    /// Erases a block (an FTL's admin operation: no data passes the controller).
+    pub fn erase(&mut self, now: Nanos, block: BlockAddr) -> Result<OpTiming, NandError> {
+        self.chip.erase(now, block)
+    }
+
+    /// Switches an erased, unprogrammed block of a multi-level chip in or out of SLC mode.
+    pub fn set_slc_mode(&mut self, block: BlockAddr, slc: bool) -> Result<(), NandError> {
+        self.chip.set_slc_mode(block, slc)
+    }
+
+    /// Reads a block's header (bad-block marker, erase counter, whether it holds data, SLC
+    /// mode): one charged spare read ([`Chip::read_block_header`]).
+    pub fn read_block_header(
+        &mut self,
+        now: Nanos,
+        block: BlockAddr,
+    ) -> Result<(nand::BlockInfo, OpTiming), NandError> {
+        self.chip.read_block_header(now, block)
     }
 
     /// Reads only the spare area and decodes the OOB record (a recovery scan). The data

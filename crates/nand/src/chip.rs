@@ -439,6 +439,37 @@ impl<S: Storage> Chip<S> {
         })
     }
 
+    /// Reads a block's header: what firmware learns from the spare area of the block's first
+    /// page — its bad-block marker, its erase counter (what UBI keeps in an erase-counter
+    /// header), whether it holds data, its SLC mode — charged as one spare read (an
+    /// operation: it counts, takes time and can be cut). Works on bad blocks too: that is
+    /// how firmware finds them. [`block_info`](Chip::block_info) is the same knowledge
+    /// without the read, for tests and tools.
+    pub fn read_block_header(
+        &mut self,
+        _now: Nanos,
+        block: BlockAddr,
+    ) -> Result<(BlockInfo, OpTiming), NandError> {
+        self.ensure_power()?;
+        let info = self.block_info(block)?;
+        let g = self.config.geometry;
+        let timing = OpTiming {
+            array: self.config.timing.read(self.pairing.kind(0)),
+            transfer: self.config.timing.transfer(g.spare_size as usize),
+        };
+        if let Some(mode) = self.next_op() {
+            let effect = if mode == CutMode::After {
+                CutEffect::Completed
+            } else {
+                CutEffect::NotStarted
+            };
+            let target = CutTarget::Read(block.page(0).expect("every block has a page 0"));
+            return Err(self.record_cut(mode, target, effect));
+        }
+        self.counters.reads += 1;
+        Ok((info, timing))
+    }
+
     /// State of a page: age, reads, kind (what an error model needs).
     pub fn page_state(&self, addr: PhysAddr) -> Result<PageState, NandError> {
         let (bi, page, _) = self.locate(addr)?;

@@ -203,7 +203,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.s.geo.total_blocks() {
             let addr = ftl.s.block_addr(b);
-            let info = ftl.s.ctl.chip().block_info(addr)?;
+            let info = ftl.s.read_header(now, b, Cause::Mount)?;
             ftl.s.erase[b as usize] = info.erase_count;
             let in_region = ftl.s.state[b as usize] == BState::Region;
             match info.status {
@@ -215,7 +215,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     }
                     // Data blocks in native mode, region blocks in SLC mode.
                     if multi && info.slc_mode != in_region {
-                        ftl.s.ctl.chip_mut().set_slc_mode(addr, in_region)?;
+                        ftl.s.ctl.set_slc_mode(addr, in_region)?;
                     }
                     if !in_region {
                         ftl.s.push_free(b);

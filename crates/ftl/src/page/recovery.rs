@@ -40,12 +40,12 @@ use super::snapshot::{code, Snapshot};
 use super::{PageFtl, INVALID, LOST};
 use crate::substrate::{BState, Frontier};
 use crate::{Cause, FtlError, OpKind};
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
 use alloc::vec::Vec;
 use controller::{CtlError, PageRead};
 use core::cmp::Reverse;
-use nand::{BlockStatus, ErrorModel, Nanos, Storage};
+use nand::{BlockInfo, BlockStatus, ErrorModel, Nanos, Storage};
 use serde::{Deserialize, Serialize};
 
 /// Sequence numbers above this are never written; a chip that holds one is rejected at mount.
@@ -137,7 +137,7 @@ impl Recovery for FullScan {
             if ftl.s.state[b as usize] == BState::Region {
                 continue;
             }
-            if ftl.s.ctl.chip().block_status(ftl.s.block_addr(b))? == BlockStatus::FactoryBad {
+            if r.header(ftl, now, b)?.status == BlockStatus::FactoryBad {
                 continue;
             }
             let wp = r.scan_block(ftl, now, b, 0, 0)?;
@@ -145,7 +145,7 @@ impl Recovery for FullScan {
                 r.free.insert(b);
             }
         }
-        r.finish(ftl, self.name())
+        r.finish(ftl, now, self.name())
     }
 }
 
@@ -174,15 +174,11 @@ impl Recovery for RollForward {
         let ndies = ftl.s.dies.len();
         let bpd = ftl.s.blocks_per_die;
         let mut work: Vec<u32> = Vec::new();
-        // Blocks whose erase count moved since the checkpoint were erased (and maybe reused).
-        let erased_since = |ftl: &PageFtl<S, M>, r: &Rebuild, b: u32| -> Result<bool, FtlError> {
-            let ec = ftl
-                .s
-                .ctl
-                .chip()
-                .block_info(ftl.s.block_addr(b))?
-                .erase_count;
-            Ok(ec != r.snap.erase[b as usize])
+        // Blocks whose erase count moved since the checkpoint were erased (and maybe reused):
+        // their headers tell (a charged read each).
+        let erased_since = |ftl: &mut PageFtl<S, M>, r: &mut Rebuild, b: u32| {
+            let ec = r.header(ftl, now, b)?.erase_count;
+            Ok::<bool, FtlError>(ec != r.snap.erase[b as usize])
         };
         for die in 0..ndies {
             // The checkpoint's frontier blocks, from their next page.
@@ -191,7 +187,7 @@ impl Recovery for RollForward {
                 if b >= ftl.s.geo.total_blocks() {
                     continue;
                 }
-                if erased_since(ftl, &r, b)? {
+                if erased_since(ftl, &mut r, b)? {
                     work.push(b);
                 } else {
                     r.scan_block(ftl, now, b, next.min(ftl.s.ppb), c)?;
@@ -204,7 +200,7 @@ impl Recovery for RollForward {
                 .collect();
             free.sort_unstable_by_key(|&b| (r.snap.erase[b as usize], b));
             for b in free {
-                let moved = erased_since(ftl, &r, b)?;
+                let moved = erased_since(ftl, &mut r, b)?;
                 let wp = r.scan_block(ftl, now, b, 0, c)?;
                 if wp == 0 {
                     r.free.insert(b);
@@ -228,7 +224,7 @@ impl Recovery for RollForward {
             let Some(b) = work.pop() else { break };
             if r.scanned.contains(&b)
                 || !matches!(r.snap.states[b as usize], code::FULL | code::OPEN)
-                || !erased_since(ftl, &r, b)?
+                || !erased_since(ftl, &mut r, b)?
             {
                 continue;
             }
@@ -251,7 +247,7 @@ impl Recovery for RollForward {
                 _ => {}
             }
         }
-        r.finish(ftl, self.name())
+        r.finish(ftl, now, self.name())
     }
 }
 
@@ -278,6 +274,8 @@ struct Rebuild {
     /// Blocks holding a record newer than the checkpoint: written since, so not erasable
     /// before the next checkpoint (a later roll-forward from the same checkpoint needs them).
     young: BTreeSet<u32>,
+    /// Block headers read so far (each read once, charged).
+    headers: BTreeMap<u32, BlockInfo>,
 }
 
 impl Rebuild {
@@ -337,7 +335,24 @@ impl Rebuild {
             page,
             partial: Vec::new(),
             young: BTreeSet::new(),
+            headers: BTreeMap::new(),
         })
+    }
+
+    /// Block `b`'s header (bad-block marker, erase counter): read from the chip once, as a
+    /// charged read, then remembered.
+    fn header<S: Storage, M: ErrorModel>(
+        &mut self,
+        ftl: &mut PageFtl<S, M>,
+        now: Nanos,
+        b: u32,
+    ) -> Result<BlockInfo, FtlError> {
+        if let Some(h) = self.headers.get(&b) {
+            return Ok(*h);
+        }
+        let h = ftl.s.read_header(now, b, Cause::Mount)?;
+        self.headers.insert(b, h);
+        Ok(h)
     }
 
     fn apply_trims<S: Storage, M: ErrorModel>(&mut self, ftl: &mut PageFtl<S, M>) {
@@ -473,8 +488,9 @@ impl Rebuild {
 
     /// Sets block states from what was found, rebuilds the reverse map and the indexes.
     fn finish<S: Storage, M: ErrorModel>(
-        self,
+        mut self,
         ftl: &mut PageFtl<S, M>,
+        now: Nanos,
         name: &str,
     ) -> Result<RecoveryReport, FtlError> {
         let nblocks = ftl.s.geo.total_blocks();
@@ -497,10 +513,22 @@ impl Rebuild {
         }
         for b in 0..nblocks {
             let i = b as usize;
-            let info = ftl.s.ctl.chip().block_info(ftl.s.block_addr(b))?;
-            ftl.s.erase[i] = info.erase_count;
+            // Erase count and bad-block status: from the header where it was read (every
+            // block in a full scan; the candidates and the checkpoint region in a
+            // roll-forward), else the checkpoint's (such a block was not erased since; one
+            // that went bad since shows it at its next program or erase).
+            let (status, erase_count) =
+                if self.headers.contains_key(&b) || ftl.s.state[i] == BState::Region {
+                    let h = self.header(ftl, now, b)?;
+                    (h.status, h.erase_count)
+                } else if self.snap.states[i] == code::BAD {
+                    (BlockStatus::GrownBad, self.snap.erase[i])
+                } else {
+                    (BlockStatus::Good, self.snap.erase[i])
+                };
+            ftl.s.erase[i] = erase_count;
             if ftl.s.state[i] == BState::Region {
-                if info.status != BlockStatus::Good {
+                if status != BlockStatus::Good {
                     ftl.s.state[i] = BState::Bad;
                 }
                 continue;
@@ -509,12 +537,12 @@ impl Rebuild {
                 continue;
             }
             let die = ftl.s.die_of(b) as usize;
-            if info.status != BlockStatus::Good {
+            if status != BlockStatus::Good {
                 ftl.s.retire_or_relocate(b);
             } else if self.free.contains(&b) && ftl.s.valid[i] == 0 {
                 ftl.s.state[i] = BState::Free;
                 ftl.s.suspect[i] = true;
-                ftl.s.dies[die].free.push(Reverse((info.erase_count, b)));
+                ftl.s.dies[die].free.push(Reverse((erase_count, b)));
             } else if self.full.contains(&b) || ftl.s.valid[i] > 0 {
                 ftl.s.state[i] = BState::Full;
                 ftl.s.index_insert(b);

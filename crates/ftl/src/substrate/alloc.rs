@@ -92,7 +92,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 let op = self.push_op(b, OpKind::Program, cause, timing, Nanos::ZERO, after);
                 Ok(Some((timing, op)))
             }
-            Err(CtlError::Nand(NandError::ProgramFailed(_))) => {
+            Err(CtlError::Nand(NandError::ProgramFailed(_) | NandError::BadBlock(_))) => {
                 self.log.counters.program_retries += 1;
                 self.retire(b);
                 Ok(None)
@@ -111,19 +111,33 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// erase count advanced. `Ok(false)`: the erase failed and the block is now bad.
     pub fn erase_block(&mut self, now: Nanos, b: u32, cause: Cause) -> Result<bool, FtlError> {
         let addr = self.block_addr(b);
-        match self.ctl.chip_mut().erase(now, addr) {
+        match self.ctl.erase(now, addr) {
             Ok(t) => {
                 self.push_erase(b, cause, t);
                 self.erase[b as usize] += 1;
                 Ok(true)
             }
-            Err(NandError::EraseFailed(_)) => {
+            // A block that went bad since the last checkpoint is found bad on use.
+            Err(NandError::EraseFailed(_) | NandError::BadBlock(_)) => {
                 self.state[b as usize] = BState::Bad;
                 self.log.counters.retired_blocks += 1;
                 Ok(false)
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Reads block `b`'s header (bad-block marker, erase counter, whether it holds data) as
+    /// a charged read logged with `cause`.
+    pub fn read_header(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        cause: Cause,
+    ) -> Result<nand::BlockInfo, FtlError> {
+        let (info, t) = self.ctl.read_block_header(now, self.block_addr(b))?;
+        self.push_op(b, OpKind::Read, cause, t, Nanos::ZERO, None);
+        Ok(info)
     }
 
     /// The next page of `die`'s frontier of `stream`, opening a free block when it is

@@ -1,0 +1,55 @@
+//! The FTL reaches the chip only through the controller's data path (error draws, records)
+//! and its admin operations (erase, SLC mode, charged block-header reads). A raw chip handle
+//! could read without error draws or program without a record — a free oracle — so the
+//! sources may use the chip directly only for datasheet facts (configuration, geometry,
+//! pairing) and cache hints; its block table only in the test-only `verify`.
+
+use std::path::Path;
+
+fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push((
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            ));
+        }
+    }
+}
+
+#[test]
+fn the_ftl_holds_no_raw_chip_handle() {
+    let mut files = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    assert!(files.len() > 5);
+    let allowed = [
+        "config",
+        "geometry",
+        "pairing",
+        "prefetch_page",
+        "prefetch_flat",
+    ];
+    for (name, text) in &files {
+        let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        assert!(
+            !squeezed.contains("chip_mut()"),
+            "{name} takes a mutable raw chip"
+        );
+        for (i, _) in squeezed.match_indices(".chip().") {
+            let rest = &squeezed[i + ".chip().".len()..];
+            let method: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let ok = allowed.contains(&method.as_str())
+                || (method == "block_info" && name.ends_with("substrate/blocks.rs"));
+            assert!(ok, "{name} calls chip().{method}() directly");
+        }
+    }
+}
