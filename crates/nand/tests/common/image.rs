@@ -73,9 +73,14 @@ pub fn exercise<S: Storage>(c: &mut Chip<S>) {
     let src = c.geometry().block_at(good[0]).unwrap().page(0).unwrap();
     let dst = c.geometry().block_at(good[8]).unwrap();
     let (_, s2) = buffers(c, 8);
+    // A copy-back programs the page in the register: read the source first.
+    let mut spare = vec![0u8; c.geometry().spare_size as usize];
+    c.read_spare(t, src, &mut spare).unwrap();
     c.program_copy(t, dst.page(0).unwrap(), src, &s2).unwrap();
+    c.read_spare(t, dst.page(0).unwrap(), &mut spare).unwrap();
     c.program_copy(t, dst.page(1).unwrap(), dst.page(0).unwrap(), &s2)
         .unwrap();
+    c.read_spare(t, src, &mut spare).unwrap();
     c.arm_cut(1, CutMode::After);
     assert!(c.program_copy(t, dst.page(2).unwrap(), src, &s2).is_err());
     c.power_on();
