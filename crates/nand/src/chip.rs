@@ -295,6 +295,11 @@ impl<S: Storage> Chip<S> {
         &self.counters
     }
 
+    /// The storage backend, mutably (tools: an image's clock record).
+    pub fn storage_mut(&mut self) -> &mut S {
+        &mut self.storage
+    }
+
     /// The storage backend.
     pub fn storage(&self) -> &S {
         &self.storage

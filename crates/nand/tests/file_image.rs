@@ -103,7 +103,7 @@ fn corrupted_header_is_refused() {
         FileStorage::open(&path).unwrap_err(),
         StorageError::Version {
             found: 9,
-            supported: 1
+            supported: 2
         }
     );
     fresh_image(&path);
@@ -160,4 +160,47 @@ fn non_image_files_are_refused() {
         FileStorage::open(&dir.path().join("missing.img")),
         Err(StorageError::Io(_))
     ));
+}
+
+/// The image keeps the simulated clock (and the wall time it was saved at); a damaged clock
+/// record is ignored, not fatal; a format-1 image (no clock slot) is still read.
+#[test]
+fn the_clock_record_persists() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chip.img");
+    {
+        let mut c = Chip::new(cfg(), FileStorage::create(&path, &cfg()).unwrap()).unwrap();
+        assert_eq!(c.storage().clock(), None);
+        c.storage_mut()
+            .save_clock(86_400_000_000_000, 1_700_000_000)
+            .unwrap();
+    }
+    let (s, _) = FileStorage::open(&path).unwrap();
+    assert_eq!(s.clock(), Some((86_400_000_000_000, 1_700_000_000)));
+    drop(s);
+    poke(&path, 8160 + 5, 0x77);
+    let (s, _) = FileStorage::open(&path).unwrap();
+    assert_eq!(s.clock(), None);
+    drop(s);
+    // Format 1: version 1, CRC over the whole header before it, no clock slot.
+    fresh_image(&path);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let mut header = vec![0u8; 8192];
+    f.read_exact_at(&mut header, 0).unwrap();
+    header[16..20].copy_from_slice(&1u32.to_le_bytes());
+    header[8160..8188].fill(0);
+    let crc = crc32fast::hash(&header[..8188]);
+    header[8188..].copy_from_slice(&crc.to_le_bytes());
+    f.write_all_at(&header, 0).unwrap();
+    drop(f);
+    let (mut s, _) = FileStorage::open(&path).unwrap();
+    assert_eq!(s.clock(), None);
+    s.save_clock(5, 6).unwrap();
+    drop(s);
+    let (s, _) = FileStorage::open(&path).unwrap();
+    assert_eq!(s.clock(), None, "a format-1 image has no clock slot");
 }

@@ -46,22 +46,29 @@ type WholePage<'a> = dyn FnMut(&mut Volume, u64, usize) -> Result<(), u32> + 'a;
 /// offset in the request's data).
 type PartialPage<'a> = dyn FnMut(&mut [u8], std::ops::Range<usize>, usize) + 'a;
 
-/// A volume with byte addressing and a simulated clock.
+/// A volume with byte addressing and a simulated clock that follows the wall clock from
+/// where the image's saved clock left off (data served again a day later is a day older),
+/// advancing at least 1 µs per operation.
 pub struct Volume {
     vol: Vol,
     t: Nanos,
+    /// Simulated time at `started`.
+    base: Nanos,
+    started: std::time::Instant,
     page: usize,
     size: u64,
     closed: bool,
 }
 
 impl Volume {
-    fn new(vol: Vol) -> Self {
+    fn new(vol: Vol, now: Nanos) -> Self {
         let page = vol.page_size();
         let size = vol.logical_pages() * page as u64;
         Volume {
             vol,
-            t: Nanos::ZERO,
+            t: now,
+            base: now,
+            started: std::time::Instant::now(),
             page,
             size,
             closed: false,
@@ -69,7 +76,8 @@ impl Volume {
     }
 
     fn tick(&mut self) -> Nanos {
-        self.t += Nanos::from_us(1);
+        let wall = self.base + Nanos(self.started.elapsed().as_nanos() as u64);
+        self.t = (self.t + Nanos::from_us(1)).max(wall);
         self.t
     }
 
@@ -156,6 +164,7 @@ impl Volume {
             self.closed = true;
             let t = self.tick();
             self.vol.shutdown(t)?;
+            volume_cmd::save_clock(&mut self.vol, t)?;
             self.vol.controller_mut().chip_mut().sync()?;
         }
         Ok(())
@@ -244,6 +253,7 @@ impl Export for Volume {
         self.check()?;
         let t = self.tick();
         self.vol.flush(t).map_err(Self::errno)?;
+        volume_cmd::save_clock(&mut self.vol, t).map_err(|_| nbd::EIO)?;
         self.vol
             .controller_mut()
             .chip_mut()
@@ -253,12 +263,15 @@ impl Export for Volume {
 }
 
 pub fn run(a: ServeArgs) -> Result<()> {
-    let vol = match &a.create {
-        Some(preset) => volume_cmd::create(&a.image, preset, a.blocks_per_plane)?,
-        None => volume_cmd::open(&a.image, a.recovery.into())?,
+    let (vol, now) = match &a.create {
+        Some(preset) => (
+            volume_cmd::create(&a.image, preset, a.blocks_per_plane)?,
+            Nanos::ZERO,
+        ),
+        None => volume_cmd::open_at(&a.image, a.recovery.into())?,
     };
     let recovered = vol.recovery_report().cloned();
-    let volume = Arc::new(Mutex::new(Volume::new(vol)));
+    let volume = Arc::new(Mutex::new(Volume::new(vol, now)));
     let (size, preferred) = {
         let v = volume.lock().expect("volume lock");
         (v.size, v.page as u32)

@@ -130,12 +130,45 @@ pub fn create(image: &Path, preset: &str, blocks_per_plane: Option<u32>) -> Resu
 
 /// Opens an image and mounts its volume (recovering after a crash).
 pub fn open(image: &Path, recovery: RecoveryKind) -> Result<Vol> {
+    Ok(open_at(image, recovery)?.0)
+}
+
+/// Wall-clock time in nanoseconds since the Unix epoch.
+pub fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The simulated time an image resumes at: its saved clock plus the wall time that has
+/// passed since it was saved (0 for an image that never saved one).
+pub fn resume_time(storage: &FileStorage) -> Nanos {
+    storage.clock().map_or(Nanos::ZERO, |(sim, unix)| {
+        Nanos(sim.saturating_add(unix_ns().saturating_sub(unix)))
+    })
+}
+
+/// Saves a volume's simulated clock `t` in its image (with the wall time now).
+pub fn save_clock(vol: &mut Vol, t: Nanos) -> Result<()> {
+    vol.controller_mut()
+        .chip_mut()
+        .storage_mut()
+        .save_clock(t.0, unix_ns())?;
+    Ok(())
+}
+
+/// [`open`], also returning the simulated time the volume was mounted at (the image's
+/// resumed clock: see [`resume_time`]).
+pub fn open_at(image: &Path, recovery: RecoveryKind) -> Result<(Vol, Nanos)> {
     let (storage, chip) =
         FileStorage::open(image).with_context(|| format!("opening {}", image.display()))?;
+    let now = resume_time(&storage);
     let mut ctl = controller(Chip::new(chip, storage)?)?;
     let cfg = ftl_config(&mut ctl, recovery);
-    cfg.mount(ctl, Nanos::ZERO)
-        .with_context(|| format!("mounting {}", image.display()))
+    let vol = cfg
+        .mount(ctl, now)
+        .with_context(|| format!("mounting {}", image.display()))?;
+    Ok((vol, now))
 }
 
 fn format(a: FormatArgs) -> Result<()> {
@@ -220,4 +253,42 @@ fn verify(a: VerifyArgs) -> Result<()> {
         .unwrap_or_default()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A volume opened again a day (of wall time) after its clock was saved resumes a day
+    /// later: what it wrote before is a day old.
+    #[test]
+    fn a_reopened_image_resumes_its_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("vol.img");
+        let mut vol = create(&image, "tiny-slc", None).unwrap();
+        let n = vol.logical_pages();
+        let t = Nanos::from_ms(5);
+        vol.write(
+            t,
+            nand::Lpn::checked(3, n).unwrap(),
+            &vec![7; vol.page_size()],
+        )
+        .unwrap();
+        vol.shutdown(t).unwrap();
+        let day = 86_400_000_000_000u64;
+        vol.controller_mut()
+            .chip_mut()
+            .storage_mut()
+            .save_clock(t.0, unix_ns() - day)
+            .unwrap();
+        let at = vol.mapping(3).unwrap();
+        drop(vol);
+        let (vol, now) = open_at(&image, RecoveryKind::RollForward).unwrap();
+        assert!(
+            now.0 >= t.0 + day && now.0 < t.0 + day + 60_000_000_000,
+            "{now:?}"
+        );
+        let age = vol.controller().chip().page_age(at, now).unwrap();
+        assert!(age.retention.0 >= day, "{age:?}");
+    }
 }

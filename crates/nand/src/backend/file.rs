@@ -6,10 +6,16 @@
 //!
 //! | offset | size | content |
 //! |---|---|---|
-//! | 0 | 8 KiB | header: magic `NANDLAB\x1aIMAGE\0`, format version (u32), config length (u32), image size (u64), the chip config as TOML, CRC32 of all that in the last 4 bytes |
+//! | 0 | 8 KiB | header: magic `NANDLAB\x1aIMAGE\0`, format version (u32), config length (u32), image size (u64), the chip config as TOML; at byte 8160 the clock record (below); CRC32 of the header before the clock record in the last 4 bytes |
 //! | 8 KiB | 32 B × blocks | block records ([`BlockMeta::encode`]) |
 //! | … | 24 B × pages | page records ([`PageMeta::encode`]) |
 //! | … (4 KiB aligned) | (page + spare) × pages | raw page images |
+//!
+//! The clock record (format 2; 24 bytes: `CLK1`, simulated time in ns (u64), wall-clock
+//! time in ns since the Unix epoch (u64), CRC32 of those 20 bytes) is the simulated time at
+//! the last save and the wall time it was saved at, so a volume served again a day later
+//! resumes its clock a day later and its data reads a day older. Format-1 images (no clock
+//! record; their CRC covers the whole header) are still read.
 //!
 //! All-zero records mean the default state, so a freshly created image is a sparse file.
 //! Write order within an operation is data, then page record, then block record; an erase
@@ -28,9 +34,12 @@ use std::vec;
 use std::vec::Vec;
 
 const MAGIC: &[u8; 16] = b"NANDLAB\x1aIMAGE\0\0\0";
-/// The image format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The image format version this build writes (it also reads version 1).
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER_SIZE: u64 = 8192;
+/// Offset of the clock record in the header (format 2).
+const CLOCK_OFF: usize = 8160;
+const CLOCK_MAGIC: &[u8; 4] = b"CLK1";
 
 /// A file-backed chip image (see the module docs for the format).
 #[derive(Debug)]
@@ -43,6 +52,10 @@ pub struct FileStorage {
     fresh: bool,
     total_blocks: u32,
     total_pages: u64,
+    /// The clock record found at open (simulated ns, Unix ns), if any.
+    clock: Option<(u64, u64)>,
+    /// Whether this image has a clock record slot (format 2).
+    has_clock: bool,
 }
 
 fn io(e: std::io::Error) -> StorageError {
@@ -89,7 +102,7 @@ impl FileStorage {
         let toml = config.to_toml_string();
         let mut header = vec![0u8; HEADER_SIZE as usize];
         let body = 16 + 4 + 4 + 8 + toml.len();
-        if body + 4 > header.len() {
+        if body > CLOCK_OFF {
             return Err(StorageError::BadHeader(
                 "chip config too large for the header".to_string(),
             ));
@@ -99,12 +112,12 @@ impl FileStorage {
         header[20..24].copy_from_slice(&(toml.len() as u32).to_le_bytes());
         header[24..32].copy_from_slice(&l.size.to_le_bytes());
         header[32..body].copy_from_slice(toml.as_bytes());
-        let crc = crc32fast::hash(&header[..HEADER_SIZE as usize - 4]);
+        let crc = crc32fast::hash(&header[..CLOCK_OFF]);
         let n = header.len();
         header[n - 4..].copy_from_slice(&crc.to_le_bytes());
         file.set_len(l.size).map_err(io)?;
         file.write_all_at(&header, 0).map_err(io)?;
-        Ok(Self::with(file, config, l, true))
+        Ok(Self::with(file, config, l, true, None, true))
     }
 
     /// Opens an existing image, checking magic, version, header checksum and size. Returns
@@ -132,7 +145,7 @@ impl FileStorage {
             ));
         }
         let version = u32::from_le_bytes(header[16..20].try_into().unwrap());
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != 1 {
             return Err(StorageError::Version {
                 found: version,
                 supported: FORMAT_VERSION,
@@ -140,7 +153,8 @@ impl FileStorage {
         }
         let n = header.len();
         let crc = u32::from_le_bytes(header[n - 4..].try_into().unwrap());
-        if crc32fast::hash(&header[..n - 4]) != crc {
+        let covered = if version == 1 { n - 4 } else { CLOCK_OFF };
+        if crc32fast::hash(&header[..covered]) != crc {
             return Err(StorageError::BadHeader(
                 "header checksum mismatch".to_string(),
             ));
@@ -160,10 +174,56 @@ impl FileStorage {
                 expected: l.size.max(expected),
             });
         }
-        Ok((Self::with(file, &config, l, false), config))
+        let has_clock = version >= 2;
+        let clock = if has_clock {
+            let r = &header[CLOCK_OFF..CLOCK_OFF + 24];
+            let ok = &r[..4] == CLOCK_MAGIC && crc32fast::hash(&r[..20]).to_le_bytes() == r[20..24];
+            ok.then(|| {
+                (
+                    u64::from_le_bytes(r[4..12].try_into().unwrap()),
+                    u64::from_le_bytes(r[12..20].try_into().unwrap()),
+                )
+            })
+        } else {
+            None
+        };
+        Ok((
+            Self::with(file, &config, l, false, clock, has_clock),
+            config,
+        ))
     }
 
-    fn with(file: File, config: &ChipConfig, l: Layout, fresh: bool) -> Self {
+    /// The clock record saved last (simulated ns, wall-clock ns since the Unix epoch), if
+    /// the image holds one.
+    pub fn clock(&self) -> Option<(u64, u64)> {
+        self.clock
+    }
+
+    /// Saves the clock record (written through, like every change). A format-1 image has
+    /// no slot for it: the call does nothing there.
+    pub fn save_clock(&mut self, sim_ns: u64, unix_ns: u64) -> Result<(), StorageError> {
+        if !self.has_clock {
+            return Ok(());
+        }
+        let mut r = [0u8; 24];
+        r[..4].copy_from_slice(CLOCK_MAGIC);
+        r[4..12].copy_from_slice(&sim_ns.to_le_bytes());
+        r[12..20].copy_from_slice(&unix_ns.to_le_bytes());
+        let crc = crc32fast::hash(&r[..20]);
+        r[20..24].copy_from_slice(&crc.to_le_bytes());
+        self.file.write_all_at(&r, CLOCK_OFF as u64).map_err(io)?;
+        self.clock = Some((sim_ns, unix_ns));
+        Ok(())
+    }
+
+    fn with(
+        file: File,
+        config: &ChipConfig,
+        l: Layout,
+        fresh: bool,
+        clock: Option<(u64, u64)>,
+        has_clock: bool,
+    ) -> Self {
         let g = &config.geometry;
         FileStorage {
             file,
@@ -173,6 +233,8 @@ impl FileStorage {
             data_off: l.data_off,
             fresh,
             total_blocks: g.total_blocks(),
+            clock,
+            has_clock,
             total_pages: g.total_pages(),
         }
     }
