@@ -4,17 +4,24 @@
 use sim::{ExperimentConfig, Progress};
 use std::path::Path;
 
-/// One experiment file; the two runs below differ only by the policy names substituted
-/// into it.
-const FILE: &str = r#"
-name = "policies"
-seed = 21
+/// The chip and controller of every experiment here (after its name and seed).
+const DEVICE: &str = r#"
 [chip]
 preset = "tiny-mlc"
 [chip.geometry]
 blocks_per_plane = 64
 [controller]
 mode = "bytes"
+"#;
+
+/// An experiment file: name, seed, [`DEVICE`], then `rest`.
+fn experiment_text(name: &str, seed: u64, rest: &str) -> String {
+    format!("name = \"{name}\"\nseed = {seed}\n{DEVICE}{rest}")
+}
+
+/// One experiment file; the two runs below differ only by the policy names substituted
+/// into it.
+const FILE: &str = r#"
 [errors]
 model = "none"
 [ftl]
@@ -39,7 +46,7 @@ queue_depth = 1
 "#;
 
 fn config(pacing: &str, placement: &str) -> ExperimentConfig {
-    let text = FILE
+    let text = experiment_text("policies", 21, FILE)
         .replace("PACING", pacing)
         .replace("PLACEMENT", placement);
     ExperimentConfig::from_toml_str(&text, "policies.toml").unwrap()
@@ -108,7 +115,7 @@ fn unknown_policy_names_and_bad_hints_are_named() {
         ("placement", "\"random\"", "random"),
         ("gc_pacing", "{ incremental = { stepz = 2 } }", "stepz"),
     ] {
-        let text = FILE
+        let text = experiment_text("policies", 21, FILE)
             .replace(
                 "PACING",
                 if key == "gc_pacing" {
@@ -154,14 +161,6 @@ fn unknown_policy_names_and_bad_hints_are_named() {
 }
 
 const AGING: &str = r#"
-name = "aging"
-seed = 4
-[chip]
-preset = "tiny-mlc"
-[chip.geometry]
-blocks_per_plane = 64
-[controller]
-mode = "bytes"
 [errors]
 model = "flares"
 [aging]
@@ -187,7 +186,7 @@ queue_depth = 4
 #[test]
 fn idle_periods_age_the_data() {
     let run_with = |idle: &str| {
-        let text = AGING.replace("IDLE", idle);
+        let text = experiment_text("aging", 4, AGING).replace("IDLE", idle);
         run(ExperimentConfig::from_toml_str(&text, "aging.toml").unwrap())
     };
     let busy = run_with("");
@@ -209,7 +208,7 @@ fn idle_periods_age_the_data() {
         ("idle = { every = 5, seconds = -3.0 }", "idle.seconds", "-3"),
         ("idle = { every = 0, seconds = 3.0 }", "idle.every", "0"),
     ] {
-        let text = AGING.replace("IDLE", idle);
+        let text = experiment_text("aging", 4, AGING).replace("IDLE", idle);
         let e = ExperimentConfig::from_toml_str(&text, "aging.toml")
             .unwrap()
             .build(Path::new("."))
