@@ -194,6 +194,9 @@ pub struct LoadSection {
     /// When the FTL's background hook runs: `"idle"` (host idle periods) or
     /// `"every-request"`.
     pub background: Background,
+    /// Requests the device serves at once (its internal queue, ≥ 1); the others wait in the
+    /// scheduler. Unset: every queued request is dispatched at once.
+    pub device_queue: Option<u32>,
 }
 
 impl Default for LoadSection {
@@ -202,6 +205,7 @@ impl Default for LoadSection {
             mode: LoadKind::Closed,
             queue_depth: 8,
             background: Background::Idle,
+            device_queue: None,
         }
     }
 }
@@ -432,6 +436,12 @@ impl ExperimentConfig {
         }
         engine.set_critical_ranges(&ranges)?;
         engine.set_background(self.load.background);
+        if self.load.device_queue == Some(0) {
+            return Err(SimError::Config(
+                "load.device_queue: 0 must be at least 1".into(),
+            ));
+        }
+        engine.set_device_slots(self.load.device_queue.map(|n| n as usize));
         let source: Box<dyn RequestSource> = match (&self.workload, &self.trace) {
             (Some(_), Some(_)) => {
                 return Err(SimError::Config(

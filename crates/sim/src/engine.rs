@@ -196,6 +196,11 @@ pub struct Engine {
     background: Background,
     /// Simulated time the host spent idle.
     idle_time: Nanos,
+    /// Requests the device serves at once (`None`: every queued request is dispatched at
+    /// once); the others wait in the scheduler.
+    slots: Option<usize>,
+    /// Total time requests waited in the scheduler before dispatch.
+    queue_wait: Nanos,
 }
 
 impl std::fmt::Debug for Engine {
@@ -235,6 +240,8 @@ impl Engine {
             critical: Vec::new(),
             background: Background::Idle,
             idle_time: Nanos::ZERO,
+            slots: None,
+            queue_wait: Nanos::ZERO,
             ftl,
         }
     }
@@ -242,6 +249,19 @@ impl Engine {
     /// When the FTL's background hook runs.
     pub fn set_background(&mut self, b: Background) {
         self.background = b;
+    }
+
+    /// Limits the requests the device serves at once (its internal queue): a request is
+    /// dispatched only while fewer than `slots` are in service; the others wait in the
+    /// scheduler, where a scheme can look at them (`Scheduler::peek_first`). `None` (the
+    /// default) dispatches every request as soon as it is queued.
+    pub fn set_device_slots(&mut self, slots: Option<usize>) {
+        self.slots = slots.map(|s| s.max(1));
+    }
+
+    /// Total time requests have waited in the scheduler for a device slot.
+    pub fn queue_wait(&self) -> Nanos {
+        self.queue_wait
     }
 
     /// Simulated time the host has spent idle (idle periods of the workload).
@@ -496,6 +516,7 @@ impl Engine {
         self.ftl.take_ops(&mut self.ops);
         let done = self.timeline.schedule(&self.ops, at);
         self.metrics.record(r.kind, r.len, r.arrival, done);
+        self.queue_wait += at.saturating_sub(r.arrival);
         self.clock = self.clock.max(at);
         if self.background == Background::EveryRequest {
             self.background_work(at)?;
@@ -526,6 +547,65 @@ impl Engine {
                 }
             };
         match mode {
+            LoadMode::OpenLoop if self.slots.is_some() => {
+                // An event loop: the device takes a request when a slot is free; requests
+                // that have arrived by then wait in the scheduler.
+                let slots = self.slots.unwrap_or(usize::MAX);
+                let mut inflight: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
+                let mut next: Option<Request> = None;
+                let mut exhausted = false;
+                loop {
+                    if next.is_none() && !exhausted {
+                        match source.next(&*self.ftl, self.page) {
+                            Some(r) => {
+                                let mut r = r?;
+                                r.arrival += base;
+                                next = Some(r);
+                            }
+                            None => exhausted = true,
+                        }
+                    }
+                    let head = self.sched.peek_first(&mut |_| true).map(|q| q.arrival);
+                    let Some(head) = head else {
+                        // Nothing queued: the next arrival (after its idle period, if any).
+                        let Some(r) = next.take() else { break };
+                        if r.idle_before > Nanos::ZERO {
+                            let from = r.arrival.saturating_sub(r.idle_before).max(self.clock);
+                            self.idle(from, r.arrival.saturating_sub(from))?;
+                        }
+                        self.sched.push(r);
+                        continue;
+                    };
+                    let slot = if inflight.len() < slots {
+                        self.clock
+                    } else {
+                        inflight.peek().map_or(self.clock, |c| c.0)
+                    };
+                    let at = slot.max(head);
+                    // Everything that has arrived by then queues behind the head.
+                    while let Some(r) = next.take_if(|r| r.arrival <= at) {
+                        self.sched.push(r);
+                        if !exhausted {
+                            match source.next(&*self.ftl, self.page) {
+                                Some(r) => {
+                                    let mut r = r?;
+                                    r.arrival += base;
+                                    next = Some(r);
+                                }
+                                None => exhausted = true,
+                            }
+                        }
+                    }
+                    if inflight.len() >= slots {
+                        inflight.pop();
+                    }
+                    let q = self.sched.pop().expect("the head is queued");
+                    let c = self.dispatch(&q, at)?;
+                    inflight.push(Reverse(c));
+                    done += 1;
+                    report(done, self.clock, source.remaining(), progress);
+                }
+            }
             LoadMode::OpenLoop => {
                 while let Some(r) = source.next(&*self.ftl, self.page) {
                     let mut r = r?;
@@ -577,7 +657,10 @@ impl Engine {
                             None => exhausted = true,
                         }
                     }
-                    while let Some(q) = self.sched.pop() {
+                    // Dispatch while the device has a free slot; the rest wait queued.
+                    let slots = self.slots.unwrap_or(usize::MAX);
+                    while inflight.len() < slots {
+                        let Some(q) = self.sched.pop() else { break };
                         let c = self.dispatch(&q, now)?;
                         inflight.push(Reverse(c));
                         done += 1;
