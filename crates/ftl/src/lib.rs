@@ -296,6 +296,12 @@ pub trait Ftl {
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.flush(now)
     }
+    /// When each die is next free (the engine's timeline), before a request is dispatched.
+    /// An FTL then issues each flash operation at the time it will run on its die — no
+    /// earlier than the `now` it is given — so the chip records program and erase times,
+    /// and ages reads, by die time rather than dispatch time. Without a call, operations
+    /// run at the time they are issued.
+    fn sync_dies(&mut self, _free: &[Nanos]) {}
     /// A hint that logical page `lpn` will be read or written soon: an implementation may
     /// start loading what it will look up (its map entry) so the access does not wait on
     /// memory. Changes no state; out-of-range pages are ignored.

@@ -388,3 +388,39 @@ fn write_classes_survive_gc_power_cuts_and_mount() {
         assert!(seen.iter().all(|&c| c > 50), "{seen:?}");
     }
 }
+
+/// Told when its dies are next free (`Ftl::sync_dies`, as the engine does before each
+/// request), the FTL issues each operation at the time it runs on its die: the chip records
+/// that as the program time, not the dispatch time; back-to-back programs on one die follow
+/// each other.
+#[test]
+fn programs_are_stamped_with_die_time() {
+    let mut dev = device("tiny-slc", VictimKind::Greedy, false, 0.0, 8);
+    let n = dev.logical_pages();
+    let ps = dev.page_size();
+    let dies = dev.controller().chip().geometry().total_dies() as usize;
+    let busy = Nanos::from_ms(40);
+    dev.sync_dies(&vec![busy; dies]);
+    let at = Nanos::from_ms(1);
+    let mut stamps = Vec::new();
+    for l in 0..3 {
+        dev.write(at, Lpn::checked(l, n).unwrap(), &pattern(ps, l, 1))
+            .unwrap();
+        let a = dev.mapping(l).unwrap();
+        stamps.push(dev.controller().chip().page_state(a).unwrap().programmed_at);
+    }
+    assert_eq!(stamps[0], busy);
+    // One die: each program starts when the previous one ends.
+    let prog = dev.controller().chip().config().timing.program_lsb_ns;
+    assert!(stamps[1].0 >= busy.0 + prog, "{stamps:?}");
+    assert!(stamps[2].0 >= stamps[1].0 + prog, "{stamps:?}");
+    // Without a sync the FTL stamps with the time it is given.
+    let mut dev = device("tiny-slc", VictimKind::Greedy, false, 0.0, 8);
+    dev.write(at, Lpn::checked(0, n).unwrap(), &pattern(ps, 0, 1))
+        .unwrap();
+    let a = dev.mapping(0).unwrap();
+    assert_eq!(
+        dev.controller().chip().page_state(a).unwrap().programmed_at,
+        at
+    );
+}

@@ -486,6 +486,7 @@ impl Engine {
             });
         }
         let ps = self.page;
+        self.ftl.sync_dies(self.timeline.die_free());
         match r.kind {
             ReqKind::Write | ReqKind::Read => {
                 let first = r.offset / ps;

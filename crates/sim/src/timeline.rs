@@ -76,6 +76,11 @@ impl Timeline {
         done
     }
 
+    /// When each die is next free.
+    pub fn die_free(&self) -> &[Nanos] {
+        &self.die_free
+    }
+
     /// Total busy time of each die so far.
     pub fn die_busy(&self) -> &[Nanos] {
         &self.busy

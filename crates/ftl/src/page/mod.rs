@@ -666,9 +666,12 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             return Err(FtlError::Unreadable(lpn));
         }
         let addr = self.s.phys_addr(phys);
-        match self.s.ctl.read(now, addr, data) {
+        let b = self.s.block_of(phys);
+        let die = self.s.die_of(b);
+        let at = self.s.op_time(die, now);
+        match self.s.ctl.read(at, addr, data) {
             Ok(PageRead::Data(info)) => {
-                let b = self.s.block_of(phys);
+                self.s.occupy(die, at, info.timing);
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
                 Ok(())
@@ -733,6 +736,13 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             }
         }
         Ok(worked)
+    }
+
+    fn sync_dies(&mut self, free: &[Nanos]) {
+        match &mut self.s.die_clock {
+            Some(c) if c.len() == free.len() => c.copy_from_slice(free),
+            c => *c = Some(free.to_vec()),
+        }
     }
 
     fn prefetch(&self, lpn: u64) {

@@ -69,6 +69,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         after: Option<u32>,
     ) -> Result<Option<(OpTiming, u32)>, FtlError> {
         let addr = self.phys_addr(phys);
+        let b = self.block_of(phys);
+        let die = self.die_of(b);
+        let now = self.op_time(die, now);
         let t = match payload {
             Payload::Relocated => 0,
             _ if self.fixed_t.is_some() => self.fixed_t.unwrap_or_default(),
@@ -86,9 +89,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             Payload::Relocated => self.ctl.program_relocated(now, addr, rec),
             Payload::Meta(d) => self.ctl.program_meta(now, addr, d, rec, t),
         };
-        let b = self.block_of(phys);
         match r {
             Ok(timing) => {
+                self.occupy(die, now, timing);
                 let op = self.push_op(b, OpKind::Program, cause, timing, Nanos::ZERO, after);
                 Ok(Some((timing, op)))
             }
@@ -111,8 +114,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// erase count advanced. `Ok(false)`: the erase failed and the block is now bad.
     pub fn erase_block(&mut self, now: Nanos, b: u32, cause: Cause) -> Result<bool, FtlError> {
         let addr = self.block_addr(b);
+        let die = self.die_of(b);
+        let now = self.op_time(die, now);
         match self.ctl.erase(now, addr) {
             Ok(t) => {
+                self.occupy(die, now, t);
                 self.push_erase(b, cause, t);
                 self.erase[b as usize] += 1;
                 Ok(true)

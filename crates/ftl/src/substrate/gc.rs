@@ -305,8 +305,11 @@ fn relocate<K: Kernel>(
     let s = k.sub_mut();
     let addr = s.phys_addr(src);
     let b = s.block_of(src);
-    let (read_op, class) = match s.ctl.read_for_relocation(now, addr) {
+    let die_of_src = s.die_of(b);
+    let at = s.op_time(die_of_src, now);
+    let (read_op, class) = match s.ctl.read_for_relocation(at, addr) {
         Ok(PageRead::Data(info)) => {
+            s.occupy(die_of_src, at, info.timing);
             s.read_feedback(now, src, info.corrected, false);
             (
                 s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None),

@@ -207,6 +207,10 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub opened_since_cp: u32,
     /// Zeros for padding pages.
     pub pad: Vec<u8>,
+    /// When each die is next free, as the engine's timeline last said (`Ftl::sync_dies`)
+    /// and advanced by the operations issued since; `None` until it says (then operations
+    /// run at the time they are issued).
+    pub die_clock: Option<Vec<Nanos>>,
 }
 
 impl<S: Storage, M: ErrorModel> Substrate<S, M> {
@@ -297,6 +301,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             young: vec![false; nblocks],
             opened_since_cp: 0,
             pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
+            die_clock: None,
             ctl,
         }
     }
@@ -345,6 +350,25 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             Ok(())
         } else {
             Err(FtlError::BufferSize { got: len, expected })
+        }
+    }
+
+    /// The time an operation issued at `now` runs on die `die`: when the die is free, no
+    /// earlier than `now` (what the chip records as program or erase time and ages reads
+    /// by).
+    #[inline]
+    pub fn op_time(&self, die: u32, now: Nanos) -> Nanos {
+        match &self.die_clock {
+            Some(c) => now.max(c[die as usize]),
+            None => now,
+        }
+    }
+
+    /// Die `die` is busy from `start` for `t`.
+    #[inline]
+    pub fn occupy(&mut self, die: u32, start: Nanos, t: nand::OpTiming) {
+        if let Some(c) = &mut self.die_clock {
+            c[die as usize] = start + t.array + t.transfer;
         }
     }
 
