@@ -41,7 +41,7 @@ pub mod scheme;
 mod substrate;
 
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
-pub use page::recovery::{FullScan, Recovery, RecoveryKind, RecoveryReport, RollForward};
+pub use page::recovery::{RecoveryKind, RecoveryReport};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig};
 pub use policy::Policies;
 pub use scheme::{BoxedVolume, SchemeConfig, Volume};

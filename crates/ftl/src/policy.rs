@@ -9,7 +9,7 @@
 //! | ECC strength | [`EccStrength`] | [`FixedStrength`] | |
 //! | GC pacing | [`GcPacing`] | [`Foreground`] | [`Incremental`] |
 //! | copy order | [`CopyOrder`] | [`Ascending`] | |
-//! | recovery | [`Recovery`](crate::Recovery) | roll-forward | full scan |
+//! | recovery | `Recovery` (chosen by [`RecoveryKind`](crate::RecoveryKind)) | roll-forward | full scan |
 //!
 //! Every trait is object safe and `Send`; policies hold no clock and no global RNG (what
 //! they need is passed in), so schemes stay deterministic.

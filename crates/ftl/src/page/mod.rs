@@ -25,8 +25,8 @@
 //!   (map, block states, frontiers, sequence counter) in two or more generations, plus a
 //!   trim log. Written at format, on [`Ftl::shutdown`], and on a flush once
 //!   `checkpoint_interval` blocks have been opened since the last one.
-//! - **Recovery** ([`recovery`]): [`FullScan`](crate::FullScan) reads every page's OOB;
-//!   [`RollForward`](crate::RollForward) loads the checkpoint and scans only the blocks the
+//! - **Recovery** ([`recovery`]): `FullScan` reads every page's OOB;
+//!   `RollForward` loads the checkpoint and scans only the blocks the
 //!   allocator can have opened since (free blocks are opened in a fixed order, so the
 //!   candidates are known).
 //! - **Paired pages** (MLC): programming an upper page can destroy its word line's lower
@@ -251,18 +251,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
-    /// Mounts with a given recovery procedure.
-    pub fn mount_with<R: recovery::Recovery>(
-        ctl: Controller<S, M>,
-        cfg: PageFtlConfig,
-        now: Nanos,
-        procedure: &R,
-    ) -> Result<Self, FtlError> {
-        Self::try_mount_with(ctl, cfg, now, procedure).map_err(|f| f.error)
-    }
-
-    /// [`mount_with`](PageFtl::mount_with), handing the controller back on failure.
-    pub fn try_mount_with<R: recovery::Recovery>(
+    /// Mounts with a given recovery procedure, handing the controller back on failure.
+    pub(crate) fn try_mount_with<R: recovery::Recovery>(
         ctl: Controller<S, M>,
         cfg: PageFtlConfig,
         now: Nanos,
@@ -577,6 +567,59 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
         }
         Err(FtlError::NoSpace)
+    }
+}
+
+impl<S: Storage, M: ErrorModel> recovery::Rebuildable for PageFtl<S, M> {
+    fn load_checkpoint(&mut self, now: Nanos) -> Result<Option<snapshot::Loaded>, FtlError> {
+        PageFtl::load_checkpoint(self, now)
+    }
+
+    fn resize(&mut self, logical: u64) -> Result<(), FtlError> {
+        self.size_volume_to(Some(logical))
+    }
+
+    fn logical(&self) -> u64 {
+        self.logical
+    }
+
+    #[inline]
+    fn entry(&self, lpn: u64) -> u32 {
+        self.l2p[lpn as usize]
+    }
+
+    #[inline]
+    fn set_entry(&mut self, lpn: u64, phys: u32) {
+        self.l2p[lpn as usize] = phys;
+    }
+
+    fn entry_ok(&self, phys: u32) -> bool {
+        self.snapshot_entry_ok(phys)
+    }
+
+    fn rebuild_reverse(&mut self) {
+        self.p2l.fill(INVALID);
+        self.s.valid.fill(0);
+        for lpn in 0..self.l2p.len() {
+            let p = self.l2p[lpn];
+            if p == INVALID || p == LOST {
+                continue;
+            }
+            if self.p2l[p as usize] != INVALID {
+                // Two logical pages claim one physical page: only a forged or corrupted
+                // image does this. Neither can be trusted to be right; report the second
+                // as unreadable rather than serve another page's data.
+                self.l2p[lpn] = LOST;
+                continue;
+            }
+            self.p2l[p as usize] = lpn as u32;
+            let b = self.s.block_of(p);
+            self.s.valid[b as usize] += 1;
+        }
+    }
+
+    fn checkpoint_gen(&self) -> u64 {
+        self.region.cp.gen
     }
 }
 

@@ -36,8 +36,10 @@
 //! reads issued, or the per-channel transfer sum if larger (reads of different dies
 //! overlap; those on one die or channel do not).
 
+use super::snapshot::Loaded;
 use super::snapshot::{code, Snapshot};
-use super::{PageFtl, INVALID, LOST};
+use super::{INVALID, LOST};
+use crate::substrate::Kernel;
 use crate::substrate::{BState, Frontier};
 use crate::{Cause, FtlError, OpKind};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -45,7 +47,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use controller::{CtlError, PageRead};
 use core::cmp::Reverse;
-use nand::{BlockInfo, BlockStatus, ErrorModel, Nanos, Storage};
+use nand::{BlockInfo, BlockStatus, Nanos};
 use serde::{Deserialize, Serialize};
 
 /// Sequence numbers above this are never written; a chip that holds one is rejected at mount.
@@ -93,16 +95,37 @@ pub struct RecoveryReport {
     pub mapped_pages: u64,
 }
 
-/// A procedure that rebuilds a [`PageFtl`]'s volatile state from its chip.
-pub trait Recovery {
+/// What a recovery procedure may do to the kernel it rebuilds, instead of writing the
+/// kernel's fields: reach the substrate (block table, controller, op log: [`Kernel`]), load
+/// the kernel's checkpoint, size the volume, read and set map entries, and rebuild the
+/// reverse map and the valid counts from the map. A kernel whose checkpoint is a map
+/// snapshot ([`Snapshot`]) gets both procedures by implementing it.
+pub(crate) trait Rebuildable: Kernel {
+    /// The newest complete checkpoint: its snapshot and trim log.
+    fn load_checkpoint(&mut self, now: Nanos) -> Result<Option<Loaded>, FtlError>;
+    /// Sizes the volume to `logical` pages (the checkpoint's), keeping mappings found.
+    fn resize(&mut self, logical: u64) -> Result<(), FtlError>;
+    /// Logical pages.
+    fn logical(&self) -> u64;
+    /// The map entry of `lpn` (a flat page, `INVALID` or `LOST`).
+    fn entry(&self, lpn: u64) -> u32;
+    /// Sets the map entry of `lpn`.
+    fn set_entry(&mut self, lpn: u64, phys: u32);
+    /// Whether a map entry from a checkpoint names a page of the chip (or none).
+    fn entry_ok(&self, phys: u32) -> bool;
+    /// Rebuilds the reverse map and every block's valid count from the map (a physical page
+    /// claimed twice makes the later claimant `LOST`).
+    fn rebuild_reverse(&mut self);
+    /// The generation of the checkpoint loaded.
+    fn checkpoint_gen(&self) -> u64;
+}
+
+/// A procedure that rebuilds a kernel's volatile state from its chip.
+pub(crate) trait Recovery {
     /// Name in reports.
     fn name(&self) -> &'static str;
     /// Rebuilds `ftl` (built empty over the chip) and reports what it read.
-    fn recover<S: Storage, M: ErrorModel>(
-        &self,
-        ftl: &mut PageFtl<S, M>,
-        now: Nanos,
-    ) -> Result<RecoveryReport, FtlError>;
+    fn recover<K: Rebuildable>(&self, ftl: &mut K, now: Nanos) -> Result<RecoveryReport, FtlError>;
 }
 
 /// Version-based full scan.
@@ -118,23 +141,19 @@ impl Recovery for FullScan {
         RecoveryKind::FullScan.name()
     }
 
-    fn recover<S: Storage, M: ErrorModel>(
-        &self,
-        ftl: &mut PageFtl<S, M>,
-        now: Nanos,
-    ) -> Result<RecoveryReport, FtlError> {
+    fn recover<K: Rebuildable>(&self, ftl: &mut K, now: Nanos) -> Result<RecoveryReport, FtlError> {
         let mut r = Rebuild::start(ftl, now)?;
         let c = r.snap.seq;
         // What only the checkpoint knows: pages unmapped or lost at its sequence number.
         for (lpn, &p) in r.snap.l2p.iter().enumerate() {
             if p == INVALID || p == LOST {
                 r.best[lpn] = c.saturating_sub(1);
-                ftl.l2p[lpn] = p;
+                ftl.set_entry(lpn as u64, p);
             }
         }
         r.apply_trims(ftl);
-        for b in 0..ftl.s.geo.total_blocks() {
-            if ftl.s.state[b as usize] == BState::Region {
+        for b in 0..ftl.sub_mut().geo.total_blocks() {
+            if ftl.sub_mut().state[b as usize] == BState::Region {
                 continue;
             }
             if r.header(ftl, now, b)?.status == BlockStatus::FactoryBad {
@@ -154,29 +173,26 @@ impl Recovery for RollForward {
         RecoveryKind::RollForward.name()
     }
 
-    fn recover<S: Storage, M: ErrorModel>(
-        &self,
-        ftl: &mut PageFtl<S, M>,
-        now: Nanos,
-    ) -> Result<RecoveryReport, FtlError> {
+    fn recover<K: Rebuildable>(&self, ftl: &mut K, now: Nanos) -> Result<RecoveryReport, FtlError> {
         let mut r = Rebuild::start(ftl, now)?;
-        if r.snap.l2p.iter().any(|&p| !ftl.snapshot_entry_ok(p)) {
+        if r.snap.l2p.iter().any(|&p| !ftl.entry_ok(p)) {
             return Err(FtlError::Corrupt("checkpoint maps outside the chip"));
         }
         let c = r.snap.seq;
-        ftl.l2p.clone_from(&r.snap.l2p);
-        for &p in &ftl.l2p {
+        let ppb = ftl.sub().ppb;
+        for (lpn, &p) in r.snap.l2p.iter().enumerate() {
+            ftl.set_entry(lpn as u64, p);
             if p != INVALID && p != LOST {
-                ftl.s.valid[(p / ftl.s.ppb) as usize] += 1;
+                ftl.sub_mut().valid[(p / ppb) as usize] += 1;
             }
         }
         r.apply_trims(ftl);
-        let ndies = ftl.s.dies.len();
-        let bpd = ftl.s.blocks_per_die;
+        let ndies = ftl.sub_mut().dies.len();
+        let bpd = ftl.sub_mut().blocks_per_die;
         let mut work: Vec<u32> = Vec::new();
         // Blocks whose erase count moved since the checkpoint were erased (and maybe reused):
         // their headers tell (a charged read each).
-        let erased_since = |ftl: &mut PageFtl<S, M>, r: &mut Rebuild, b: u32| {
+        let erased_since = |ftl: &mut K, r: &mut Rebuild, b: u32| {
             let ec = r.header(ftl, now, b)?.erase_count;
             Ok::<bool, FtlError>(ec != r.snap.erase[b as usize])
         };
@@ -184,13 +200,14 @@ impl Recovery for RollForward {
             // The checkpoint's frontier blocks, from their next page.
             for s in 0..2 {
                 let (b, next) = r.snap.frontiers[die][s];
-                if b >= ftl.s.geo.total_blocks() {
+                if b >= ftl.sub_mut().geo.total_blocks() {
                     continue;
                 }
                 if erased_since(ftl, &mut r, b)? {
                     work.push(b);
                 } else {
-                    r.scan_block(ftl, now, b, next.min(ftl.s.ppb), c)?;
+                    let ppb = ftl.sub().ppb;
+                    r.scan_block(ftl, now, b, next.min(ppb), c)?;
                 }
             }
             // The checkpoint's free blocks, in the order the allocator opens them.
@@ -212,11 +229,9 @@ impl Recovery for RollForward {
         }
         // Blocks left without a valid page (at the checkpoint, or by newer records) may
         // have been erased since, and reused: their erase count and first page tell.
-        work.extend(
-            (0..ftl.s.geo.total_blocks()).filter(|&b| {
-                r.snap.states[b as usize] == code::FULL && ftl.s.valid[b as usize] == 0
-            }),
-        );
+        work.extend((0..ftl.sub_mut().geo.total_blocks()).filter(|&b| {
+            r.snap.states[b as usize] == code::FULL && ftl.sub_mut().valid[b as usize] == 0
+        }));
         let mut taken = 0;
         loop {
             work.extend(r.emptied[taken..].iter().copied());
@@ -233,7 +248,7 @@ impl Recovery for RollForward {
             }
         }
         // Every other block keeps its checkpoint state.
-        for b in 0..ftl.s.geo.total_blocks() {
+        for b in 0..ftl.sub_mut().geo.total_blocks() {
             if r.scanned.contains(&b) || r.free.contains(&b) {
                 continue;
             }
@@ -279,30 +294,29 @@ struct Rebuild {
 }
 
 impl Rebuild {
-    fn start<S: Storage, M: ErrorModel>(
-        ftl: &mut PageFtl<S, M>,
-        now: Nanos,
-    ) -> Result<Self, FtlError> {
+    fn start<K: Rebuildable>(ftl: &mut K, now: Nanos) -> Result<Self, FtlError> {
         let Some((snap, trims)) = ftl.load_checkpoint(now)? else {
             return Err(FtlError::Corrupt(
                 "no valid checkpoint in the region: not a formatted nandlab volume",
             ));
         };
-        let checkpoint_pages = ftl.s.log.ops.len() as u64;
-        if snap.logical == 0 || snap.logical >= ftl.s.geo.total_pages() {
+        let checkpoint_pages = ftl.sub_mut().log.ops.len() as u64;
+        if snap.logical == 0 || snap.logical >= ftl.sub_mut().geo.total_pages() {
             return Err(FtlError::Corrupt("checkpoint volume size out of range"));
         }
-        if snap.erase.len() != ftl.s.state.len() || snap.frontiers.len() != ftl.s.dies.len() {
+        if snap.erase.len() != ftl.sub_mut().state.len()
+            || snap.frontiers.len() != ftl.sub_mut().dies.len()
+        {
             return Err(FtlError::Corrupt("checkpoint does not match the geometry"));
         }
         // Region blocks the checkpoint knows as bad stay bad.
         for (b, &st) in snap.states.iter().enumerate() {
-            if ftl.s.state[b] == BState::Region && st == code::BAD {
-                ftl.s.state[b] = BState::Bad;
+            if ftl.sub_mut().state[b] == BState::Region && st == code::BAD {
+                ftl.sub_mut().state[b] = BState::Bad;
             }
         }
-        ftl.size_volume_to(Some(snap.logical))?;
-        let logical = ftl.logical as usize;
+        ftl.resize(snap.logical)?;
+        let logical = ftl.logical() as usize;
         if snap.l2p.len() != logical {
             return Err(FtlError::Corrupt("checkpoint map size mismatch"));
         }
@@ -315,10 +329,10 @@ impl Rebuild {
         );
         let page = vec![
             0u8;
-            if ftl.s.digest {
+            if ftl.sub_mut().digest {
                 0
             } else {
-                ftl.s.geo.page_size as usize
+                ftl.sub_mut().geo.page_size as usize
             }
         ];
         Ok(Rebuild {
@@ -341,24 +355,24 @@ impl Rebuild {
 
     /// Block `b`'s header (bad-block marker, erase counter): read from the chip once, as a
     /// charged read, then remembered.
-    fn header<S: Storage, M: ErrorModel>(
+    fn header<K: Rebuildable>(
         &mut self,
-        ftl: &mut PageFtl<S, M>,
+        ftl: &mut K,
         now: Nanos,
         b: u32,
     ) -> Result<BlockInfo, FtlError> {
         if let Some(h) = self.headers.get(&b) {
             return Ok(*h);
         }
-        let h = ftl.s.read_header(now, b, Cause::Mount)?;
+        let h = ftl.sub_mut().read_header(now, b, Cause::Mount)?;
         self.headers.insert(b, h);
         Ok(h)
     }
 
-    fn apply_trims<S: Storage, M: ErrorModel>(&mut self, ftl: &mut PageFtl<S, M>) {
+    fn apply_trims<K: Rebuildable>(&mut self, ftl: &mut K) {
         let trims = core::mem::take(&mut self.trims);
         for &(lpn, seq) in &trims {
-            if (lpn as u64) < ftl.logical {
+            if (lpn as u64) < ftl.logical() {
                 self.apply(ftl, lpn as u64, INVALID, seq);
             }
         }
@@ -366,46 +380,41 @@ impl Rebuild {
     }
 
     /// Makes `phys` (or INVALID for a trim) the mapping of `lpn` if `seq` is newer.
-    fn apply<S: Storage, M: ErrorModel>(
-        &mut self,
-        ftl: &mut PageFtl<S, M>,
-        lpn: u64,
-        phys: u32,
-        seq: u64,
-    ) {
+    fn apply<K: Rebuildable>(&mut self, ftl: &mut K, lpn: u64, phys: u32, seq: u64) {
         let i = lpn as usize;
         if seq <= self.best[i] {
             return;
         }
         self.best[i] = seq;
-        let old = ftl.l2p[i];
+        let old = ftl.entry(lpn);
         if old != INVALID && old != LOST {
-            let ob = (old / ftl.s.ppb) as usize;
-            ftl.s.valid[ob] -= 1;
-            if ftl.s.valid[ob] == 0 {
+            let ob = (old / ftl.sub_mut().ppb) as usize;
+            ftl.sub_mut().valid[ob] -= 1;
+            if ftl.sub_mut().valid[ob] == 0 {
                 self.emptied.push(ob as u32);
             }
         }
-        ftl.l2p[i] = phys;
+        ftl.set_entry(lpn, phys);
         if phys != INVALID {
-            ftl.s.valid[(phys / ftl.s.ppb) as usize] += 1;
+            let ppb = ftl.sub().ppb;
+            ftl.sub_mut().valid[(phys / ppb) as usize] += 1;
         }
     }
 
     /// Reads block `b` from page `from` up to its first erased page, applying every data
     /// record with sequence number ≥ `min_seq`. Returns the first erased page (the write
     /// point; `ppb` if none).
-    fn scan_block<S: Storage, M: ErrorModel>(
+    fn scan_block<K: Rebuildable>(
         &mut self,
-        ftl: &mut PageFtl<S, M>,
+        ftl: &mut K,
         now: Nanos,
         b: u32,
         from: u32,
         min_seq: u64,
     ) -> Result<u32, FtlError> {
         self.scanned.insert(b);
-        let ppb = ftl.s.ppb;
-        let addr = ftl.s.block_addr(b);
+        let ppb = ftl.sub_mut().ppb;
+        let addr = ftl.sub_mut().block_addr(b);
         let mut found: Vec<(u32, u64, u64)> = Vec::new();
         let mut seqs: Vec<u64> = vec![0; ppb as usize];
         let mut wp = ppb;
@@ -415,9 +424,9 @@ impl Rebuild {
         for p in from..ppb {
             let pa = addr.page(p).expect("page in block");
             self.pages_scanned += 1;
-            match ftl.s.ctl.read_record(now, pa) {
+            match ftl.sub_mut().ctl.read_record(now, pa) {
                 Ok(PageRead::Data(ri)) => {
-                    ftl.s
+                    ftl.sub_mut()
                         .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
                     let rec = ri.record;
                     self.max_seq = self.max_seq.max(rec.seq.saturating_add(1));
@@ -426,14 +435,14 @@ impl Rebuild {
                         self.young.insert(b);
                     }
                     if rec.kind.data_class().is_some()
-                        && rec.lpn < ftl.logical
+                        && rec.lpn < ftl.logical()
                         && rec.seq >= min_seq
                     {
                         found.push((p, rec.lpn, rec.seq));
                     }
                 }
                 Ok(PageRead::Erased { timing }) => {
-                    ftl.s
+                    ftl.sub_mut()
                         .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
                     wp = p;
                     break;
@@ -446,7 +455,7 @@ impl Rebuild {
         if wp > 0 || from > 0 {
             self.full.insert(b);
         }
-        let tail = wp.saturating_sub(ftl.s.window + 1);
+        let tail = wp.saturating_sub(ftl.sub_mut().window + 1);
         for (p, lpn, seq) in found {
             // Pages at the write point are read in full whether or not they win: a damaged
             // one rules out resuming the block.
@@ -466,18 +475,18 @@ impl Rebuild {
     }
 
     /// Reads page `p` of block `b` in full: whether its data decodes and matches its CRC.
-    fn verify<S: Storage, M: ErrorModel>(
+    fn verify<K: Rebuildable>(
         &mut self,
-        ftl: &mut PageFtl<S, M>,
+        ftl: &mut K,
         now: Nanos,
         b: u32,
         p: u32,
     ) -> Result<bool, FtlError> {
-        let pa = ftl.s.block_addr(b).page(p).expect("page in block");
+        let pa = ftl.sub_mut().block_addr(b).page(p).expect("page in block");
         self.pages_scanned += 1;
-        match ftl.s.ctl.read(now, pa, &mut self.page) {
+        match ftl.sub_mut().ctl.read(now, pa, &mut self.page) {
             Ok(PageRead::Data(ri)) => {
-                ftl.s
+                ftl.sub_mut()
                     .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
                 Ok(true)
             }
@@ -487,30 +496,14 @@ impl Rebuild {
     }
 
     /// Sets block states from what was found, rebuilds the reverse map and the indexes.
-    fn finish<S: Storage, M: ErrorModel>(
+    fn finish<K: Rebuildable>(
         mut self,
-        ftl: &mut PageFtl<S, M>,
+        ftl: &mut K,
         now: Nanos,
         name: &str,
     ) -> Result<RecoveryReport, FtlError> {
-        let nblocks = ftl.s.geo.total_blocks();
-        ftl.p2l.fill(INVALID);
-        ftl.s.valid.fill(0);
-        for lpn in 0..ftl.l2p.len() {
-            let p = ftl.l2p[lpn];
-            if p == INVALID || p == LOST {
-                continue;
-            }
-            if ftl.p2l[p as usize] != INVALID {
-                // Two logical pages claim one physical page: only a forged or corrupted
-                // image does this. Neither can be trusted to be right; report the second
-                // as unreadable rather than serve another page's data.
-                ftl.l2p[lpn] = LOST;
-                continue;
-            }
-            ftl.p2l[p as usize] = lpn as u32;
-            ftl.s.valid[(p / ftl.s.ppb) as usize] += 1;
-        }
+        let nblocks = ftl.sub_mut().geo.total_blocks();
+        ftl.rebuild_reverse();
         for b in 0..nblocks {
             let i = b as usize;
             // Erase count and bad-block status: from the header where it was read (every
@@ -518,7 +511,7 @@ impl Rebuild {
             // roll-forward), else the checkpoint's (such a block was not erased since; one
             // that went bad since shows it at its next program or erase).
             let (status, erase_count) =
-                if self.headers.contains_key(&b) || ftl.s.state[i] == BState::Region {
+                if self.headers.contains_key(&b) || ftl.sub_mut().state[i] == BState::Region {
                     let h = self.header(ftl, now, b)?;
                     (h.status, h.erase_count)
                 } else if self.snap.states[i] == code::BAD {
@@ -526,28 +519,28 @@ impl Rebuild {
                 } else {
                     (BlockStatus::Good, self.snap.erase[i])
                 };
-            ftl.s.erase[i] = erase_count;
-            if ftl.s.state[i] == BState::Region {
+            ftl.sub_mut().erase[i] = erase_count;
+            if ftl.sub_mut().state[i] == BState::Region {
                 if status != BlockStatus::Good {
-                    ftl.s.state[i] = BState::Bad;
+                    ftl.sub_mut().state[i] = BState::Bad;
                 }
                 continue;
             }
-            if ftl.s.state[i] == BState::Bad && self.snap.states[i] == code::REGION {
+            if ftl.sub_mut().state[i] == BState::Bad && self.snap.states[i] == code::REGION {
                 continue;
             }
-            let die = ftl.s.die_of(b) as usize;
+            let die = ftl.sub_mut().die_of(b) as usize;
             if status != BlockStatus::Good {
-                ftl.s.retire_or_relocate(b);
-            } else if self.free.contains(&b) && ftl.s.valid[i] == 0 {
-                ftl.s.state[i] = BState::Free;
-                ftl.s.suspect[i] = true;
-                ftl.s.dies[die].free.push(Reverse((erase_count, b)));
-            } else if self.full.contains(&b) || ftl.s.valid[i] > 0 {
-                ftl.s.state[i] = BState::Full;
-                ftl.s.index_insert(b);
+                ftl.sub_mut().retire_or_relocate(b);
+            } else if self.free.contains(&b) && ftl.sub_mut().valid[i] == 0 {
+                ftl.sub_mut().state[i] = BState::Free;
+                ftl.sub_mut().suspect[i] = true;
+                ftl.sub_mut().dies[die].free.push(Reverse((erase_count, b)));
+            } else if self.full.contains(&b) || ftl.sub_mut().valid[i] > 0 {
+                ftl.sub_mut().state[i] = BState::Full;
+                ftl.sub_mut().index_insert(b);
             } else {
-                ftl.s.state[i] = BState::Bad;
+                ftl.sub_mut().state[i] = BState::Bad;
             }
         }
         // Half-written blocks become the frontiers again (up to two per die, newest first),
@@ -557,27 +550,32 @@ impl Rebuild {
         partial.sort_by_key(|p| Reverse(p.2.iter().copied().max().unwrap_or(0)));
         for (b, wp, seqs) in partial {
             let i = b as usize;
-            let die = ftl.s.die_of(b) as usize;
+            let die = ftl.sub_mut().die_of(b) as usize;
             // Only a block whose pages from the write point on map nothing (an image
             // whose checkpoint maps pages of an erased block fails this).
-            let base = b * ftl.s.ppb;
-            if ftl.s.state[i] != BState::Full
-                || (wp..ftl.s.ppb).any(|p| ftl.p2l[(base + p) as usize] != INVALID)
+            let ppb = ftl.sub().ppb;
+            let base = b * ppb;
+            if ftl.sub().state[i] != BState::Full
+                || (wp..ppb).any(|p| ftl.owner(base + p).is_some())
             {
                 continue;
             }
-            let Some(s) = ftl.s.dies[die].frontier.iter().position(|f| f.is_none()) else {
+            let Some(s) = ftl.sub_mut().dies[die]
+                .frontier
+                .iter()
+                .position(|f| f.is_none())
+            else {
                 continue;
             };
-            ftl.s.index_remove(b);
-            ftl.s.state[i] = BState::Open;
-            ftl.s.dies[die].frontier[s] = Some(Frontier { block: b, next: wp });
-            let base = (die * 2 + s) * ftl.s.ppb as usize;
-            ftl.s.fseq[base..base + ftl.s.ppb as usize].copy_from_slice(&seqs);
+            ftl.sub_mut().index_remove(b);
+            ftl.sub_mut().state[i] = BState::Open;
+            ftl.sub_mut().dies[die].frontier[s] = Some(Frontier { block: b, next: wp });
+            let base = (die * 2 + s) * ppb as usize;
+            ftl.sub_mut().fseq[base..base + ppb as usize].copy_from_slice(&seqs);
         }
         // What superseded each block's pages is unknown: no victim is erased while any
         // page is exposed (see `PageFtl::erase_dirty`).
-        ftl.s.superseded.fill(u64::MAX - 1);
+        ftl.sub_mut().superseded.fill(u64::MAX - 1);
         if self.max_seq > SEQ_LIMIT {
             // No volume writes 2^62 pages (a century at a billion per second): a record or
             // trim this new is forged or corrupt, and adopting it would overflow the
@@ -586,20 +584,22 @@ impl Rebuild {
                 "a sequence number on the chip is beyond any this FTL writes",
             ));
         }
-        ftl.s.seq = ftl.s.seq.max(self.max_seq).max(1);
-        let mapped = ftl
-            .l2p
-            .iter()
-            .filter(|&&p| p != INVALID && p != LOST)
+        let seq = ftl.sub().seq.max(self.max_seq).max(1);
+        ftl.sub_mut().seq = seq;
+        let mapped = (0..ftl.logical())
+            .filter(|&l| {
+                let p = ftl.entry(l);
+                p != INVALID && p != LOST
+            })
             .count() as u64;
         // Simulated time: reads on one die serialize, dies overlap, a channel carries
         // its dies' transfers one at a time.
-        let ndies = ftl.s.dies.len();
-        let nch = ftl.s.geo.channels as usize;
+        let ndies = ftl.sub_mut().dies.len();
+        let nch = ftl.sub_mut().geo.channels as usize;
         let mut die_t = vec![0u64; ndies];
         let mut ch_t = vec![0u64; nch.max(1)];
         let mut reads = 0u64;
-        for op in &ftl.s.log.ops {
+        for op in &ftl.sub_mut().log.ops {
             if op.cause != Cause::Mount || op.kind != OpKind::Read {
                 continue;
             }
@@ -610,12 +610,12 @@ impl Rebuild {
         }
         let time = die_t.iter().chain(ch_t.iter()).copied().max().unwrap_or(0);
         for &b in &self.young {
-            ftl.s.young[b as usize] = true;
+            ftl.sub_mut().young[b as usize] = true;
         }
-        ftl.s.opened_since_cp = self.young.len() as u32;
+        ftl.sub_mut().opened_since_cp = self.young.len() as u32;
         Ok(RecoveryReport {
             procedure: name.into(),
-            checkpoint_gen: ftl.region.cp.gen,
+            checkpoint_gen: ftl.checkpoint_gen(),
             checkpoint_pages: self.checkpoint_pages,
             blocks_scanned: self.scanned.len() as u64,
             pages_scanned: self.pages_scanned,
