@@ -48,6 +48,7 @@ use crate::policy::{
     Ascending, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
 };
 use crate::substrate::gc::{erase_dirty, gc_step, paced, run_pending};
+use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Kernel, Payload, Substrate, SubstrateConfig, COLD, HOST};
 use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, OpKind};
@@ -178,7 +179,7 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     l2p: Vec<u32>,
     p2l: Vec<u32>,
     /// The checkpoint region.
-    region: Region,
+    region: Region<S, M>,
     /// Trims not yet in the trim log.
     pending_trims: Vec<(u32, u64)>,
     /// What the last mount did.
@@ -330,7 +331,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             copy_order: Box::new(Ascending),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
-        let region = Region::new(&s, cfg.region_blocks(&chip_cfg));
+        let writer = Box::new(WholePage::new(&s));
+        let region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         for &b in &region.blocks {
             s.state[b as usize] = BState::Region;
         }

@@ -17,7 +17,8 @@
 //!   victims whose replacements are not sealed yet; the mapping kernel answers a few
 //!   questions through the [`Kernel`] trait (who owns a page, where a copy went);
 //! - the checkpoint region ([`region`]): generations of an opaque byte stream plus an
-//!   append-only log of fixed-size entries, in SLC-mode blocks reserved at format.
+//!   append-only log of fixed-size entries, in SLC-mode blocks reserved at format, written
+//!   through a metadata writer ([`meta`]: whole pages today).
 //!
 //! ## Invariants (checked by [`Substrate::verify`])
 //!
@@ -37,6 +38,7 @@
 pub(crate) mod alloc;
 pub(crate) mod blocks;
 pub(crate) mod gc;
+pub(crate) mod meta;
 pub(crate) mod oplog;
 pub(crate) mod region;
 

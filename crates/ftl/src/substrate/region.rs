@@ -20,11 +20,13 @@
 //! the region has no room for another log page while keeping room for a whole new
 //! generation, [`Region::append_log`] says so and the scheme writes a new generation.
 
-use super::{BState, Payload, Substrate};
-use crate::{Cause, FtlError, OpKind};
+use super::meta::MetaWriter;
+use super::{BState, Substrate};
+use crate::{Cause, FtlError};
+use ::alloc::boxed::Box;
 use ::alloc::vec;
 use ::alloc::vec::Vec;
-use controller::{CtlError, MetaTag, OobRecord, PageKind, PageRead};
+use controller::{MetaTag, OobRecord, PageKind};
 use nand::{ErrorModel, Nanos, Storage};
 
 /// Page kind of checkpoint pages in the OOB record.
@@ -99,44 +101,43 @@ pub(crate) struct CpState {
 }
 
 /// The checkpoint region of a chip (see the module docs).
-#[derive(Debug, Clone)]
-pub(crate) struct Region {
+pub(crate) struct Region<S: Storage, M: ErrorModel> {
     /// Region blocks in use order (interleaved over dies).
     pub blocks: Vec<u32>,
-    /// Page indices programmable in a region block (its LSB pages in SLC mode).
-    pub pages: Vec<u32>,
+    /// How units are programmed and read.
+    pub writer: Box<dyn MetaWriter<S, M>>,
     /// The committed generation.
     pub cp: CpState,
 }
 
-impl Region {
-    /// The region of `blocks` (flat indices, in use order) on `sub`'s chip.
-    pub fn new<S: Storage, M: ErrorModel>(sub: &Substrate<S, M>, blocks: Vec<u32>) -> Self {
-        let multi = sub.ctl.chip().config().cell != nand::CellType::Slc;
-        let pages = if multi {
-            sub.ctl
-                .chip()
-                .pairing()
-                .pages_of_kind(nand::BitKind::Lsb)
-                .collect()
-        } else {
-            (0..sub.ppb).collect()
-        };
+impl<S: Storage, M: ErrorModel> core::fmt::Debug for Region<S, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Region")
+            .field("blocks", &self.blocks)
+            .field("writer", &self.writer.name())
+            .field("cp", &self.cp)
+            .finish()
+    }
+}
+
+impl<S: Storage, M: ErrorModel> Region<S, M> {
+    /// The region of `blocks` (flat indices, in use order) with `writer`.
+    pub fn new(blocks: Vec<u32>, writer: Box<dyn MetaWriter<S, M>>) -> Self {
         Region {
             blocks,
-            pages,
+            writer,
             cp: CpState::default(),
         }
     }
 
-    /// Payload bytes of a region page.
-    pub fn payload<S: Storage, M: ErrorModel>(sub: &Substrate<S, M>) -> usize {
-        sub.geo.page_size as usize - HEADER
+    /// Payload bytes of a region unit.
+    pub fn payload(&self, sub: &Substrate<S, M>) -> usize {
+        self.writer.unit_bytes(sub) - HEADER
     }
 
     /// Region blocks in the order a new generation uses them: after the committed
     /// generation's last block, skipping its blocks and bad ones.
-    fn order<S: Storage, M: ErrorModel>(&self, sub: &Substrate<S, M>) -> Vec<u32> {
+    fn order(&self, sub: &Substrate<S, M>) -> Vec<u32> {
         let n = self.blocks.len();
         let start = self
             .cp
@@ -150,11 +151,10 @@ impl Region {
             .collect()
     }
 
-    /// Programs one region page at slot `slot` of block `b`. `Ok(false)`: the program
+    /// Programs one region unit at slot `slot` of block `b`. `Ok(false)`: the program
     /// failed and the block is retired.
-    #[allow(clippy::too_many_arguments)]
-    fn program<S: Storage, M: ErrorModel>(
-        &self,
+    fn program(
+        &mut self,
         sub: &mut Substrate<S, M>,
         now: Nanos,
         b: u32,
@@ -162,10 +162,9 @@ impl Region {
         page: &[u8],
         h: &PageHeader,
     ) -> Result<bool, FtlError> {
-        let phys = b * sub.ppb + self.pages[slot as usize];
         let rec = OobRecord::new(h.gen, h.index as u64, PageKind::Meta(CP_KIND));
-        let r = sub.program_page(now, phys, Payload::Meta(page), rec, Cause::Meta, None)?;
-        if r.is_some() {
+        let ok = self.writer.program(sub, now, b, slot, page, rec)?;
+        if ok {
             let c = &mut sub.log.counters;
             c.meta_bytes += page.len() as u64;
             if h.log {
@@ -174,24 +173,24 @@ impl Region {
                 c.meta_bytes_by_kind.checkpoint += page.len() as u64;
             }
         }
-        Ok(r.is_some())
+        Ok(ok)
     }
 
     /// Writes `bytes` as a new generation (its log starts empty) and commits it.
-    pub fn write_generation<S: Storage, M: ErrorModel>(
+    pub fn write_generation(
         &mut self,
         sub: &mut Substrate<S, M>,
         now: Nanos,
         bytes: &[u8],
     ) -> Result<(), FtlError> {
-        let payload = Self::payload(sub);
+        let payload = self.payload(sub);
         let body_pages = bytes.len().div_ceil(payload) as u32;
         let gen = self.cp.gen + 1;
-        let slots = self.pages.len() as u32;
+        let slots = self.writer.slots();
         let mut order = self.order(sub).into_iter();
         let mut blocks: Vec<u32> = Vec::new();
         let mut used = slots; // forces a block on the first page
-        let mut page = vec![0u8; sub.geo.page_size as usize];
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
         let mut index = 0u32;
         while index < body_pages {
             if used == slots {
@@ -240,16 +239,16 @@ impl Region {
     /// generation's log. `Ok(false)`: the region has no room left for the log beside a
     /// whole new generation — the caller writes a new generation instead (entries appended
     /// before that are harmless: the new generation supersedes them).
-    pub fn append_log<S: Storage, M: ErrorModel>(
+    pub fn append_log(
         &mut self,
         sub: &mut Substrate<S, M>,
         now: Nanos,
         entries: &[u8],
         entry: usize,
     ) -> Result<bool, FtlError> {
-        let per_page = Self::payload(sub) / entry * entry;
-        let slots = self.pages.len() as u32;
-        let mut page = vec![0u8; sub.geo.page_size as usize];
+        let per_page = self.payload(sub) / entry * entry;
+        let slots = self.writer.slots();
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
         let mut done = 0;
         while done < entries.len() {
             if self.cp.used == slots {
@@ -292,13 +291,13 @@ impl Region {
     /// Reads the newest complete generation that `accept` takes (it parses the body and
     /// checks it): the parsed body and the log's bytes. Positions the log after its last
     /// valid page. `None` if the region holds no such generation.
-    pub fn load<S: Storage, M: ErrorModel, T>(
+    pub fn load<T>(
         &mut self,
         sub: &mut Substrate<S, M>,
         now: Nanos,
         mut accept: impl FnMut(&[u8]) -> Option<T>,
     ) -> Result<Option<(T, Vec<u8>)>, FtlError> {
-        let mut page = vec![0u8; sub.geo.page_size as usize];
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
         // The first page of every region block: which generation and page it starts with.
         let mut starts: Vec<(u64, u32, u32)> = Vec::new();
         for i in 0..self.blocks.len() {
@@ -313,7 +312,7 @@ impl Region {
         let mut gens: Vec<u64> = starts.iter().map(|s| s.0).collect();
         gens.sort_unstable_by(|a, b| b.cmp(a));
         gens.dedup();
-        let slots = self.pages.len() as u32;
+        let slots = self.writer.slots();
         for gen in gens {
             let mut blocks: Vec<(u32, u32)> = starts
                 .iter()
@@ -379,34 +378,21 @@ impl Region {
         Ok(None)
     }
 
-    /// Reads region page `slot` of block `b`; its header if it is a valid checkpoint page.
-    fn read_page<S: Storage, M: ErrorModel>(
-        &self,
+    /// Reads region unit `slot` of block `b`; its header if it is a valid checkpoint unit.
+    fn read_page(
+        &mut self,
         sub: &mut Substrate<S, M>,
         now: Nanos,
         b: u32,
         slot: u32,
         page: &mut [u8],
     ) -> Result<Option<PageHeader>, FtlError> {
-        let addr = sub
-            .block_addr(b)
-            .page(self.pages[slot as usize])
-            .expect("region page in block");
-        match sub.ctl.read_meta(now, addr, page) {
-            Ok(PageRead::Data(info)) => {
-                sub.push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None);
-                if info.record.kind != PageKind::Meta(CP_KIND) {
-                    return Ok(None);
-                }
-                Ok(PageHeader::read(page)
-                    .filter(|h| h.gen == info.record.lpn && h.index as u64 == info.record.seq))
-            }
-            Ok(PageRead::Erased { timing }) => {
-                sub.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-                Ok(None)
-            }
-            Err(CtlError::Uncorrectable { .. }) => Ok(None),
-            Err(e) => Err(e.into()),
+        let Some(rec) = self.writer.read(sub, now, b, slot, page)? else {
+            return Ok(None);
+        };
+        if rec.kind != PageKind::Meta(CP_KIND) {
+            return Ok(None);
         }
+        Ok(PageHeader::read(page).filter(|h| h.gen == rec.lpn && h.index as u64 == rec.seq))
     }
 }
