@@ -40,6 +40,7 @@
 //!   programmed again (closed), so nothing exposed at a crash is ever put at risk again.
 //! - **Trims** are appended to the trim log on flush and before any erase.
 
+mod map;
 pub(crate) mod recovery;
 mod snapshot;
 
@@ -58,6 +59,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead};
+use map::{MapStore, RamMap};
 use nand::hint::prefetch;
 use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
@@ -176,7 +178,9 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     s: Substrate<S, M>,
     cfg: PageFtlConfig,
     logical: u64,
-    l2p: Vec<u32>,
+    /// The logical-to-physical map (a map-store policy: the whole map in RAM today).
+    map: Box<dyn MapStore<S, M>>,
+    /// The reverse map, in RAM (what GC asks which logical page a physical page holds).
     p2l: Vec<u32>,
     /// The checkpoint region.
     region: Region<S, M>,
@@ -191,6 +195,7 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
         f.debug_struct("PageFtl")
             .field("logical_pages", &self.logical)
             .field("cfg", &self.cfg)
+            .field("map", &self.map.name())
             .field("counters", &self.s.log.counters)
             .finish_non_exhaustive()
     }
@@ -340,7 +345,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             s,
             cfg,
             logical: 0,
-            l2p: Vec::new(),
+            map: Box::new(RamMap::default()),
             p2l: vec![INVALID; geo.total_pages() as usize],
             region,
             pending_trims: Vec::new(),
@@ -371,23 +376,23 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.logical = logical;
         // Keep mappings found by mount within the new volume.
-        let mut l2p = vec![INVALID; logical as usize];
-        for (lpn, &p) in self.l2p.iter().enumerate() {
-            if (lpn as u64) < logical {
-                l2p[lpn] = p;
-            } else if p != INVALID && p != LOST {
-                self.p2l[p as usize] = INVALID;
-                let b = self.s.block_of(p);
-                self.s.valid[b as usize] -= 1;
+        for lpn in logical..self.map.len() {
+            match self.map.peek(lpn) {
+                Some(p) if p != INVALID && p != LOST => {
+                    self.p2l[p as usize] = INVALID;
+                    let b = self.s.block_of(p);
+                    self.s.valid[b as usize] -= 1;
+                }
+                _ => {}
             }
         }
-        self.l2p = l2p;
+        self.map.resize(logical);
         Ok(())
     }
 
     /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
     pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
-        let p = *self.l2p.get(lpn as usize)?;
+        let p = self.map.peek(lpn)?;
         (p != INVALID && p != LOST).then(|| self.s.phys_addr(p))
     }
 
@@ -435,15 +440,18 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// pages in it. A pass over the whole map: for tests and debug builds.
     pub fn verify(&self) -> Result<(), String> {
         self.s.verify()?;
-        if self.l2p.len() as u64 != self.logical {
+        if self.map.len() != self.logical {
             return Err(format!(
                 "map has {} entries for {} pages",
-                self.l2p.len(),
+                self.map.len(),
                 self.logical
             ));
         }
         let mut valid = vec![0u32; self.s.state.len()];
-        for (lpn, &p) in self.l2p.iter().enumerate() {
+        for lpn in 0..self.logical {
+            let Some(p) = self.map.peek(lpn) else {
+                continue;
+            };
             if p == INVALID || p == LOST {
                 continue;
             }
@@ -463,7 +471,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             valid[b as usize] += 1;
         }
         for (p, &l) in self.p2l.iter().enumerate() {
-            if l != INVALID && self.l2p.get(l as usize) != Some(&(p as u32)) {
+            if l != INVALID && self.map.peek(l as u64).is_some_and(|m| m != p as u32) {
                 return Err(format!(
                     "physical page {p} claims logical page {l}, which maps elsewhere"
                 ));
@@ -500,15 +508,16 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.s.drop_valid(b, by);
     }
 
-    fn map(&mut self, lpn: u64, phys: u32, seq: u64) {
-        let old = self.l2p[lpn as usize];
+    fn map(&mut self, now: Nanos, lpn: u64, phys: u32, seq: u64) -> Result<(), FtlError> {
+        let old = self.map.get(&mut self.s, now, lpn)?;
         if old != INVALID && old != LOST {
             self.invalidate(old, seq);
         }
-        self.l2p[lpn as usize] = phys;
+        self.map.set(&mut self.s, now, lpn, phys)?;
         self.p2l[phys as usize] = lpn as u32;
         let b = self.s.block_of(phys);
         self.s.add_valid(b);
+        Ok(())
     }
 
     /// Programs host data for `lpn` on `die`'s host frontier. `Ok(None)` means the program
@@ -556,7 +565,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 paced(self, now, die, false)?;
                 match self.program_host(now, die, data, lpn, class) {
                     Ok(Some((phys, seq))) => {
-                        self.map(lpn, phys, seq);
+                        self.map(now, lpn, phys, seq)?;
                         self.s.close_if_full(phys);
                         paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
@@ -587,23 +596,23 @@ impl<S: Storage, M: ErrorModel> recovery::Rebuildable for PageFtl<S, M> {
 
     #[inline]
     fn entry(&self, lpn: u64) -> u32 {
-        self.l2p[lpn as usize]
+        self.map.peek(lpn).unwrap_or(INVALID)
     }
 
     #[inline]
-    fn set_entry(&mut self, lpn: u64, phys: u32) {
-        self.l2p[lpn as usize] = phys;
+    fn set_entry(&mut self, now: Nanos, lpn: u64, phys: u32) -> Result<(), FtlError> {
+        self.map.set(&mut self.s, now, lpn, phys)
     }
 
     fn entry_ok(&self, phys: u32) -> bool {
         self.snapshot_entry_ok(phys)
     }
 
-    fn rebuild_reverse(&mut self) {
+    fn rebuild_reverse(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.p2l.fill(INVALID);
         self.s.valid.fill(0);
-        for lpn in 0..self.l2p.len() {
-            let p = self.l2p[lpn];
+        for lpn in 0..self.map.len() {
+            let p = self.map.get(&mut self.s, now, lpn)?;
             if p == INVALID || p == LOST {
                 continue;
             }
@@ -611,13 +620,14 @@ impl<S: Storage, M: ErrorModel> recovery::Rebuildable for PageFtl<S, M> {
                 // Two logical pages claim one physical page: only a forged or corrupted
                 // image does this. Neither can be trusted to be right; report the second
                 // as unreadable rather than serve another page's data.
-                self.l2p[lpn] = LOST;
+                self.map.set(&mut self.s, now, lpn, LOST)?;
                 continue;
             }
             self.p2l[p as usize] = lpn as u32;
             let b = self.s.block_of(p);
             self.s.valid[b as usize] += 1;
         }
+        Ok(())
     }
 
     fn checkpoint_gen(&self) -> u64 {
@@ -649,7 +659,7 @@ impl<S: Storage, M: ErrorModel> Kernel for PageFtl<S, M> {
     fn prefetch_owner(&self, phys: u32) -> bool {
         match self.p2l.get(phys as usize) {
             Some(&l) if l < LOST => {
-                prefetch(&self.l2p, l as usize);
+                self.map.prefetch(l as u64);
                 true
             }
             _ => false,
@@ -657,13 +667,13 @@ impl<S: Storage, M: ErrorModel> Kernel for PageFtl<S, M> {
     }
 
     #[inline]
-    fn moved(&mut self, lpn: u64, _src: u32, dst: u32) {
-        self.map(lpn, dst, 0);
+    fn moved(&mut self, now: Nanos, lpn: u64, _src: u32, dst: u32) -> Result<(), FtlError> {
+        self.map(now, lpn, dst, 0)
     }
 
-    fn lost(&mut self, lpn: u64, src: u32) {
+    fn lost(&mut self, now: Nanos, lpn: u64, src: u32) -> Result<(), FtlError> {
         self.p2l[src as usize] = INVALID;
-        self.l2p[lpn as usize] = LOST;
+        self.map.set(&mut self.s, now, lpn, LOST)
     }
 
     fn before_erase(&mut self, now: Nanos) -> Result<(), FtlError> {
@@ -701,7 +711,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.log.counters.host_reads += 1;
-        let phys = self.l2p[l as usize];
+        let phys = self.map.get(&mut self.s, now, l)?;
         if phys == INVALID {
             self.s.log.counters.unmapped_reads += 1;
             data.fill(0);
@@ -729,10 +739,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         }
     }
 
-    fn trim(&mut self, _now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+    fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
         self.s.log.counters.trims += 1;
-        let old = self.l2p[l as usize];
+        let old = self.map.get(&mut self.s, now, l)?;
         if old == INVALID {
             // Nothing to discard (never written, or trimmed already and logged).
             return Ok(());
@@ -741,7 +751,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if old != LOST {
             self.invalidate(old, seq);
         }
-        self.l2p[l as usize] = INVALID;
+        self.map.set(&mut self.s, now, l, INVALID)?;
         self.pending_trims.push((l as u32, seq));
         Ok(())
     }
@@ -791,11 +801,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn prefetch(&self, lpn: u64) {
-        prefetch(&self.l2p, lpn as usize);
+        self.map.prefetch(lpn);
     }
 
     fn prefetch_mapped(&self, lpn: u64) {
-        if let Some(&old) = self.l2p.get(lpn as usize) {
+        if let Some(old) = self.map.peek(lpn) {
             if old < LOST {
                 let b = self.s.block_of(old) as usize;
                 prefetch(&self.p2l, old as usize);
@@ -808,7 +818,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn prefetch_data(&self, lpn: u64) {
-        if let Some(&p) = self.l2p.get(lpn as usize) {
+        if let Some(p) = self.map.peek(lpn) {
             if p < LOST {
                 let (b, page) = self.s.split(p);
                 // (A digest-mode store holds no data area: the data hint is a no-op there.)

@@ -109,13 +109,13 @@ pub(crate) trait Rebuildable: Kernel {
     fn logical(&self) -> u64;
     /// The map entry of `lpn` (a flat page, `INVALID` or `LOST`).
     fn entry(&self, lpn: u64) -> u32;
-    /// Sets the map entry of `lpn`.
-    fn set_entry(&mut self, lpn: u64, phys: u32);
+    /// Sets the map entry of `lpn` (a map store may write map pages: `now`).
+    fn set_entry(&mut self, now: Nanos, lpn: u64, phys: u32) -> Result<(), FtlError>;
     /// Whether a map entry from a checkpoint names a page of the chip (or none).
     fn entry_ok(&self, phys: u32) -> bool;
     /// Rebuilds the reverse map and every block's valid count from the map (a physical page
     /// claimed twice makes the later claimant `LOST`).
-    fn rebuild_reverse(&mut self);
+    fn rebuild_reverse(&mut self, now: Nanos) -> Result<(), FtlError>;
     /// The generation of the checkpoint loaded.
     fn checkpoint_gen(&self) -> u64;
 }
@@ -148,10 +148,10 @@ impl Recovery for FullScan {
         for (lpn, &p) in r.snap.l2p.iter().enumerate() {
             if p == INVALID || p == LOST {
                 r.best[lpn] = c.saturating_sub(1);
-                ftl.set_entry(lpn as u64, p);
+                ftl.set_entry(now, lpn as u64, p)?;
             }
         }
-        r.apply_trims(ftl);
+        r.apply_trims(ftl)?;
         for b in 0..ftl.sub_mut().geo.total_blocks() {
             if ftl.sub_mut().state[b as usize] == BState::Region {
                 continue;
@@ -181,12 +181,12 @@ impl Recovery for RollForward {
         let c = r.snap.seq;
         let ppb = ftl.sub().ppb;
         for (lpn, &p) in r.snap.l2p.iter().enumerate() {
-            ftl.set_entry(lpn as u64, p);
+            ftl.set_entry(now, lpn as u64, p)?;
             if p != INVALID && p != LOST {
                 ftl.sub_mut().valid[(p / ppb) as usize] += 1;
             }
         }
-        r.apply_trims(ftl);
+        r.apply_trims(ftl)?;
         let ndies = ftl.sub_mut().dies.len();
         let bpd = ftl.sub_mut().blocks_per_die;
         let mut work: Vec<u32> = Vec::new();
@@ -291,6 +291,8 @@ struct Rebuild {
     young: BTreeSet<u32>,
     /// Block headers read so far (each read once, charged).
     headers: BTreeMap<u32, BlockInfo>,
+    /// Time of the mount.
+    now: Nanos,
 }
 
 impl Rebuild {
@@ -350,6 +352,7 @@ impl Rebuild {
             partial: Vec::new(),
             young: BTreeSet::new(),
             headers: BTreeMap::new(),
+            now,
         })
     }
 
@@ -369,21 +372,28 @@ impl Rebuild {
         Ok(h)
     }
 
-    fn apply_trims<K: Rebuildable>(&mut self, ftl: &mut K) {
+    fn apply_trims<K: Rebuildable>(&mut self, ftl: &mut K) -> Result<(), FtlError> {
         let trims = core::mem::take(&mut self.trims);
         for &(lpn, seq) in &trims {
             if (lpn as u64) < ftl.logical() {
-                self.apply(ftl, lpn as u64, INVALID, seq);
+                self.apply(ftl, lpn as u64, INVALID, seq)?;
             }
         }
         self.trims = trims;
+        Ok(())
     }
 
     /// Makes `phys` (or INVALID for a trim) the mapping of `lpn` if `seq` is newer.
-    fn apply<K: Rebuildable>(&mut self, ftl: &mut K, lpn: u64, phys: u32, seq: u64) {
+    fn apply<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        lpn: u64,
+        phys: u32,
+        seq: u64,
+    ) -> Result<(), FtlError> {
         let i = lpn as usize;
         if seq <= self.best[i] {
-            return;
+            return Ok(());
         }
         self.best[i] = seq;
         let old = ftl.entry(lpn);
@@ -394,11 +404,12 @@ impl Rebuild {
                 self.emptied.push(ob as u32);
             }
         }
-        ftl.set_entry(lpn, phys);
+        ftl.set_entry(self.now, lpn, phys)?;
         if phys != INVALID {
             let ppb = ftl.sub().ppb;
             ftl.sub_mut().valid[(phys / ppb) as usize] += 1;
         }
+        Ok(())
     }
 
     /// Reads block `b` from page `from` up to its first erased page, applying every data
@@ -464,7 +475,7 @@ impl Rebuild {
                 continue;
             }
             if seq > self.best[lpn as usize] {
-                self.apply(ftl, lpn, b * ppb + p, seq);
+                self.apply(ftl, lpn, b * ppb + p, seq)?;
             }
         }
         self.partial.retain(|x| x.0 != b);
@@ -503,7 +514,7 @@ impl Rebuild {
         name: &str,
     ) -> Result<RecoveryReport, FtlError> {
         let nblocks = ftl.sub_mut().geo.total_blocks();
-        ftl.rebuild_reverse();
+        ftl.rebuild_reverse(now)?;
         for b in 0..nblocks {
             let i = b as usize;
             // Erase count and bad-block status: from the header where it was read (every

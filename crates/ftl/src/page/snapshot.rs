@@ -184,7 +184,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             frontiers,
             states,
             erase: self.s.erase.clone(),
-            l2p: self.l2p.clone(),
+            l2p: self
+                .map
+                .entries()
+                .expect("the page kernel's checkpoint copies a resident map")
+                .to_vec(),
         }
     }
 

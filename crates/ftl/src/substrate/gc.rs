@@ -40,10 +40,10 @@ pub(crate) trait Kernel {
     /// `lpn`'s data moved from `src` to `dst` (a GC copy): the kernel updates its map,
     /// un-counts the source (`Substrate::drop_valid(_, 0)`: a copy supersedes nothing) and
     /// counts the copy (`Substrate::add_valid`).
-    fn moved(&mut self, lpn: u64, src: u32, dst: u32);
+    fn moved(&mut self, now: Nanos, lpn: u64, src: u32, dst: u32) -> Result<(), FtlError>;
     /// `lpn`'s only copy at `src` is unreadable: remember it as lost (the substrate has
     /// already dropped it from its block's valid count).
-    fn lost(&mut self, lpn: u64, src: u32);
+    fn lost(&mut self, now: Nanos, lpn: u64, src: u32) -> Result<(), FtlError>;
     /// Called before any erase: persist what an erase would otherwise make unrecoverable
     /// (trims whose only witness is the stale copy the erase destroys).
     fn before_erase(&mut self, now: Nanos) -> Result<(), FtlError>;
@@ -323,8 +323,7 @@ fn relocate<K: Kernel>(
             let by = s.seq;
             s.drop_valid(b, by);
             s.log.counters.lost_pages += 1;
-            k.lost(lpn, src);
-            return Ok(());
+            return k.lost(now, lpn, src);
         }
         Err(e) => return Err(e.into()),
     };
@@ -344,7 +343,7 @@ fn relocate<K: Kernel>(
     s.log.counters.valid_copies += 1;
     // A copy does not count as superseding its source: the victim's wait for its copies is
     // tracked per job (`Pending::copied`), on this die only.
-    k.moved(lpn, src, dst);
+    k.moved(now, lpn, src, dst)?;
     k.sub_mut().close_if_full(dst);
     Ok(())
 }
