@@ -1,6 +1,7 @@
 //! How the page kernel answers the substrate's GC machine ([`Kernel`]) and the recovery
 //! procedures ([`Rebuildable`](super::recovery::Rebuildable)).
 
+use super::map::MapStore;
 use super::{snapshot, PageFtl, INVALID, LOST};
 use crate::substrate::{Kernel, Substrate};
 use crate::FtlError;

@@ -60,7 +60,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead};
-use map::{MapStore, RamMap};
+use map::{MapSlot, MapStore, RamMap};
 use nand::hint::prefetch;
 use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
@@ -180,7 +180,7 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     cfg: PageFtlConfig,
     logical: u64,
     /// The logical-to-physical map (a map-store policy: the whole map in RAM today).
-    map: Box<dyn MapStore<S, M>>,
+    map: MapSlot<S, M>,
     /// The reverse map, in RAM (what GC asks which logical page a physical page holds).
     p2l: Vec<u32>,
     /// The checkpoint region.
@@ -206,7 +206,26 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Formats the chip behind `ctl` (erasing every good block that holds data) and builds an
     /// empty volume.
     pub fn format(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+        Self::empty(ctl, cfg)?.format_chip(now)
+    }
+
+    /// [`format`](PageFtl::format) with `store` as the map store instead of the RAM map.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn format_with_map(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        store: Box<dyn MapStore<S, M>>,
+        now: Nanos,
+    ) -> Result<Self, FtlError> {
         let mut ftl = Self::empty(ctl, cfg)?;
+        ftl.map = MapSlot::Other(store);
+        ftl.format_chip(now)
+    }
+
+    /// Erases every good block that holds data, sets block modes, sizes the volume and
+    /// writes the first checkpoint.
+    fn format_chip(self, now: Nanos) -> Result<Self, FtlError> {
+        let mut ftl = self;
         let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.s.geo.total_blocks() {
             let addr = ftl.s.block_addr(b);
@@ -346,7 +365,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             s,
             cfg,
             logical: 0,
-            map: Box::new(RamMap::default()),
+            map: MapSlot::Ram(RamMap::default()),
             p2l: vec![INVALID; geo.total_pages() as usize],
             region,
             pending_trims: Vec::new(),

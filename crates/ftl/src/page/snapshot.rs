@@ -8,6 +8,7 @@
 //! sequence number so recovery orders it against data pages. When the region has no room
 //! for another log page a new checkpoint is written instead.
 
+use super::map::MapStore;
 use super::{PageFtl, INVALID};
 use crate::substrate::{BState, COLD, HOST};
 use crate::FtlError;
