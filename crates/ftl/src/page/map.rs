@@ -46,7 +46,7 @@ pub(crate) trait MapStore<S: Storage, M: ErrorModel>: Send {
 
 /// Today's store: the whole map in RAM.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct RamMap(Vec<u32>);
+pub(crate) struct RamMap(pub(crate) Vec<u32>);
 
 impl<S: Storage, M: ErrorModel> MapStore<S, M> for RamMap {
     fn name(&self) -> &'static str {

@@ -528,12 +528,20 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.s.drop_valid(b, by);
     }
 
+    #[inline]
     fn map(&mut self, now: Nanos, lpn: u64, phys: u32, seq: u64) -> Result<(), FtlError> {
-        let old = self.map.get(&mut self.s, now, lpn)?;
+        let old = match &mut self.map {
+            // The RAM map: one indexing for the lookup and the update.
+            MapSlot::Ram(m) => core::mem::replace(&mut m.0[lpn as usize], phys),
+            store => {
+                let old = store.get(&mut self.s, now, lpn)?;
+                store.set(&mut self.s, now, lpn, phys)?;
+                old
+            }
+        };
         if old != INVALID && old != LOST {
             self.invalidate(old, seq);
         }
-        self.map.set(&mut self.s, now, lpn, phys)?;
         self.p2l[phys as usize] = lpn as u32;
         let b = self.s.block_of(phys);
         self.s.add_valid(b);
@@ -710,9 +718,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn sync_dies(&mut self, free: &[Nanos]) {
-        match &mut self.s.die_clock {
-            Some(c) if c.len() == free.len() => c.copy_from_slice(free),
-            c => *c = Some(free.to_vec()),
+        let c = &mut self.s.die_clock;
+        if c.len() == free.len() {
+            c.copy_from_slice(free);
+        } else {
+            *c = free.to_vec();
         }
     }
 

@@ -92,7 +92,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         match r {
             Ok(timing) => {
                 self.occupy(die, now, timing);
-                let op = self.push_op(b, OpKind::Program, cause, timing, Nanos::ZERO, after);
+                let op = self
+                    .log
+                    .push(die, OpKind::Program, cause, timing, Nanos::ZERO, after);
                 Ok(Some((timing, op)))
             }
             Err(CtlError::Nand(NandError::ProgramFailed(_) | NandError::BadBlock(_))) => {

@@ -222,7 +222,8 @@ pub(crate) fn gc_step<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bo
         } else if let Some(j) = s.dies[die].background.front_mut() {
             *j = job;
         }
-        relocate(k, now, die, src, job.cause)?;
+        let lpn = k.owner(src).expect("the scan stopped at a valid page");
+        relocate(k, now, die, src, lpn, job.cause)?;
         return Ok(false);
     }
     let s = k.sub_mut();
@@ -299,9 +300,9 @@ fn relocate<K: Kernel>(
     now: Nanos,
     die: usize,
     src: u32,
+    lpn: u64,
     cause: Cause,
 ) -> Result<(), FtlError> {
-    let lpn = k.owner(src).expect("GC copies valid pages only");
     let s = k.sub_mut();
     let addr = s.phys_addr(src);
     let b = s.block_of(src);

@@ -210,9 +210,9 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// Zeros for padding pages.
     pub pad: Vec<u8>,
     /// When each die is next free, as the engine's timeline last said (`Ftl::sync_dies`)
-    /// and advanced by the operations issued since; `None` until it says (then operations
+    /// and advanced by the operations issued since; empty until it says (then operations
     /// run at the time they are issued).
-    pub die_clock: Option<Vec<Nanos>>,
+    pub die_clock: Vec<Nanos>,
 }
 
 impl<S: Storage, M: ErrorModel> Substrate<S, M> {
@@ -303,7 +303,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             young: vec![false; nblocks],
             opened_since_cp: 0,
             pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
-            die_clock: None,
+            die_clock: Vec::new(),
             ctl,
         }
     }
@@ -358,19 +358,19 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// The time an operation issued at `now` runs on die `die`: when the die is free, no
     /// earlier than `now` (what the chip records as program or erase time and ages reads
     /// by).
-    #[inline]
+    #[inline(always)]
     pub fn op_time(&self, die: u32, now: Nanos) -> Nanos {
-        match &self.die_clock {
-            Some(c) => now.max(c[die as usize]),
-            None => now,
+        match self.die_clock.get(die as usize) {
+            Some(&c) if c > now => c,
+            _ => now,
         }
     }
 
     /// Die `die` is busy from `start` for `t`.
-    #[inline]
+    #[inline(always)]
     pub fn occupy(&mut self, die: u32, start: Nanos, t: nand::OpTiming) {
-        if let Some(c) = &mut self.die_clock {
-            c[die as usize] = start + t.array + t.transfer;
+        if let Some(c) = self.die_clock.get_mut(die as usize) {
+            *c = start + t.array + t.transfer;
         }
     }
 
