@@ -3,14 +3,16 @@
 //!
 //! One aging cycle of a block is what an FTL would do to it: program every page it can
 //! take (every page in order; the LSB pages of an SLC-mode block), then erase it.
-//! [`Chip::age_block`] runs cycles until the block's erase count reaches a target. Below the
-//! rated endurance the wear model cannot fail an operation (its failure probability is 0),
-//! so such a cycle changes nothing but counters: the bulk path adds them without touching
-//! storage. A cycle where a failure is possible (past endurance, a failure injected, a
-//! power cut armed) is run operation by operation through the chip's own `program` and
-//! `erase`, so wear failures, grown-bad marks, counters and cut indices come out exactly as
-//! if every cycle had been — [`Chip::age_block_exact`] runs them all that way, and a test
-//! compares the two.
+//! [`Chip::age_block`] runs cycles until the block's erase count reaches a target. A cycle in
+//! which no operation fails changes nothing but counters, so the bulk path adds them
+//! without touching storage: below the rated endurance the wear model cannot fail an
+//! operation (its failure probability is 0); past it, the per-event wear draws the cycle's
+//! operations would make are made first (they depend only on the block, its erase count
+//! and the operation). A cycle that fails, or where a failure is injected or a power cut
+//! armed, is run operation by operation through the chip's own `program` and `erase`, so
+//! wear failures, grown-bad marks, counters and cut indices come out exactly as if every
+//! cycle had been — [`Chip::age_block_exact`] runs them all that way, and a test compares
+//! the two.
 
 use super::*;
 
@@ -115,10 +117,15 @@ impl<S: Storage> Chip<S> {
         let mut fast_cycles = 0u64;
         while self.blocks[bi].erase_count < pe {
             let e = self.blocks[bi].erase_count;
+            // Past endurance a cycle can fail: it is run operation by operation only if
+            // one of its operations' wear draws (the same per-event draws the operations
+            // make) says so.
             let risky = exact
                 || self.cut.is_some()
                 || self.blocks[bi].inject != 0
-                || self.config.reliability.failure_probability(e) > 0.0;
+                || (self.config.reliability.failure_probability(e) > 0.0
+                    && (pages.iter().any(|&p| self.wear_fails(bi, p as u64))
+                        || self.wear_fails(bi, u64::MAX)));
             r.programs += pages.len() as u64;
             r.erases += 1;
             r.time += program_t + erase_t;
