@@ -150,6 +150,14 @@ pub struct ControllerConfig {
     pub latency: EccLatency,
     /// Seed of the error-injection stream.
     pub seed: u64,
+    /// Decode every codeword and check every data CRC of every read, even when the error
+    /// model drew no flip and no fault touched the page (bytes mode). For storage that can
+    /// change behind the emulator's back — a chip image file on a real disk — whose stored
+    /// parity and CRC are then what protects the data: flipped bits within `t` are
+    /// corrected, beyond it the read fails, it never returns wrong data. Off (the
+    /// simulator's own RAM, where the error model is the only source of errors), a pristine
+    /// page skips the decoder and is charged the clean decode time.
+    pub verify_stored: bool,
 }
 
 impl Default for ControllerConfig {
@@ -159,6 +167,7 @@ impl Default for ControllerConfig {
             mode: PayloadMode::Bytes,
             latency: EccLatency::default(),
             seed: 0,
+            verify_stored: false,
         }
     }
 }
@@ -713,7 +722,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                     Ok(PageRead::Erased { timing })
                 } else {
                     let st = self.chip.page_state(addr)?;
-                    let (age, damaged) = (st.age(now), st.damaged);
+                    let (age, damaged) = (st.age(now), self.suspect(st.damaged));
                     let mut counts = [0u64; 2];
                     let regions = self.meta_regions();
                     split_errors(&mut self.rng, &self.model, &age, &regions, &mut counts);
@@ -802,6 +811,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         Ok(())
     }
 
+    /// Whether a page must be decoded in full even without drawn errors: a fault touched it,
+    /// or the storage can change on its own (`verify_stored`, bytes mode).
+    #[inline]
+    fn suspect(&self, damaged: bool) -> bool {
+        damaged || (self.cfg.verify_stored && self.cfg.mode == PayloadMode::Bytes)
+    }
+
     /// Decodes a page just read (`st`: its state after the read).
     #[allow(clippy::too_many_arguments)]
     fn finish_read(
@@ -822,7 +838,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             }
             return Err(self.uncorrectable(addr, None));
         }
-        let (age, damaged) = (st.age(now), st.damaged);
+        let (age, damaged) = (st.age(now), self.suspect(st.damaged));
         // One error draw for the whole page — header, record and every sector — sized by
         // the strength the page was written with (read from the stored header before any
         // flip; a header that names no valid layout is garbage).

@@ -175,8 +175,12 @@ impl Volume {
             "counters": self.vol.counters(),
             "waf": self.vol.counters().waf(),
             "ecc": {
+                "reads": self.vol.controller().stats().reads,
                 "corrected_bits": self.vol.controller().stats().corrected_bits,
+                "max_codeword_errors": self.vol.controller().stats().max_codeword_errors,
                 "uncorrectable_normal": self.vol.controller().stats().uncorrectable_normal,
+                "uncorrectable_critical": self.vol.controller().stats().uncorrectable_critical,
+                "miscorrections_caught": self.vol.controller().stats().miscorrections_caught,
             },
             "erase_counts": {
                 "max": self.vol.erase_counts().iter().max(),

@@ -92,7 +92,13 @@ pub fn run(cmd: VolumeCommand) -> Result<()> {
 pub type Vol = BoxedVolume<FileStorage, ConstantRber>;
 
 fn controller(chip: Chip<FileStorage>) -> Result<Controller<FileStorage, ConstantRber>> {
-    let mut ctl = Controller::new(chip, ConstantRber(0.0), ControllerConfig::default())?;
+    // The image is a file on a real disk: its bits can rot behind the emulator's back, so
+    // every read is decoded and CRC-checked (no "no drawn error, nothing to check" shortcut).
+    let cfg = ControllerConfig {
+        verify_stored: true,
+        ..ControllerConfig::default()
+    };
+    let mut ctl = Controller::new(chip, ConstantRber(0.0), cfg)?;
     ctl.set_crc32c(crc32c::crc32c);
     Ok(ctl)
 }
@@ -290,5 +296,67 @@ mod tests {
         );
         let age = vol.controller().chip().page_age(at, now).unwrap();
         assert!(age.retention.0 >= day, "{age:?}");
+    }
+
+    /// The file image is not trusted: a bit flipped in it behind the emulator's back is
+    /// corrected when within `t`, makes the read fail beyond it, and is never served as
+    /// good data.
+    #[test]
+    fn bits_rotting_in_the_image_are_corrected_or_refused() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("rot.img");
+        let mut vol = create(&image, "tiny-slc", None).unwrap();
+        let n = vol.logical_pages();
+        let ps = vol.page_size();
+        let pages: Vec<Vec<u8>> = (0..4)
+            .map(|l| nand::pattern::bytes(ps, 0xA000 + l))
+            .collect();
+        for (l, d) in pages.iter().enumerate() {
+            vol.write(Nanos(1), nand::Lpn::checked(l as u64, n).unwrap(), d)
+                .unwrap();
+        }
+        vol.shutdown(Nanos(2)).unwrap();
+        drop(vol);
+        // Where each page's data sits in the file.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&image)
+            .unwrap();
+        let bytes = std::fs::read(&image).unwrap();
+        let at = |d: &[u8]| bytes.windows(64).position(|w| w == &d[..64]).unwrap() as u64;
+        let flip = |off: u64, bits: &[u64]| {
+            for &b in bits {
+                let mut x = [0u8];
+                file.read_exact_at(&mut x, off + b / 8).unwrap();
+                x[0] ^= 1 << (b % 8);
+                file.write_all_at(&x, off + b / 8).unwrap();
+            }
+        };
+        // Page 1: two flips in its first sector (within t). Page 2: sixty (beyond t).
+        // Page 3: one flip in each of its sectors.
+        flip(at(&pages[1]), &[3, 1000]);
+        flip(at(&pages[2]), &(0..60).map(|i| i * 61).collect::<Vec<_>>());
+        flip(
+            at(&pages[3]),
+            &(0..(ps as u64 / 512))
+                .map(|s| s * 4096 + 7)
+                .collect::<Vec<_>>(),
+        );
+        drop(file);
+        let mut vol = open(&image, RecoveryKind::RollForward).unwrap();
+        let mut buf = vec![0u8; ps];
+        for l in [0u64, 1, 3] {
+            vol.read(Nanos(3), nand::Lpn::checked(l, n).unwrap(), &mut buf)
+                .unwrap();
+            assert_eq!(buf, pages[l as usize], "page {l}");
+        }
+        assert!(vol.controller().stats().corrected_bits >= 2 + ps as u64 / 512);
+        let r = vol.read(Nanos(3), nand::Lpn::checked(2, n).unwrap(), &mut buf);
+        assert_eq!(
+            r,
+            Err(ftl::FtlError::Unreadable(nand::Lpn::checked(2, n).unwrap()))
+        );
     }
 }
