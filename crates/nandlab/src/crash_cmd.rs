@@ -62,6 +62,12 @@ pub fn run(args: CrashArgs) -> Result<()> {
     chip.reliability.wear_fail_growth = 0.0;
     chip.seed = args.seed;
     cfg.chip = chip;
+    if args.flush_every < 2 {
+        bail!(
+            "--flush-every {}: every operation would be a flush (no write for a cut to land in); use 2 or more",
+            args.flush_every
+        );
+    }
     cfg.ops = args.ops;
     cfg.flush_every = args.flush_every;
     cfg.fit_ecc().map_err(anyhow::Error::msg)?;
@@ -73,10 +79,13 @@ pub fn run(args: CrashArgs) -> Result<()> {
                 println!("replay {id}: passed");
                 Ok(())
             }
-            Outcome::NotReached => {
-                println!("replay {id}: the workload ended before operation {}", id.at);
-                Ok(())
-            }
+            Outcome::NotReached => bail!(
+                "replay {id}: the workload ends before operation {}: nothing was cut",
+                id.at
+            ),
+            Outcome::SecondNotReached => bail!(
+                "replay {id}: the first cut checked out, but the second lies past the work after power-on: it never fired"
+            ),
             Outcome::OutOfSpace(m) => bail!("replay {id}: out of space after recovery: {m}"),
             Outcome::Failed(m) => bail!("replay {id}: {m}"),
         };
@@ -132,6 +141,13 @@ pub fn run(args: CrashArgs) -> Result<()> {
         w.trims
     );
     print!("{s}");
+    let missed = s.not_reached + s.second_not_reached;
+    if s.cases > 0 && missed * 2 > s.cases {
+        bail!(
+            "{missed} of {} cases never fired their cut(s): the plan tests little (a longer workload or fewer ops per case)",
+            s.cases
+        );
+    }
     if !s.failures.is_empty() || !s.out_of_space.is_empty() {
         bail!(
             "{} of {} cases failed (replay one with --replay ID)",

@@ -232,7 +232,7 @@ fn verify(a: VerifyArgs) -> Result<()> {
     let path: &Path = &a.w.image;
     let mut vol = mount(&a.w)?;
     let n = vol.logical_pages();
-    let (ops, span) = workload(&a.w, n);
+    let (ops, _) = workload(&a.w, n);
     if a.flushed > ops.len() {
         bail!(
             "--flushed {} is past the workload's {} operations",
@@ -240,12 +240,12 @@ fn verify(a: VerifyArgs) -> Result<()> {
             ops.len()
         );
     }
-    check_after_kill(&mut *vol, &ops, a.flushed, span)
+    check_after_kill(&mut *vol, &ops, a.flushed)
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("{} after {} flushed operations", path.display(), a.flushed))?;
     let r = vol.recovery_report().cloned();
     println!(
-        "{}: all {span} pages as the contract allows ({} of {} operations flushed){}",
+        "{}: all {n} pages as the contract allows ({} of {} operations flushed){}",
         path.display(),
         a.flushed,
         ops.len(),

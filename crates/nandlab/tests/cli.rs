@@ -289,3 +289,22 @@ fn run_rejects_bad_input_by_name() {
         stderr(&o)
     );
 }
+
+/// The crash harness refuses runs that would test nothing: a workload of flushes only, a
+/// replay whose cut lies past the workload, a plan most of whose cuts never fire.
+#[test]
+fn crashtest_refuses_vacuous_runs() {
+    for every in ["0", "1"] {
+        let o = nandlab(&["crashtest", "--flush-every", every, "--samples", "5"]);
+        assert!(!o.status.success(), "--flush-every {every}");
+        assert!(stderr(&o).contains("--flush-every"), "{}", stderr(&o));
+    }
+    let o = nandlab(&["crashtest", "--replay", "1:999999:before"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nothing was cut"), "{}", stderr(&o));
+    let o = nandlab(&["crashtest", "--replay", "1:300:before/999999:after"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("never fired"), "{}", stderr(&o));
+    let o = nandlab(&["crashtest", "--replay", "1:3:before"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
