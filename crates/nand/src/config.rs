@@ -149,6 +149,7 @@ pub const PRESET_NAMES: &[&str] = &[
     "k9k8g08u0b",
     "slc-1g-dcr",
     "tiny-mlc",
+    "tiny-mlc-4die",
     "tiny-slc",
 ];
 
@@ -207,7 +208,8 @@ impl ChipConfig {
     ///   Four 512 B subpages.
     /// - `slc-1g-dcr` (DCR §4.1): SLC, 2048+64 B, 64 pages/block, 8192 blocks (1 GiB), the
     ///   same timing as `k9k8g08u0b`, one plane.
-    /// - `tiny-mlc` / `tiny-slc`: small chips for tests and examples (not from a paper).
+    /// - `tiny-mlc` / `tiny-slc`: small chips for tests and examples (not from a paper);
+    ///   `tiny-mlc-4die` is `tiny-mlc` on 2 channels × 2 dies (multi-die tests).
     pub fn preset(name: &str) -> Option<ChipConfig> {
         let (cell, layout, geometry, timing, reliability) = match name {
             "micron-29f64g" => (
@@ -248,10 +250,18 @@ impl ChipConfig {
                 Timing::uniform(25_000, 200_000, 1_500_000, 25_000),
                 SLC_RELIABILITY,
             ),
-            "tiny-mlc" => (
+            "tiny-mlc" | "tiny-mlc-4die" => (
                 CellType::Mlc,
                 PairingLayout::Dist3,
-                geometry(2, 16, 16, 4096, 224, 1),
+                if name == "tiny-mlc" {
+                    geometry(2, 16, 16, 4096, 224, 1)
+                } else {
+                    Geometry {
+                        channels: 2,
+                        dies_per_channel: 2,
+                        ..geometry(2, 16, 16, 4096, 224, 1)
+                    }
+                },
                 Timing {
                     read_lsb_ns: 50_000,
                     read_csb_ns: 50_000,

@@ -49,6 +49,82 @@ pub struct CrashArgs {
     /// Replay one case by its id (seed:n:mode or seed:n:mode/k:mode).
     #[arg(long)]
     replay: Option<String>,
+    /// Percent of host operations that are trims.
+    #[arg(long)]
+    trim_pct: Option<u32>,
+    /// Fraction of the volume the workload touches (0 < span ≤ 1).
+    #[arg(long)]
+    span: Option<f64>,
+    /// A flush writes a checkpoint once this many blocks were opened since the last one.
+    #[arg(long)]
+    checkpoint_interval: Option<u32>,
+    /// Foreground GC threshold (free blocks per die, ≥ 2).
+    #[arg(long)]
+    gc_threshold: Option<u32>,
+    /// Victim policy: greedy, cost-benefit, ap-weighted.
+    #[arg(long)]
+    victim: Option<String>,
+    /// Static wear levelling as SPREAD:CHECK_EVERY (e.g. 3:2), or `off`.
+    #[arg(long)]
+    wear_leveling: Option<String>,
+    /// Channels (overrides the preset).
+    #[arg(long)]
+    channels: Option<u32>,
+    /// Dies per channel (overrides the preset).
+    #[arg(long)]
+    dies_per_channel: Option<u32>,
+}
+
+/// Applies the FTL and workload flags to `cfg`; errors name the flag.
+fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
+    if let Some(t) = args.trim_pct {
+        if t > 100 {
+            bail!("--trim-pct {t}: a percentage is at most 100");
+        }
+        cfg.trim_pct = t;
+    }
+    if let Some(s) = args.span {
+        if !(s > 0.0 && s <= 1.0) {
+            bail!("--span {s}: must be in (0, 1]");
+        }
+        cfg.span = s;
+    }
+    let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+    if let Some(i) = args.checkpoint_interval {
+        p.checkpoint_interval = i;
+    }
+    if let Some(g) = args.gc_threshold {
+        if g < 2 {
+            bail!("--gc-threshold {g}: must be at least 2");
+        }
+        p.gc_threshold = g;
+    }
+    if let Some(v) = &args.victim {
+        p.victim = match v.as_str() {
+            "greedy" => ftl::VictimKind::Greedy,
+            "cost-benefit" => ftl::VictimKind::CostBenefit,
+            "ap-weighted" => ftl::VictimKind::ApWeighted,
+            o => bail!("--victim {o:?}: one of greedy, cost-benefit, ap-weighted"),
+        };
+    }
+    if let Some(w) = &args.wear_leveling {
+        p.wear_leveling = if w == "off" {
+            None
+        } else {
+            let parse = |x: Option<&str>| x.and_then(|v| v.parse::<u32>().ok());
+            let mut it = w.split(':');
+            match (parse(it.next()), parse(it.next()), it.next()) {
+                (Some(spread), Some(check_every), None) if check_every > 0 => {
+                    Some(ftl::WearLevelConfig {
+                        spread,
+                        check_every,
+                    })
+                }
+                _ => bail!("--wear-leveling {w:?}: SPREAD:CHECK_EVERY (e.g. 3:2) or off"),
+            }
+        };
+    }
+    Ok(())
 }
 
 pub fn run(args: CrashArgs) -> Result<()> {
@@ -58,6 +134,14 @@ pub fn run(args: CrashArgs) -> Result<()> {
     if let Some(b) = args.blocks_per_plane {
         chip.geometry.blocks_per_plane = b;
     }
+    if let Some(c) = args.channels {
+        chip.geometry.channels = c;
+    }
+    if let Some(d) = args.dies_per_channel {
+        chip.geometry.dies_per_channel = d;
+    }
+    chip.validate()
+        .map_err(|e| anyhow::anyhow!("chip geometry: {e}"))?;
     chip.reliability.wear_fail_rate = 0.0;
     chip.reliability.wear_fail_growth = 0.0;
     chip.seed = args.seed;
@@ -70,6 +154,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     }
     cfg.ops = args.ops;
     cfg.flush_every = args.flush_every;
+    configure(&args, &mut cfg)?;
     cfg.fit_ecc().map_err(anyhow::Error::msg)?;
     cfg.scheme.set_recovery(args.recovery.into());
     if let Some(id) = &args.replay {

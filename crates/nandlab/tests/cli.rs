@@ -308,3 +308,52 @@ fn crashtest_refuses_vacuous_runs() {
     let o = nandlab(&["crashtest", "--replay", "1:3:before"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// The crash harness's FTL and workload knobs are reachable from the command line, and bad
+/// values name their flag.
+#[test]
+fn crashtest_reaches_the_library_configurations() {
+    let o = nandlab(&[
+        "crashtest",
+        "--preset",
+        "tiny-mlc-4die",
+        "--samples",
+        "20",
+        "--seed",
+        "5",
+        "--victim",
+        "ap-weighted",
+        "--wear-leveling",
+        "4:2",
+        "--checkpoint-interval",
+        "2",
+        "--gc-threshold",
+        "3",
+        "--trim-pct",
+        "10",
+        "--span",
+        "0.5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("tiny-mlc-4die") && stdout(&o).contains("20 passed"),
+        "{}",
+        stdout(&o)
+    );
+    for (flag, value) in [
+        ("--victim", "lazy"),
+        ("--wear-leveling", "3"),
+        ("--gc-threshold", "1"),
+        ("--trim-pct", "101"),
+        ("--span", "0"),
+        ("--dies-per-channel", "0"),
+    ] {
+        let o = nandlab(&["crashtest", "--samples", "1", flag, value]);
+        assert!(!o.status.success(), "{flag} {value}");
+        let e = stderr(&o);
+        assert!(
+            e.contains(flag) || e.contains(&flag[2..].replace('-', "_")),
+            "{flag}: {e}"
+        );
+    }
+}

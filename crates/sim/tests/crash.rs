@@ -105,3 +105,35 @@ fn replay_ids_round_trip_and_replay() {
     assert_eq!(a, b);
     assert_eq!(a, Outcome::Passed);
 }
+
+/// Multi-die (2 channels × 2 dies), cost-benefit victims, wear levelling, short checkpoint
+/// intervals and many trims: the configurations the CLI can now reach hold the contract too.
+#[test]
+fn multi_die_with_wear_levelling_and_trims() {
+    let mut cfg = CrashConfig::small(21);
+    cfg.chip = nand::ChipConfig::preset("tiny-mlc-4die").unwrap();
+    cfg.chip.seed = 21;
+    cfg.chip.reliability.wear_fail_rate = 0.0;
+    cfg.chip.reliability.wear_fail_growth = 0.0;
+    cfg.trim_pct = 15;
+    cfg.span = 1.0;
+    let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+    p.victim = ftl::VictimKind::CostBenefit;
+    p.wear_leveling = Some(ftl::WearLevelConfig {
+        spread: 3,
+        check_every: 2,
+    });
+    p.checkpoint_interval = 3;
+    let s = run_plan(
+        &cfg,
+        Plan::Random { samples: 150 },
+        &CutMode::ALL,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    report("multi-die", &s);
+    assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
+    assert!(s.passed > 140, "{s:?}");
+    assert!(s.workload.trims > 30 && s.workload.gc_victims > 20, "{s:?}");
+}
