@@ -230,3 +230,49 @@ proptest! {
         }
     }
 }
+
+/// A region that holds checkpoint pages but no complete generation is reported as damaged,
+/// not as "not a formatted volume"; a blank chip is still "not formatted".
+#[test]
+fn a_damaged_checkpoint_region_says_so() {
+    for kind in [RecoveryKind::FullScan, RecoveryKind::RollForward] {
+        let mut ctl = controller(9);
+        let cfg = ftl_cfg(&mut ctl, kind);
+        let chip_cfg = ctl.chip().config().clone();
+        let dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
+        let mut ctl = dev.into_controller();
+        let geo = *ctl.chip().geometry();
+        for &b in &cfg.region_blocks(&chip_cfg) {
+            ctl.chip_mut()
+                .erase(Nanos(1), geo.block_at(b).unwrap())
+                .unwrap();
+        }
+        // The first page of a three-page generation, and nothing after it.
+        let mut page = vec![0u8; geo.page_size as usize];
+        page[..4].copy_from_slice(b"NLCP");
+        page[4] = 1; // version
+        page[8..16].copy_from_slice(&5u64.to_le_bytes()); // generation
+        page[20..24].copy_from_slice(&3u32.to_le_bytes()); // body pages
+        page[24..28].copy_from_slice(&16u32.to_le_bytes()); // payload length
+        let first = cfg.region_blocks(&chip_cfg)[0];
+        let at = geo.block_at(first).unwrap().page(0).unwrap();
+        ctl.program_meta(
+            Nanos(2),
+            at,
+            &page,
+            OobRecord::new(5, 0, PageKind::Meta(MetaTag::new(1))),
+            cfg.ecc_t,
+        )
+        .unwrap();
+        match PageFtl::mount(ctl, cfg, Nanos(3)) {
+            Err(FtlError::Corrupt(m)) => assert!(m.contains("damaged"), "{kind:?}: {m}"),
+            other => panic!("{kind:?}: {:?}", other.map(|_| ())),
+        }
+        let mut blank = controller(10);
+        let cfg = ftl_cfg(&mut blank, kind);
+        match PageFtl::mount(blank, cfg, Nanos(0)) {
+            Err(FtlError::Corrupt(m)) => assert!(m.contains("not a formatted"), "{m}"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
+}

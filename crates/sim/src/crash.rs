@@ -292,6 +292,8 @@ struct Model {
     durable: Vec<Option<u64>>,
     since: Vec<Vec<Option<u64>>>,
     current: Vec<Option<u64>>,
+    /// Every version ever written to each page (to name a resurrected one).
+    history: Vec<Vec<u64>>,
 }
 
 impl Model {
@@ -300,6 +302,7 @@ impl Model {
             durable: vec![None; n as usize],
             since: vec![Vec::new(); n as usize],
             current: vec![None; n as usize],
+            history: vec![Vec::new(); n as usize],
         }
     }
 
@@ -319,6 +322,9 @@ impl Model {
         };
         self.since[l as usize].push(v);
         self.current[l as usize] = v;
+        if let Some(v) = v {
+            self.history[l as usize].push(v);
+        }
     }
 
     fn accepts(&self, lpn: usize, v: Option<u64>) -> bool {
@@ -438,7 +444,15 @@ fn verify(dev: &mut dyn Ftl, model: &mut Model, t: Nanos) -> Result<(), String> 
                     match got {
                         Some(None) => "zeros".to_string(),
                         Some(Some(v)) => format!("version {v}"),
-                        None => "data no write produced".to_string(),
+                        None => match model.history[l as usize]
+                            .iter()
+                            .find(|&&v| buf == pattern(ps, l, v))
+                        {
+                            Some(v) => format!(
+                                "version {v}, superseded before the last flush (resurrected)"
+                            ),
+                            None => "data no write produced".to_string(),
+                        },
                     },
                     model.durable[l as usize],
                     model.since[l as usize]

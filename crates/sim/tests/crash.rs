@@ -137,3 +137,31 @@ fn multi_die_with_wear_levelling_and_trims() {
     assert!(s.passed > 140, "{s:?}");
     assert!(s.workload.trims > 30 && s.workload.gc_victims > 20, "{s:?}");
 }
+
+/// A page that reads back an older, superseded version is named as such.
+#[test]
+fn a_resurrected_version_is_named() {
+    use sim::crash::{apply_op, check_after_kill, HostOp};
+    let cfg = CrashConfig::small(31);
+    let ctl = controller::Controller::new(
+        nand::Chip::ram(cfg.chip.clone()).unwrap(),
+        nand::ConstantRber(0.0),
+        controller::ControllerConfig::default(),
+    )
+    .unwrap();
+    let mut dev = cfg.scheme.format(ctl, nand::Nanos(0)).unwrap();
+    let done = [
+        HostOp::Write(0, 1),
+        HostOp::Flush,
+        HostOp::Write(0, 2),
+        HostOp::Flush,
+    ];
+    for (i, &op) in done.iter().enumerate() {
+        apply_op(&mut *dev, op, nand::Nanos(i as u64)).unwrap();
+    }
+    check_after_kill(&mut *dev, &done, 4).unwrap();
+    // Claim a third write was flushed too: the device's version 2 is now a resurrection.
+    let claimed = [done.as_slice(), &[HostOp::Write(0, 3), HostOp::Flush]].concat();
+    let e = check_after_kill(&mut *dev, &claimed, 6).unwrap_err();
+    assert!(e.contains("version 2") && e.contains("resurrected"), "{e}");
+}

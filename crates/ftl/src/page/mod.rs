@@ -36,8 +36,11 @@
 //!   far is exposed. A GC or wear-levelling victim is not erased while a page that
 //!   superseded its data, or a copy of its data, is exposed (the victim waits in state
 //!   `Dirty`; when space runs out the offending frontier is sealed): an old version is never
-//!   destroyed before its replacement is safe. Blocks found half-written at mount are not
-//!   programmed again (closed), so nothing exposed at a crash is ever put at risk again.
+//!   destroyed before its replacement is safe. A block found half-written at mount is
+//!   resumed only if all its pages decode and those at its write point verify in full; its
+//!   lower pages then count as exposed until sealed (as before the cut), and a next page
+//!   that is not programmable closes it. Any other half-written block is closed: nothing
+//!   damaged at a crash is ever built upon.
 //! - **Trims** are appended to the trim log on flush and before any erase.
 
 mod hooks;

@@ -27,10 +27,16 @@
 //! Pages that may have been caught by the cut (the last `window + 1` pages before a block's
 //! first erased page: the torn page and the lower pages an upper-page cut can scramble)
 //! are read in full and their data CRC checked before they may win; OOB records alone
-//! decide everywhere else. Blocks found half-written are closed (never programmed again);
-//! blocks found free are erased again before their first use (a program torn to all-ones or
-//! an interrupted erase can look erased). Erase counts are taken from the chip's per-block
-//! counter (what UBI keeps in its erase-counter headers).
+//! decide everywhere else. A half-written block is resumed as a frontier (up to two per
+//! die, newest first) only if every page it holds decoded and the pages at its write point
+//! verified in full ("clean"); its lower pages written before the cut count as exposed
+//! until sealed, so they are protected exactly as before the cut. If its next page turns
+//! out not programmable (a program torn to all-ones reads as erased), the program is
+//! refused and the block is closed then. Any other half-written block is closed (never
+//! programmed again). Blocks found free are erased again before their first use (a torn
+//! program or an interrupted erase can look erased). Erase counts and bad-block marks come
+//! from charged block-header reads (what UBI keeps in its erase-counter headers) or, for
+//! blocks roll-forward has no reason to read, from the checkpoint.
 //!
 //! Reported time is simulated: the per-die sum of array, transfer and decode time of the
 //! reads issued, or the per-channel transfer sum if larger (reads of different dies

@@ -244,6 +244,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let loaded = self.region.load(&mut self.s, now, |body| {
             Snapshot::decode(body, ndies, nblocks, crc)
         })?;
+        if loaded.is_none() && self.region.seen {
+            return Err(FtlError::Corrupt(
+                "the checkpoint region is damaged: it holds checkpoint pages but no complete generation",
+            ));
+        }
         Ok(loaded.map(|(snap, log)| (snap, decode_trims(&log).collect())))
     }
 

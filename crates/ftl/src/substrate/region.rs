@@ -108,6 +108,8 @@ pub(crate) struct Region<S: Storage, M: ErrorModel> {
     pub writer: Box<dyn MetaWriter<S, M>>,
     /// The committed generation.
     pub cp: CpState,
+    /// The last `load` found checkpoint pages (whether or not a generation was complete).
+    pub seen: bool,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for Region<S, M> {
@@ -127,6 +129,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             blocks,
             writer,
             cp: CpState::default(),
+            seen: false,
         }
     }
 
@@ -309,6 +312,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 starts.push((h.gen, h.index, b));
             }
         }
+        self.seen = !starts.is_empty();
         let mut gens: Vec<u64> = starts.iter().map(|s| s.0).collect();
         gens.sort_unstable_by(|a, b| b.cmp(a));
         gens.dedup();
