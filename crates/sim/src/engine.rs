@@ -177,6 +177,29 @@ impl<'a> Lookahead<'a> {
     }
 }
 
+/// Pulls the source's next request into `next` (arrival shifted by `base`) if `next` is
+/// empty and the source is not exhausted.
+fn refill(
+    source: &mut Lookahead<'_>,
+    ftl: &dyn Ftl,
+    page: u64,
+    base: Nanos,
+    next: &mut Option<Request>,
+    exhausted: &mut bool,
+) -> Result<(), SimError> {
+    if next.is_none() && !*exhausted {
+        match source.next(ftl, page) {
+            Some(r) => {
+                let mut r = r?;
+                r.arrival += base;
+                *next = Some(r);
+            }
+            None => *exhausted = true,
+        }
+    }
+    Ok(())
+}
+
 /// The engine.
 pub struct Engine {
     ftl: Box<dyn Ftl>,
@@ -556,16 +579,14 @@ impl Engine {
                 let mut next: Option<Request> = None;
                 let mut exhausted = false;
                 loop {
-                    if next.is_none() && !exhausted {
-                        match source.next(&*self.ftl, self.page) {
-                            Some(r) => {
-                                let mut r = r?;
-                                r.arrival += base;
-                                next = Some(r);
-                            }
-                            None => exhausted = true,
-                        }
-                    }
+                    refill(
+                        &mut source,
+                        &*self.ftl,
+                        self.page,
+                        base,
+                        &mut next,
+                        &mut exhausted,
+                    )?;
                     let head = self.sched.peek_first(&mut |_| true).map(|q| q.arrival);
                     let Some(head) = head else {
                         // Nothing queued: the next arrival (after its idle period, if any).
@@ -586,16 +607,14 @@ impl Engine {
                     // Everything that has arrived by then queues behind the head.
                     while let Some(r) = next.take_if(|r| r.arrival <= at) {
                         self.sched.push(r);
-                        if !exhausted {
-                            match source.next(&*self.ftl, self.page) {
-                                Some(r) => {
-                                    let mut r = r?;
-                                    r.arrival += base;
-                                    next = Some(r);
-                                }
-                                None => exhausted = true,
-                            }
-                        }
+                        refill(
+                            &mut source,
+                            &*self.ftl,
+                            self.page,
+                            base,
+                            &mut next,
+                            &mut exhausted,
+                        )?;
                     }
                     if inflight.len() >= slots {
                         inflight.pop();

@@ -250,10 +250,13 @@ fn scheduler_takes_the_first_match() {
 /// their latency includes the wait; without one, nothing waits.
 #[test]
 fn a_device_queue_makes_requests_wait_in_the_scheduler() {
-    let run_with = |load: &str| {
+    // The policy experiment with its load (and workload lines) replaced: the report and
+    // the time requests waited in the scheduler.
+    let run_with = |load: &str, workload: &str| {
         let rest = FILE
             .replace("PACING", "\"foreground\"")
             .replace("PLACEMENT", "\"striped\"")
+            .replace("read_pct = 30\nsize = 4096\n", workload)
             .replace("[load]\nmode = \"closed\"\nqueue_depth = 1\n", load);
         let text = experiment_text("queue", 21, &rest);
         let mut x = ExperimentConfig::from_toml_str(&text, "queue.toml")
@@ -263,35 +266,21 @@ fn a_device_queue_makes_requests_wait_in_the_scheduler() {
         let r = x.run(&mut |_: Progress| {}).unwrap();
         (r, x.engine.queue_wait())
     };
-    let (free, w0) = run_with("[load]\nmode = \"closed\"\nqueue_depth = 8\n");
-    let (queued, w1) = run_with("[load]\nmode = \"closed\"\nqueue_depth = 8\ndevice_queue = 2\n");
+    let closed = "read_pct = 30\nsize = 4096\n";
+    let (free, w0) = run_with("[load]\nmode = \"closed\"\nqueue_depth = 8\n", closed);
+    let (queued, w1) = run_with(
+        "[load]\nmode = \"closed\"\nqueue_depth = 8\ndevice_queue = 2\n",
+        closed,
+    );
     assert_eq!(w0, nand::Nanos::ZERO);
     assert!(w1 > nand::Nanos::ZERO);
     assert_eq!(free.host.pages_written, queued.host.pages_written);
     assert_eq!(queued.host.mismatches, 0);
     assert!(queued.latency["read"].mean_us > free.latency["read"].mean_us);
     // Open loop: arrivals every 50 µs, faster than one slot serves them.
-    let open = "[load]\nmode = \"open\"\n";
     let fast = "read_pct = 30\nsize = 4096\ninterarrival_us = 50\n";
-    let run_open = |dq: &str| {
-        let rest = FILE
-            .replace("PACING", "\"foreground\"")
-            .replace("PLACEMENT", "\"striped\"")
-            .replace("read_pct = 30\nsize = 4096\n", fast)
-            .replace(
-                "[load]\nmode = \"closed\"\nqueue_depth = 1\n",
-                &format!("{open}{dq}"),
-            );
-        let text = experiment_text("queue", 21, &rest);
-        let mut x = ExperimentConfig::from_toml_str(&text, "queue.toml")
-            .unwrap()
-            .build(Path::new("."))
-            .unwrap();
-        let r = x.run(&mut |_: Progress| {}).unwrap();
-        (r, x.engine.queue_wait())
-    };
-    let (o0, ow0) = run_open("");
-    let (o1, ow1) = run_open("device_queue = 1\n");
+    let (o0, ow0) = run_with("[load]\nmode = \"open\"\n", fast);
+    let (o1, ow1) = run_with("[load]\nmode = \"open\"\ndevice_queue = 1\n", fast);
     assert_eq!(ow0, nand::Nanos::ZERO);
     assert!(ow1 > nand::Nanos::ZERO);
     assert_eq!(o0.host.pages_written, o1.host.pages_written);
