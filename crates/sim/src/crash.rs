@@ -62,6 +62,11 @@ pub struct CrashConfig {
     pub warmup: bool,
     /// Host operations of the after-recovery workload.
     pub tail_ops: usize,
+    /// Wraps every volume the harness formats or mounts (none: the scheme's own). The
+    /// harness's self-test swaps in deliberately broken behaviour here and checks that the
+    /// harness catches it.
+    pub wrap:
+        Option<fn(BoxedVolume<RamStorage, ConstantRber>) -> BoxedVolume<RamStorage, ConstantRber>>,
 }
 
 impl CrashConfig {
@@ -89,6 +94,15 @@ impl CrashConfig {
             span: 0.9,
             warmup: true,
             tail_ops: 60,
+            wrap: None,
+        }
+    }
+
+    /// `dev` through the configured wrapper, if any.
+    fn wrapped(&self, dev: Dev) -> Dev {
+        match self.wrap {
+            Some(w) => w(dev),
+            None => dev,
         }
     }
 
@@ -468,7 +482,7 @@ fn mount(
     cfg: &CrashConfig,
     t: Nanos,
 ) -> Result<Dev, FtlError> {
-    let dev = cfg.scheme.mount(ctl, t)?;
+    let dev = cfg.wrapped(cfg.scheme.mount(ctl, t)?);
     if cfg.verify {
         if let Err(e) = dev.verify() {
             return Err(FtlError::Config(format!("invariant after mount: {e}")));
@@ -534,6 +548,7 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     let mut dev = cfg
         .scheme
         .format(controller(cfg)?, t)
+        .map(|d| cfg.wrapped(d))
         .map_err(|e| format!("format: {e}"))?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical);
@@ -563,7 +578,7 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
         ctl.chip_mut().arm_cut(n.at, n.mode);
         // Whether the second cut fired (in the mount or in the work after it).
         let mut second = true;
-        ctl = match cfg.scheme.try_mount(ctl, t) {
+        ctl = match cfg.scheme.try_mount(ctl, t).map(|d| cfg.wrapped(d)) {
             Ok(mut dev) => {
                 // Check (with the cut held back), then run the after-recovery workload,
                 // which may be cut too.
@@ -626,6 +641,7 @@ fn dry_run(cfg: &CrashConfig) -> Result<(u64, u64, ftl::FtlCounters), String> {
     let mut dev = cfg
         .scheme
         .format(controller(cfg)?, t)
+        .map(|d| cfg.wrapped(d))
         .map_err(|e| format!("format: {e}"))?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical);
