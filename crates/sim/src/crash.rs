@@ -37,6 +37,12 @@ pub enum HostOp {
     Flush,
 }
 
+/// The volumes the harness tests.
+pub type CrashVolume = BoxedVolume<RamStorage, ConstantRber>;
+
+/// A function wrapping every volume the harness formats or mounts.
+pub type Wrapper = fn(CrashVolume) -> CrashVolume;
+
 /// What a crash test runs on.
 #[derive(Debug, Clone)]
 pub struct CrashConfig {
@@ -297,7 +303,7 @@ impl fmt::Display for Summary {
     }
 }
 
-type Dev = BoxedVolume<RamStorage, ConstantRber>;
+type Dev = CrashVolume;
 
 /// Reference model: per logical page, the value at the last completed flush, the values
 /// written since (`None` = zeros), and the value the device holds now (as far as known: an
