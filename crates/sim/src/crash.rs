@@ -71,8 +71,7 @@ pub struct CrashConfig {
     /// Wraps every volume the harness formats or mounts (none: the scheme's own). The
     /// harness's self-test swaps in deliberately broken behaviour here and checks that the
     /// harness catches it.
-    pub wrap:
-        Option<fn(BoxedVolume<RamStorage, ConstantRber>) -> BoxedVolume<RamStorage, ConstantRber>>,
+    pub wrap: Option<Wrapper>,
 }
 
 impl CrashConfig {
