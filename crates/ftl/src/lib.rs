@@ -224,6 +224,19 @@ impl FtlCounters {
     }
 }
 
+/// A broken invariant, as `verify` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Invariant {
+    /// The FTL's own structures disagree (block states, indexes, frontiers, jobs, map and
+    /// reverse map, valid counts): a bug.
+    #[error("{0}")]
+    Structure(alloc::string::String),
+    /// The FTL's erase-count mirror differs from the chip's counters. A bug too — unless
+    /// blocks were erased behind the FTL's back (a damaged image), which it cannot know.
+    #[error("{0}")]
+    EraseCount(alloc::string::String),
+}
+
 /// FTL errors.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum FtlError {

@@ -9,9 +9,8 @@
 //! changes.
 
 use crate::page::recovery::{RecoveryKind, RecoveryReport};
-use crate::{Ftl, FtlError, MountFailure, PageFtl, PageFtlConfig};
+use crate::{Ftl, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig};
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::vec::Vec;
 use controller::Controller;
 use nand::{ChipConfig, ErrorModel, Nanos, PhysAddr, Storage};
@@ -35,7 +34,7 @@ pub trait Volume<S: Storage, M: ErrorModel>: Ftl {
     fn free_blocks(&self) -> Vec<usize>;
     /// Checks every invariant the scheme states; `Err` names the first one broken. A pass
     /// over the scheme's tables: for tests, harnesses and debug builds.
-    fn verify(&self) -> Result<(), String>;
+    fn verify(&self) -> Result<(), Invariant>;
 }
 
 impl<S: Storage, M: ErrorModel> Volume<S, M> for PageFtl<S, M> {
@@ -60,7 +59,7 @@ impl<S: Storage, M: ErrorModel> Volume<S, M> for PageFtl<S, M> {
     fn free_blocks(&self) -> Vec<usize> {
         PageFtl::free_blocks(self)
     }
-    fn verify(&self) -> Result<(), String> {
+    fn verify(&self) -> Result<(), Invariant> {
         PageFtl::verify(self)
     }
 }

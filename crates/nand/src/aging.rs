@@ -165,12 +165,7 @@ impl<S: Storage> Chip<S> {
         self.counters.erases += cycles;
         self.ops += (pages + 1) * cycles;
         self.register = None;
-        let b = &mut self.blocks[bi];
-        b.next_page = 0;
-        b.usage = Usage::Fresh;
-        b.erased_at = now;
-        b.reads_since_erase = 0;
-        self.save_block(bi)
+        self.mark_erased(bi, now)
     }
 }
 

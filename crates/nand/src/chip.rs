@@ -1316,14 +1316,20 @@ impl<S: Storage> Chip<S> {
         self.pages[bi] = None;
         let b = &mut self.blocks[bi];
         b.erase_count = b.erase_count.saturating_add(1);
+        b.flags &= !FLAG_NEEDS_ERASE;
+        self.counters.erases += 1;
+        self.mark_erased(bi, now)
+    }
+
+    /// Block `bi`'s state after an erase at `now` (its erase count already advanced): empty,
+    /// fresh, its read-disturb count reset; saved.
+    fn mark_erased(&mut self, bi: usize, now: Nanos) -> Result<(), NandError> {
+        let b = &mut self.blocks[bi];
         b.next_page = 0;
         b.usage = Usage::Fresh;
-        b.flags &= !FLAG_NEEDS_ERASE;
         b.erased_at = now;
         b.reads_since_erase = 0;
-        self.save_block(bi)?;
-        self.counters.erases += 1;
-        Ok(())
+        self.save_block(bi)
     }
 
     /// An erase cut short: programmed cells are partly erased (random bits set to 1), the

@@ -96,7 +96,7 @@ impl Volume<RamStorage, ConstantRber> for Broken {
     fn free_blocks(&self) -> Vec<usize> {
         self.inner.free_blocks()
     }
-    fn verify(&self) -> Result<(), String> {
+    fn verify(&self) -> Result<(), ftl::Invariant> {
         self.inner.verify()
     }
 }

@@ -36,6 +36,19 @@ pub(crate) trait MapStore<S: Storage, M: ErrorModel>: Send {
         lpn: u64,
         phys: u32,
     ) -> Result<(), FtlError>;
+    /// Sets the entry of `lpn` and returns the one it replaces (a write's lookup and
+    /// update; a store may do both at once).
+    fn replace(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        lpn: u64,
+        phys: u32,
+    ) -> Result<u32, FtlError> {
+        let old = self.get(sub, now, lpn)?;
+        self.set(sub, now, lpn, phys)?;
+        Ok(old)
+    }
     /// The entry of `lpn` if it is resident, without I/O.
     fn peek(&self, lpn: u64) -> Option<u32>;
     /// A hint that `lpn`'s entry will be needed soon.
@@ -46,7 +59,7 @@ pub(crate) trait MapStore<S: Storage, M: ErrorModel>: Send {
 
 /// Today's store: the whole map in RAM.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct RamMap(pub(crate) Vec<u32>);
+pub(crate) struct RamMap(Vec<u32>);
 
 impl<S: Storage, M: ErrorModel> MapStore<S, M> for RamMap {
     fn name(&self) -> &'static str {
@@ -76,6 +89,17 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for RamMap {
     ) -> Result<(), FtlError> {
         self.0[lpn as usize] = phys;
         Ok(())
+    }
+
+    #[inline]
+    fn replace(
+        &mut self,
+        _: &mut Substrate<S, M>,
+        _: Nanos,
+        lpn: u64,
+        phys: u32,
+    ) -> Result<u32, FtlError> {
+        Ok(core::mem::replace(&mut self.0[lpn as usize], phys))
     }
 
     #[inline]
@@ -129,7 +153,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     #[inline]
     fn get(&mut self, sub: &mut Substrate<S, M>, now: Nanos, lpn: u64) -> Result<u32, FtlError> {
         match self {
-            MapSlot::Ram(m) => Ok(m.0[lpn as usize]),
+            MapSlot::Ram(m) => m.get(sub, now, lpn),
             MapSlot::Other(m) => m.get(sub, now, lpn),
         }
     }
@@ -143,18 +167,29 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
         phys: u32,
     ) -> Result<(), FtlError> {
         match self {
-            MapSlot::Ram(m) => {
-                m.0[lpn as usize] = phys;
-                Ok(())
-            }
+            MapSlot::Ram(m) => m.set(sub, now, lpn, phys),
             MapSlot::Other(m) => m.set(sub, now, lpn, phys),
+        }
+    }
+
+    #[inline]
+    fn replace(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        lpn: u64,
+        phys: u32,
+    ) -> Result<u32, FtlError> {
+        match self {
+            MapSlot::Ram(m) => m.replace(sub, now, lpn, phys),
+            MapSlot::Other(m) => m.replace(sub, now, lpn, phys),
         }
     }
 
     #[inline]
     fn peek(&self, lpn: u64) -> Option<u32> {
         match self {
-            MapSlot::Ram(m) => m.0.get(lpn as usize).copied(),
+            MapSlot::Ram(m) => MapStore::<S, M>::peek(m, lpn),
             MapSlot::Other(m) => m.peek(lpn),
         }
     }
@@ -162,14 +197,14 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     #[inline]
     fn prefetch(&self, lpn: u64) {
         match self {
-            MapSlot::Ram(m) => prefetch(&m.0, lpn as usize),
+            MapSlot::Ram(m) => MapStore::<S, M>::prefetch(m, lpn),
             MapSlot::Other(m) => m.prefetch(lpn),
         }
     }
 
     fn entries(&self) -> Option<&[u32]> {
         match self {
-            MapSlot::Ram(m) => Some(&m.0),
+            MapSlot::Ram(m) => MapStore::<S, M>::entries(m),
             MapSlot::Other(m) => m.entries(),
         }
     }

@@ -56,7 +56,7 @@ use crate::substrate::gc::{erase_dirty, gc_step, paced, run_pending};
 use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Payload, Substrate, SubstrateConfig, COLD, HOST};
-use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, OpKind};
+use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, OpKind};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -461,8 +461,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// on every mapped page, every mapped page lies in a block that holds data (open, full,
     /// being collected or retiring), and every block's valid count is the number of mapped
     /// pages in it. A pass over the whole map: for tests and debug builds.
-    pub fn verify(&self) -> Result<(), String> {
+    pub fn verify(&self) -> Result<(), Invariant> {
         self.s.verify()?;
+        self.verify_map().map_err(Invariant::Structure)
+    }
+
+    /// The map's part of [`verify`](PageFtl::verify).
+    fn verify_map(&self) -> Result<(), String> {
         if self.map.len() != self.logical {
             return Err(format!(
                 "map has {} entries for {} pages",
@@ -533,15 +538,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     #[inline]
     fn map(&mut self, now: Nanos, lpn: u64, phys: u32, seq: u64) -> Result<(), FtlError> {
-        let old = match &mut self.map {
-            // The RAM map: one indexing for the lookup and the update.
-            MapSlot::Ram(m) => core::mem::replace(&mut m.0[lpn as usize], phys),
-            store => {
-                let old = store.get(&mut self.s, now, lpn)?;
-                store.set(&mut self.s, now, lpn, phys)?;
-                old
-            }
-        };
+        let old = self.map.replace(&mut self.s, now, lpn, phys)?;
         if old != INVALID && old != LOST {
             self.invalidate(old, seq);
         }
