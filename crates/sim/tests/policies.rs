@@ -297,3 +297,42 @@ fn a_device_queue_makes_requests_wait_in_the_scheduler() {
         .to_string();
     assert!(e.contains("load.device_queue") && e.contains('0'), "{e}");
 }
+
+/// `background = "every-request"` (the FTL's background hook after each request) serves the
+/// same requests with the same data; an unknown setting is named.
+#[test]
+fn background_work_after_every_request() {
+    let run_with = |background: &str| {
+        let rest = FILE
+            .replace("PACING", "\"foreground\"")
+            .replace("PLACEMENT", "\"striped\"")
+            .replace(
+                "queue_depth = 1\n",
+                &format!("queue_depth = 1\nbackground = {background}\n"),
+            );
+        let text = experiment_text("background", 21, &rest);
+        run(ExperimentConfig::from_toml_str(&text, "background.toml").unwrap())
+    };
+    let idle = run_with("\"idle\"");
+    let every = run_with("\"every-request\"");
+    assert_eq!(every.host.mismatches, 0);
+    assert_eq!(idle.host.pages_written, every.host.pages_written);
+    assert!(every.nand.gc_victims > 0);
+    let e = ExperimentConfig::from_toml_str(
+        &experiment_text(
+            "background",
+            21,
+            &FILE
+                .replace("PACING", "\"foreground\"")
+                .replace("PLACEMENT", "\"striped\"")
+                .replace(
+                    "queue_depth = 1\n",
+                    "queue_depth = 1\nbackground = \"sometimes\"\n",
+                ),
+        ),
+        "background.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("sometimes"), "{e}");
+}
