@@ -10,6 +10,7 @@ mod nbd;
 mod recovery_bench;
 mod run_cmd;
 mod serve_cmd;
+mod sweep_cmd;
 mod volume_cmd;
 
 use clap::{Parser, Subcommand};
@@ -44,6 +45,11 @@ enum Command {
     /// Inspect emulated NAND chips: presets, configurations and chip images.
     #[command(subcommand)]
     Chip(chip_cmd::ChipCommand),
+    /// Run an experiment matrix: cells in parallel (resumable), results.json/csv, report.md
+    /// with the published values, plots; or write a Slurm job array / collect one.
+    Sweep(sweep_cmd::SweepArgs),
+    /// Reproduce a paper's comparison from a shipped matrix (`--list` shows them).
+    Reproduce(sweep_cmd::ReproduceArgs),
     /// The BCH codec (Linux lib/bch.c compatible) and the reliability calculator.
     #[command(subcommand)]
     Ecc(ecc_cmd::EccCommand),
@@ -59,6 +65,8 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve_cmd::run(args),
         Command::Chip(cmd) => chip_cmd::run(cmd),
         Command::Ecc(cmd) => ecc_cmd::run(cmd),
+        Command::Sweep(args) => sweep_cmd::sweep(args),
+        Command::Reproduce(args) => sweep_cmd::reproduce(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

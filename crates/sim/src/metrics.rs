@@ -402,6 +402,105 @@ impl Report {
         out
     }
 
+    /// Every numeric field of the report by its dotted name (`waf`, `host.requests`,
+    /// `latency.write.p99_us`, `nand.programs.gc`, …): the metrics a sweep records per cell.
+    /// Maps hold only the causes and request kinds that occurred; [`Report::metric_names`]
+    /// lists every name a report can have.
+    pub fn metrics(&self) -> BTreeMap<String, f64> {
+        let v = serde_json::to_value(self).expect("report serialises");
+        let mut out = BTreeMap::new();
+        fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, x) in m {
+                        let p = if prefix.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{prefix}.{k}")
+                        };
+                        walk(&p, x, out);
+                    }
+                }
+                serde_json::Value::Number(n) => {
+                    out.insert(prefix.to_string(), n.as_f64().unwrap_or(f64::NAN));
+                }
+                _ => {}
+            }
+        }
+        walk("", &v, &mut out);
+        out
+    }
+
+    /// Every metric name a report can carry (all causes, all request kinds), for checking a
+    /// sweep's metric names before anything runs.
+    pub fn metric_names() -> std::collections::BTreeSet<String> {
+        let causes = || Cause::ALL.iter().map(|k| (k.name(), 0)).collect();
+        let stats = LatencyStats {
+            count: 0,
+            bytes: 0,
+            mean_us: 0.0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+            p999_us: 0.0,
+            max_us: 0.0,
+        };
+        let example = Report {
+            name: String::new(),
+            seed: 0,
+            chip: String::new(),
+            ftl: String::new(),
+            payload: String::new(),
+            logical_bytes: 0,
+            sim_seconds: 0.0,
+            host: HostStats {
+                requests: 0,
+                pages_written: 0,
+                pages_read: 0,
+                pages_trimmed: 0,
+                flushes: 0,
+                read_errors: 0,
+                verified_reads: 0,
+                mismatches: 0,
+            },
+            nand: NandStats {
+                reads: causes(),
+                programs: causes(),
+                erases: causes(),
+                total_programs: 0,
+                total_erases: 0,
+                valid_copies: 0,
+                gc_victims: 0,
+                wl_migrations: 0,
+                retired_blocks: 0,
+                lost_pages: 0,
+                checkpoints: 0,
+                meta_bytes: 0,
+                pad_pages: 0,
+            },
+            waf: 0.0,
+            wear: WearStats {
+                total: 0,
+                min: 0,
+                max: 0,
+                mean: 0.0,
+                stddev: 0.0,
+            },
+            latency: ReqKind::ALL.iter().map(|k| (k.name(), stats)).collect(),
+            ecc: EccReport {
+                reads: 0,
+                corrected_bits: 0,
+                uncorrectable_critical: 0,
+                uncorrectable_normal: 0,
+                miscorrections_caught: 0,
+                max_codeword_errors: 0,
+                decode_us: 0.0,
+            },
+            iops: 0.0,
+            throughput_mib_s: 0.0,
+        };
+        example.metrics().into_keys().collect()
+    }
+
     /// The human summary printed on the terminal.
     pub fn summary(&self) -> String {
         let mut s = String::new();

@@ -1,0 +1,24 @@
+//! The matrices shipped under `experiments/`, compiled into the binary so `nandlab
+//! reproduce NAME` works from any directory. Each is an ordinary matrix file; the same
+//! file can be run with `nandlab sweep experiments/NAME.toml`.
+
+/// `(file name, text)` of every shipped file: matrices and the base experiments they name.
+const FILES: &[(&str, &str)] = &[
+    ("waf.toml", include_str!("../../../experiments/waf.toml")),
+    ("waf-base.toml", include_str!("../../../experiments/waf-base.toml")),
+    ("ap-table1.toml", include_str!("../../../experiments/ap-table1.toml")),
+    ("recovery.toml", include_str!("../../../experiments/recovery.toml")),
+];
+
+/// The shipped matrices, in `--list` order.
+const MATRICES: &[&str] = &["waf", "ap-table1", "recovery"];
+
+/// Names of the shipped matrices.
+pub fn names() -> Vec<&'static str> {
+    MATRICES.to_vec()
+}
+
+/// A shipped file's text.
+pub fn file(name: &str) -> Option<&'static str> {
+    FILES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}

@@ -1,0 +1,982 @@
+//! Matrix files: parse, expand into cells, validate every cell before anything runs.
+//!
+//! ```toml
+//! name = "waf"
+//! title = "Write amplification against over-provisioning"
+//! kind = "experiment"              # or "ap-table1", "recovery"
+//! base = "waf-base.toml"           # the experiment every cell starts from (experiment kind)
+//! metrics = ["waf"]                # the report's columns (every metric is in results.*)
+//!
+//! [set]                            # config keys set in every cell
+//! "workload.requests" = 200000
+//! [quick.set]                      # ... and under --quick
+//! "workload.requests" = 20000
+//!
+//! [[axis]]
+//! name = "victim"                  # column name; also the config key unless `key` is given
+//! key = "ftl.page.victim"
+//! label = "GC victim policy"
+//! values = ["greedy", "cost-benefit"]
+//!
+//! [[axis]]
+//! name = "seed"
+//! values = [1, 2, 3]
+//! quick = [1]                      # the values under --quick
+//! average = true                   # a replicate axis: tables show the mean over it
+//!
+//! [[published]]
+//! at = { victim = "greedy", op = 0.1 }
+//! metric = "waf"
+//! value = 5.6
+//! source = "Paper, Table 2, p. 5"
+//!
+//! [[trend]]
+//! claim = "greedy writes no more than cost-benefit under uniform random writes"
+//! kind = "wins"                    # also "beats", "monotone", "matches", "consistent"
+//! metric = "waf"
+//! axis = "victim"
+//! winner = "greedy"
+//! loser = "cost-benefit"
+//! better = "lower"
+//!
+//! [[plot]]
+//! metric = "waf"
+//! x = "op"
+//! series = "victim"
+//! y_label = "write amplification (NAND programs / host writes)"
+//! ```
+//!
+//! Cells are the cartesian product of the axes, first axis slowest. Each cell's
+//! configuration is the base, then `[set]` (and `[quick.set]` under `--quick`), then the
+//! cell's axis values, each a dotted key path into the configuration; the kind parses it
+//! with unknown keys rejected, so a misspelled axis or key is an error naming it.
+
+use crate::kinds::Kind;
+use crate::SweepError;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use toml::Value;
+
+/// Where a matrix comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A file; its base experiment (and the traces that names) are relative to it.
+    File(PathBuf),
+    /// A matrix shipped in the binary (`experiments/NAME.toml`).
+    Builtin(String),
+}
+
+impl Source {
+    /// How errors and plans name it: the file path or `builtin:NAME`.
+    pub fn label(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Builtin(n) => format!("builtin:{n}"),
+        }
+    }
+
+    /// The command that reproduces a run of it, the same wherever the file lives (reports
+    /// name it; a local and a Slurm run of one matrix write the same report).
+    pub fn command(&self, quick: bool) -> String {
+        let q = if quick { " --quick" } else { "" };
+        match self {
+            Source::File(p) => format!(
+                "nandlab sweep {}{q}",
+                p.file_name().map_or_else(|| p.display().to_string(), |f| f.to_string_lossy().into_owned())
+            ),
+            Source::Builtin(n) => format!("nandlab reproduce {n}{q}"),
+        }
+    }
+
+    /// Parses a [`Source::label`] back.
+    pub fn from_label(s: &str) -> Source {
+        match s.strip_prefix("builtin:") {
+            Some(n) => Source::Builtin(n.to_string()),
+            None => Source::File(PathBuf::from(s)),
+        }
+    }
+
+    /// The text of the matrix and of a file it names (`rel`, relative to the matrix).
+    fn read(&self, rel: Option<&str>) -> Result<(String, String), SweepError> {
+        match self {
+            Source::File(p) => {
+                let path = match rel {
+                    None => p.clone(),
+                    Some(r) => p.parent().unwrap_or(Path::new("")).join(r),
+                };
+                let text = std::fs::read_to_string(&path).map_err(|e| SweepError::Io {
+                    path: path.display().to_string(),
+                    message: format!("cannot read: {e}"),
+                })?;
+                Ok((text, path.display().to_string()))
+            }
+            Source::Builtin(n) => {
+                let file = match rel {
+                    None => format!("{n}.toml"),
+                    Some(r) => r.to_string(),
+                };
+                let text = crate::builtin::file(&file).ok_or_else(|| SweepError::Matrix {
+                    file: self.label(),
+                    message: match rel {
+                        None => format!(
+                            "no shipped matrix named {n:?} (shipped: {})",
+                            crate::builtin::names().join(", ")
+                        ),
+                        Some(r) => format!("base = {r:?}: no such shipped file"),
+                    },
+                })?;
+                Ok((text.to_string(), format!("experiments/{file}")))
+            }
+        }
+    }
+
+    /// The directory relative paths inside the base experiment resolve against.
+    fn base_dir(&self) -> PathBuf {
+        match self {
+            Source::File(p) => p.parent().map(Path::to_path_buf).unwrap_or_default(),
+            Source::Builtin(_) => PathBuf::new(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatrixFile {
+    name: String,
+    title: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    kind: Kind,
+    base: Option<String>,
+    #[serde(default)]
+    set: toml::Table,
+    #[serde(default)]
+    quick: QuickFile,
+    #[serde(default, rename = "axis")]
+    axes: Vec<AxisFile>,
+    #[serde(default)]
+    metrics: Vec<String>,
+    #[serde(default)]
+    published: Vec<PublishedFile>,
+    #[serde(default, rename = "trend")]
+    trends: Vec<TrendFile>,
+    #[serde(default, rename = "plot")]
+    plots: Vec<PlotFile>,
+    #[serde(default)]
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuickFile {
+    #[serde(default)]
+    set: toml::Table,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AxisFile {
+    name: String,
+    key: Option<String>,
+    label: Option<String>,
+    values: Vec<Value>,
+    quick: Option<Vec<Value>>,
+    #[serde(default)]
+    average: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PublishedFile {
+    #[serde(default)]
+    at: toml::Table,
+    metric: Option<String>,
+    #[serde(default)]
+    metrics: Vec<String>,
+    value: Option<f64>,
+    formula: Option<String>,
+    source: String,
+}
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Smaller is better (latency, WAF, recovery time).
+    Lower,
+    /// Larger is better (throughput, lifetime).
+    Higher,
+}
+
+/// A monotone trend's direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The metric grows along the axis.
+    Increasing,
+    /// The metric shrinks along the axis.
+    Decreasing,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrendFile {
+    claim: String,
+    kind: String,
+    metric: String,
+    axis: Option<String>,
+    winner: Option<Value>,
+    loser: Option<Value>,
+    better: Option<Better>,
+    direction: Option<Direction>,
+    tolerance: Option<f64>,
+    reference: Option<String>,
+    than: Option<String>,
+    failures: Option<String>,
+    trials: Option<String>,
+    #[serde(default)]
+    at: toml::Table,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlotFile {
+    metric: String,
+    x: String,
+    series: Option<String>,
+    title: Option<String>,
+    y_label: String,
+    log_x: Option<bool>,
+    log_y: Option<bool>,
+    #[serde(default)]
+    extra: Vec<String>,
+}
+
+/// One axis of the matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// Column name.
+    pub name: String,
+    /// The configuration key it sets (dotted path).
+    pub key: String,
+    /// Axis title for tables and plots.
+    pub label: String,
+    /// The values of this run (the quick ones under `--quick`).
+    pub values: Vec<Value>,
+    /// The full-size values (what published values may name).
+    pub full_values: Vec<Value>,
+    /// A replicate axis: tables and plots show the mean over it.
+    pub average: bool,
+}
+
+/// A published (or closed-form) value to compare with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Published {
+    /// The axis values it applies to (other axes are averaged over).
+    pub at: Vec<(String, Value)>,
+    /// The metric.
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+    /// Paper, table or figure, page (or the formula's reference).
+    pub source: String,
+}
+
+/// A claimed trend, checked on our numbers (and on the paper's where it gives them).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrendKind {
+    /// `winner` beats `loser` on the axis, at every point of the other axes.
+    Wins {
+        /// The compared axis.
+        axis: String,
+        /// The value expected to win.
+        winner: Value,
+        /// The value expected to lose.
+        loser: Value,
+        /// Which way is better.
+        better: Better,
+    },
+    /// The trend's metric beats metric `than` at every point (two columns of one cell,
+    /// e.g. a scheme's time against its baseline's, measured on the same run).
+    Beats {
+        /// The metric it is compared with.
+        than: String,
+        /// Which way is better.
+        better: Better,
+    },
+    /// The metric moves one way along the axis, in every series.
+    Monotone {
+        /// The axis.
+        axis: String,
+        /// The direction.
+        direction: Direction,
+    },
+    /// Our value is within `tolerance` (relative) of the published one, at every published
+    /// point of the metric.
+    Matches {
+        /// Relative tolerance.
+        tolerance: f64,
+    },
+    /// A measured rate (`failures / trials`) is statistically consistent with a reference
+    /// probability (another metric) at every cell: both Poisson tails above 0.001.
+    Consistent {
+        /// The reference probability metric.
+        reference: String,
+        /// The failure-count metric.
+        failures: String,
+        /// The trial-count metric.
+        trials: String,
+    },
+}
+
+/// A trend claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trend {
+    /// The claim, as the paper makes it.
+    pub claim: String,
+    /// The metric.
+    pub metric: String,
+    /// Restricts the check to these axis values.
+    pub at: Vec<(String, Value)>,
+    /// What is checked.
+    pub kind: TrendKind,
+}
+
+/// A plot: a metric over an axis, one series per value of another axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// The metric.
+    pub metric: String,
+    /// More metrics drawn as their own series (e.g. analytic columns).
+    pub extra: Vec<String>,
+    /// The x axis.
+    pub x: String,
+    /// The series axis.
+    pub series: Option<String>,
+    /// Title.
+    pub title: String,
+    /// Y axis title with unit.
+    pub y_label: String,
+    /// Log scale on x (`None`: when values span two decades or more).
+    pub log_x: Option<bool>,
+    /// Log scale on y (`None`: when values span two decades or more).
+    pub log_y: Option<bool>,
+}
+
+/// One cell: a point of the matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Position in the expansion (first axis slowest).
+    pub index: usize,
+    /// Its axis values, in axis order.
+    pub axes: Vec<(String, Value)>,
+    /// Its complete configuration (base + set + axis values).
+    pub config: toml::Table,
+    /// CRC-64 of the kind and configuration: a result file belongs to this cell only if
+    /// it carries this.
+    pub fingerprint: u64,
+}
+
+impl Cell {
+    /// `victim=greedy op=0.1 seed=1`.
+    pub fn label(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={}", show(v)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The result file name: `c0007.json`.
+    pub fn file_name(&self) -> String {
+        format!("c{:04}.json", self.index)
+    }
+
+    /// Its value on axis `name`.
+    pub fn value(&self, name: &str) -> Option<&Value> {
+        self.axes.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+}
+
+/// A value as tables show it: strings without quotes.
+pub fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// An expanded, validated matrix.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    /// Short name (`waf`).
+    pub name: String,
+    /// Title of the report.
+    pub title: String,
+    /// What it reproduces and how.
+    pub description: String,
+    /// Notes shown in the report (differences from the paper, explained).
+    pub notes: Vec<String>,
+    /// What a cell runs.
+    pub kind: Kind,
+    /// Where it came from.
+    pub source: Source,
+    /// Whether this is the `--quick` expansion.
+    pub quick: bool,
+    /// Relative paths in cell configurations resolve against this.
+    pub base_dir: PathBuf,
+    /// Axes in order.
+    pub axes: Vec<Axis>,
+    /// The report's metric columns.
+    pub metrics: Vec<String>,
+    /// Published values present in this expansion.
+    pub published: Vec<Published>,
+    /// Published values whose cells are not in this (`--quick`) expansion.
+    pub published_skipped: usize,
+    /// Trend claims.
+    pub trends: Vec<Trend>,
+    /// Plots.
+    pub plots: Vec<Plot>,
+    /// The cells.
+    pub cells: Vec<Cell>,
+    /// CRC-64 over the name, the quick flag and every cell's fingerprint.
+    pub fingerprint: u64,
+}
+
+const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_ECMA_182);
+
+fn ensure_key_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('.').all(|p| {
+            !p.is_empty()
+                && p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
+}
+
+/// Sets dotted `path` in `table` to `value`, creating tables on the way.
+pub fn set_path(table: &mut toml::Table, path: &str, value: Value) -> Result<(), String> {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let last = parts.pop().expect("split yields one part");
+    let mut t = table;
+    let mut walked = String::new();
+    for p in parts {
+        if !walked.is_empty() {
+            walked.push('.');
+        }
+        walked.push_str(p);
+        let entry = t
+            .entry(p.to_string())
+            .or_insert_with(|| Value::Table(toml::Table::new()));
+        t = match entry {
+            Value::Table(x) => x,
+            other => {
+                return Err(format!(
+                    "{walked} is {} {}, not a table",
+                    other.type_str(),
+                    other
+                ))
+            }
+        };
+    }
+    t.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// Parses TOML text into `T`, errors as `file:line:col: message`.
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &str,
+) -> Result<T, SweepError> {
+    toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                format!(
+                    ":{}:{}",
+                    before.matches('\n').count() + 1,
+                    before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1
+                )
+            })
+            .unwrap_or_default();
+        SweepError::Matrix {
+            file: format!("{file}{at}"),
+            message: e.message().trim().to_string(),
+        }
+    })
+}
+
+impl Matrix {
+    /// Loads, expands and validates the matrix at `source` (the `--quick` expansion when
+    /// `quick`). Every cell's configuration is checked by its kind; nothing runs.
+    pub fn load(source: &Source, quick: bool) -> Result<Matrix, SweepError> {
+        let (text, file) = source.read(None)?;
+        let f: MatrixFile = parse_toml(&text, &file)?;
+        let err = |message: String| SweepError::Matrix {
+            file: file.clone(),
+            message,
+        };
+        if f.name.is_empty() || !ensure_key_name(&f.name) || f.name.contains('.') {
+            return Err(err(format!(
+                "name = {:?}: use letters, digits, '-' and '_'",
+                f.name
+            )));
+        }
+        // The base configuration.
+        let base: toml::Table = match (&f.base, f.kind) {
+            (Some(b), Kind::Experiment) => {
+                let (btext, bfile) = source.read(Some(b))?;
+                parse_toml(&btext, &bfile)?
+            }
+            (None, Kind::Experiment) => {
+                return Err(err(
+                    "kind = \"experiment\" needs base = \"FILE\" (an experiment file)".into(),
+                ))
+            }
+            (Some(b), k) => {
+                return Err(err(format!(
+                    "base = {b:?}: kind = \"{}\" takes no base experiment; set its parameters in [set]",
+                    k.name()
+                )))
+            }
+            (None, _) => toml::Table::new(),
+        };
+        // Axes.
+        if f.axes.is_empty() {
+            return Err(err(
+                "no [[axis]]: a matrix needs at least one axis (a single cell is an axis with one value)"
+                    .into(),
+            ));
+        }
+        let mut axes = Vec::new();
+        let mut names = BTreeSet::new();
+        for (i, a) in f.axes.iter().enumerate() {
+            let here = format!("axis[{i}] (name = {:?})", a.name);
+            if !ensure_key_name(&a.name) || a.name.contains('.') {
+                return Err(err(format!(
+                    "{here}: name must be letters, digits, '-' and '_'"
+                )));
+            }
+            if !names.insert(a.name.clone()) {
+                return Err(err(format!("{here}: a second axis of that name")));
+            }
+            let key = a
+                .key
+                .clone()
+                .unwrap_or_else(|| f.kind.alias(&a.name).unwrap_or(&a.name).to_string());
+            if !ensure_key_name(&key) {
+                return Err(err(format!("{here}: key = {key:?} is not a dotted key path")));
+            }
+            if a.values.is_empty() {
+                return Err(err(format!(
+                    "{here}: values = [] expands the matrix to zero cells"
+                )));
+            }
+            let values = match (&a.quick, quick) {
+                (Some(q), true) => {
+                    if q.is_empty() {
+                        return Err(err(format!(
+                            "{here}: quick = [] expands the --quick matrix to zero cells"
+                        )));
+                    }
+                    q.clone()
+                }
+                _ => a.values.clone(),
+            };
+            for (j, v) in values.iter().enumerate() {
+                if values[..j].contains(v) {
+                    return Err(err(format!("{here}: value {v} appears twice")));
+                }
+                if matches!(v, Value::Table(_) | Value::Array(_)) && f.kind != Kind::Experiment
+                {
+                    return Err(err(format!("{here}: value {v} must be a number or string")));
+                }
+            }
+            axes.push(Axis {
+                name: a.name.clone(),
+                key,
+                label: a.label.clone().unwrap_or_else(|| a.name.clone()),
+                values,
+                full_values: a.values.clone(),
+                average: a.average,
+            });
+        }
+        // [set] then [quick.set]: dotted keys.
+        let mut set = Vec::new();
+        for (k, v) in &f.set {
+            set.push((k.clone(), v.clone(), "set"));
+        }
+        if quick {
+            for (k, v) in &f.quick.set {
+                set.push((k.clone(), v.clone(), "quick.set"));
+            }
+        }
+        for (k, _, sec) in &set {
+            if !ensure_key_name(k) {
+                return Err(err(format!("[{sec}] key {k:?} is not a dotted key path")));
+            }
+        }
+        // Expand: first axis slowest.
+        let total: usize = axes.iter().map(|a| a.values.len()).product();
+        const MAX_CELLS: usize = 100_000;
+        if total > MAX_CELLS {
+            return Err(err(format!(
+                "{total} cells: more than {MAX_CELLS}; split the matrix"
+            )));
+        }
+        let mut cells = Vec::with_capacity(total);
+        let mut idx = vec![0usize; axes.len()];
+        for index in 0..total {
+            let mut rest = index;
+            for (d, a) in axes.iter().enumerate().rev() {
+                idx[d] = rest % a.values.len();
+                rest /= a.values.len();
+            }
+            let mut config = base.clone();
+            for (k, v, sec) in &set {
+                set_path(&mut config, k, v.clone())
+                    .map_err(|m| err(format!("[{sec}] {k} = {v}: {m}")))?;
+            }
+            let cell_axes: Vec<(String, Value)> = axes
+                .iter()
+                .zip(&idx)
+                .map(|(a, &i)| (a.name.clone(), a.values[i].clone()))
+                .collect();
+            for (a, (_, v)) in axes.iter().zip(&cell_axes) {
+                set_path(&mut config, &a.key, v.clone())
+                    .map_err(|m| err(format!("axis {} = {v}: {m}", a.name)))?;
+            }
+            let canon = format!(
+                "{}\n{}",
+                f.kind.name(),
+                toml::to_string(&config).map_err(|e| err(format!("cell {index}: {e}")))?
+            );
+            cells.push(Cell {
+                index,
+                axes: cell_axes,
+                config,
+                fingerprint: CRC64.checksum(canon.as_bytes()),
+            });
+        }
+        let base_dir = source.base_dir();
+        // Every cell's configuration must be valid for its kind.
+        for c in &cells {
+            f.kind
+                .check(&c.config, &base_dir)
+                .map_err(|m| err(format!("cell {} ({}): {m}", c.index, c.label())))?;
+        }
+        // Metric names.
+        let known = f.kind.metric_names();
+        let check_metric = |what: &str, m: &str| -> Result<(), SweepError> {
+            if known.contains(m) {
+                Ok(())
+            } else {
+                let near: Vec<&String> = known
+                    .iter()
+                    .filter(|k| {
+                        k.contains(m) || m.contains(k.as_str()) || k.split('.').next_back() == m.split('.').next_back()
+                    })
+                    .take(6)
+                    .collect();
+                Err(err(format!(
+                    "{what}: unknown metric {m:?} for kind \"{}\"{}",
+                    f.kind.name(),
+                    if near.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (did you mean {})",
+                            near.iter()
+                                .map(|s| format!("{s:?}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    }
+                )))
+            }
+        };
+        for m in &f.metrics {
+            check_metric("metrics", m)?;
+        }
+        let axis_of = |what: &str, name: &str| -> Result<&Axis, SweepError> {
+            axes.iter().find(|a| a.name == name).ok_or_else(|| {
+                err(format!(
+                    "{what}: no axis named {name:?} (axes: {})",
+                    axes.iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+        };
+        // `at` tables: axis names and full-size values; `None` when a value is only in the
+        // full matrix (the entry does not apply to the --quick expansion).
+        let resolve_at =
+            |what: &str, at: &toml::Table| -> Result<Option<Vec<(String, Value)>>, SweepError> {
+                let mut out = Vec::new();
+                let mut present = true;
+                for (k, v) in at {
+                    let a = axis_of(what, k)?;
+                    let v = coerce(v, &a.full_values);
+                    if !a.full_values.contains(&v) {
+                        return Err(err(format!(
+                            "{what}: at {k} = {v}: no such cell (axis {k} has {})",
+                            a.full_values
+                                .iter()
+                                .map(show)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    present &= a.values.contains(&v);
+                    out.push((k.clone(), v));
+                }
+                Ok(present.then_some(out))
+            };
+        let mut published = Vec::new();
+        let mut skipped = 0;
+        for (i, p) in f.published.iter().enumerate() {
+            let what = format!("published[{i}]");
+            let mut ms = p.metrics.clone();
+            ms.extend(p.metric.clone());
+            if ms.is_empty() {
+                return Err(err(format!("{what}: give metric = \"NAME\" or metrics = [...]")));
+            }
+            for m in &ms {
+                check_metric(&what, m)?;
+            }
+            let Some(at) = resolve_at(&what, &p.at)? else {
+                skipped += ms.len();
+                continue;
+            };
+            let matched: Vec<&Cell> = cells.iter().filter(|c| matches_at(c, &at)).collect();
+            if matched.is_empty() {
+                return Err(err(format!("{what}: at {:?} matches no cell", p.at)));
+            }
+            match (p.value, &p.formula) {
+                (Some(v), None) => {
+                    for m in &ms {
+                        published.push(Published {
+                            at: at.clone(),
+                            metric: m.clone(),
+                            value: v,
+                            source: p.source.clone(),
+                        });
+                    }
+                }
+                (None, Some(name)) => {
+                    // One entry per group of matched cells (the non-averaged axes).
+                    let mut groups: BTreeMap<Vec<String>, (Vec<(String, Value)>, f64)> =
+                        BTreeMap::new();
+                    for c in matched {
+                        let v = crate::analytic::evaluate(name, &c.config).map_err(|m| {
+                            err(format!("{what}: formula = {name:?}: {m}"))
+                        })?;
+                        let key: Vec<(String, Value)> = axes
+                            .iter()
+                            .zip(&c.axes)
+                            .filter(|(a, _)| !a.average)
+                            .map(|(_, kv)| kv.clone())
+                            .collect();
+                        groups
+                            .entry(key.iter().map(|(_, v)| v.to_string()).collect())
+                            .or_insert((key, v));
+                    }
+                    for (_, (at, v)) in groups {
+                        for m in &ms {
+                            published.push(Published {
+                                at: at.clone(),
+                                metric: m.clone(),
+                                value: v,
+                                source: p.source.clone(),
+                            });
+                        }
+                    }
+                }
+                _ => {
+                    return Err(err(format!(
+                        "{what}: give exactly one of value = NUMBER or formula = \"NAME\""
+                    )))
+                }
+            }
+        }
+        let mut trends = Vec::new();
+        for (i, t) in f.trends.iter().enumerate() {
+            let what = format!("trend[{i}] ({:?})", t.claim);
+            check_metric(&what, &t.metric)?;
+            let Some(at) = resolve_at(&what, &t.at)? else {
+                continue;
+            };
+            let need = |x: Option<&str>, key: &str| -> Result<String, SweepError> {
+                x.map(str::to_string)
+                    .ok_or_else(|| err(format!("{what}: kind = {:?} needs {key}", t.kind)))
+            };
+            let kind = match t.kind.as_str() {
+                "wins" => {
+                    let axis = need(t.axis.as_deref(), "axis")?;
+                    let a = axis_of(&what, &axis)?;
+                    let pick = |v: &Option<Value>, key: &str| -> Result<Value, SweepError> {
+                        let v = v
+                            .as_ref()
+                            .ok_or_else(|| err(format!("{what}: kind = \"wins\" needs {key}")))?;
+                        let v = coerce(v, &a.full_values);
+                        if !a.full_values.contains(&v) {
+                            return Err(err(format!(
+                                "{what}: {key} = {v} is not a value of axis {axis}"
+                            )));
+                        }
+                        Ok(v)
+                    };
+                    TrendKind::Wins {
+                        winner: pick(&t.winner, "winner")?,
+                        loser: pick(&t.loser, "loser")?,
+                        better: t.better.ok_or_else(|| {
+                            err(format!("{what}: kind = \"wins\" needs better = \"lower\" or \"higher\""))
+                        })?,
+                        axis,
+                    }
+                }
+                "beats" => {
+                    let than = need(t.than.as_deref(), "than")?;
+                    check_metric(&what, &than)?;
+                    TrendKind::Beats {
+                        than,
+                        better: t.better.ok_or_else(|| {
+                            err(format!("{what}: kind = \"beats\" needs better = \"lower\" or \"higher\""))
+                        })?,
+                    }
+                }
+                "monotone" => {
+                    let axis = need(t.axis.as_deref(), "axis")?;
+                    axis_of(&what, &axis)?;
+                    TrendKind::Monotone {
+                        axis,
+                        direction: t.direction.ok_or_else(|| {
+                            err(format!(
+                                "{what}: kind = \"monotone\" needs direction = \"increasing\" or \"decreasing\""
+                            ))
+                        })?,
+                    }
+                }
+                "matches" => {
+                    let tolerance = t.tolerance.ok_or_else(|| {
+                        err(format!("{what}: kind = \"matches\" needs tolerance = FRACTION"))
+                    })?;
+                    if !(tolerance > 0.0 && tolerance.is_finite()) {
+                        return Err(err(format!("{what}: tolerance = {tolerance} must be positive")));
+                    }
+                    TrendKind::Matches { tolerance }
+                }
+                "consistent" => {
+                    let reference = need(t.reference.as_deref(), "reference")?;
+                    let failures = need(t.failures.as_deref(), "failures")?;
+                    let trials = need(t.trials.as_deref(), "trials")?;
+                    for m in [&reference, &failures, &trials] {
+                        check_metric(&what, m)?;
+                    }
+                    TrendKind::Consistent {
+                        reference,
+                        failures,
+                        trials,
+                    }
+                }
+                other => {
+                    return Err(err(format!(
+                        "{what}: kind = {other:?}: expected \"wins\", \"beats\", \"monotone\", \"matches\" or \"consistent\""
+                    )))
+                }
+            };
+            trends.push(Trend {
+                claim: t.claim.clone(),
+                metric: t.metric.clone(),
+                at,
+                kind,
+            });
+        }
+        let mut plots = Vec::new();
+        for (i, p) in f.plots.iter().enumerate() {
+            let what = format!("plot[{i}]");
+            check_metric(&what, &p.metric)?;
+            for m in &p.extra {
+                check_metric(&what, m)?;
+            }
+            axis_of(&what, &p.x)?;
+            if let Some(s) = &p.series {
+                axis_of(&what, s)?;
+                if s == &p.x {
+                    return Err(err(format!("{what}: series = x = {s:?}")));
+                }
+            }
+            plots.push(Plot {
+                metric: p.metric.clone(),
+                extra: p.extra.clone(),
+                x: p.x.clone(),
+                series: p.series.clone(),
+                title: p.title.clone().unwrap_or_else(|| f.title.clone()),
+                y_label: p.y_label.clone(),
+                log_x: p.log_x,
+                log_y: p.log_y,
+            });
+        }
+        let mut fp = format!("{}\n{quick}\n", f.name);
+        for c in &cells {
+            fp.push_str(&format!("{:016x}\n", c.fingerprint));
+        }
+        Ok(Matrix {
+            name: f.name,
+            title: f.title,
+            description: f.description,
+            notes: f.notes,
+            kind: f.kind,
+            source: source.clone(),
+            quick,
+            base_dir,
+            axes,
+            metrics: f.metrics,
+            published,
+            published_skipped: skipped,
+            trends,
+            plots,
+            fingerprint: CRC64.checksum(fp.as_bytes()),
+            cells,
+        })
+    }
+
+    /// An axis by name.
+    pub fn axis(&self, name: &str) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.name == name)
+    }
+}
+
+/// A value written `1` where the axis has floats (`1.0`) is that float.
+fn coerce(v: &Value, values: &[Value]) -> Value {
+    match v {
+        Value::Integer(i) if values.iter().any(|x| matches!(x, Value::Float(_))) => {
+            Value::Float(*i as f64)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Whether `cell` has every value of `at`.
+pub fn matches_at(cell: &Cell, at: &[(String, Value)]) -> bool {
+    at.iter().all(|(k, v)| cell.value(k) == Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_path_creates_tables_and_refuses_scalars() {
+        let mut t = toml::Table::new();
+        set_path(&mut t, "a.b.c", Value::Integer(1)).unwrap();
+        assert_eq!(t["a"]["b"]["c"], Value::Integer(1));
+        let e = set_path(&mut t, "a.b.c.d", Value::Integer(2)).unwrap_err();
+        assert!(e.contains("a.b.c is integer"), "{e}");
+    }
+}

@@ -1,0 +1,618 @@
+//! `report.md`: our numbers beside the paper's, a verdict per claimed trend, every cell's
+//! metrics, failed and missing cells, and the plots.
+//!
+//! Values are means over replicate axes (`average = true`, e.g. seeds) of the cells that
+//! ran; a point with no result is shown as "missing", never dropped.
+
+use crate::matrix::{matches_at, show, Better, Direction, Matrix, TrendKind};
+use crate::results::Results;
+use std::fmt::Write as _;
+use toml::Value;
+
+/// A number as tables show it: 4 significant digits, scientific when tiny or huge.
+pub fn fmt_num(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if !(1e-3..1e6).contains(&a) {
+        return format!("{v:.3e}");
+    }
+    let digits = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The mean of `metric` over the cells that match `at` and ran: `(mean, cells with a
+/// value, cells matched)`.
+pub fn mean_at(r: &Results, at: &[(String, Value)], metric: &str) -> (Option<f64>, usize, usize) {
+    let mut sum = 0.0;
+    let (mut n, mut total) = (0, 0);
+    for c in r.cells.iter().filter(|c| matches_at(&c.cell, at)) {
+        total += 1;
+        if let Some(v) = c.metrics().and_then(|m| m.get(metric)) {
+            sum += v;
+            n += 1;
+        }
+    }
+    ((n > 0).then(|| sum / n as f64), n, total)
+}
+
+/// The published value of `metric` at exactly the point `at` (same axis values).
+pub fn published_at(m: &Matrix, at: &[(String, Value)], metric: &str) -> Option<f64> {
+    m.published
+        .iter()
+        .find(|p| {
+            p.metric == metric
+                && p.at.len() == at.len()
+                && p.at.iter().all(|kv| at.contains(kv))
+        })
+        .map(|p| p.value)
+}
+
+/// The points of the non-averaged axes, except `skip`, restricted to `at`, in cell order.
+pub fn points(m: &Matrix, skip: &[&str], at: &[(String, Value)]) -> Vec<Vec<(String, Value)>> {
+    let mut out: Vec<Vec<(String, Value)>> = Vec::new();
+    for c in m.cells.iter().filter(|c| matches_at(c, at)) {
+        let p: Vec<(String, Value)> = m
+            .axes
+            .iter()
+            .zip(&c.axes)
+            .filter(|(a, _)| !a.average && !skip.contains(&a.name.as_str()))
+            .map(|(_, kv)| kv.clone())
+            .collect();
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn label(at: &[(String, Value)]) -> String {
+    if at.is_empty() {
+        return "all".into();
+    }
+    at.iter()
+        .map(|(k, v)| format!("{k}={}", show(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn with(at: &[(String, Value)], k: &str, v: &Value) -> Vec<(String, Value)> {
+    let mut a = at.to_vec();
+    a.push((k.to_string(), v.clone()));
+    a
+}
+
+/// One trend's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The claim.
+    pub claim: String,
+    /// `Some(true)` holds, `Some(false)` does not, `None` no data.
+    pub holds: Option<bool>,
+    /// Who wins and by how much, where it fails.
+    pub detail: String,
+}
+
+impl Verdict {
+    /// `holds`, `does NOT hold`, `no data`.
+    pub fn word(&self) -> &'static str {
+        match self.holds {
+            Some(true) => "holds",
+            Some(false) => "does NOT hold",
+            None => "no data",
+        }
+    }
+}
+
+fn geo_mean(xs: &[f64]) -> f64 {
+    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp()
+}
+
+/// Poisson tail probabilities `(P(X ≤ k), P(X ≥ k))` for mean `lambda`.
+pub fn poisson_tails(k: u64, lambda: f64) -> (f64, f64) {
+    if lambda <= 0.0 {
+        return (1.0, if k == 0 { 1.0 } else { 0.0 });
+    }
+    if lambda > 200.0 {
+        // Normal approximation with continuity correction.
+        let sd = lambda.sqrt();
+        let phi = |z: f64| 0.5 * libm_erfc(-z / std::f64::consts::SQRT_2);
+        let lo = phi((k as f64 + 0.5 - lambda) / sd);
+        let hi = 1.0 - phi((k as f64 - 0.5 - lambda) / sd);
+        return (lo, hi);
+    }
+    // Exact: pmf by recurrence in log space.
+    let mut cdf_below = 0.0; // P(X < k)
+    let mut pk = 0.0;
+    let mut log_p = -lambda;
+    for i in 0..=k {
+        if i > 0 {
+            log_p += lambda.ln() - (i as f64).ln();
+        }
+        let p = log_p.exp();
+        if i < k {
+            cdf_below += p;
+        } else {
+            pk = p;
+        }
+    }
+    let lo = (cdf_below + pk).min(1.0);
+    let hi = (1.0 - cdf_below).max(0.0);
+    (lo, hi)
+}
+
+/// The complementary error function (Numerical Recipes' Chebyshev fit, |error| < 1.2e-7).
+fn libm_erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+/// The verdicts of every trend of the matrix on `r`.
+pub fn verdicts(r: &Results) -> Vec<Verdict> {
+    let m = &r.matrix;
+    m.trends
+        .iter()
+        .map(|t| {
+            let (holds, detail) = match &t.kind {
+                TrendKind::Wins {
+                    axis,
+                    winner,
+                    loser,
+                    better,
+                } => {
+                    let mut ours = Vec::new();
+                    let mut paper = Vec::new();
+                    let mut lost = Vec::new();
+                    let pts = points(m, &[axis], &t.at);
+                    for p in &pts {
+                        let (w, _, _) = mean_at(r, &with(p, axis, winner), &t.metric);
+                        let (l, _, _) = mean_at(r, &with(p, axis, loser), &t.metric);
+                        if let (Some(w), Some(l)) = (w, l) {
+                            let ratio = match better {
+                                Better::Lower => l / w,
+                                Better::Higher => w / l,
+                            };
+                            if ratio.is_finite() && ratio > 0.0 {
+                                ours.push(ratio);
+                            }
+                            if ratio < 1.0 {
+                                lost.push(label(p));
+                            }
+                        }
+                        let pw = published_at(m, &with(p, axis, winner), &t.metric);
+                        let pl = published_at(m, &with(p, axis, loser), &t.metric);
+                        if let (Some(w), Some(l)) = (pw, pl) {
+                            paper.push(match better {
+                                Better::Lower => l / w,
+                                Better::Higher => w / l,
+                            });
+                        }
+                    }
+                    if ours.is_empty() {
+                        (None, format!("no point has both {} and {}", show(winner), show(loser)))
+                    } else {
+                        let word = match better {
+                            Better::Lower => "lower",
+                            Better::Higher => "higher",
+                        };
+                        let (lo, hi) = ours
+                            .iter()
+                            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+                        let mut d = format!(
+                            "{} {} than {} at {}/{} points, by {}× (geometric mean; {}×–{}×)",
+                            show(winner),
+                            word,
+                            show(loser),
+                            ours.len() - lost.len(),
+                            ours.len(),
+                            fmt_num(geo_mean(&ours)),
+                            fmt_num(lo),
+                            fmt_num(hi)
+                        );
+                        if !paper.is_empty() {
+                            let _ = write!(d, "; paper: by {}×", fmt_num(geo_mean(&paper)));
+                        }
+                        if !lost.is_empty() {
+                            let _ = write!(d, "; loses at {}", lost.join(", "));
+                        }
+                        (Some(lost.is_empty()), d)
+                    }
+                }
+                TrendKind::Beats { than, better } => {
+                    let mut ours = Vec::new();
+                    let mut lost = Vec::new();
+                    for p in points(m, &[], &t.at) {
+                        let (w, _, _) = mean_at(r, &p, &t.metric);
+                        let (l, _, _) = mean_at(r, &p, than);
+                        if let (Some(w), Some(l)) = (w, l) {
+                            let ratio = match better {
+                                Better::Lower => l / w,
+                                Better::Higher => w / l,
+                            };
+                            if !(ratio >= 1.0) {
+                                lost.push(label(&p));
+                            }
+                            if ratio.is_finite() && ratio > 0.0 {
+                                ours.push(ratio);
+                            }
+                        }
+                    }
+                    if ours.is_empty() {
+                        (None, format!("no point has both {} and {than}", t.metric))
+                    } else {
+                        let (lo, hi) = ours
+                            .iter()
+                            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+                        let mut d = format!(
+                            "{} {} than {than} at {}/{} points, by {}× (geometric mean; {}×–{}×)",
+                            t.metric,
+                            match better {
+                                Better::Lower => "lower",
+                                Better::Higher => "higher",
+                            },
+                            ours.len() - lost.len().min(ours.len()),
+                            ours.len(),
+                            fmt_num(geo_mean(&ours)),
+                            fmt_num(lo),
+                            fmt_num(hi)
+                        );
+                        if !lost.is_empty() {
+                            let _ = write!(d, "; not at {}", lost.join(", "));
+                        }
+                        (Some(lost.is_empty()), d)
+                    }
+                }
+                TrendKind::Monotone { axis, direction } => {
+                    let a = m.axis(axis).expect("validated");
+                    let mut series = Vec::new();
+                    let mut bad = Vec::new();
+                    for p in points(m, &[axis], &t.at) {
+                        let ys: Vec<(String, f64)> = a
+                            .values
+                            .iter()
+                            .filter_map(|v| {
+                                mean_at(r, &with(&p, axis, v), &t.metric)
+                                    .0
+                                    .map(|y| (show(v), y))
+                            })
+                            .collect();
+                        if ys.len() < 2 {
+                            continue;
+                        }
+                        let ok = ys.windows(2).all(|w| match direction {
+                            Direction::Increasing => w[1].1 > w[0].1,
+                            Direction::Decreasing => w[1].1 < w[0].1,
+                        });
+                        let trace = format!(
+                            "{}{}",
+                            if p.is_empty() {
+                                String::new()
+                            } else {
+                                format!("{}: ", label(&p))
+                            },
+                            ys.iter()
+                                .map(|(_, y)| fmt_num(*y))
+                                .collect::<Vec<_>>()
+                                .join(" → ")
+                        );
+                        if !ok {
+                            bad.push(trace.clone());
+                        }
+                        series.push(trace);
+                    }
+                    if series.is_empty() {
+                        (None, format!("no series with two points along {axis}"))
+                    } else {
+                        let word = match direction {
+                            Direction::Increasing => "increases",
+                            Direction::Decreasing => "decreases",
+                        };
+                        (
+                            Some(bad.is_empty()),
+                            format!(
+                                "{} {word} along {axis} in {}/{} series ({})",
+                                t.metric,
+                                series.len() - bad.len(),
+                                series.len(),
+                                series.join("; ")
+                            ),
+                        )
+                    }
+                }
+                TrendKind::Matches { tolerance } => {
+                    let mut errs = Vec::new();
+                    for p in m
+                        .published
+                        .iter()
+                        .filter(|p| p.metric == t.metric && t.at.iter().all(|kv| p.at.contains(kv)))
+                    {
+                        if let (Some(ours), _, _) = mean_at(r, &p.at, &p.metric) {
+                            errs.push(((ours - p.value) / p.value, label(&p.at)));
+                        }
+                    }
+                    if errs.is_empty() {
+                        (None, "no published point has a result".into())
+                    } else {
+                        let worst = errs
+                            .iter()
+                            .max_by(|a, b| a.0.abs().total_cmp(&b.0.abs()))
+                            .expect("non-empty");
+                        let within = errs.iter().filter(|e| e.0.abs() <= *tolerance).count();
+                        (
+                            Some(within == errs.len()),
+                            format!(
+                                "within {} % of the published value at {within}/{} points (worst {:+.1} % at {})",
+                                fmt_num(tolerance * 100.0),
+                                errs.len(),
+                                worst.0 * 100.0,
+                                worst.1
+                            ),
+                        )
+                    }
+                }
+                TrendKind::Consistent {
+                    reference,
+                    failures,
+                    trials,
+                } => {
+                    let mut n = 0;
+                    let mut bad = Vec::new();
+                    let mut smallest = 1.0f64;
+                    for c in r.cells.iter().filter(|c| matches_at(&c.cell, &t.at)) {
+                        let Some(mm) = c.metrics() else { continue };
+                        let (Some(&p), Some(&k), Some(&n_t)) =
+                            (mm.get(reference), mm.get(failures), mm.get(trials))
+                        else {
+                            continue;
+                        };
+                        n += 1;
+                        let (lo, hi) = poisson_tails(k as u64, p * n_t);
+                        let tail = lo.min(hi);
+                        smallest = smallest.min(tail);
+                        if tail < 0.0005 {
+                            bad.push(format!(
+                                "{}: {k} failures where {} expected",
+                                c.cell.label(),
+                                fmt_num(p * n_t)
+                            ));
+                        }
+                    }
+                    if n == 0 {
+                        (None, "no cell has a result".into())
+                    } else {
+                        let mut d = format!(
+                            "{failures} / {trials} consistent with {reference} at {}/{n} cells (two-sided Poisson test at 0.001; smallest tail {})",
+                            n - bad.len(),
+                            fmt_num(smallest)
+                        );
+                        if !bad.is_empty() {
+                            let _ = write!(d, "; off at {}", bad.join(", "));
+                        }
+                        (Some(bad.is_empty()), d)
+                    }
+                }
+            };
+            Verdict {
+                claim: t.claim.clone(),
+                holds,
+                detail,
+            }
+        })
+        .collect()
+}
+
+/// The comparison with published values: one row per entry.
+pub fn comparison_table(r: &Results) -> String {
+    let m = &r.matrix;
+    let mut s = String::new();
+    if m.published.is_empty() {
+        return s;
+    }
+    s.push_str("| point | metric | ours | paper | ours / paper | source |\n");
+    s.push_str("|---|---|---:|---:|---:|---|\n");
+    for p in &m.published {
+        let (ours, n, total) = mean_at(r, &p.at, &p.metric);
+        let ours_s = match ours {
+            Some(v) if n == total => fmt_num(v),
+            Some(v) => format!("{} ({n}/{total} cells)", fmt_num(v)),
+            None => "missing".into(),
+        };
+        let ratio = ours
+            .map(|v| fmt_num(v / p.value))
+            .unwrap_or_else(|| "—".into());
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            label(&p.at),
+            p.metric,
+            ours_s,
+            fmt_num(p.value),
+            ratio,
+            p.source
+        );
+    }
+    s
+}
+
+/// Every point's metrics (the matrix's `metrics`, means over replicate axes).
+pub fn cells_table(r: &Results) -> String {
+    let m = &r.matrix;
+    let metrics: Vec<String> = if m.metrics.is_empty() {
+        r.metric_names().into_iter().take(8).collect()
+    } else {
+        m.metrics.clone()
+    };
+    let shown: Vec<&crate::matrix::Axis> = m.axes.iter().filter(|a| !a.average).collect();
+    let averaged: Vec<&str> = m
+        .axes
+        .iter()
+        .filter(|a| a.average)
+        .map(|a| a.name.as_str())
+        .collect();
+    let mut s = String::new();
+    if !averaged.is_empty() {
+        let _ = writeln!(s, "Means over {}.\n", averaged.join(", "));
+    }
+    s.push('|');
+    for a in &shown {
+        let _ = write!(s, " {} |", a.name);
+    }
+    for x in &metrics {
+        let _ = write!(s, " {x} |");
+    }
+    s.push('\n');
+    s.push('|');
+    for _ in &shown {
+        s.push_str("---|");
+    }
+    for _ in &metrics {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    for p in points(m, &[], &[]) {
+        s.push('|');
+        for (_, v) in &p {
+            let _ = write!(s, " {} |", show(v));
+        }
+        for x in &metrics {
+            let (v, n, total) = mean_at(r, &p, x);
+            let cell = match v {
+                Some(v) if n == total => fmt_num(v),
+                Some(v) => format!("{} ({n}/{total})", fmt_num(v)),
+                None => "missing".into(),
+            };
+            let _ = write!(s, " {cell} |");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Writes `results.json`, `results.csv`, `plots/` and `report.md` into `out`; returns the
+/// report's text.
+pub fn write_all(r: &Results, out: &std::path::Path) -> Result<String, crate::SweepError> {
+    std::fs::create_dir_all(out).map_err(|e| crate::SweepError::io(out, e))?;
+    crate::write_atomic(&out.join("results.json"), r.to_json().as_bytes())?;
+    crate::write_atomic(&out.join("results.csv"), r.to_csv().as_bytes())?;
+    let plots: Vec<(String, String)> = crate::plot::draw_all(r, &out.join("plots"))?
+        .into_iter()
+        .map(|(t, f)| (t, format!("plots/{f}")))
+        .collect();
+    let md = markdown(r, &plots);
+    crate::write_atomic(&out.join("report.md"), md.as_bytes())?;
+    Ok(md)
+}
+
+/// The whole `report.md`; `plots` are the PNG files (relative paths) to embed.
+pub fn markdown(r: &Results, plots: &[(String, String)]) -> String {
+    let m = &r.matrix;
+    let mut s = String::new();
+    let _ = writeln!(s, "# {}\n", m.title);
+    if !m.description.is_empty() {
+        let _ = writeln!(s, "{}\n", m.description.trim());
+    }
+    let _ = writeln!(
+        s,
+        "Reproduce: `{}` — {} cells, fingerprint `{:016x}`.\n",
+        m.source.command(m.quick),
+        m.cells.len(),
+        m.fingerprint
+    );
+    let verdicts = verdicts(r);
+    if !verdicts.is_empty() {
+        s.push_str("## Trends\n\n");
+        for v in &verdicts {
+            let _ = writeln!(s, "- **{}** — {}: {}", v.word(), v.claim, v.detail);
+        }
+        s.push('\n');
+    }
+    if !m.published.is_empty() {
+        s.push_str("## Beside the published values\n\n");
+        s.push_str(&comparison_table(r));
+        if m.published_skipped > 0 {
+            let _ = writeln!(
+                s,
+                "\n{} published values are at points outside this --quick matrix.",
+                m.published_skipped
+            );
+        }
+        s.push('\n');
+    }
+    if !m.notes.is_empty() {
+        s.push_str("## Differences from the paper, explained\n\n");
+        for n in &m.notes {
+            let _ = writeln!(s, "- {}", n.trim());
+        }
+        s.push('\n');
+    }
+    if !plots.is_empty() {
+        s.push_str("## Plots\n\n");
+        for (title, png) in plots {
+            let svg = png.trim_end_matches(".png").to_string() + ".svg";
+            let _ = writeln!(s, "![{title}]({png}) ([SVG]({svg}))\n");
+        }
+    }
+    s.push_str("## All points\n\n");
+    s.push_str(&cells_table(r));
+    let failed: Vec<_> = r.failed().collect();
+    let missing: Vec<_> = r.missing().collect();
+    if !failed.is_empty() || !missing.is_empty() {
+        s.push_str("\n## Cells without a result\n\n");
+        for (c, e) in failed {
+            let _ = writeln!(s, "- cell {} ({}): failed: {e}", c.index, c.label());
+        }
+        for c in missing {
+            let _ = writeln!(s, "- cell {} ({}): missing", c.index, c.label());
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_short_and_exact_enough() {
+        assert_eq!(fmt_num(2.3456), "2.346");
+        assert_eq!(fmt_num(1234.5), "1235");
+        assert_eq!(fmt_num(0.125), "0.125");
+        assert_eq!(fmt_num(3.66e-9), "3.660e-9");
+        assert_eq!(fmt_num(0.0), "0");
+    }
+
+    #[test]
+    fn poisson_tails_are_probabilities() {
+        let (lo, hi) = poisson_tails(0, 0.1);
+        assert!((lo - (-0.1f64).exp()).abs() < 1e-12 && (hi - 1.0).abs() < 1e-12);
+        let (lo, hi) = poisson_tails(10, 1.0);
+        assert!(hi < 1e-6 && lo > 0.999);
+        // Large means use the normal approximation: the mean itself is central.
+        let (lo, hi) = poisson_tails(1000, 1000.0);
+        assert!(lo > 0.4 && hi > 0.4);
+        let (_, hi) = poisson_tails(1200, 1000.0);
+        assert!(hi < 1e-6);
+    }
+}
