@@ -357,3 +357,119 @@ fn crashtest_reaches_the_library_configurations() {
         );
     }
 }
+
+/// Every file under `dir` except the per-cell results, by relative path.
+fn tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            if p.is_dir() {
+                if rel != "cells" {
+                    stack.push(p);
+                }
+            } else {
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn reproduce_lists_runs_and_is_independent_of_jobs() {
+    let o = nandlab(&["reproduce", "--list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for n in ["waf", "ap-table1", "recovery"] {
+        assert!(stdout(&o).contains(n), "{}", stdout(&o));
+    }
+    let o = nandlab(&["reproduce", "nope"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no shipped comparison named \"nope\""));
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    for (dir, jobs) in [(&a, "1"), (&b, "4")] {
+        let o = nandlab(&[
+            "reproduce",
+            "ap-table1",
+            "--quick",
+            "--jobs",
+            jobs,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("holds"), "{}", stdout(&o));
+    }
+    let (ta, tb) = (tree(&a), tree(&b));
+    let names: Vec<&str> = ta.iter().map(|(n, _)| n.as_str()).collect();
+    for want in [
+        "report.md",
+        "results.json",
+        "results.csv",
+        "plots/ap-table1-lsb-analytic.png",
+        "plots/ap-table1-lsb-analytic.svg",
+    ] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+    assert_eq!(ta, tb, "--jobs 1 and --jobs 4 wrote different files");
+    let report =
+        String::from_utf8(ta.iter().find(|(n, _)| n == "report.md").unwrap().1.clone()).unwrap();
+    assert!(report.contains("Reproduce: `nandlab reproduce ap-table1 --quick`"));
+    assert!(report.contains("![AP Table 1"), "{report}");
+}
+
+#[test]
+fn sweep_errors_name_the_matrix_and_slurm_jobs_are_written() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("m.toml");
+    std::fs::write(
+        &m,
+        "name = \"m\"\ntitle = \"t\"\nkind = \"recovery\"\n[[axis]]\nname = \"capacity_mib\"\nvalues = [64]\n",
+    )
+    .unwrap();
+    let o = nandlab(&["sweep", m.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("m.toml") && e.contains("capacity_mib = 64"),
+        "{e}"
+    );
+    std::fs::write(
+        &m,
+        "name = \"m\"\ntitle = \"t\"\nkind = \"recovery\"\n[[axis]]\nname = \"capacity_mib\"\nvalues = [128, 256]\n[[plot]]\nmetric = \"speedup\"\nx = \"capacity_mib\"\ny_label = \"×\"\n",
+    )
+    .unwrap();
+    let job = d.path().join("job");
+    let o = nandlab(&[
+        "sweep",
+        m.to_str().unwrap(),
+        "--slurm",
+        job.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("2 cells in 2 task(s)"),
+        "{}",
+        stdout(&o)
+    );
+    let script = std::fs::read_to_string(job.join("job.sh")).unwrap();
+    assert!(script.contains("--array=0-1"), "{script}");
+    let o = nandlab(&["sweep", "collect", job.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("2 of 2 cells have no complete result"),
+        "{}",
+        stderr(&o)
+    );
+    for t in ["0", "1"] {
+        let o = nandlab(&["sweep", "task", job.to_str().unwrap(), "--task", t]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = nandlab(&["sweep", "collect", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(job.join("report.md").exists() && job.join("plots/m-speedup.png").exists());
+}

@@ -5,9 +5,18 @@
 /// `(file name, text)` of every shipped file: matrices and the base experiments they name.
 const FILES: &[(&str, &str)] = &[
     ("waf.toml", include_str!("../../../experiments/waf.toml")),
-    ("waf-base.toml", include_str!("../../../experiments/waf-base.toml")),
-    ("ap-table1.toml", include_str!("../../../experiments/ap-table1.toml")),
-    ("recovery.toml", include_str!("../../../experiments/recovery.toml")),
+    (
+        "waf-base.toml",
+        include_str!("../../../experiments/waf-base.toml"),
+    ),
+    (
+        "ap-table1.toml",
+        include_str!("../../../experiments/ap-table1.toml"),
+    ),
+    (
+        "recovery.toml",
+        include_str!("../../../experiments/recovery.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.

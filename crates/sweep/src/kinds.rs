@@ -116,8 +116,8 @@ impl Kind {
             Kind::ApTable1 => ap_table1(&ap_params(config)?),
             Kind::Recovery => {
                 let p = recovery_params(config)?;
-                let m = measure_recovery(p.capacity_mib, p.work, p.seed)
-                    .map_err(|e| e.to_string())?;
+                let m =
+                    measure_recovery(p.capacity_mib, p.work, p.seed).map_err(|e| e.to_string())?;
                 Ok(m.metrics())
             }
         }
@@ -289,8 +289,14 @@ fn ap_table1(p: &ApParams) -> Result<Metrics, String> {
     let mf = measure(msb)?;
     let n = p.pages as f64;
     let mut m = Metrics::new();
-    m.insert("lsb_analytic".into(), page_failure(p.bits, p.rber, p.t as u64, 1.0));
-    m.insert("msb_analytic".into(), page_failure(p.bits, p.rber, p.t as u64, p.sigma));
+    m.insert(
+        "lsb_analytic".into(),
+        page_failure(p.bits, p.rber, p.t as u64, 1.0),
+    );
+    m.insert(
+        "msb_analytic".into(),
+        page_failure(p.bits, p.rber, p.t as u64, p.sigma),
+    );
     m.insert(
         "lsb_expected".into(),
         page_failure(codeword_bits, p.rber, p.t as u64, 1.0),
@@ -393,7 +399,10 @@ impl RecoveryMeasurement {
         m.insert("full_scan_blocks".into(), self.full.blocks_scanned as f64);
         m.insert("full_scan_pages".into(), self.full.pages_read as f64);
         m.insert("roll_forward_ms".into(), ms(self.roll.time));
-        m.insert("roll_forward_blocks".into(), self.roll.blocks_scanned as f64);
+        m.insert(
+            "roll_forward_blocks".into(),
+            self.roll.blocks_scanned as f64,
+        );
         m.insert("roll_forward_pages".into(), self.roll.pages_read as f64);
         m.insert(
             "speedup".into(),
@@ -470,11 +479,17 @@ pub fn measure_recovery(mib: u64, work: u64, seed: u64) -> Result<RecoveryMeasur
     let ctl = dev.into_controller();
     scheme.set_recovery(RecoveryKind::FullScan);
     let full = scheme.mount(ctl, t).map_err(|x| e(&x))?;
-    let fr = full.recovery_report().cloned().ok_or("no recovery report")?;
+    let fr = full
+        .recovery_report()
+        .cloned()
+        .ok_or("no recovery report")?;
     let ctl = full.into_controller();
     scheme.set_recovery(RecoveryKind::RollForward);
     let roll = scheme.mount(ctl, t).map_err(|x| e(&x))?;
-    let rr = roll.recovery_report().cloned().ok_or("no recovery report")?;
+    let rr = roll
+        .recovery_report()
+        .cloned()
+        .ok_or("no recovery report")?;
     if fr.mapped_pages != rr.mapped_pages {
         return Err(format!(
             "the two procedures disagree: {} vs {} mapped pages",

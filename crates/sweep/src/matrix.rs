@@ -83,7 +83,10 @@ impl Source {
         match self {
             Source::File(p) => format!(
                 "nandlab sweep {}{q}",
-                p.file_name().map_or_else(|| p.display().to_string(), |f| f.to_string_lossy().into_owned())
+                p.file_name().map_or_else(
+                    || p.display().to_string(),
+                    |f| f.to_string_lossy().into_owned()
+                )
             ),
             Source::Builtin(n) => format!("nandlab reproduce {n}{q}"),
         }
@@ -451,8 +454,7 @@ fn ensure_key_name(s: &str) -> bool {
     !s.is_empty()
         && s.split('.').all(|p| {
             !p.is_empty()
-                && p
-                    .chars()
+                && p.chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         })
 }
@@ -529,7 +531,12 @@ impl Matrix {
         // The base configuration.
         let base: toml::Table = match (&f.base, f.kind) {
             (Some(b), Kind::Experiment) => {
-                let (btext, bfile) = source.read(Some(b))?;
+                let (btext, bfile) = source.read(Some(b)).map_err(|e| match e {
+                    SweepError::Io { path, message } => {
+                        err(format!("base = {b:?}: {path}: {message}"))
+                    }
+                    other => other,
+                })?;
                 parse_toml(&btext, &bfile)?
             }
             (None, Kind::Experiment) => {
@@ -539,9 +546,9 @@ impl Matrix {
             }
             (Some(b), k) => {
                 return Err(err(format!(
-                    "base = {b:?}: kind = \"{}\" takes no base experiment; set its parameters in [set]",
-                    k.name()
-                )))
+                "base = {b:?}: kind = \"{}\" takes no base experiment; set its parameters in [set]",
+                k.name()
+            )))
             }
             (None, _) => toml::Table::new(),
         };
@@ -569,7 +576,9 @@ impl Matrix {
                 .clone()
                 .unwrap_or_else(|| f.kind.alias(&a.name).unwrap_or(&a.name).to_string());
             if !ensure_key_name(&key) {
-                return Err(err(format!("{here}: key = {key:?} is not a dotted key path")));
+                return Err(err(format!(
+                    "{here}: key = {key:?} is not a dotted key path"
+                )));
             }
             if a.values.is_empty() {
                 return Err(err(format!(
@@ -591,8 +600,7 @@ impl Matrix {
                 if values[..j].contains(v) {
                     return Err(err(format!("{here}: value {v} appears twice")));
                 }
-                if matches!(v, Value::Table(_) | Value::Array(_)) && f.kind != Kind::Experiment
-                {
+                if matches!(v, Value::Table(_) | Value::Array(_)) && f.kind != Kind::Experiment {
                     return Err(err(format!("{here}: value {v} must be a number or string")));
                 }
             }
@@ -678,7 +686,9 @@ impl Matrix {
                 let near: Vec<&String> = known
                     .iter()
                     .filter(|k| {
-                        k.contains(m) || m.contains(k.as_str()) || k.split('.').next_back() == m.split('.').next_back()
+                        k.contains(m)
+                            || m.contains(k.as_str())
+                            || k.split('.').next_back() == m.split('.').next_back()
                     })
                     .take(6)
                     .collect();
@@ -744,7 +754,9 @@ impl Matrix {
             let mut ms = p.metrics.clone();
             ms.extend(p.metric.clone());
             if ms.is_empty() {
-                return Err(err(format!("{what}: give metric = \"NAME\" or metrics = [...]")));
+                return Err(err(format!(
+                    "{what}: give metric = \"NAME\" or metrics = [...]"
+                )));
             }
             for m in &ms {
                 check_metric(&what, m)?;
@@ -770,12 +782,10 @@ impl Matrix {
                 }
                 (None, Some(name)) => {
                     // One entry per group of matched cells (the non-averaged axes).
-                    let mut groups: BTreeMap<Vec<String>, (Vec<(String, Value)>, f64)> =
-                        BTreeMap::new();
+                    let mut groups: BTreeMap<Vec<String>, (Point, f64)> = BTreeMap::new();
                     for c in matched {
-                        let v = crate::analytic::evaluate(name, &c.config).map_err(|m| {
-                            err(format!("{what}: formula = {name:?}: {m}"))
-                        })?;
+                        let v = crate::analytic::evaluate(name, &c.config)
+                            .map_err(|m| err(format!("{what}: formula = {name:?}: {m}")))?;
                         let key: Vec<(String, Value)> = axes
                             .iter()
                             .zip(&c.axes)
@@ -951,6 +961,9 @@ impl Matrix {
         self.axes.iter().find(|a| a.name == name)
     }
 }
+
+/// Axis values naming one point of the matrix (some axes may be left out).
+pub type Point = Vec<(String, Value)>;
 
 /// A value written `1` where the axis has floats (`1.0`) is that float.
 fn coerce(v: &Value, values: &[Value]) -> Value {

@@ -42,12 +42,8 @@ struct Figure {
 fn register_font() -> Result<(), SweepError> {
     static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
-        plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            dejavu::sans::regular(),
-        )
-        .map_err(|_| "the embedded DejaVu Sans font does not load".to_string())
+        plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+            .map_err(|_| "the embedded DejaVu Sans font does not load".to_string())
     })
     .clone()
     .map_err(|message| SweepError::Io {
@@ -97,7 +93,16 @@ fn figures(r: &Results, p: &Plot) -> Vec<(String, Figure)> {
         .values
         .iter()
         .enumerate()
-        .map(|(i, v)| (if categorical { i as f64 } else { numeric(v).expect("numeric") }, v))
+        .map(|(i, v)| {
+            (
+                if categorical {
+                    i as f64
+                } else {
+                    numeric(v).expect("numeric")
+                },
+                v,
+            )
+        })
         .collect();
     let mut skip = vec![p.x.as_str()];
     if let Some(s) = &p.series {
@@ -217,7 +222,14 @@ fn range(vals: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
         (lo - 0.5 * lo.abs().max(1.0), hi + 0.5 * hi.abs().max(1.0))
     } else {
         let pad = (hi - lo) * 0.06;
-        (if lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad }, hi + pad)
+        (
+            if lo >= 0.0 {
+                (lo - pad).max(0.0)
+            } else {
+                lo - pad
+            },
+            hi + pad,
+        )
     }
 }
 
@@ -271,13 +283,20 @@ where
         let color = Palette99::pick(s.color).to_rgba();
         if s.paper {
             chart
-                .draw_series(s.points.iter().map(|&p| Cross::new(p, 7, color.stroke_width(2))))
+                .draw_series(
+                    s.points
+                        .iter()
+                        .map(|&p| Cross::new(p, 7, color.stroke_width(2))),
+                )
                 .map_err(|x| e(&x))?
                 .label(s.name.as_str())
                 .legend(move |(x, y)| Cross::new((x + 10, y), 6, color.stroke_width(2)));
         } else {
             chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
                 .map_err(|x| e(&x))?
                 .label(s.name.as_str())
                 .legend(move |(x, y)| {
@@ -293,11 +312,44 @@ where
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 15))
-        .position(SeriesLabelPosition::UpperRight)
+        .position(legend_corner(f))
         .draw()
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// The upper corner whose quarter of the x range holds the lower data (in the plot's
+/// scale), so the legend covers as little as possible.
+fn legend_corner(f: &Figure) -> SeriesLabelPosition {
+    let pts: Vec<(f64, f64)> = f
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
+    let tx = |x: f64| if f.log_x { x.max(1e-300).ln() } else { x };
+    let ty = |y: f64| if f.log_y { y.max(1e-300).ln() } else { y };
+    let (x0, x1) = pts.iter().fold((f64::MAX, f64::MIN), |(a, b), p| {
+        (a.min(tx(p.0)), b.max(tx(p.0)))
+    });
+    let quarter = (x1 - x0) / 4.0;
+    let top = |left: bool| {
+        pts.iter()
+            .filter(|p| {
+                if left {
+                    tx(p.0) <= x0 + quarter
+                } else {
+                    tx(p.0) >= x1 - quarter
+                }
+            })
+            .map(|p| ty(p.1))
+            .fold(f64::MIN, f64::max)
+    };
+    if top(true) < top(false) {
+        SeriesLabelPosition::UpperLeft
+    } else {
+        SeriesLabelPosition::UpperRight
+    }
 }
 
 fn draw<DB: DrawingBackend>(

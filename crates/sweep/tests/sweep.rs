@@ -1,0 +1,350 @@
+//! Matrices end to end: bad input rejected before anything runs, results independent of
+//! the thread count, resume, foreign result files, and a Slurm job's tasks collected into
+//! the same files as a local run.
+
+use std::path::{Path, PathBuf};
+use sweep::report::write_all;
+use sweep::run::run_cells;
+use sweep::{Matrix, Results, Source, SweepError};
+
+/// A small experiment on the tiny MLC chip: digest mode, no errors, a few thousand writes.
+const BASE: &str = r#"
+name = "tiny"
+seed = 1
+[chip]
+preset = "tiny-mlc"
+[controller]
+mode = "digest"
+[errors]
+model = "none"
+[ftl.page]
+over_provisioning = 0.25
+[precondition]
+enabled = false
+[workload]
+requests = 3000
+read_pct = 20
+size = 4096
+align = 4096
+[load]
+queue_depth = 2
+"#;
+
+const MATRIX: &str = r#"
+name = "tiny"
+title = "Tiny matrix"
+base = "base.toml"
+metrics = ["waf", "host.requests"]
+
+[[axis]]
+name = "victim"
+values = ["greedy", "cost-benefit"]
+
+[[axis]]
+name = "op"
+values = [0.3, 0.4]
+
+[[axis]]
+name = "seed"
+values = [1, 2]
+average = true
+
+[[published]]
+at = { victim = "greedy", op = 0.3 }
+metric = "waf"
+value = 2.0
+source = "made up for the test"
+
+[[published]]
+at = { victim = "greedy" }
+metric = "waf"
+formula = "xiang-kurkoski-greedy"
+source = "Xiang & Kurkoski"
+
+[[trend]]
+claim = "waf falls with op"
+kind = "monotone"
+metric = "waf"
+axis = "op"
+direction = "decreasing"
+
+[[plot]]
+metric = "waf"
+x = "op"
+series = "victim"
+y_label = "write amplification"
+"#;
+
+fn setup(matrix: &str) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("base.toml"), BASE).unwrap();
+    let m = d.path().join("m.toml");
+    std::fs::write(&m, matrix).unwrap();
+    (d, m)
+}
+
+fn load(matrix: &str) -> Result<Matrix, SweepError> {
+    let (_d, m) = setup(matrix);
+    Matrix::load(&Source::File(m), false)
+}
+
+fn err(matrix: &str) -> String {
+    load(matrix).unwrap_err().to_string()
+}
+
+fn run_to(m: &Matrix, out: &Path, jobs: usize, resume: bool) -> sweep::run::Summary {
+    let s = run_cells(m, &out.join("cells"), None, jobs, resume, &|_| {}).unwrap();
+    let r = Results::collect(m, &out.join("cells")).unwrap();
+    write_all(&r, out).unwrap();
+    s
+}
+
+/// Every output file of a run directory (not the per-cell files), by relative path.
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    for name in ["results.json", "results.csv", "report.md"] {
+        v.push((name.to_string(), std::fs::read(dir.join(name)).unwrap()));
+    }
+    let mut plots: Vec<_> = std::fs::read_dir(dir.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    plots.sort();
+    assert!(!plots.is_empty());
+    for p in plots {
+        v.push((
+            p.file_name().unwrap().to_string_lossy().into_owned(),
+            std::fs::read(&p).unwrap(),
+        ));
+    }
+    v
+}
+
+#[test]
+fn expansion_order_fingerprints_and_published_formula() {
+    let m = load(MATRIX).unwrap();
+    assert_eq!(m.cells.len(), 8);
+    // First axis slowest.
+    assert_eq!(m.cells[0].label(), "victim=greedy op=0.3 seed=1");
+    assert_eq!(m.cells[1].label(), "victim=greedy op=0.3 seed=2");
+    assert_eq!(m.cells[7].label(), "victim=cost-benefit op=0.4 seed=2");
+    // The axis value reached the configuration.
+    assert_eq!(
+        m.cells[7].config["ftl"]["page"]["victim"].as_str(),
+        Some("cost-benefit")
+    );
+    let fps: std::collections::BTreeSet<u64> = m.cells.iter().map(|c| c.fingerprint).collect();
+    assert_eq!(fps.len(), 8, "every cell has its own fingerprint");
+    // One literal published value, and the formula at each greedy point (op 0.3, 0.4).
+    assert_eq!(m.published.len(), 3);
+    let xk = sweep::analytic::xiang_kurkoski_greedy(0.3 / 0.7);
+    assert!(m.published.iter().any(|p| (p.value - xk).abs() < 1e-12));
+    // The same file loads to the same fingerprint; --quick is another matrix.
+    assert_eq!(load(MATRIX).unwrap().fingerprint, m.fingerprint);
+}
+
+#[test]
+fn bad_matrices_are_rejected_by_name_before_running() {
+    let cases: &[(&str, &str, &str)] = &[
+        // (replace, with, expected in the error)
+        (
+            "name = \"op\"\nvalues = [0.3, 0.4]",
+            "name = \"op\"\nvalues = []",
+            "zero cells",
+        ),
+        (
+            "name = \"op\"\nvalues = [0.3, 0.4]",
+            "name = \"op\"\nkey = \"ftl.page.over_provisionning\"\nvalues = [0.3, 0.4]",
+            "over_provisionning",
+        ),
+        (
+            "name = \"op\"\nvalues = [0.3, 0.4]",
+            "name = \"op\"\nvalues = [\"lots\", 0.4]",
+            "cell 0 (victim=greedy op=lots seed=1)",
+        ),
+        (
+            "name = \"op\"\nvalues = [0.3, 0.4]",
+            "name = \"op\"\nvalues = [0.3, 1.5]",
+            "over_provisioning",
+        ),
+        (
+            "metrics = [\"waf\", \"host.requests\"]",
+            "metrics = [\"wafer\"]",
+            "unknown metric \"wafer\"",
+        ),
+        (
+            "at = { victim = \"greedy\", op = 0.3 }",
+            "at = { victim = \"greedy\", op = 0.9 }",
+            "op = 0.9: no such cell",
+        ),
+        (
+            "at = { victim = \"greedy\", op = 0.3 }",
+            "at = { colour = \"red\" }",
+            "no axis named \"colour\"",
+        ),
+        (
+            "axis = \"op\"\ndirection",
+            "axis = \"size\"\ndirection",
+            "no axis named \"size\"",
+        ),
+        (
+            "kind = \"monotone\"",
+            "kind = \"sideways\"",
+            "kind = \"sideways\"",
+        ),
+        ("base = \"base.toml\"", "base = \"nope.toml\"", "nope.toml"),
+        (
+            "title = \"Tiny matrix\"",
+            "title = \"Tiny matrix\"\ncolour = 1",
+            "unknown field `colour`",
+        ),
+        (
+            "formula = \"xiang-kurkoski-greedy\"",
+            "formula = \"magic\"",
+            "unknown formula \"magic\"",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(MATRIX.contains(from), "test case does not apply: {from}");
+        let e = err(&MATRIX.replacen(from, to, 1));
+        assert!(e.contains(want), "{from:?} → {to:?}: {e}");
+        assert!(e.contains("m.toml"), "the error names the matrix file: {e}");
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count_and_resume_reruns_only_what_is_missing() {
+    let (d, path) = setup(MATRIX);
+    let m = Matrix::load(&Source::File(path.clone()), false).unwrap();
+    let a = d.path().join("a");
+    let b = d.path().join("b");
+    let s1 = run_to(&m, &a, 1, false);
+    assert_eq!((s1.ran, s1.reused, s1.failed), (8, 0, 0));
+    run_to(&m, &b, 4, false);
+    let (oa, ob) = (outputs(&a), outputs(&b));
+    assert_eq!(oa.len(), ob.len());
+    for ((na, xa), (nb, xb)) in oa.iter().zip(&ob) {
+        assert_eq!(na, nb);
+        assert!(xa == xb, "{na} differs between --jobs 1 and --jobs 4");
+    }
+    let report = String::from_utf8(oa[2].1.clone()).unwrap();
+    assert!(
+        report.contains("| victim=greedy op=0.3 | waf |"),
+        "{report}"
+    );
+    assert!(report.contains("waf falls with op"), "{report}");
+    // Resume: one result deleted, one truncated (a killed writer); only those two rerun,
+    // and the outputs come out the same.
+    std::fs::remove_file(a.join("cells/c0003.json")).unwrap();
+    let f = a.join("cells/c0005.json");
+    let text = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &text[..text.len() / 2]).unwrap();
+    let s = run_to(&m, &a, 2, true);
+    assert_eq!((s.ran, s.reused), (2, 6));
+    assert_eq!(outputs(&a), oa);
+    // A missing cell is shown as missing, not dropped.
+    std::fs::remove_file(a.join("cells/c0000.json")).unwrap();
+    let r = Results::collect(&m, &a.join("cells")).unwrap();
+    assert_eq!(r.missing().count(), 1);
+    let md = sweep::report::markdown(&r, &[]);
+    assert!(
+        md.contains("cell 0 (victim=greedy op=0.3 seed=1): missing"),
+        "{md}"
+    );
+    assert!(r.to_csv().contains("\n0,greedy,0.3,1,missing,"));
+    assert!(r.to_json().contains("\"status\": \"missing\""));
+    // The same directory with another matrix's results is refused, with or without resume.
+    let other = MATRIX.replacen("name = \"tiny\"", "name = \"other\"", 1);
+    std::fs::write(&path, other).unwrap();
+    let m2 = Matrix::load(&Source::File(path.clone()), false).unwrap();
+    for resume in [false, true] {
+        let e = run_cells(&m2, &a.join("cells"), None, 1, resume, &|_| {}).unwrap_err();
+        assert!(e.to_string().contains("a result of matrix \"tiny\""), "{e}");
+    }
+    // The same matrix with a cell's configuration changed: resume refuses the stale file.
+    let changed = MATRIX.replacen("values = [0.3, 0.4]", "values = [0.3, 0.35]", 1);
+    std::fs::write(&path, changed).unwrap();
+    let m3 = Matrix::load(&Source::File(path), false).unwrap();
+    let e = run_cells(&m3, &a.join("cells"), None, 1, true, &|_| {}).unwrap_err();
+    assert!(e.to_string().contains("the matrix changed since"), "{e}");
+}
+
+#[test]
+fn slurm_tasks_collect_into_the_same_files_as_a_local_run() {
+    let (d, path) = setup(MATRIX);
+    let m = Matrix::load(&Source::File(path.clone()), false).unwrap();
+    let local = d.path().join("local");
+    run_to(&m, &local, 2, false);
+    let job = d.path().join("job");
+    let plan = sweep::slurm::write_job(&job, &m, 3, Path::new("/usr/bin/nandlab")).unwrap();
+    assert_eq!((plan.cells, plan.chunk, plan.tasks), (8, 3, 3));
+    let script = std::fs::read_to_string(job.join("job.sh")).unwrap();
+    assert!(script.contains("#SBATCH --array=0-2"), "{script}");
+    assert!(script.contains("sweep task"), "{script}");
+    // Tasks 0 and 2 ran; collecting names task 1 and its cells.
+    sweep::slurm::run_task(&job, 0).unwrap();
+    sweep::slurm::run_task(&job, 2).unwrap();
+    let e = sweep::slurm::collect(&job, false).unwrap_err().to_string();
+    assert!(
+        e.contains("3 of 8 cells have no complete result") && e.contains("task(s) 1"),
+        "{e}"
+    );
+    let partial = sweep::slurm::collect(&job, true).unwrap();
+    assert_eq!(partial.missing().count(), 3);
+    // A task index past the array is refused.
+    assert!(sweep::slurm::run_task(&job, 3).is_err());
+    sweep::slurm::run_task(&job, 1).unwrap();
+    let r = sweep::slurm::collect(&job, false).unwrap();
+    write_all(&r, &job).unwrap();
+    assert_eq!(outputs(&job), outputs(&local));
+    // The matrix edited after the job was written: tasks and collect refuse.
+    std::fs::write(
+        &path,
+        MATRIX.replacen("values = [1, 2]", "values = [1, 2, 3]", 1),
+    )
+    .unwrap();
+    let e = sweep::slurm::collect(&job, false).unwrap_err().to_string();
+    assert!(
+        e.contains("the matrix changed after the job was written"),
+        "{e}"
+    );
+    // Not a job directory.
+    let e = sweep::slurm::collect(d.path(), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("plan.json"), "{e}");
+}
+
+#[test]
+fn shipped_matrices_load_full_and_quick() {
+    for n in sweep::builtin::names() {
+        for quick in [false, true] {
+            let m = Matrix::load(&Source::Builtin(n.to_string()), quick)
+                .unwrap_or_else(|e| panic!("{n} quick={quick}: {e}"));
+            assert!(!m.cells.is_empty() && !m.trends.is_empty() && !m.plots.is_empty());
+            if !quick {
+                assert!(!m.published.is_empty(), "{n}: no published values");
+            }
+        }
+    }
+}
+
+#[test]
+fn ap_table1_measurement_counts_real_decoder_failures() {
+    // At RBER 8e-5 a 1 KiB page fails about 0.5 % of the time with t = 3; with a strong
+    // code (t = 8) essentially never. Both through the real controller.
+    let mut t = toml::Table::new();
+    t.insert("rber".into(), toml::Value::Float(8e-5));
+    t.insert("pages".into(), toml::Value::Integer(20_000));
+    let m = sweep::kinds::Kind::ApTable1.run(&t, Path::new("")).unwrap();
+    let f = m["lsb_failures"];
+    let expected = m["lsb_expected"] * 20_000.0;
+    assert!(
+        (f - expected).abs() < 4.0 * expected.sqrt() + 1.0,
+        "{f} vs {expected}"
+    );
+    assert!(m["msb_failures"] < f);
+    t.insert("t".into(), toml::Value::Integer(8));
+    let m = sweep::kinds::Kind::ApTable1.run(&t, Path::new("")).unwrap();
+    assert_eq!(m["lsb_failures"], 0.0);
+}
