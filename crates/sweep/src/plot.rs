@@ -62,10 +62,9 @@ fn numeric(v: &Value) -> Option<f64> {
 
 fn span_decades(vals: impl Iterator<Item = f64>) -> bool {
     let (mut lo, mut hi) = (f64::MAX, f64::MIN);
-    for v in vals {
-        if v <= 0.0 {
-            return false;
-        }
+    // Zeros and negatives have no place on a log axis; they are left out of the decision
+    // (and of the drawing, when the axis is logarithmic).
+    for v in vals.filter(|&v| v > 0.0) {
         lo = lo.min(v);
         hi = hi.max(v);
     }
@@ -140,7 +139,8 @@ fn figures(r: &Results, p: &Plot) -> Vec<(String, Figure)> {
                         paper.push((x, y));
                     }
                 }
-                if !paper.is_empty() {
+                let repeat = series.iter().any(|s: &Series| s.paper && s.points == paper);
+                if !paper.is_empty() && !repeat {
                     series.push(Series {
                         name: format!("published: {name}"),
                         color,
@@ -255,6 +255,7 @@ where
         .build_cartesian_2d(x, y)
         .map_err(|x| e(&x))?;
     let cats = f.categories.clone();
+    let (log_x, log_y) = (f.log_x, f.log_y);
     let x_fmt = move |v: &f64| match &cats {
         Some(c) => {
             let i = v.round();
@@ -264,9 +265,9 @@ where
                 String::new()
             }
         }
-        None => fmt_num(*v),
+        None => tick(*v, log_x),
     };
-    let y_fmt = |v: &f64| fmt_num(*v);
+    let y_fmt = |v: &f64| tick(*v, log_y);
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(f.x_label.as_str())
         .y_desc(f.y_label.as_str())
@@ -281,29 +282,24 @@ where
     mesh.draw().map_err(|x| e(&x))?;
     for s in &f.series {
         let color = Palette99::pick(s.color).to_rgba();
+        let keep = |p: &&(f64, f64)| (!f.log_x || p.0 > 0.0) && (!f.log_y || p.1 > 0.0);
+        let pts: Vec<(f64, f64)> = s.points.iter().filter(keep).copied().collect();
         if s.paper {
             chart
-                .draw_series(
-                    s.points
-                        .iter()
-                        .map(|&p| Cross::new(p, 7, color.stroke_width(2))),
-                )
+                .draw_series(pts.iter().map(|&p| Cross::new(p, 7, color.stroke_width(2))))
                 .map_err(|x| e(&x))?
                 .label(s.name.as_str())
                 .legend(move |(x, y)| Cross::new((x + 10, y), 6, color.stroke_width(2)));
         } else {
             chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    color.stroke_width(2),
-                ))
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
                 .map_err(|x| e(&x))?
                 .label(s.name.as_str())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                 });
             chart
-                .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
                 .map_err(|x| e(&x))?;
         }
     }
@@ -317,6 +313,21 @@ where
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// A tick label; on a log axis only at 1, 2 and 5 times a power of ten (the others would
+/// crowd each other).
+fn tick(v: f64, log: bool) -> String {
+    if log && v > 0.0 {
+        let m = v / 10f64.powf(v.log10().floor());
+        if ![1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .any(|k| (m - k).abs() < 1e-6 * k)
+        {
+            return String::new();
+        }
+    }
+    fmt_num(v)
 }
 
 /// The upper corner whose quarter of the x range holds the lower data (in the plot's

@@ -16,7 +16,14 @@ pub fn fmt_num(v: f64) -> String {
     }
     let a = v.abs();
     if !(1e-3..1e6).contains(&a) {
-        return format!("{v:.3e}");
+        let s = format!("{v:.3e}");
+        let (mant, exp) = s.split_once('e').expect("scientific");
+        let mant = if mant.contains('.') {
+            mant.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            mant
+        };
+        return format!("{mant}e{exp}");
     }
     let digits = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
     let s = format!("{v:.digits$}");
@@ -600,7 +607,9 @@ mod tests {
         assert_eq!(fmt_num(2.3456), "2.346");
         assert_eq!(fmt_num(1234.6), "1235");
         assert_eq!(fmt_num(0.125), "0.125");
-        assert_eq!(fmt_num(3.66e-9), "3.660e-9");
+        assert_eq!(fmt_num(3.66e-9), "3.66e-9");
+        assert_eq!(fmt_num(2e-5), "2e-5");
+        assert_eq!(fmt_num(-1.25e7), "-1.25e7");
         assert_eq!(fmt_num(0.0), "0");
     }
 

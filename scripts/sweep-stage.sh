@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# CI stage: the shipped reproductions at --quick size (timed), then the same sweep on a real
+# single-node Slurm cluster (Debian's slurm-wlm + munge, started and stopped here by PID),
+# collected and compared byte for byte with a local run.
+#
+#   scripts/sweep-stage.sh target/release/nandlab
+set -euo pipefail
+bin=$(realpath "${1:?usage: sweep-stage.sh NANDLAB_BINARY}")
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+cluster=$work/slurm
+cleanup() {
+  scripts/slurm-local.sh stop "$cluster" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "-- reproduce --quick (each must finish within 60 s on 2 cores)"
+for name in waf ap-table1 recovery; do
+  start=$(date +%s%N)
+  timeout 120 "$bin" reproduce "$name" --quick --out "$work/reproduce/$name" --quiet \
+    > "$work/$name.out" 2> "$work/$name.err" || { cat "$work/$name.err" >&2; exit 1; }
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  grep -E "holds|NOT|no data" "$work/$name.out" | sed 's/^ */   /'
+  echo "$name --quick: $ms ms"
+  if [ "$ms" -gt 60000 ]; then
+    echo "reproduce $name --quick took $ms ms (budget 60 s)" >&2
+    exit 1
+  fi
+  if grep -q "does NOT hold" "$work/$name.out"; then
+    echo "reproduce $name --quick: a trend that held before no longer does" >&2
+    exit 1
+  fi
+done
+
+echo "-- the waf --quick sweep as a Slurm job array"
+scripts/slurm-local.sh start "$cluster"
+export SLURM_CONF=$cluster/slurm.conf
+"$bin" sweep experiments/waf.toml --quick --slurm "$work/job" --chunk 3
+job=$(sbatch --parsable "$work/job/job.sh")
+echo "submitted job $job"
+# Bounded poll: the job leaves the queue when every array task has ended.
+for i in $(seq 600); do
+  if [ -z "$(squeue -h -j "$job" 2>/dev/null)" ]; then
+    break
+  fi
+  if [ "$i" = 600 ]; then
+    echo "job $job still queued after 300 s:" >&2
+    squeue -j "$job" >&2 || true
+    tail -n 30 "$cluster/slurmctld.log" "$cluster/slurmd.log" >&2 || true
+    exit 1
+  fi
+  sleep 0.5
+done
+cat "$work"/job/logs/task-*.out
+"$bin" sweep collect "$work/job" > /dev/null
+echo "-- the same sweep locally, compared byte for byte"
+"$bin" sweep experiments/waf.toml --quick --out "$work/local" --quiet > /dev/null 2>&1
+for f in results.json results.csv report.md $(cd "$work/local" && ls plots/*); do
+  cmp "$work/local/$f" "$work/job/$f"
+done
+echo "slurm run and local run wrote identical results.json, results.csv, report.md and plots"
