@@ -254,6 +254,9 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     reloc_from: Option<PhysAddr>,
     /// CRC32C of data areas (software by default; see [`Controller::set_crc32c`]).
     crc32c: fn(&[u8]) -> u32,
+    /// The address and kind of the last page program issued (see
+    /// [`Controller::last_program`]).
+    last_program: Option<(PhysAddr, PageKind)>,
 }
 
 pub use layout::crc32c_software;
@@ -298,6 +301,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             reloc: None,
             reloc_from: None,
             crc32c: crc32c_software,
+            last_program: None,
             chip,
             model,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -320,6 +324,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     /// The CRC32C implementation in use (for callers that protect their own structures).
     pub fn crc32c_fn(&self) -> fn(&[u8]) -> u32 {
         self.crc32c
+    }
+
+    /// The address and page kind of the last page program this controller issued (whether
+    /// or not it completed): what a power cut that hit a program was writing.
+    pub fn last_program(&self) -> Option<(PhysAddr, PageKind)> {
+        self.last_program
     }
 
     /// The chip.
@@ -487,6 +497,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         bytes: bool,
     ) -> Result<OpTiming, CtlError> {
         let layout = self.layout(t)?;
+        self.last_program = Some((addr, record.kind));
         record.t = t as u8;
         // (Digest mode passes no data: the CRC32C of nothing is 0.)
         record.crc = if data.is_empty() {
@@ -655,6 +666,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             .reloc
             .expect("program_relocated follows a successful read_for_relocation");
         let layout = self.layout(src.t as u32)?;
+        self.last_program = Some((addr, record.kind));
         record.t = src.t;
         record.crc = src.crc;
         let mut spare = core::mem::take(&mut self.reloc_spare);

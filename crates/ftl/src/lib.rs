@@ -45,6 +45,7 @@ pub use page::recovery::{RecoveryKind, RecoveryReport};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig};
 pub use policy::Policies;
 pub use scheme::{BoxedVolume, SchemeConfig, Volume};
+pub use substrate::region::meta_tag_name;
 
 use controller::CtlError;
 pub use controller::{DataClass, Temperature};

@@ -4,7 +4,7 @@ use crate::volume_cmd::RecoveryArg;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use nand::{ChipConfig, CutMode};
-use sim::crash::{run_case, run_plan, CaseId, CrashConfig, Outcome, Plan};
+use sim::crash::{run_case_described, run_plan, CaseId, CrashConfig, Outcome, Plan};
 use std::io::IsTerminal;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -159,7 +159,11 @@ pub fn run(args: CrashArgs) -> Result<()> {
     cfg.scheme.set_recovery(args.recovery.into());
     if let Some(id) = &args.replay {
         let id: CaseId = id.parse().map_err(anyhow::Error::msg)?;
-        return match run_case(&cfg, id) {
+        let (outcome, info) = run_case_described(&cfg, id);
+        if let Some(i) = &info {
+            println!("replay {id}: {} [{}]", i.text, i.class);
+        }
+        return match outcome {
             Outcome::Passed => {
                 println!("replay {id}: passed");
                 Ok(())

@@ -19,11 +19,12 @@
 //! lives on the chip after each mount of a case, set `NANDLAB_CRASH_LPN=<page>`: the
 //! harness prints every block's records.
 
-use controller::{Controller, ControllerConfig};
+use controller::{Controller, ControllerConfig, PageKind};
 use ftl::{BoxedVolume, Ftl, FtlError, PageFtlConfig, SchemeConfig};
-use nand::{Chip, ChipConfig, ConstantRber, CutMode, Lpn, NandError, Nanos, RamStorage};
+use nand::{Chip, ChipConfig, ConstantRber, CutMode, CutTarget, Lpn, NandError, Nanos, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// One host operation of a crash-test workload.
@@ -276,6 +277,8 @@ pub struct Summary {
     pub workload_ops: u64,
     /// FTL counters at the end of the cut-free workload (what the cuts can land in).
     pub workload: ftl::FtlCounters,
+    /// First cuts that fired, by what they hit ([`CutInfo::class`]).
+    pub cut_classes: BTreeMap<&'static str, u64>,
 }
 
 impl fmt::Display for Summary {
@@ -292,6 +295,13 @@ impl fmt::Display for Summary {
             self.out_of_space.len(),
             self.failures.len()
         )?;
+        if !self.cut_classes.is_empty() {
+            let classes: Vec<String> = CutInfo::CLASSES
+                .iter()
+                .filter_map(|c| self.cut_classes.get(c).map(|n| format!("{c} {n}")))
+                .collect();
+            writeln!(f, "cut hit:   {}", classes.join(", "))?;
+        }
         for (id, m) in self.out_of_space.iter().take(5) {
             writeln!(f, "NO SPACE   replay {id}: {m}")?;
         }
@@ -529,12 +539,95 @@ fn debug_dump(dev: &mut Dev, t: Nanos, what: &str) {
     }
 }
 
+/// What a power cut hit: the chip's [`nand::CutRecord`] with what the FTL was writing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutInfo {
+    /// One of [`CutInfo::CLASSES`].
+    pub class: &'static str,
+    /// The operation, its target and its effect, in words.
+    pub text: String,
+}
+
+impl CutInfo {
+    /// The classes, in report order: a program of a host page, of a GC (or wear-levelling,
+    /// relocation) copy, of a checkpoint body page, of a trim-log page, of an MLC padding
+    /// page, of another metadata page; an erase of a checkpoint-region block or of a data
+    /// block; a read.
+    pub const CLASSES: [&'static str; 9] = [
+        "user",
+        "gc-copy",
+        "checkpoint",
+        "trim-log",
+        "pad",
+        "meta",
+        "region-erase",
+        "data-erase",
+        "read",
+    ];
+
+    /// Describes the cut `ctl`'s chip recorded; `region` lists the checkpoint region's
+    /// blocks (flat indices).
+    pub fn of<S: nand::Storage, M: nand::ErrorModel>(
+        ctl: &Controller<S, M>,
+        region: &[u32],
+    ) -> Option<CutInfo> {
+        let cut = ctl.chip().last_cut()?;
+        let g = ctl.chip().geometry();
+        let (class, what) = match cut.target {
+            CutTarget::Read(a) => ("read", format!("read of page {a}")),
+            CutTarget::Program(a) => {
+                let kind = ctl.last_program().filter(|(p, _)| *p == a).map(|(_, k)| k);
+                let class = match kind {
+                    Some(PageKind::User(_)) => "user",
+                    Some(PageKind::GcCopy(_)) => "gc-copy",
+                    Some(PageKind::Meta(t)) => ftl::meta_tag_name(t).unwrap_or("meta"),
+                    None => "meta",
+                };
+                let bit = ctl.chip().pairing().kind(a.page()).name();
+                let block = g.block_index(a.block_addr()).unwrap_or(u32::MAX);
+                (
+                    class,
+                    format!("program of page {a} ({bit} page of block {block}), a {class} page"),
+                )
+            }
+            CutTarget::Erase(b) => {
+                let i = g.block_index(b).unwrap_or(u32::MAX);
+                if region.contains(&i) {
+                    (
+                        "region-erase",
+                        format!("erase of checkpoint-region block {i}"),
+                    )
+                } else {
+                    ("data-erase", format!("erase of data block {i}"))
+                }
+            }
+        };
+        Some(CutInfo {
+            class,
+            text: format!(
+                "cut at chip op {} (counted from format; mode {}): {what}; effect {:?}",
+                cut.op,
+                cut.mode.name(),
+                cut.effect
+            ),
+        })
+    }
+}
+
 /// Runs one case.
 pub fn run_case(cfg: &CrashConfig, id: CaseId) -> Outcome {
+    run_case_described(cfg, id).0
+}
+
+/// Runs one case; also says what its first cut hit (when it fired).
+pub fn run_case_described(cfg: &CrashConfig, id: CaseId) -> (Outcome, Option<CutInfo>) {
     let mut cfg = cfg.clone();
     cfg.seed = id.seed;
     cfg.chip.seed = id.seed;
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case_inner(&cfg, id))) {
+    let mut info = None;
+    let outcome = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        case_inner(&cfg, id, &mut info)
+    })) {
         Ok(Ok(o)) => o,
         Ok(Err(m)) if m.contains(&FtlError::NoSpace.to_string()) => Outcome::OutOfSpace(m),
         Ok(Err(m)) => Outcome::Failed(m),
@@ -545,10 +638,15 @@ pub fn run_case(cfg: &CrashConfig, id: CaseId) -> Outcome {
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default()
         )),
-    }
+    };
+    (outcome, info)
 }
 
-fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
+fn case_inner(
+    cfg: &CrashConfig,
+    id: CaseId,
+    info: &mut Option<CutInfo>,
+) -> Result<Outcome, String> {
     let mut t = Nanos::ZERO;
     let mut dev = cfg
         .scheme
@@ -574,6 +672,7 @@ fn case_inner(cfg: &CrashConfig, id: CaseId) -> Result<Outcome, String> {
     }
     // Power on and recover (with an optional second cut).
     let mut ctl = dev.into_controller();
+    *info = CutInfo::of(&ctl, &cfg.scheme.keep_whole_blocks(&cfg.chip));
     ctl.chip_mut().disarm_cut();
     ctl.chip_mut().power_on();
     t += Nanos::from_ms(1);
@@ -733,12 +832,20 @@ pub fn run_plan(
     let total = cases.len() as u64;
     for id in cases {
         s.cases += 1;
-        match run_case(cfg, id) {
+        let (outcome, info) = run_case_described(cfg, id);
+        if let Some(i) = &info {
+            *s.cut_classes.entry(i.class).or_default() += 1;
+        }
+        let with_cut = |m: String| match &info {
+            Some(i) => format!("{m} [{}]", i.text),
+            None => m,
+        };
+        match outcome {
             Outcome::Passed => s.passed += 1,
             Outcome::NotReached => s.not_reached += 1,
             Outcome::SecondNotReached => s.second_not_reached += 1,
-            Outcome::OutOfSpace(m) => s.out_of_space.push((id, m)),
-            Outcome::Failed(m) => s.failures.push((id, m)),
+            Outcome::OutOfSpace(m) => s.out_of_space.push((id, with_cut(m))),
+            Outcome::Failed(m) => s.failures.push((id, with_cut(m))),
         }
         progress(s.cases, total);
     }

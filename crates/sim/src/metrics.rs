@@ -376,9 +376,21 @@ impl Report {
 
     /// `key,value` lines (nested keys joined with dots).
     pub fn to_csv(&self) -> String {
-        let v = serde_json::to_value(self).expect("report serialises");
         let mut out = String::from("key,value\n");
-        fn walk(prefix: &str, v: &serde_json::Value, out: &mut String) {
+        self.leaves(&mut |key, v| match v {
+            serde_json::Value::String(s) => {
+                let _ = writeln!(out, "{key},\"{}\"", s.replace('"', "\"\""));
+            }
+            other => {
+                let _ = writeln!(out, "{key},{other}");
+            }
+        });
+        out
+    }
+
+    /// Calls `f` with every leaf of the report's JSON form and its dotted key, in order.
+    fn leaves(&self, f: &mut dyn FnMut(&str, &serde_json::Value)) {
+        fn walk(prefix: &str, v: &serde_json::Value, f: &mut dyn FnMut(&str, &serde_json::Value)) {
             match v {
                 serde_json::Value::Object(m) => {
                     for (k, x) in m {
@@ -387,19 +399,17 @@ impl Report {
                         } else {
                             format!("{prefix}.{k}")
                         };
-                        walk(&p, x, out);
+                        walk(&p, x, f);
                     }
                 }
-                serde_json::Value::String(s) => {
-                    let _ = writeln!(out, "{prefix},\"{}\"", s.replace('"', "\"\""));
-                }
-                other => {
-                    let _ = writeln!(out, "{prefix},{other}");
-                }
+                leaf => f(prefix, leaf),
             }
         }
-        walk("", &v, &mut out);
-        out
+        walk(
+            "",
+            &serde_json::to_value(self).expect("report serialises"),
+            f,
+        );
     }
 
     /// Every numeric field of the report by its dotted name (`waf`, `host.requests`,
@@ -407,27 +417,12 @@ impl Report {
     /// Maps hold only the causes and request kinds that occurred; [`Report::metric_names`]
     /// lists every name a report can have.
     pub fn metrics(&self) -> BTreeMap<String, f64> {
-        let v = serde_json::to_value(self).expect("report serialises");
         let mut out = BTreeMap::new();
-        fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
-            match v {
-                serde_json::Value::Object(m) => {
-                    for (k, x) in m {
-                        let p = if prefix.is_empty() {
-                            k.clone()
-                        } else {
-                            format!("{prefix}.{k}")
-                        };
-                        walk(&p, x, out);
-                    }
-                }
-                serde_json::Value::Number(n) => {
-                    out.insert(prefix.to_string(), n.as_f64().unwrap_or(f64::NAN));
-                }
-                _ => {}
+        self.leaves(&mut |key, v| {
+            if let serde_json::Value::Number(n) = v {
+                out.insert(key.to_string(), n.as_f64().unwrap_or(f64::NAN));
             }
-        }
-        walk("", &v, &mut out);
+        });
         out
     }
 

@@ -22,6 +22,18 @@ fn every_cut_point_and_mode_roll_forward() {
         s.workload.gc_victims > 10 && s.workload.checkpoints > 2,
         "{s:?}"
     );
+    // The run says what its cuts hit, and it covered the metadata paths: checkpoint body
+    // and trim-log pages, padding, region erases, as well as host and GC pages.
+    for class in sim::crash::CutInfo::CLASSES {
+        if class == "meta" {
+            continue; // no other metadata page kind exists yet
+        }
+        let n = s.cut_classes.get(class).copied().unwrap_or(0);
+        assert!(n >= CutMode::ALL.len() as u64, "{class}: {n} cuts; {s:?}");
+    }
+    let hit: u64 = s.cut_classes.values().sum();
+    assert_eq!(hit, s.passed, "every passed case's cut is classified");
+    assert!(format!("{s}").contains("cut hit:   user "), "{s}");
 }
 
 #[test]

@@ -476,20 +476,16 @@ pub fn measure_recovery(mib: u64, work: u64, seed: u64) -> Result<RecoveryMeasur
         }
     }
     dev.flush(t).map_err(|x| e(&x))?;
-    let ctl = dev.into_controller();
-    scheme.set_recovery(RecoveryKind::FullScan);
-    let full = scheme.mount(ctl, t).map_err(|x| e(&x))?;
-    let fr = full
-        .recovery_report()
-        .cloned()
-        .ok_or("no recovery report")?;
-    let ctl = full.into_controller();
-    scheme.set_recovery(RecoveryKind::RollForward);
-    let roll = scheme.mount(ctl, t).map_err(|x| e(&x))?;
-    let rr = roll
-        .recovery_report()
-        .cloned()
-        .ok_or("no recovery report")?;
+    // The same crash image, recovered both ways.
+    let mut ctl = dev.into_controller();
+    let mut reports = Vec::new();
+    for kind in [RecoveryKind::FullScan, RecoveryKind::RollForward] {
+        scheme.set_recovery(kind);
+        let vol = scheme.mount(ctl, t).map_err(|x| e(&x))?;
+        reports.push(vol.recovery_report().cloned().ok_or("no recovery report")?);
+        ctl = vol.into_controller();
+    }
+    let (fr, rr) = (reports[0].clone(), reports[1].clone());
     if fr.mapped_pages != rr.mapped_pages {
         return Err(format!(
             "the two procedures disagree: {} vs {} mapped pages",

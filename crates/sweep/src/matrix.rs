@@ -769,17 +769,18 @@ impl Matrix {
             if matched.is_empty() {
                 return Err(err(format!("{what}: at {:?} matches no cell", p.at)));
             }
-            match (p.value, &p.formula) {
-                (Some(v), None) => {
-                    for m in &ms {
-                        published.push(Published {
-                            at: at.clone(),
-                            metric: m.clone(),
-                            value: v,
-                            source: p.source.clone(),
-                        });
-                    }
+            let mut add = |at: &Point, value: f64| {
+                for m in &ms {
+                    published.push(Published {
+                        at: at.clone(),
+                        metric: m.clone(),
+                        value,
+                        source: p.source.clone(),
+                    });
                 }
+            };
+            match (p.value, &p.formula) {
+                (Some(v), None) => add(&at, v),
                 (None, Some(name)) => {
                     // One entry per group of matched cells (the non-averaged axes).
                     let mut groups: BTreeMap<Vec<String>, (Point, f64)> = BTreeMap::new();
@@ -797,14 +798,7 @@ impl Matrix {
                             .or_insert((key, v));
                     }
                     for (_, (at, v)) in groups {
-                        for m in &ms {
-                            published.push(Published {
-                                at: at.clone(),
-                                metric: m.clone(),
-                                value: v,
-                                source: p.source.clone(),
-                            });
-                        }
+                        add(&at, v);
                     }
                 }
                 _ => {

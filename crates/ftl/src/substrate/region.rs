@@ -33,6 +33,22 @@ use nand::{ErrorModel, Nanos, Storage};
 pub(crate) const CP_KIND: MetaTag = MetaTag::new(1);
 /// Page kind of padding pages (sealing an MLC block's exposed lower pages).
 pub(crate) const PAD_KIND: MetaTag = MetaTag::new(2);
+/// Page kind of log pages (trim-log entries appended after a checkpoint body). Volumes
+/// written before this tag existed carry [`CP_KIND`] on log pages too; both are read, and
+/// the page's own header says which it is.
+pub(crate) const LOG_KIND: MetaTag = MetaTag::new(3);
+
+/// What a metadata page kind holds: `"checkpoint"`, `"trim-log"`, `"pad"`, or `None` for a
+/// tag no scheme writes. For tools that account for pages (the crash harness's per-class
+/// cut counts).
+pub fn meta_tag_name(tag: MetaTag) -> Option<&'static str> {
+    match tag {
+        CP_KIND => Some("checkpoint"),
+        LOG_KIND => Some("trim-log"),
+        PAD_KIND => Some("pad"),
+        _ => None,
+    }
+}
 
 const MAGIC: [u8; 4] = *b"NLCP";
 const VERSION: u8 = 1;
@@ -165,7 +181,8 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         page: &[u8],
         h: &PageHeader,
     ) -> Result<bool, FtlError> {
-        let rec = OobRecord::new(h.gen, h.index as u64, PageKind::Meta(CP_KIND));
+        let kind = if h.log { LOG_KIND } else { CP_KIND };
+        let rec = OobRecord::new(h.gen, h.index as u64, PageKind::Meta(kind));
         let ok = self.writer.program(sub, now, b, slot, page, rec)?;
         if ok {
             let c = &mut sub.log.counters;
@@ -394,9 +411,13 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         let Some(rec) = self.writer.read(sub, now, b, slot, page)? else {
             return Ok(None);
         };
-        if rec.kind != PageKind::Meta(CP_KIND) {
+        if rec.kind != PageKind::Meta(CP_KIND) && rec.kind != PageKind::Meta(LOG_KIND) {
             return Ok(None);
         }
-        Ok(PageHeader::read(page).filter(|h| h.gen == rec.lpn && h.index as u64 == rec.seq))
+        Ok(PageHeader::read(page).filter(|h| {
+            h.gen == rec.lpn
+                && h.index as u64 == rec.seq
+                && (rec.kind == PageKind::Meta(CP_KIND) || h.log)
+        }))
     }
 }
