@@ -185,6 +185,41 @@ fn forged_huge_sequence_number_is_refused() {
     }
 }
 
+/// A block-table record that says a block holding live data is factory-bad (checksum
+/// valid: a damaged or forged entry). Skipping the block, as a full scan used to, serves
+/// older versions of its pages or zeros; both procedures must report it instead.
+#[test]
+fn data_block_recorded_factory_bad_is_reported() {
+    for kind in [RecoveryKind::FullScan, RecoveryKind::RollForward] {
+        let mut ctl = controller(6);
+        let cfg = ftl_cfg(&mut ctl, kind);
+        let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        for l in 0..3 {
+            dev.write(Nanos(l), Lpn::checked(l, n).unwrap(), &vec![7; ps])
+                .unwrap();
+        }
+        dev.flush(Nanos(10)).unwrap();
+        // The block the host frontier wrote since the format's checkpoint: roll-forward
+        // reads its header too.
+        let at = dev.mapping(2).unwrap().block_addr();
+        let mut ctl = dev.into_controller();
+        ctl.chip_mut()
+            .forge_block_flags(at, nand::state::FLAG_FACTORY_BAD)
+            .unwrap();
+        match PageFtl::mount(ctl, cfg, Nanos(20)) {
+            Err(FtlError::Corrupt(m)) => assert!(m.contains("factory-bad"), "{kind:?}: {m}"),
+            Err(e) => panic!("{kind:?}: {e}"),
+            Ok(mut dev) => {
+                let mut buf = vec![0u8; ps];
+                let r = dev.read(Nanos(30), Lpn::checked(2, n).unwrap(), &mut buf);
+                panic!("{kind:?}: mounted; page 2 reads {r:?} {:?}", &buf[..4]);
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
 

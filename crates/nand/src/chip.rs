@@ -534,6 +534,15 @@ impl<S: Storage> Chip<S> {
         self.save_block(bi)
     }
 
+    /// Overwrites `block`'s persisted record flags (fault injection: a damaged or forged
+    /// block-table entry whose checksum is valid, e.g. a good block recorded as
+    /// factory-bad). Flags are the `nand::state::FLAG_*` bits.
+    pub fn forge_block_flags(&mut self, block: BlockAddr, flags: u8) -> Result<(), NandError> {
+        let bi = self.block_index(block)?;
+        self.blocks[bi].flags = flags;
+        self.save_block(bi)
+    }
+
     /// Arms a failure of the next program or erase of `block` (fault injection).
     pub fn inject_failure(&mut self, block: BlockAddr, failure: Failure) -> Result<(), NandError> {
         let bi = self.block_index(block)?;

@@ -374,6 +374,19 @@ impl Rebuild {
             return Ok(*h);
         }
         let h = ftl.sub_mut().read_header(now, b, Cause::Mount)?;
+        // A block leaves the factory bad or good, never turns factory-bad later: a record
+        // saying so of a block the checkpoint has in use (free, open, full, retiring) is a
+        // damaged block table. Both procedures report it rather than skip the block (a full
+        // scan would otherwise serve older versions of its pages, or zeros).
+        let in_use = matches!(
+            self.snap.states.get(b as usize),
+            Some(&(code::FREE | code::FULL | code::OPEN | code::RETIRING))
+        );
+        if h.status == BlockStatus::FactoryBad && in_use {
+            return Err(FtlError::Corrupt(
+                "a block the checkpoint has in use is recorded factory-bad: the block table is damaged",
+            ));
+        }
         self.headers.insert(b, h);
         Ok(h)
     }
