@@ -37,6 +37,8 @@ extern crate alloc;
 pub mod gc;
 mod page;
 pub mod policy;
+#[cfg(feature = "sabotage")]
+pub mod sabotage;
 pub mod scheme;
 mod substrate;
 

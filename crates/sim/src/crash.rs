@@ -41,6 +41,20 @@ pub enum HostOp {
 /// The volumes the harness tests.
 pub type CrashVolume = BoxedVolume<RamStorage, ConstantRber>;
 
+/// How strictly the harness checks each page read after recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Checker {
+    /// The durability contract: the value at the last completed flush, or one written
+    /// since.
+    #[default]
+    Contract,
+    /// Deliberately weakened, for the harness's self-test only: any value ever written (or
+    /// zeros) passes, so a lost flush or a resurrected version goes unseen. The self-test
+    /// shows a known-bad FTL passing this checker, so a change that weakened the real one
+    /// this far would not go unnoticed.
+    AnyVersion,
+}
+
 /// A function wrapping every volume the harness formats or mounts.
 pub type Wrapper = fn(CrashVolume) -> CrashVolume;
 
@@ -73,6 +87,9 @@ pub struct CrashConfig {
     /// harness's self-test swaps in deliberately broken behaviour here and checks that the
     /// harness catches it.
     pub wrap: Option<Wrapper>,
+    /// How pages are checked after recovery (the contract; weakened only by the
+    /// self-test).
+    pub checker: Checker,
 }
 
 impl CrashConfig {
@@ -101,6 +118,7 @@ impl CrashConfig {
             warmup: true,
             tail_ops: 60,
             wrap: None,
+            checker: Checker::Contract,
         }
     }
 
@@ -323,6 +341,7 @@ struct Model {
     current: Vec<Option<u64>>,
     /// Every version ever written to each page (to name a resurrected one).
     history: Vec<Vec<u64>>,
+    checker: Checker,
 }
 
 impl Model {
@@ -332,7 +351,13 @@ impl Model {
             since: vec![Vec::new(); n as usize],
             current: vec![None; n as usize],
             history: vec![Vec::new(); n as usize],
+            checker: Checker::Contract,
         }
+    }
+
+    fn with_checker(mut self, checker: Checker) -> Self {
+        self.checker = checker;
+        self
     }
 
     fn flushed(&mut self) {
@@ -357,7 +382,10 @@ impl Model {
     }
 
     fn accepts(&self, lpn: usize, v: Option<u64>) -> bool {
-        self.durable[lpn] == v || self.since[lpn].contains(&v)
+        match self.checker {
+            Checker::Contract => self.durable[lpn] == v || self.since[lpn].contains(&v),
+            Checker::AnyVersion => v.is_none_or(|v| self.history[lpn].contains(&v)),
+        }
     }
 }
 
@@ -460,9 +488,15 @@ fn verify(dev: &mut dyn Ftl, model: &mut Model, t: Nanos) -> Result<(), String> 
         let got = if buf.iter().all(|&b| b == 0) {
             Some(None)
         } else {
+            let weak = model.checker == Checker::AnyVersion;
             let mut cands = std::iter::once(model.durable[l as usize])
                 .chain(model.since[l as usize].iter().copied())
-                .flatten();
+                .flatten()
+                .chain(
+                    weak.then(|| model.history[l as usize].clone())
+                        .into_iter()
+                        .flatten(),
+                );
             cands.find(|&v| buf == pattern(ps, l, v)).map(Some)
         };
         match got {
@@ -654,7 +688,7 @@ fn case_inner(
         .map(|d| cfg.wrapped(d))
         .map_err(|e| format!("format: {e}"))?;
     let logical = dev.logical_pages();
-    let mut model = Model::new(logical);
+    let mut model = Model::new(logical).with_checker(cfg.checker);
     if !run_ops(
         &mut dev,
         &mut model,

@@ -1,11 +1,17 @@
-//! The crash harness is tested itself: FTLs with deliberately broken behaviour, swapped in
-//! through `CrashConfig::wrap`, must make it report contract violations — and the same plan
-//! over the unbroken FTL must not. If a change to the harness loses its teeth, this fails.
+//! The crash harness is tested itself: FTLs with deliberately broken behaviour — wrapped
+//! (`CrashConfig::wrap`: trims dropped, a flush that does nothing) or broken inside (the
+//! `ftl` crate's `sabotage` feature: recovery skipping a block, a victim erased before its
+//! copies are sealed, torn pages believed without a CRC check) — must make it report
+//! contract violations, and the same plan over the unbroken FTL must not. A deliberately
+//! weakened checker lets a known-bad FTL through, so the real checker's strength is what
+//! these tests measure. If a change to the harness loses its teeth, this fails.
 
 use controller::Controller;
+use ftl::sabotage::Sabotage;
+use ftl::SchemeConfig;
 use ftl::{BoxedVolume, DataClass, FlashOp, Ftl, FtlCounters, FtlError, RecoveryReport, Volume};
 use nand::{ConstantRber, CutMode, Lpn, Nanos, PhysAddr, RamStorage};
-use sim::crash::{run_plan, CrashConfig, Plan};
+use sim::crash::{run_plan, Checker, CrashConfig, Plan, Summary};
 
 type Dev = BoxedVolume<RamStorage, ConstantRber>;
 
@@ -152,4 +158,116 @@ fn the_control_passes_through_the_same_wrapper() {
     let (f, passed) = failures(wrap_none, 41);
     assert_eq!(f, 0);
     assert!(passed > 140);
+}
+
+/// A linear or random plan on an FTL carrying `bug`, checked by `checker`.
+fn sabotaged(bug: Sabotage, checker: Checker, seed: u64, plan: Plan, modes: &[CutMode]) -> Summary {
+    let mut cfg = CrashConfig::small(seed);
+    cfg.trim_pct = 20;
+    cfg.checker = checker;
+    // The invariant checks (`Volume::verify`) catch some of these bugs on their own, even in
+    // the cut-free dry run; off, so what is measured is the contract checker.
+    cfg.verify = false;
+    let SchemeConfig::Page(p) = &mut cfg.scheme;
+    p.sabotage = bug;
+    let s = run_plan(&cfg, plan, modes, &mut |_, _| {}).unwrap();
+    eprintln!("{bug:?} / {checker:?}:\n{s}");
+    s
+}
+
+fn broken(s: &Summary) -> usize {
+    s.failures.len()
+}
+
+#[test]
+fn the_harness_catches_recovery_skipping_a_block() {
+    let s = sabotaged(
+        Sabotage::SkipRecoveryBlock,
+        Checker::Contract,
+        43,
+        Plan::Random { samples: 150 },
+        &CutMode::ALL,
+    );
+    assert!(broken(&s) > 0, "recovery that skips a block went unnoticed");
+}
+
+#[test]
+fn the_harness_catches_a_victim_erased_before_its_copies_are_sealed() {
+    // Only a cut that scrambles the lower pages of an upper-page program exposes it: every
+    // such cut point of the workload.
+    let s = sabotaged(
+        Sabotage::EraseVictimEarly,
+        Checker::Contract,
+        44,
+        Plan::Linear,
+        &[CutMode::PairedPage],
+    );
+    assert!(
+        broken(&s) > 0,
+        "erasing a victim before its copies are sealed went unnoticed"
+    );
+}
+
+#[test]
+fn the_harness_catches_torn_pages_believed_without_a_crc_check() {
+    let s = sabotaged(
+        Sabotage::NoTornCheck,
+        Checker::Contract,
+        45,
+        Plan::Linear,
+        &[
+            CutMode::TornProgram(nand::TornFill::Random),
+            CutMode::PairedPage,
+        ],
+    );
+    assert!(
+        broken(&s) > 0,
+        "torn pages believed without their CRC went unnoticed"
+    );
+}
+
+#[test]
+fn a_weakened_checker_lets_a_known_bad_ftl_through() {
+    // The same FTL that forgets trims, the same cuts: the contract checker fails it (a
+    // trimmed page comes back with its old data), a checker that accepts any version ever
+    // written does not. The self-tests above therefore depend on the checker's full
+    // strength, and would notice it weakened.
+    let run = |checker| {
+        let mut cfg = CrashConfig::small(41);
+        cfg.trim_pct = 20;
+        cfg.wrap = Some(wrap_drop_trims);
+        cfg.checker = checker;
+        let s = run_plan(
+            &cfg,
+            Plan::Random { samples: 150 },
+            &CutMode::ALL,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        eprint!("{checker:?}: {s}");
+        s.failures.len()
+    };
+    assert!(run(Checker::Contract) > 0);
+    assert_eq!(
+        run(Checker::AnyVersion),
+        0,
+        "the weakened checker caught it: it is not weak"
+    );
+}
+
+#[test]
+fn the_unbroken_ftl_passes_the_same_plans() {
+    let torn = [
+        CutMode::TornProgram(nand::TornFill::Random),
+        CutMode::PairedPage,
+    ];
+    for (seed, plan, modes) in [
+        (43, Plan::Random { samples: 150 }, &CutMode::ALL[..]),
+        (44, Plan::Linear, &[CutMode::PairedPage][..]),
+        (45, Plan::Linear, &torn[..]),
+    ] {
+        let s = sabotaged(Sabotage::None, Checker::Contract, seed, plan, modes);
+        assert_eq!(broken(&s), 0, "seed {seed}: {s}");
+        assert!(s.passed as usize > s.cases as usize * 9 / 10, "{s}");
+    }
 }

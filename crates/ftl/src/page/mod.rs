@@ -104,6 +104,10 @@ pub struct PageFtlConfig {
     pub region_blocks_per_die: u32,
     /// How [`PageFtl::mount`] rebuilds the volume.
     pub recovery: recovery::RecoveryKind,
+    /// A deliberate bug (test builds with the `sabotage` feature only).
+    #[cfg(feature = "sabotage")]
+    #[serde(skip)]
+    pub sabotage: crate::sabotage::Sabotage,
 }
 
 impl PageFtlConfig {
@@ -156,6 +160,8 @@ impl Default for PageFtlConfig {
             checkpoint_interval: 0,
             region_blocks_per_die: 0,
             recovery: recovery::RecoveryKind::RollForward,
+            #[cfg(feature = "sabotage")]
+            sabotage: crate::sabotage::Sabotage::None,
         }
     }
 }
@@ -351,6 +357,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ecc_t: cfg.ecc_t,
             gc_threshold: cfg.gc_threshold,
             wear_leveling: cfg.wear_leveling,
+            #[cfg(feature = "sabotage")]
+            sabotage: cfg.sabotage,
         };
         let policies = Policies {
             placement: cfg.placement.policy(),

@@ -222,7 +222,12 @@ impl Recovery for RollForward {
                 .filter(|&b| r.snap.states[b as usize] == code::FREE)
                 .collect();
             free.sort_unstable_by_key(|&b| (r.snap.erase[b as usize], b));
-            for b in free {
+            for (_i, b) in free.into_iter().enumerate() {
+                #[cfg(feature = "sabotage")]
+                if _i == 0 && ftl.sub().cfg.sabotage == crate::sabotage::Sabotage::SkipRecoveryBlock
+                {
+                    continue;
+                }
                 let moved = erased_since(ftl, &mut r, b)?;
                 let wp = r.scan_block(ftl, now, b, 0, c)?;
                 if wp == 0 {
@@ -489,7 +494,12 @@ impl Rebuild {
         for (p, lpn, seq) in found {
             // Pages at the write point are read in full whether or not they win: a damaged
             // one rules out resuming the block.
-            if p >= tail && !self.verify(ftl, now, b, p)? {
+            #[cfg(feature = "sabotage")]
+            let p_checked =
+                p >= tail && ftl.sub().cfg.sabotage != crate::sabotage::Sabotage::NoTornCheck;
+            #[cfg(not(feature = "sabotage"))]
+            let p_checked = p >= tail;
+            if p_checked && !self.verify(ftl, now, b, p)? {
                 clean = false;
                 continue;
             }

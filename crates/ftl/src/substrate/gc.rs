@@ -267,7 +267,11 @@ pub(crate) fn erase_dirty<K: Kernel>(
     force: bool,
 ) -> Result<(), FtlError> {
     while let Some(p) = k.sub().dies[die].dirty.front().copied() {
-        if let Some((d, s)) = k.sub().blocking_frontier(die, &p) {
+        let blocked = k.sub().blocking_frontier(die, &p);
+        #[cfg(feature = "sabotage")]
+        let blocked =
+            blocked.filter(|_| k.sub().cfg.sabotage != crate::sabotage::Sabotage::EraseVictimEarly);
+        if let Some((d, s)) = blocked {
             if !force {
                 return Ok(());
             }

@@ -83,6 +83,9 @@ pub(crate) struct SubstrateConfig {
     pub gc_threshold: u32,
     /// Static wear levelling.
     pub wear_leveling: Option<WearLevelConfig>,
+    /// A deliberate bug (test builds only).
+    #[cfg(feature = "sabotage")]
+    pub sabotage: crate::sabotage::Sabotage,
 }
 
 /// State of a physical block.

@@ -1,0 +1,21 @@
+//! Deliberate bugs, for testing the crash harness itself (feature `sabotage`; never part of
+//! a product build). A harness that stops catching any of these has lost its teeth; the
+//! self-test in `crates/sim/tests/harness_self_test.rs` swaps each in and requires the
+//! harness to report contract violations.
+
+/// Which bug the FTL carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sabotage {
+    /// None: the real FTL.
+    #[default]
+    None,
+    /// Roll-forward recovery skips the first block the allocator would have opened since
+    /// the checkpoint (its pages are never found).
+    SkipRecoveryBlock,
+    /// GC erases a victim as soon as its pages are copied, without waiting for the copies'
+    /// word lines to be sealed (an MLC paired-page cut can then destroy both copies).
+    EraseVictimEarly,
+    /// Recovery believes the OOB record of the pages at a block's write point without
+    /// reading them in full and checking their data CRC (a torn page can win).
+    NoTornCheck,
+}
