@@ -342,6 +342,8 @@ struct Model {
     /// Every version ever written to each page (to name a resurrected one).
     history: Vec<Vec<u64>>,
     checker: Checker,
+    /// The host operation a power loss interrupted (its index in its workload).
+    in_flight: Option<(usize, HostOp)>,
 }
 
 impl Model {
@@ -352,6 +354,7 @@ impl Model {
             current: vec![None; n as usize],
             history: vec![Vec::new(); n as usize],
             checker: Checker::Contract,
+            in_flight: None,
         }
     }
 
@@ -461,7 +464,10 @@ fn run_ops(
         match r {
             Ok(()) if op == HostOp::Flush => model.flushed(),
             Ok(()) => {}
-            Err(e) if is_power_loss(&e) => return Ok(false),
+            Err(e) if is_power_loss(&e) => {
+                model.in_flight = Some((i, op));
+                return Ok(false);
+            }
             Err(e) => return Err(format!("host op {i} ({op:?}): {e}")),
         }
         if check {
@@ -706,7 +712,12 @@ fn case_inner(
     }
     // Power on and recover (with an optional second cut).
     let mut ctl = dev.into_controller();
-    *info = CutInfo::of(&ctl, &cfg.scheme.keep_whole_blocks(&cfg.chip));
+    *info = CutInfo::of(&ctl, &cfg.scheme.keep_whole_blocks(&cfg.chip)).map(|mut c| {
+        if let Some((i, op)) = model.in_flight {
+            c.text += &format!("; host op {i} of the workload in flight: {op:?}");
+        }
+        c
+    });
     ctl.chip_mut().disarm_cut();
     ctl.chip_mut().power_on();
     t += Nanos::from_ms(1);
