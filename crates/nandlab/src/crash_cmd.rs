@@ -22,9 +22,9 @@ pub struct CrashArgs {
     /// Which cut points to try.
     #[arg(long, value_enum, default_value = "random")]
     mode: ModeArg,
-    /// Cases of the random and nested modes.
-    #[arg(long, default_value_t = 500)]
-    samples: usize,
+    /// Cases of the random and nested modes (default 500).
+    #[arg(long)]
+    samples: Option<usize>,
     /// Workload and chip seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -192,14 +192,17 @@ pub fn run(args: CrashArgs) -> Result<()> {
             })
             .collect::<Result<_>>()?
     };
+    let samples = args.samples.unwrap_or(500);
+    if samples == 0 {
+        bail!("--samples 0: a run of no cases checks nothing");
+    }
     let plan = match args.mode {
+        ModeArg::Linear if args.samples.is_some() => {
+            bail!("--samples applies to --mode random and nested; linear tries every operation")
+        }
         ModeArg::Linear => Plan::Linear,
-        ModeArg::Random => Plan::Random {
-            samples: args.samples,
-        },
-        ModeArg::Nested => Plan::Nested {
-            samples: args.samples,
-        },
+        ModeArg::Random => Plan::Random { samples },
+        ModeArg::Nested => Plan::Nested { samples },
     };
     let bar = if std::io::stderr().is_terminal() {
         indicatif::ProgressBar::new(0)

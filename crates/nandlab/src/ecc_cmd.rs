@@ -86,6 +86,9 @@ fn parse_hex(s: &str) -> Result<u32, String> {
 
 impl CodeArgs {
     fn build(&self) -> Result<Bch> {
+        if self.sector == 0 {
+            bail!("--sector 0: a sector (one codeword's data) holds at least one byte");
+        }
         let bch = match (self.m, self.poly) {
             (None, None) => Bch::for_sector(self.sector, self.t),
             (Some(m), None) => Bch::new(m, self.t),
@@ -114,6 +117,7 @@ impl CodeArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct UberArgs {
     /// Bits per codeword (page).
     #[arg(long, required_unless_present = "ap_table1")]
@@ -128,7 +132,7 @@ pub struct UberArgs {
     #[arg(long, default_value_t = 1.0)]
     sigma: f64,
     /// Print AP Table 1 (3-bit ECC, LSB and MSB rows, σ = 0.5) beside the paper's values.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["bits", "rber", "t", "sigma"])]
     ap_table1: bool,
 }
 
@@ -245,8 +249,15 @@ fn uber(a: UberArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&rber) {
         bail!("--rber {rber} is not a probability");
     }
-    if !a.sigma.is_finite() || a.sigma <= 0.0 {
-        bail!("--sigma {} must be positive", a.sigma);
+    if bits == 0 {
+        bail!("--bits 0: a codeword has at least one bit");
+    }
+    if !a.sigma.is_finite() || a.sigma <= 0.0 || rber * a.sigma > 1.0 {
+        bail!(
+            "--sigma {:e}: must be positive, and --rber × --sigma a probability (here {:e})",
+            a.sigma,
+            rber * a.sigma
+        );
     }
     let r = rber * a.sigma;
     let fail = reliability::prob_more_than(bits, r, t);
@@ -299,6 +310,9 @@ fn flares(bits: u64, uber: f64, p_min: u64, p_max: u64, pe: &[u32]) -> Result<()
 }
 
 fn bench(seconds: f64) -> Result<()> {
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        bail!("--seconds {seconds}: a measurement needs a positive duration");
+    }
     println!("BCH throughput, 4 KiB sectors (GF(2^16), poly 0x1002d); 1 MB = 10^6 bytes");
     for (t, errors) in [(8u32, 4usize), (40, 20)] {
         let bch = Bch::for_sector(4096, t)?;

@@ -57,6 +57,16 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // Output cut short by the reader (`nandlab … | head`) ends the program quietly, as it
+    // does a C tool, instead of panicking in `println!`. Not for the NBD server: a client
+    // hanging up must not kill it (its sockets report EPIPE as an error it handles).
+    #[cfg(target_os = "linux")]
+    if !matches!(cli.command, Command::Serve(_)) {
+        // SAFETY: restoring the default disposition of one signal, before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),

@@ -18,10 +18,10 @@ pub struct RunArgs {
     #[arg(long, requires = "format")]
     trace: Option<PathBuf>,
     /// Trace format: mqsim, msr, blkparse, spc.
-    #[arg(long)]
+    #[arg(long, requires = "trace")]
     format: Option<String>,
     /// Fold trace addresses past the device instead of rejecting them.
-    #[arg(long)]
+    #[arg(long, requires = "trace")]
     wrap: bool,
     /// Override the seed.
     #[arg(long)]
@@ -92,6 +92,10 @@ pub fn run(a: RunArgs) -> Result<()> {
         .csv
         .clone()
         .or_else(|| cfg.report.csv.as_ref().map(|p| base.join(p)));
+    // Output paths are checked before the work, not after it.
+    for p in [&json, &csv].into_iter().flatten() {
+        check_output(p)?;
+    }
     let wall = Instant::now();
     let mut exp = cfg.build(&base)?;
     let bar = progress_bar(a.quiet);
@@ -146,6 +150,25 @@ pub fn write_reports(report: &Report, json: Option<&Path>, csv: Option<&Path>) -
     if let Some(p) = csv {
         std::fs::write(p, report.to_csv())
             .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Fails unless `p` can be written: its directory exists and it is not a directory.
+pub fn check_output(p: &Path) -> Result<()> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "{}: directory {} does not exist",
+            p.display(),
+            dir.display()
+        );
+    }
+    if p.is_dir() {
+        bail!("{}: is a directory", p.display());
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ pub struct ServeArgs {
     #[arg(long)]
     create: Option<String>,
     /// With --create: blocks per plane.
-    #[arg(long)]
+    #[arg(long, requires = "create")]
     blocks_per_plane: Option<u32>,
     /// Address to listen on. NBD has no authentication: anything but loopback is reachable
     /// by anyone who can reach the port.

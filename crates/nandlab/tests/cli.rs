@@ -473,3 +473,111 @@ fn sweep_errors_name_the_matrix_and_slurm_jobs_are_written() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(job.join("report.md").exists() && job.join("plots/m-speedup.png").exists());
 }
+
+#[test]
+fn runs_that_do_nothing_and_flags_that_do_not_apply_are_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\nseed = 1\n[chip]\npreset = \"tiny-mlc\"\n[ftl.page]\nover_provisioning = 0.01\n\
+         [workload]\nrequests = 10\nread_pct = 150\nsize = 0\nalign = 0\n[load]\nqueue_depth = 0\n",
+    )
+    .unwrap();
+    let hostname = d.path().join("data.bin");
+    std::fs::write(&hostname, b"some bytes").unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["run", "--requests", "0"], &["workload.requests: 0"]),
+        (&["crashtest", "--samples", "0"], &["--samples 0"]),
+        (
+            &["crashtest", "--mode", "linear", "--samples", "5"],
+            &["--samples applies to --mode random and nested"],
+        ),
+        (&["ecc", "bench", "--seconds", "0"], &["--seconds 0"]),
+        (
+            &["ecc", "uber", "--bits", "0", "--rber", "1e-4", "-t", "8"],
+            &["--bits 0"],
+        ),
+        (
+            &[
+                "ecc", "uber", "--bits", "100", "--rber", "1e-4", "-t", "8", "--sigma", "1e300",
+            ],
+            &["--sigma 1e300"],
+        ),
+        (
+            &["ecc", "uber", "--bits", "100", "--rber", "-1", "-t", "8"],
+            &["--rber -1 is not a probability"],
+        ),
+        (&["run", "--format", "mqsim"], &["--trace"]),
+        (&["run", "--wrap"], &["--trace"]),
+        (
+            &["ecc", "uber", "--ap-table1", "--bits", "100"],
+            &["cannot be used with"],
+        ),
+        (
+            &["serve", "--image", "x.img", "--blocks-per-plane", "10"],
+            &["--create"],
+        ),
+        (
+            &[
+                "ecc",
+                "encode",
+                "-t",
+                "4",
+                "--sector",
+                "0",
+                hostname.to_str().unwrap(),
+                "--parity",
+                "p",
+            ],
+            &["--sector 0"],
+        ),
+        (
+            &["run", "--requests", "10", "--json", "/no/such/dir/r.json"],
+            &["directory /no/such/dir does not exist"],
+        ),
+        // Every independent problem of an experiment file at once.
+        (
+            &["run", "--config", bad.to_str().unwrap()],
+            &[
+                "workload.read_pct: 150",
+                "workload.size: 0",
+                "workload.align: 0",
+                "load.queue_depth: 0",
+                "over_provisioning = 0.01",
+            ],
+        ),
+    ];
+    for (args, wants) in cases {
+        let o = nandlab(args);
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{args:?} succeeded: {}", stdout(&o));
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+        for w in *wants {
+            assert!(e.contains(w), "{args:?}: wanted {w:?} in {e}");
+        }
+    }
+}
+
+#[test]
+fn output_cut_short_by_the_reader_is_not_a_panic() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(["ecc", "flares"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Hang up before the first line (what `| head -c 0` does): its first print hits a
+    // closed pipe, deterministically.
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+}

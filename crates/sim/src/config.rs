@@ -372,14 +372,37 @@ impl ExperimentConfig {
     /// Builds the device, engine and request source. Relative trace paths are resolved
     /// against `base_dir`.
     pub fn build(self, base_dir: &Path) -> Result<Experiment, SimError> {
-        let chip_text =
-            toml::to_string(&self.chip).map_err(|e| SimError::Config(format!("chip: {e}")))?;
-        let mut chip_cfg = ChipConfig::from_toml_str(&chip_text)
-            .map_err(|e| SimError::Config(format!("chip.{e}")))?;
+        // The problems that do not depend on each other are reported together.
+        let mut errs: Vec<String> = Vec::new();
+        if let Some(Err(SimError::Config(e))) = self.workload.as_ref().map(|w| w.validate()) {
+            errs.push(e);
+        }
+        if let Err(SimError::Config(e)) = self.error_model() {
+            errs.push(e);
+        }
+        if self.load.mode == LoadKind::Closed && self.load.queue_depth == 0 {
+            errs.push("load.queue_depth: 0 must be at least 1 (closed loop)".into());
+        }
+        if self.load.device_queue == Some(0) {
+            errs.push("load.device_queue: 0 must be at least 1".into());
+        }
+        let chip_cfg = toml::to_string(&self.chip)
+            .map_err(|e| format!("chip: {e}"))
+            .and_then(|t| ChipConfig::from_toml_str(&t).map_err(|e| format!("chip.{e}")));
+        let mut chip_cfg = match chip_cfg {
+            Ok(c) => c,
+            Err(e) => {
+                errs.push(e);
+                return Err(SimError::Config(errs.join("\n")));
+            }
+        };
         if !self.chip.contains_key("seed") {
             chip_cfg.seed = self.seed;
         }
-        let model = self.error_model()?;
+        // (An invalid model is already reported; a stand-in lets the FTL's own checks run.)
+        let model = self
+            .error_model()
+            .unwrap_or_else(|_| Box::new(ConstantRber(0.0)));
         let g = chip_cfg.geometry;
         let bytes_mode = self.controller.mode == PayloadMode::Bytes;
         let scheme = self.ftl.scheme_config();
@@ -413,9 +436,16 @@ impl ExperimentConfig {
             .map_err(|e| SimError::Config(format!("controller: {e}")))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.
         ctl.set_crc32c(crc32c::crc32c);
-        let ftl: Box<dyn ftl::Ftl> = scheme
-            .format(ctl, Nanos::ZERO)
-            .map_err(|e| SimError::Config(format!("ftl.{}: {e}", scheme.name())))?;
+        let ftl: Box<dyn ftl::Ftl> = match scheme.format(ctl, Nanos::ZERO) {
+            Ok(f) => f,
+            Err(e) => {
+                errs.push(format!("ftl.{}: {e}", scheme.name()));
+                return Err(SimError::Config(errs.join("\n")));
+            }
+        };
+        if !errs.is_empty() {
+            return Err(SimError::Config(errs.join("\n")));
+        }
         let mut engine = Engine::new(
             ftl,
             g.total_dies() as usize,
@@ -439,11 +469,6 @@ impl ExperimentConfig {
         }
         engine.set_critical_ranges(&ranges)?;
         engine.set_background(self.load.background);
-        if self.load.device_queue == Some(0) {
-            return Err(SimError::Config(
-                "load.device_queue: 0 must be at least 1".into(),
-            ));
-        }
         engine.set_device_slots(self.load.device_queue.map(|n| n as usize));
         let source: Box<dyn RequestSource> = match (&self.workload, &self.trace) {
             (Some(_), Some(_)) => {

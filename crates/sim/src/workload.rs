@@ -126,37 +126,45 @@ impl Default for SyntheticConfig {
 impl SyntheticConfig {
     /// Checks the knobs; errors name the key.
     pub fn validate(&self) -> Result<(), SimError> {
-        let bad = |k: &str, m: String| Err(SimError::Config(format!("workload.{k}: {m}")));
+        // Every problem at once, each naming its key.
+        let mut errs: Vec<String> = Vec::new();
+        let mut bad = |k: &str, m: String| errs.push(format!("workload.{k}: {m}"));
         for (k, v) in [
             ("read_pct", self.read_pct),
             ("random_pct", self.random_pct),
             ("trim_pct", self.trim_pct),
         ] {
             if !(0.0..=100.0).contains(&v) {
-                return bad(k, format!("{v} is not a percentage"));
+                bad(k, format!("{v} is not a percentage"));
             }
         }
         if self.align == 0 || !self.align.is_multiple_of(512) {
-            return bad(
+            bad(
                 "align",
                 format!("{} must be a positive multiple of 512", self.align),
             );
         }
         if !(self.footprint > 0.0 && self.footprint <= 1.0) {
-            return bad("footprint", format!("{} must be in (0, 1]", self.footprint));
+            bad("footprint", format!("{} must be in (0, 1]", self.footprint));
         }
         if !(self.interarrival_us >= 0.0 && self.interarrival_us.is_finite()) {
-            return bad(
+            bad(
                 "interarrival_us",
                 format!("{} must be ≥ 0", self.interarrival_us),
             );
         }
         if self.requests.is_none() && self.duration_ms.is_none() {
-            return bad("requests", "give `requests` or `duration_ms`".into());
+            bad("requests", "give `requests` or `duration_ms`".into());
+        }
+        if self.requests == Some(0) {
+            bad(
+                "requests",
+                "0: a run of no requests measures nothing".into(),
+            );
         }
         if let Some(d) = self.duration_ms {
             if d.is_nan() || d <= 0.0 || self.interarrival_us == 0.0 {
-                return bad(
+                bad(
                     "duration_ms",
                     format!("{d} needs a positive value and interarrival_us > 0"),
                 );
@@ -164,22 +172,26 @@ impl SyntheticConfig {
         }
         let sizes: Vec<u64> = match &self.size {
             SizeSpec::Fixed(s) => vec![*s],
-            SizeSpec::Choice(v) if v.is_empty() => return bad("size", "empty list".into()),
+            SizeSpec::Choice(v) if v.is_empty() => {
+                bad("size", "empty list".into());
+                Vec::new()
+            }
             SizeSpec::Choice(v) => v.clone(),
             SizeSpec::Range { min, max } if min > max => {
-                return bad("size", format!("min {min} > max {max}"))
+                bad("size", format!("min {min} > max {max}"));
+                Vec::new()
             }
             SizeSpec::Range { min, max } => vec![*min, *max],
         };
         if let Some(s) = sizes.iter().find(|&&s| s == 0 || s % 512 != 0) {
-            return bad("size", format!("{s} must be a positive multiple of 512"));
+            bad("size", format!("{s} must be a positive multiple of 512"));
         }
         if let Some(i) = self.idle {
             if i.every == 0 {
-                return bad("idle.every", format!("{} must be at least 1", i.every));
+                bad("idle.every", format!("{} must be at least 1", i.every));
             }
             if !(i.seconds >= 0.0 && i.seconds.is_finite() && i.seconds < 1e12) {
-                return bad(
+                bad(
                     "idle.seconds",
                     format!("{} must be a non-negative number of seconds", i.seconds),
                 );
@@ -187,7 +199,7 @@ impl SyntheticConfig {
         }
         if let Some(h) = self.hot {
             if !(h.data_pct > 0.0 && h.data_pct < 100.0 && (0.0..=100.0).contains(&h.access_pct)) {
-                return bad(
+                bad(
                     "hot",
                     format!(
                         "data_pct {} / access_pct {} out of range",
@@ -196,7 +208,20 @@ impl SyntheticConfig {
                 );
             }
         }
-        Ok(())
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(SimError::Config(errs.join("\n")))
+        }
+    }
+
+    /// The largest request size it can issue, in bytes.
+    pub fn max_size(&self) -> u64 {
+        match &self.size {
+            SizeSpec::Fixed(s) => *s,
+            SizeSpec::Choice(v) => v.iter().copied().max().unwrap_or(0),
+            SizeSpec::Range { max, .. } => *max,
+        }
     }
 }
 
@@ -215,6 +240,12 @@ impl Synthetic {
     /// A generator over a device of `capacity` bytes.
     pub fn new(cfg: SyntheticConfig, capacity: u64, seed: u64) -> Result<Self, SimError> {
         cfg.validate()?;
+        if cfg.max_size() > capacity {
+            return Err(SimError::Config(format!(
+                "workload.size: a {}-byte request is larger than the volume's {capacity} bytes",
+                cfg.max_size()
+            )));
+        }
         let footprint = ((capacity as f64 * cfg.footprint) as u64 / cfg.align) * cfg.align;
         if footprint == 0 {
             return Err(SimError::Config(
