@@ -466,7 +466,11 @@ mod toml_file {
             let dotted = path.join(".");
             match (base.get_mut(&key), value) {
                 (None, _) => {
-                    return Err(ConfigError::new(dotted, "unknown key"));
+                    let known: Vec<&str> = base.keys().map(String::as_str).collect();
+                    return Err(ConfigError::new(
+                        dotted,
+                        format!("unknown key (valid here: {})", known.join(", ")),
+                    ));
                 }
                 (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o, path)?,
                 (Some(toml::Value::Table(_)), other) => {

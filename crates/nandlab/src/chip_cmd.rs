@@ -81,7 +81,37 @@ impl ChipSource {
 pub fn load_config(path: &Path) -> Result<ChipConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read chip file {}", path.display()))?;
-    ChipConfig::from_toml_str(&text).with_context(|| format!("in chip file {}", path.display()))
+    ChipConfig::from_toml_str(&text).map_err(|e| {
+        let at = key_line(&text, &e.field).map_or(String::new(), |l| format!(":{l}"));
+        anyhow::anyhow!("chip file {}{at}: {e}", path.display())
+    })
+}
+
+/// The line of `text` (1-based) that sets dotted `key` (`geometry.page_size`: the
+/// `page_size = …` line under `[geometry]`, or a dotted `geometry.page_size = …`).
+fn key_line(text: &str, key: &str) -> Option<usize> {
+    let (section, leaf) = key.rsplit_once('.').unwrap_or(("", key));
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') && t.ends_with(']') {
+            current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            continue;
+        }
+        let Some((k, _)) = t.split_once('=') else {
+            continue;
+        };
+        let k = k.trim();
+        let full = if current.is_empty() {
+            k.to_string()
+        } else {
+            format!("{current}.{k}")
+        };
+        if full == key || (current == section && k == leaf) {
+            return Some(i + 1);
+        }
+    }
+    None
 }
 
 pub fn run(cmd: ChipCommand) -> Result<()> {

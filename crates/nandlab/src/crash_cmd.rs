@@ -145,6 +145,19 @@ pub fn run(args: CrashArgs) -> Result<()> {
     chip.reliability.wear_fail_rate = 0.0;
     chip.reliability.wear_fail_growth = 0.0;
     chip.seed = args.seed;
+    // Every case holds the whole chip in RAM with real bytes: refuse up front what the
+    // machine cannot hold, rather than thrash or be killed half-way.
+    let need = chip.geometry.total_pages() * chip.geometry.raw_page_size() as u64;
+    if let Some(avail) = mem_available() {
+        if need > avail / 10 * 9 {
+            bail!(
+                "chip {}: a crash test keeps the chip's pages in RAM with real bytes (up to {} MiB with their spare areas), but only {} MiB are available; use a smaller preset or --blocks-per-plane",
+                args.preset,
+                need >> 20,
+                avail >> 20
+            );
+        }
+    }
     cfg.chip = chip;
     if args.flush_every < 2 {
         bail!(
@@ -248,4 +261,12 @@ pub fn run(args: CrashArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Bytes of memory available to new allocations (`MemAvailable` of /proc/meminfo).
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

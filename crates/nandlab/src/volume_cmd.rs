@@ -124,14 +124,32 @@ pub fn create(image: &Path, preset: &str, blocks_per_plane: Option<u32>) -> Resu
     if let Some(b) = blocks_per_plane {
         chip.geometry.blocks_per_plane = b;
     }
-    let storage = FileStorage::create(image, &chip)
-        .with_context(|| format!("creating {}", image.display()))?;
-    let mut ctl = controller(Chip::new(chip, storage)?)?;
-    let cfg = ftl_config(&mut ctl, RecoveryKind::RollForward);
-    let mut vol = cfg.format(ctl, Nanos::ZERO)?;
-    vol.shutdown(Nanos::ZERO)?;
-    vol.controller_mut().chip_mut().sync()?;
-    Ok(vol)
+    chip.validate().map_err(|e| match blocks_per_plane {
+        Some(b) => anyhow::anyhow!("--blocks-per-plane {b}: {e}"),
+        None => anyhow::anyhow!("preset {preset}: {e}"),
+    })?;
+    // Formatted under a temporary name and renamed into place when complete: a failed
+    // format leaves no half-made image behind (nor destroys an existing one half-way).
+    let name = image
+        .file_name()
+        .map_or_else(|| "image".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = image.with_file_name(format!(".{name}.formatting-{}", std::process::id()));
+    let made = (|| -> Result<Vol> {
+        let storage = FileStorage::create(&tmp, &chip)
+            .with_context(|| format!("creating {}", image.display()))?;
+        let mut ctl = controller(Chip::new(chip, storage)?)?;
+        let cfg = ftl_config(&mut ctl, RecoveryKind::RollForward);
+        let mut vol = cfg.format(ctl, Nanos::ZERO)?;
+        vol.shutdown(Nanos::ZERO)?;
+        vol.controller_mut().chip_mut().sync()?;
+        std::fs::rename(&tmp, image)
+            .with_context(|| format!("renaming the new image to {}", image.display()))?;
+        Ok(vol)
+    })();
+    if made.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    made
 }
 
 /// Opens an image and mounts its volume (recovering after a crash).
@@ -242,7 +260,13 @@ fn verify(a: VerifyArgs) -> Result<()> {
     }
     check_after_kill(&mut *vol, &ops, a.flushed)
         .map_err(anyhow::Error::msg)
-        .with_context(|| format!("{} after {} flushed operations", path.display(), a.flushed))?;
+        .with_context(|| {
+            format!(
+                "{} after {} flushed operations (verify must be given the same workload flags as the `volume stress` that wrote the image: --seed, --ops, … — a different workload reads as corruption)",
+                path.display(),
+                a.flushed
+            )
+        })?;
     let r = vol.recovery_report().cloned();
     println!(
         "{}: all {n} pages as the contract allows ({} of {} operations flushed){}",

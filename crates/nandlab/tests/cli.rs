@@ -581,3 +581,54 @@ fn output_cut_short_by_the_reader_is_not_a_panic() {
     child.wait().unwrap();
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn config_errors_say_where_and_what_is_valid() {
+    let d = tempfile::tempdir().unwrap();
+    let chip = d.path().join("c.toml");
+    std::fs::write(
+        &chip,
+        "preset = \"tiny-mlc\"\n[geometry]\nblocks_per_plan = 3\n",
+    )
+    .unwrap();
+    let o = nandlab(&["chip", "info", "--config", chip.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        e.contains("c.toml:3: geometry.blocks_per_plan: unknown key (valid here:")
+            && e.contains("blocks_per_plane"),
+        "{e}"
+    );
+    let exp = d.path().join("e.toml");
+    std::fs::write(
+        &exp,
+        "name = \"x\"\nseed = 1\n[chip]\npreset = \"tiny-mlc\"\n[workload]\nrequests = 10\nsize = -4096\n",
+    )
+    .unwrap();
+    let o = nandlab(&["run", "--config", exp.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert!(
+        e.contains("e.toml:7:") && e.contains("workload.size: expected a request size"),
+        "{e}"
+    );
+    assert!(!e.contains("untagged enum"), "{e}");
+    let o = nandlab(&[
+        "volume",
+        "format",
+        "--image",
+        d.path().join("v.img").to_str().unwrap(),
+        "--blocks-per-plane",
+        "0",
+    ]);
+    let e = stderr(&o);
+    assert!(e.contains("--blocks-per-plane 0"), "{e}");
+    assert!(
+        !d.path().join("v.img").exists(),
+        "a failed format left an image"
+    );
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        2,
+        "a temporary file was left"
+    );
+}

@@ -306,7 +306,7 @@ impl RequestSource for TraceReader {
                         return Some(Err(self.err(
                             "offset",
                             format!(
-                                "bytes {offset}..{end} are past the device's {} bytes (set wrap to fold addresses)",
+                                "bytes {offset}..{end} are past the device's {} bytes (fold addresses with --wrap, or `wrap = true` under [trace])",
                                 self.capacity
                             ),
                         )));

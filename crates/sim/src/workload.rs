@@ -20,7 +20,10 @@ pub trait RequestSource {
 
 /// Request sizes: a fixed size, a uniform choice among sizes, or a uniform range.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "workload.size: expected a request size in bytes (a positive multiple of 512, e.g. 4096), a list of sizes ([4096, 8192]) or a range ({ min = 4096, max = 65536 })"
+)]
 pub enum SizeSpec {
     /// Every request this many bytes.
     Fixed(u64),
