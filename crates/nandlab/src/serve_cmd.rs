@@ -171,8 +171,20 @@ impl Volume {
     }
 
     fn stats_json(&self) -> String {
+        // Per-cause arrays as objects keyed by cause name.
+        let mut counters = serde_json::to_value(self.vol.counters()).expect("serialises");
+        for key in ["reads", "programs", "erases"] {
+            if let Some(serde_json::Value::Array(a)) = counters.get(key).cloned() {
+                let labelled: serde_json::Map<String, serde_json::Value> = ftl::Cause::ALL
+                    .iter()
+                    .zip(a)
+                    .map(|(c, v)| (c.name().to_string(), v))
+                    .collect();
+                counters[key] = serde_json::Value::Object(labelled);
+            }
+        }
         serde_json::json!({
-            "counters": self.vol.counters(),
+            "counters": counters,
             "waf": self.vol.counters().waf(),
             "ecc": {
                 "reads": self.vol.controller().stats().reads,

@@ -632,3 +632,52 @@ fn config_errors_say_where_and_what_is_valid() {
         "a temporary file was left"
     );
 }
+
+#[test]
+fn reports_say_what_produced_them() {
+    let d = tempfile::tempdir().unwrap();
+    let exp = d.path().join("open.toml");
+    // Arrivals every microsecond: far more than one die serves.
+    std::fs::write(
+        &exp,
+        "name = \"open\"\nseed = 2\n[chip]\npreset = \"tiny-mlc\"\n[controller]\nmode = \"digest\"\n\
+         [errors]\nmodel = \"none\"\n[ftl.page]\nover_provisioning = 0.25\n[precondition]\nenabled = false\n\
+         [workload]\nrequests = 3000\nread_pct = 50\nsize = 2048\nalign = 512\ninterarrival_us = 1.0\n\
+         [load]\nmode = \"open\"\n",
+    )
+    .unwrap();
+    let json = d.path().join("r.json");
+    let o = nandlab(&[
+        "run",
+        "--config",
+        exp.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    for want in [
+        "chip        tiny-mlc MLC, 1 channel × 1 die",
+        "ftl         page: ",
+        "victim greedy",
+        "workload    synthetic: ",
+        "load        open loop",
+        "the device is saturated",
+        "NAND page programs per host page written (",
+        "per host byte)",
+    ] {
+        assert!(s.contains(want), "{want:?} not in\n{s}");
+    }
+    // Latencies in a unit that suits each value.
+    assert!(s.contains(" ms ") || s.contains(" s "), "{s}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(
+        v["waf_per_byte"].as_f64().unwrap() > v["waf"].as_f64().unwrap(),
+        "2 KiB writes into 4 KiB pages"
+    );
+    assert!(v["offered_iops"].as_f64().unwrap() > v["iops"].as_f64().unwrap());
+    assert_eq!(v["config"]["workload"]["requests"], 3000);
+    assert!(v["setup"]["chip"].as_str().unwrap().contains("tiny-mlc"));
+}

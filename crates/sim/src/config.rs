@@ -502,6 +502,73 @@ impl ExperimentConfig {
         })
     }
 
+    /// What this experiment runs, in words, for reports (`chip` is its resolved chip).
+    pub fn setup(&self, chip: &ChipConfig) -> crate::metrics::Setup {
+        let g = &chip.geometry;
+        let plural =
+            |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let json = |v: &dyn erased::Ser| v.json();
+        let errors = &self.errors;
+        crate::metrics::Setup {
+            chip: format!(
+                "{} {}, {} × {} × {} × {} × {} of {} + {} B",
+                chip.name,
+                format!("{:?}", chip.cell).to_uppercase(),
+                plural(g.channels, "channel", "channels"),
+                plural(g.dies_per_channel, "die", "dies"),
+                plural(g.planes_per_die, "plane", "planes"),
+                plural(g.blocks_per_plane, "block", "blocks"),
+                plural(g.pages_per_block, "page", "pages"),
+                g.page_size,
+                g.spare_size
+            ),
+            raw_bytes: g.capacity_bytes(),
+            ftl: format!(
+                "{}: {}",
+                self.ftl.scheme_config().name(),
+                kv(&json(&self.ftl.page))
+            ),
+            errors: match errors.model {
+                ModelKind::None => "none".into(),
+                ModelKind::Constant => format!("constant RBER {}", errors.rber),
+                ModelKind::Flares => "FLARES (P/E cycles and retention)".into(),
+            } + &if errors.msb_ratio != 1.0 {
+                format!(", MSB pages × {}", errors.msb_ratio)
+            } else {
+                String::new()
+            } + &if errors.read_disturb > 0.0 {
+                format!(", read disturb {} per read", errors.read_disturb)
+            } else {
+                String::new()
+            },
+            load: match self.load.mode {
+                LoadKind::Closed => format!(
+                    "closed loop, {} outstanding{}",
+                    self.load.queue_depth,
+                    self.load
+                        .device_queue
+                        .map_or(String::new(), |d| format!(", device serves {d} at once"))
+                ),
+                LoadKind::Open => format!(
+                    "open loop (requests at their own times){}",
+                    self.load
+                        .device_queue
+                        .map_or(String::new(), |d| format!(", device serves {d} at once"))
+                ),
+            },
+            workload: match (&self.workload, &self.trace) {
+                (Some(w), _) => format!("synthetic: {}", kv(&json(w))),
+                (None, Some(t)) => format!(
+                    "trace {} ({}{})",
+                    t.path.display(),
+                    json(&t.format).as_str().unwrap_or("?"),
+                    if t.wrap { ", addresses folded" } else { "" }
+                ),
+                (None, None) => "none".into(),
+            },
+        }
+    }
+
     fn error_model(&self) -> Result<Box<dyn ErrorModel + Send>, SimError> {
         let e = &self.errors;
         let bad = |k: &str, v: f64| Err(SimError::Config(format!("errors.{k}: {v} out of range")));
@@ -532,5 +599,43 @@ impl ExperimentConfig {
         } else {
             kinded
         })
+    }
+}
+
+/// `key = value` pairs of a JSON value, nested keys dotted, nulls left out.
+fn kv(v: &serde_json::Value) -> String {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Null => {}
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&p, x, out);
+                }
+            }
+            serde_json::Value::String(s) => out.push(format!("{prefix} {s}")),
+            other if prefix.is_empty() => out.push(other.to_string()),
+            other => out.push(format!("{prefix} {other}")),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", v, &mut out);
+    out.join(", ")
+}
+
+/// Serialising through a trait object (for [`ExperimentConfig::setup`]).
+mod erased {
+    /// Anything serialisable, as JSON.
+    pub trait Ser {
+        fn json(&self) -> serde_json::Value;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn json(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        }
     }
 }

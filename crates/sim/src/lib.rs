@@ -95,6 +95,10 @@ impl Experiment {
             ecc: ftl.ecc_stats(),
             ecc_baseline,
             erase_counts: ftl.erase_counts(),
+            page_size: self.chip.geometry.page_size as u64,
+            open_loop: matches!(self.mode, engine::LoadMode::OpenLoop),
+            setup: self.config.setup(&self.chip),
+            config: serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null),
         }))
     }
 }

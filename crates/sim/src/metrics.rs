@@ -26,6 +26,8 @@ pub struct Metrics {
     pub start: Option<Nanos>,
     /// Last completion.
     pub end: Nanos,
+    /// Last arrival.
+    pub last_arrival: Nanos,
 }
 
 impl Default for Metrics {
@@ -42,6 +44,7 @@ impl Default for Metrics {
             mismatches: 0,
             start: None,
             end: Nanos::ZERO,
+            last_arrival: Nanos::ZERO,
         }
     }
 }
@@ -58,6 +61,7 @@ impl Metrics {
         self.bytes[i] += bytes;
         self.sum_ns[i] += lat as u128;
         self.start.get_or_insert(arrival);
+        self.last_arrival = self.last_arrival.max(arrival);
         self.end = self.end.max(done);
     }
 
@@ -172,6 +176,25 @@ pub struct EccReport {
     pub decode_us: f64,
 }
 
+/// What produced a report, in words (the full experiment configuration is in
+/// [`Report::config`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Setup {
+    /// Cell type and geometry: `MLC, 1 channel × 1 die × 2 planes × 64 blocks × 256 pages
+    /// of 8192 + 448 B`.
+    pub chip: String,
+    /// Raw capacity in bytes (data areas).
+    pub raw_bytes: u64,
+    /// The FTL and its policies.
+    pub ftl: String,
+    /// The bit error model.
+    pub errors: String,
+    /// The load: closed loop at a queue depth, or open loop at the requests' own times.
+    pub load: String,
+    /// The synthetic workload's parameters, or the trace replayed.
+    pub workload: String,
+}
+
 /// The report of a run: everything DESIGN.md's "metrics every run reports" that applies.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -193,8 +216,20 @@ pub struct Report {
     pub host: HostStats,
     /// NAND operations.
     pub nand: NandStats,
-    /// Write amplification (NAND programs / host page writes) of the measured phase.
+    /// Write amplification of the measured phase: NAND page programs (host, GC, wear
+    /// levelling, metadata, padding) per host page written. A host write smaller than a
+    /// page counts as one page (see `waf_per_byte`).
     pub waf: f64,
+    /// Write amplification per byte: bytes programmed into NAND data areas per byte the
+    /// host wrote (higher than `waf` when host writes are smaller than a page).
+    pub waf_per_byte: f64,
+    /// Open loop: the load offered, requests per second of arrivals (`null` in closed
+    /// loop, where the device sets the pace).
+    pub offered_iops: Option<f64>,
+    /// What produced this report, in words.
+    pub setup: Setup,
+    /// The experiment configuration, as given (chip section, FTL, workload, load, …).
+    pub config: serde_json::Value,
     /// Erase counts.
     pub wear: WearStats,
     /// Latency per request kind.
@@ -261,6 +296,14 @@ pub struct ReportInput<'a> {
     pub ecc_baseline: EccStats,
     /// Erase counts of all blocks.
     pub erase_counts: &'a [u32],
+    /// Page size in bytes (for the per-byte WAF).
+    pub page_size: u64,
+    /// Open loop (offered load is reported).
+    pub open_loop: bool,
+    /// What produced the run.
+    pub setup: Setup,
+    /// The experiment configuration.
+    pub config: serde_json::Value,
 }
 
 impl Report {
@@ -339,6 +382,18 @@ impl Report {
                 pad_pages: c.pad_pages,
             },
             waf: c.waf(),
+            waf_per_byte: if m.bytes[1] > 0 {
+                c.programs.iter().sum::<u64>() as f64 * i.page_size as f64 / m.bytes[1] as f64
+            } else {
+                0.0
+            },
+            offered_iops: {
+                let first = m.start.unwrap_or(Nanos::ZERO);
+                let span = m.last_arrival.saturating_sub(first).0 as f64 / 1e9;
+                (i.open_loop && span > 0.0 && requests > 1).then(|| (requests - 1) as f64 / span)
+            },
+            setup: i.setup,
+            config: i.config,
             wear: WearStats {
                 total,
                 min: ec.iter().copied().min().unwrap_or(0),
@@ -419,6 +474,9 @@ impl Report {
     pub fn metrics(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
         self.leaves(&mut |key, v| {
+            if key.starts_with("config.") {
+                return; // settings, not measurements
+            }
             if let serde_json::Value::Number(n) = v {
                 out.insert(key.to_string(), n.as_f64().unwrap_or(f64::NAN));
             }
@@ -473,6 +531,10 @@ impl Report {
                 pad_pages: 0,
             },
             waf: 0.0,
+            waf_per_byte: 0.0,
+            offered_iops: Some(0.0),
+            setup: Setup::default(),
+            config: serde_json::Value::Null,
             wear: WearStats {
                 total: 0,
                 min: 0,
@@ -505,14 +567,32 @@ impl Report {
             "== {} (seed {}): {} · {} FTL · {} payload",
             self.name, self.seed, self.chip, self.ftl, self.payload
         );
+        let st = &self.setup;
+        let _ = writeln!(w, "chip        {}", st.chip);
+        let _ = writeln!(w, "ftl         {}", st.ftl);
+        let _ = writeln!(w, "errors      {}", st.errors);
+        let _ = writeln!(w, "workload    {}", st.workload);
+        let _ = writeln!(w, "load        {}", st.load);
         let _ = writeln!(
             w,
-            "volume      {:.1} MiB logical; simulated {:.3} s; {:.0} IOPS, {:.1} MiB/s",
+            "volume      {:.1} MiB logical; simulated {}; {:.0} IOPS, {:.1} MiB/s",
             self.logical_bytes as f64 / (1 << 20) as f64,
-            self.sim_seconds,
+            human_time(self.sim_seconds * 1e6),
             self.iops,
             self.throughput_mib_s
         );
+        if let Some(o) = self.offered_iops {
+            let _ = writeln!(
+                w,
+                "offered     {o:.0} IOPS (arrivals); served {:.0}{}",
+                self.iops,
+                if o > 1.1 * self.iops {
+                    " — the device is saturated: requests queue, and latencies are mostly waiting time"
+                } else {
+                    ""
+                }
+            );
+        }
         let h = &self.host;
         let _ = writeln!(w, "host        {} requests: {} pages written, {} read, {} trimmed, {} flushes; {} unreadable; {} reads verified, {} mismatches",
             h.requests, h.pages_written, h.pages_read, h.pages_trimmed, h.flushes, h.read_errors, h.verified_reads, h.mismatches);
@@ -536,8 +616,17 @@ impl Report {
             fmt(&n.erases),
             n.total_erases
         );
-        let _ = writeln!(w, "WAF         {:.3}   valid copies {}, GC victims {}, WL migrations {}, retired blocks {}, lost pages {}",
-            self.waf, n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
+        let waf = if self.host.pages_written == 0 {
+            "n/a (no host writes)".to_string()
+        } else {
+            format!(
+                "{:.3} NAND page programs per host page written ({:.3} per host byte)",
+                self.waf, self.waf_per_byte
+            )
+        };
+        let _ = writeln!(w, "WAF         {waf}");
+        let _ = writeln!(w, "            valid copies {}, GC victims chosen {}, WL migrations {}, retired blocks {}, lost pages {} (a victim chosen near the end of the run may be erased after it, so GC erases and victims can differ by a few)",
+            n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
         let _ = writeln!(
             w,
             "metadata    {} checkpoints, {} bytes written; {} padding pages",
@@ -552,18 +641,44 @@ impl Report {
         let _ = writeln!(
             w,
             "latency     {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "op", "count", "mean µs", "p50", "p99", "p99.9", "max"
+            "op", "count", "mean", "p50", "p99", "p99.9", "max"
         );
         for (k, l) in &self.latency {
             let _ = writeln!(
                 w,
-                "            {:>8} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                k, l.count, l.mean_us, l.p50_us, l.p99_us, l.p999_us, l.max_us
+                "            {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                k,
+                l.count,
+                human_time(l.mean_us),
+                human_time(l.p50_us),
+                human_time(l.p99_us),
+                human_time(l.p999_us),
+                human_time(l.max_us)
             );
         }
         let e = &self.ecc;
-        let _ = writeln!(w, "ecc         {} pages decoded, {} bits corrected (max {} in a codeword), uncorrectable: {} critical, {} normal; {} miscorrections caught by CRC",
-            e.reads, e.corrected_bits, e.max_codeword_errors, e.uncorrectable_critical, e.uncorrectable_normal, e.miscorrections_caught);
+        let most = if e.reads > 0 {
+            format!(
+                " (at most {} in one codeword since format)",
+                e.max_codeword_errors
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(w, "ecc         {} pages decoded, {} bits corrected{most}, uncorrectable: {} critical, {} normal; {} miscorrections caught by CRC",
+            e.reads, e.corrected_bits, e.uncorrectable_critical, e.uncorrectable_normal, e.miscorrections_caught);
         s
+    }
+}
+
+/// A duration given in microseconds, in the unit that suits it: `812 µs`, `3.21 ms`,
+/// `27.4 s`.
+pub fn human_time(us: f64) -> String {
+    if us < 1_000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
     }
 }

@@ -61,21 +61,24 @@ pub const SEQ_LIMIT: u64 = 1 << 62;
 
 /// Which recovery procedure a mount runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum RecoveryKind {
     /// Read every page's OOB record.
+    #[serde(alias = "full_scan")]
     FullScan,
     /// Checkpoint plus the blocks opened since.
     #[default]
+    #[serde(alias = "roll_forward")]
     RollForward,
 }
 
 impl RecoveryKind {
-    /// Name in reports.
+    /// Name in reports, files and on the command line (`--recovery full-scan`); the
+    /// snake-case spellings are accepted in files too.
     pub const fn name(self) -> &'static str {
         match self {
-            RecoveryKind::FullScan => "full_scan",
-            RecoveryKind::RollForward => "roll_forward",
+            RecoveryKind::FullScan => "full-scan",
+            RecoveryKind::RollForward => "roll-forward",
         }
     }
 }
