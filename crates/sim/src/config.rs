@@ -602,28 +602,15 @@ impl ExperimentConfig {
     }
 }
 
-/// `key = value` pairs of a JSON value, nested keys dotted, nulls left out.
+/// `key value` pairs of a JSON value, nested keys dotted, nulls left out.
 fn kv(v: &serde_json::Value) -> String {
-    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Null => {}
-            serde_json::Value::Object(m) => {
-                for (k, x) in m {
-                    let p = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&p, x, out);
-                }
-            }
-            serde_json::Value::String(s) => out.push(format!("{prefix} {s}")),
-            other if prefix.is_empty() => out.push(other.to_string()),
-            other => out.push(format!("{prefix} {other}")),
-        }
-    }
     let mut out = Vec::new();
-    walk("", v, &mut out);
+    crate::metrics::json_leaves(v, &mut |key, leaf| match leaf {
+        serde_json::Value::Null => {}
+        serde_json::Value::String(s) => out.push(format!("{key} {s}")),
+        other if key.is_empty() => out.push(other.to_string()),
+        other => out.push(format!("{key} {other}")),
+    });
     out.join(", ")
 }
 

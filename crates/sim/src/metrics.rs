@@ -445,26 +445,7 @@ impl Report {
 
     /// Calls `f` with every leaf of the report's JSON form and its dotted key, in order.
     fn leaves(&self, f: &mut dyn FnMut(&str, &serde_json::Value)) {
-        fn walk(prefix: &str, v: &serde_json::Value, f: &mut dyn FnMut(&str, &serde_json::Value)) {
-            match v {
-                serde_json::Value::Object(m) => {
-                    for (k, x) in m {
-                        let p = if prefix.is_empty() {
-                            k.clone()
-                        } else {
-                            format!("{prefix}.{k}")
-                        };
-                        walk(&p, x, f);
-                    }
-                }
-                leaf => f(prefix, leaf),
-            }
-        }
-        walk(
-            "",
-            &serde_json::to_value(self).expect("report serialises"),
-            f,
-        );
+        json_leaves(&serde_json::to_value(self).expect("report serialises"), f);
     }
 
     /// Every numeric field of the report by its dotted name (`waf`, `host.requests`,
@@ -681,4 +662,25 @@ pub fn human_time(us: f64) -> String {
     } else {
         format!("{:.2} s", us / 1e6)
     }
+}
+
+/// Calls `f` with every leaf of `v` (a value that is not an object) and its dotted key, in
+/// order.
+pub(crate) fn json_leaves(v: &serde_json::Value, f: &mut dyn FnMut(&str, &serde_json::Value)) {
+    fn walk(prefix: &str, v: &serde_json::Value, f: &mut dyn FnMut(&str, &serde_json::Value)) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&p, x, f);
+                }
+            }
+            leaf => f(prefix, leaf),
+        }
+    }
+    walk("", v, f);
 }

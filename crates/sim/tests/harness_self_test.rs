@@ -127,9 +127,15 @@ fn wrap_noop_flush(d: Dev) -> Dev {
 }
 
 fn failures(wrap: fn(Dev) -> Dev, seed: u64) -> (usize, u64) {
+    failures_checked(wrap, seed, Checker::Contract)
+}
+
+/// Failures and passes of a random plan over the wrapped FTL, checked by `checker`.
+fn failures_checked(wrap: fn(Dev) -> Dev, seed: u64, checker: Checker) -> (usize, u64) {
     let mut cfg = CrashConfig::small(seed);
     cfg.trim_pct = 20;
     cfg.wrap = Some(wrap);
+    cfg.checker = checker;
     let s = run_plan(
         &cfg,
         Plan::Random { samples: 150 },
@@ -232,21 +238,7 @@ fn a_weakened_checker_lets_a_known_bad_ftl_through() {
     // trimmed page comes back with its old data), a checker that accepts any version ever
     // written does not. The self-tests above therefore depend on the checker's full
     // strength, and would notice it weakened.
-    let run = |checker| {
-        let mut cfg = CrashConfig::small(41);
-        cfg.trim_pct = 20;
-        cfg.wrap = Some(wrap_drop_trims);
-        cfg.checker = checker;
-        let s = run_plan(
-            &cfg,
-            Plan::Random { samples: 150 },
-            &CutMode::ALL,
-            &mut |_, _| {},
-        )
-        .unwrap();
-        eprint!("{checker:?}: {s}");
-        s.failures.len()
-    };
+    let run = |checker| failures_checked(wrap_drop_trims, 41, checker).0;
     assert!(run(Checker::Contract) > 0);
     assert_eq!(
         run(Checker::AnyVersion),
