@@ -461,27 +461,52 @@ mod toml_file {
         over: toml::Table,
         path: &mut Vec<String>,
     ) -> Result<(), ConfigError> {
+        let mut errs = Vec::new();
+        merge_into(base, over, path, &mut errs);
+        let mut it = errs.into_iter();
+        match it.next() {
+            None => Ok(()),
+            // Every key problem at once: the first as the error, the others after it.
+            Some(mut first) => {
+                for e in it {
+                    first
+                        .message
+                        .push_str(&format!("\n{}: {}", e.field, e.message));
+                }
+                Err(first)
+            }
+        }
+    }
+
+    fn merge_into(
+        base: &mut toml::Table,
+        over: toml::Table,
+        path: &mut Vec<String>,
+        errs: &mut Vec<ConfigError>,
+    ) {
         for (key, value) in over {
             path.push(key.clone());
             let dotted = path.join(".");
             match (base.get_mut(&key), value) {
                 (None, _) => {
                     let known: Vec<&str> = base.keys().map(String::as_str).collect();
-                    return Err(ConfigError::new(
+                    errs.push(ConfigError::new(
                         dotted,
                         format!("unknown key (valid here: {})", known.join(", ")),
                     ));
                 }
-                (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o, path)?,
+                (Some(toml::Value::Table(b)), toml::Value::Table(o)) => {
+                    merge_into(b, o, path, errs)
+                }
                 (Some(toml::Value::Table(_)), other) => {
-                    return Err(ConfigError::new(
+                    errs.push(ConfigError::new(
                         dotted,
                         format!("expected a table, found {}", other.type_str()),
                     ));
                 }
                 (Some(slot), value) => {
                     if slot.type_str() != value.type_str() {
-                        return Err(ConfigError::new(
+                        errs.push(ConfigError::new(
                             dotted,
                             format!(
                                 "expected {}, found {} ({value})",
@@ -489,12 +514,12 @@ mod toml_file {
                                 value.type_str()
                             ),
                         ));
+                    } else {
+                        *slot = value;
                     }
-                    *slot = value;
                 }
             }
             path.pop();
         }
-        Ok(())
     }
 }

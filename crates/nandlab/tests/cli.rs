@@ -588,7 +588,7 @@ fn config_errors_say_where_and_what_is_valid() {
     let chip = d.path().join("c.toml");
     std::fs::write(
         &chip,
-        "preset = \"tiny-mlc\"\n[geometry]\nblocks_per_plan = 3\n",
+        "preset = \"tiny-mlc\"\n[geometry]\nblocks_per_plan = 3\npage_size = \"big\"\n",
     )
     .unwrap();
     let o = nandlab(&["chip", "info", "--config", chip.to_str().unwrap()]);
@@ -597,6 +597,11 @@ fn config_errors_say_where_and_what_is_valid() {
     assert!(
         e.contains("c.toml:3: geometry.blocks_per_plan: unknown key (valid here:")
             && e.contains("blocks_per_plane"),
+        "{e}"
+    );
+    // Every key problem at once.
+    assert!(
+        e.contains("geometry.page_size: expected integer, found string"),
         "{e}"
     );
     let exp = d.path().join("e.toml");
