@@ -102,13 +102,20 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(b) = &bar {
         b.set_message("preconditioning");
     }
-    let mut last = (Instant::now(), 0u64);
+    // The rate is measured from the first request of the measured phase (not from before
+    // preconditioning), and the message leaves "preconditioning" as soon as requests flow.
+    let mut last: Option<(Instant, u64)> = None;
     let mut on_progress = |p: Progress| {
         if let Some(b) = &bar {
             if let Some(r) = p.remaining {
                 b.set_length(p.done + r);
             }
             b.set_position(p.done);
+            let Some(last) = last.as_mut() else {
+                last = Some((Instant::now(), p.done));
+                b.set_message(format!("sim {:.3} s", p.now.0 as f64 / 1e9));
+                return;
+            };
             let dt = last.0.elapsed().as_secs_f64();
             if dt > 0.2 {
                 let rate = (p.done - last.1) as f64 / dt;
@@ -117,7 +124,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                     p.now.0 as f64 / 1e9,
                     rate
                 ));
-                last = (Instant::now(), p.done);
+                *last = (Instant::now(), p.done);
             }
         }
     };

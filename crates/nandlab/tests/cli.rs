@@ -686,3 +686,73 @@ fn reports_say_what_produced_them() {
     assert_eq!(v["config"]["workload"]["requests"], 3000);
     assert!(v["setup"]["chip"].as_str().unwrap().contains("tiny-mlc"));
 }
+
+#[test]
+fn summaries_do_not_print_numbers_that_mean_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let exp = d.path().join("reads.toml");
+    std::fs::write(
+        &exp,
+        "name = \"reads\"\nseed = 2\n[chip]\npreset = \"tiny-mlc\"\n[controller]\nmode = \"digest\"\n\
+         [errors]\nmodel = \"none\"\n[ftl.page]\nover_provisioning = 0.25\n[precondition]\nenabled = false\n\
+         [workload]\nrequests = 500\nread_pct = 100\nsize = 4096\n",
+    )
+    .unwrap();
+    let o = nandlab(&["run", "--config", exp.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("WAF         n/a (no host writes)"), "{s}");
+    // Nothing was decoded (every read hit an unwritten page): no "at most N in a codeword".
+    assert!(!s.contains("in one codeword"), "{s}");
+}
+
+#[test]
+fn volume_verify_with_other_flags_than_stress_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("v.img");
+    let img = img.to_str().unwrap();
+    assert!(nandlab(&["volume", "format", "--image", img])
+        .status
+        .success());
+    let o = nandlab(&[
+        "volume", "stress", "--image", img, "--ops", "300", "--seed", "5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let flushed = stdout(&o)
+        .lines()
+        .filter_map(|l| l.strip_prefix("flushed "))
+        .next_back()
+        .unwrap()
+        .trim()
+        .to_string();
+    // The same flags: fine. Another seed: an error that says what to do.
+    let o = nandlab(&[
+        "volume",
+        "verify",
+        "--image",
+        img,
+        "--ops",
+        "300",
+        "--seed",
+        "5",
+        "--flushed",
+        &flushed,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = nandlab(&[
+        "volume",
+        "verify",
+        "--image",
+        img,
+        "--ops",
+        "300",
+        "--flushed",
+        &flushed,
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("same workload flags as the `volume stress`"),
+        "{}",
+        stderr(&o)
+    );
+}
