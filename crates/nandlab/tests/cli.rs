@@ -17,6 +17,13 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Writes `text` to the file `name` in `dir`; its path.
+fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
 #[test]
 fn chip_info_default_and_presets() {
     let o = nandlab(&["chip", "info"]);
@@ -425,12 +432,11 @@ fn reproduce_lists_runs_and_is_independent_of_jobs() {
 #[test]
 fn sweep_errors_name_the_matrix_and_slurm_jobs_are_written() {
     let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("m.toml");
-    std::fs::write(
-        &m,
+    let m = file(
+        &d,
+        "m.toml",
         "name = \"m\"\ntitle = \"t\"\nkind = \"recovery\"\n[[axis]]\nname = \"capacity_mib\"\nvalues = [64]\n",
-    )
-    .unwrap();
+    );
     let o = nandlab(&["sweep", m.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = stderr(&o);
@@ -477,15 +483,13 @@ fn sweep_errors_name_the_matrix_and_slurm_jobs_are_written() {
 #[test]
 fn runs_that_do_nothing_and_flags_that_do_not_apply_are_errors() {
     let d = tempfile::tempdir().unwrap();
-    let bad = d.path().join("bad.toml");
-    std::fs::write(
-        &bad,
+    let bad = file(
+        &d,
+        "bad.toml",
         "name = \"x\"\nseed = 1\n[chip]\npreset = \"tiny-mlc\"\n[ftl.page]\nover_provisioning = 0.01\n\
          [workload]\nrequests = 10\nread_pct = 150\nsize = 0\nalign = 0\n[load]\nqueue_depth = 0\n",
-    )
-    .unwrap();
-    let hostname = d.path().join("data.bin");
-    std::fs::write(&hostname, b"some bytes").unwrap();
+    );
+    let hostname = file(&d, "data.bin", "some bytes");
     let cases: &[(&[&str], &[&str])] = &[
         (&["run", "--requests", "0"], &["workload.requests: 0"]),
         (&["crashtest", "--samples", "0"], &["--samples 0"]),
@@ -585,12 +589,11 @@ fn output_cut_short_by_the_reader_is_not_a_panic() {
 #[test]
 fn config_errors_say_where_and_what_is_valid() {
     let d = tempfile::tempdir().unwrap();
-    let chip = d.path().join("c.toml");
-    std::fs::write(
-        &chip,
+    let chip = file(
+        &d,
+        "c.toml",
         "preset = \"tiny-mlc\"\n[geometry]\nblocks_per_plan = 3\npage_size = \"big\"\n",
-    )
-    .unwrap();
+    );
     let o = nandlab(&["chip", "info", "--config", chip.to_str().unwrap()]);
     let e = stderr(&o);
     assert!(!o.status.success());
@@ -604,12 +607,11 @@ fn config_errors_say_where_and_what_is_valid() {
         e.contains("geometry.page_size: expected integer, found string"),
         "{e}"
     );
-    let exp = d.path().join("e.toml");
-    std::fs::write(
-        &exp,
+    let exp = file(
+        &d,
+        "e.toml",
         "name = \"x\"\nseed = 1\n[chip]\npreset = \"tiny-mlc\"\n[workload]\nrequests = 10\nsize = -4096\n",
-    )
-    .unwrap();
+    );
     let o = nandlab(&["run", "--config", exp.to_str().unwrap()]);
     let e = stderr(&o);
     assert!(
@@ -690,14 +692,13 @@ fn reports_say_what_produced_them() {
 #[test]
 fn summaries_do_not_print_numbers_that_mean_nothing() {
     let d = tempfile::tempdir().unwrap();
-    let exp = d.path().join("reads.toml");
-    std::fs::write(
-        &exp,
+    let exp = file(
+        &d,
+        "reads.toml",
         "name = \"reads\"\nseed = 2\n[chip]\npreset = \"tiny-mlc\"\n[controller]\nmode = \"digest\"\n\
          [errors]\nmodel = \"none\"\n[ftl.page]\nover_provisioning = 0.25\n[precondition]\nenabled = false\n\
          [workload]\nrequests = 500\nread_pct = 100\nsize = 4096\n",
-    )
-    .unwrap();
+    );
     let o = nandlab(&["run", "--config", exp.to_str().unwrap(), "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
