@@ -321,19 +321,7 @@ impl std::fmt::Debug for Experiment {
 impl ExperimentConfig {
     /// Parses an experiment file's text; `file` names it in errors.
     pub fn from_toml_str(text: &str, file: &str) -> Result<Self, SimError> {
-        toml::from_str(text).map_err(|e| {
-            let (line, col) = e
-                .span()
-                .map(|s| {
-                    let before = &text[..s.start.min(text.len())];
-                    (
-                        before.matches('\n').count() + 1,
-                        before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1,
-                    )
-                })
-                .unwrap_or((0, 0));
-            SimError::Config(format!("{file}:{line}:{col}: {}", e.message().trim()))
-        })
+        toml::from_str(text).map_err(|e| SimError::Config(toml_error(&e, text, file)))
     }
 
     /// The built-in default experiment of `nandlab run`: a small MLC chip (AP's Micron
@@ -377,9 +365,15 @@ impl ExperimentConfig {
         if let Some(Err(SimError::Config(e))) = self.workload.as_ref().map(|w| w.validate()) {
             errs.push(e);
         }
-        if let Err(SimError::Config(e)) = self.error_model() {
-            errs.push(e);
-        }
+        // (An invalid model is reported with the rest; a stand-in lets the FTL's own
+        // checks run.)
+        let model = match self.error_model() {
+            Ok(m) => m,
+            Err(e) => {
+                errs.push(e.to_string());
+                Box::new(ConstantRber(0.0))
+            }
+        };
         if self.load.mode == LoadKind::Closed && self.load.queue_depth == 0 {
             errs.push("load.queue_depth: 0 must be at least 1 (closed loop)".into());
         }
@@ -399,10 +393,6 @@ impl ExperimentConfig {
         if !self.chip.contains_key("seed") {
             chip_cfg.seed = self.seed;
         }
-        // (An invalid model is already reported; a stand-in lets the FTL's own checks run.)
-        let model = self
-            .error_model()
-            .unwrap_or_else(|_| Box::new(ConstantRber(0.0)));
         let g = chip_cfg.geometry;
         let bytes_mode = self.controller.mode == PayloadMode::Bytes;
         let scheme = self.ftl.scheme_config();
@@ -600,6 +590,23 @@ impl ExperimentConfig {
             kinded
         })
     }
+}
+
+/// Where in `text` a TOML parse error lies: 1-based line and column.
+pub fn toml_error_at(e: &toml::de::Error, text: &str) -> Option<(usize, usize)> {
+    e.span().map(|s| {
+        let before = &text[..s.start.min(text.len())];
+        (
+            before.matches('\n').count() + 1,
+            before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1,
+        )
+    })
+}
+
+/// A TOML parse error as `file:line:col: message` (`file:0:0` when it has no position).
+pub fn toml_error(e: &toml::de::Error, text: &str, file: &str) -> String {
+    let (line, col) = toml_error_at(e, text).unwrap_or((0, 0));
+    format!("{file}:{line}:{col}: {}", e.message().trim())
 }
 
 /// `key value` pairs of a JSON value, nested keys dotted, nulls left out.

@@ -312,6 +312,16 @@ impl Engine {
     }
 
     /// A host idle period of `len` from `from`: background work, then the clock moves on.
+    /// The host's idle period before open-loop request `r`: the gap is already in its
+    /// arrival time, so the host went quiet once the clock reached the gap's start.
+    fn idle_before(&mut self, r: &Request) -> Result<(), SimError> {
+        if r.idle_before > Nanos::ZERO {
+            let from = r.arrival.saturating_sub(r.idle_before).max(self.clock);
+            self.idle(from, r.arrival.saturating_sub(from))?;
+        }
+        Ok(())
+    }
+
     fn idle(&mut self, from: Nanos, len: Nanos) -> Result<(), SimError> {
         self.background_work(from)?;
         self.idle_time += len;
@@ -591,10 +601,7 @@ impl Engine {
                     let Some(head) = head else {
                         // Nothing queued: the next arrival (after its idle period, if any).
                         let Some(r) = next.take() else { break };
-                        if r.idle_before > Nanos::ZERO {
-                            let from = r.arrival.saturating_sub(r.idle_before).max(self.clock);
-                            self.idle(from, r.arrival.saturating_sub(from))?;
-                        }
+                        self.idle_before(&r)?;
                         self.sched.push(r);
                         continue;
                     };
@@ -630,12 +637,7 @@ impl Engine {
                 while let Some(r) = source.next(&*self.ftl, self.page) {
                     let mut r = r?;
                     r.arrival += base;
-                    if r.idle_before > Nanos::ZERO {
-                        // The gap is already in the arrival time: the host went quiet once
-                        // the clock reached the gap's start.
-                        let from = r.arrival.saturating_sub(r.idle_before).max(self.clock);
-                        self.idle(from, r.arrival.saturating_sub(from))?;
-                    }
+                    self.idle_before(&r)?;
                     self.sched.push(r);
                     while let Some(q) = self.sched.pop() {
                         let at = q.arrival.max(self.clock);

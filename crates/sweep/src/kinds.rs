@@ -9,7 +9,6 @@
 //! - `recovery`: one chip size: the same crash image recovered by a full scan and by
 //!   checkpoint + roll-forward; simulated recovery time and the work of each.
 
-use crate::matrix::parse_toml;
 use controller::{
     Controller, ControllerConfig, CtlError, DataClass, OobRecord, PageKind, PageRead, PayloadMode,
 };
@@ -125,16 +124,14 @@ impl Kind {
 }
 
 fn experiment_config(config: &toml::Table) -> Result<sim::ExperimentConfig, String> {
-    let text = toml::to_string(config).map_err(|e| e.to_string())?;
-    sim::ExperimentConfig::from_toml_str(&text, "cell configuration").map_err(|e| e.to_string())
+    from_table(config)
 }
 
+/// A cell's configuration as `T` (unknown keys and wrong types named by the error).
 fn from_table<T: serde::de::DeserializeOwned>(config: &toml::Table) -> Result<T, String> {
-    let text = toml::to_string(config).map_err(|e| e.to_string())?;
-    parse_toml(&text, "cell parameters").map_err(|e| match e {
-        crate::SweepError::Matrix { message, .. } => message,
-        other => other.to_string(),
-    })
+    toml::Value::Table(config.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().trim().to_string())
 }
 
 // ---------------------------------------------------------------------------------------

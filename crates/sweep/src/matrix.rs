@@ -493,22 +493,12 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
     text: &str,
     file: &str,
 ) -> Result<T, SweepError> {
-    toml::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
-                let before = &text[..s.start.min(text.len())];
-                format!(
-                    ":{}:{}",
-                    before.matches('\n').count() + 1,
-                    before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1
-                )
-            })
-            .unwrap_or_default();
-        SweepError::Matrix {
-            file: format!("{file}{at}"),
-            message: e.message().trim().to_string(),
-        }
+    toml::from_str(text).map_err(|e| SweepError::Matrix {
+        file: match sim::config::toml_error_at(&e, text) {
+            Some((line, col)) => format!("{file}:{line}:{col}"),
+            None => file.to_string(),
+        },
+        message: e.message().trim().to_string(),
     })
 }
 
