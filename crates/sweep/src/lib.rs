@@ -5,7 +5,8 @@
 //! paper's, with a verdict per claimed trend) and plots (SVG and PNG). The same matrix can
 //! be cut into a Slurm job array and collected back into the same files.
 //!
-//! One file per concern: [`matrix`] (parse, expand, validate), [`kinds`] (what a cell runs:
+//! One file per concern: [`matrix`] (parse, expand, validate), [`claims`] (published
+//! values, trends and plots, checked against the cells), [`kinds`] (what a cell runs:
 //! a simulator experiment, AP's Table 1 measurement, a recovery measurement), [`run`]
 //! (parallel, resumable execution and the per-cell result files), [`results`]
 //! (`results.json` / `results.csv`), [`report`] (tables and trend verdicts), [`plot`],
@@ -14,6 +15,7 @@
 
 pub mod analytic;
 pub mod builtin;
+pub mod claims;
 pub mod kinds;
 pub mod matrix;
 pub mod plot;

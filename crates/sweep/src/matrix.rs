@@ -51,10 +51,12 @@
 //! cell's axis values, each a dotted key path into the configuration; the kind parses it
 //! with unknown keys rejected, so a misspelled axis or key is an error naming it.
 
+pub use crate::claims::{Better, Direction, Plot, Published, Trend, TrendKind};
+use crate::claims::{PlotFile, PublishedFile, TrendFile};
 use crate::kinds::Kind;
 use crate::SweepError;
 use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use toml::Value;
 
@@ -190,73 +192,6 @@ struct AxisFile {
     average: bool,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PublishedFile {
-    #[serde(default)]
-    at: toml::Table,
-    metric: Option<String>,
-    #[serde(default)]
-    metrics: Vec<String>,
-    value: Option<f64>,
-    formula: Option<String>,
-    source: String,
-}
-
-/// Which way is better for a metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    /// Smaller is better (latency, WAF, recovery time).
-    Lower,
-    /// Larger is better (throughput, lifetime).
-    Higher,
-}
-
-/// A monotone trend's direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// The metric grows along the axis.
-    Increasing,
-    /// The metric shrinks along the axis.
-    Decreasing,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TrendFile {
-    claim: String,
-    kind: String,
-    metric: String,
-    axis: Option<String>,
-    winner: Option<Value>,
-    loser: Option<Value>,
-    better: Option<Better>,
-    direction: Option<Direction>,
-    tolerance: Option<f64>,
-    reference: Option<String>,
-    than: Option<String>,
-    failures: Option<String>,
-    trials: Option<String>,
-    #[serde(default)]
-    at: toml::Table,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PlotFile {
-    metric: String,
-    x: String,
-    series: Option<String>,
-    title: Option<String>,
-    y_label: String,
-    log_x: Option<bool>,
-    log_y: Option<bool>,
-    #[serde(default)]
-    extra: Vec<String>,
-}
-
 /// One axis of the matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
@@ -272,100 +207,6 @@ pub struct Axis {
     pub full_values: Vec<Value>,
     /// A replicate axis: tables and plots show the mean over it.
     pub average: bool,
-}
-
-/// A published (or closed-form) value to compare with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Published {
-    /// The axis values it applies to (other axes are averaged over).
-    pub at: Vec<(String, Value)>,
-    /// The metric.
-    pub metric: String,
-    /// The value.
-    pub value: f64,
-    /// Paper, table or figure, page (or the formula's reference).
-    pub source: String,
-}
-
-/// A claimed trend, checked on our numbers (and on the paper's where it gives them).
-#[derive(Debug, Clone, PartialEq)]
-pub enum TrendKind {
-    /// `winner` beats `loser` on the axis, at every point of the other axes.
-    Wins {
-        /// The compared axis.
-        axis: String,
-        /// The value expected to win.
-        winner: Value,
-        /// The value expected to lose.
-        loser: Value,
-        /// Which way is better.
-        better: Better,
-    },
-    /// The trend's metric beats metric `than` at every point (two columns of one cell,
-    /// e.g. a scheme's time against its baseline's, measured on the same run).
-    Beats {
-        /// The metric it is compared with.
-        than: String,
-        /// Which way is better.
-        better: Better,
-    },
-    /// The metric moves one way along the axis, in every series.
-    Monotone {
-        /// The axis.
-        axis: String,
-        /// The direction.
-        direction: Direction,
-    },
-    /// Our value is within `tolerance` (relative) of the published one, at every published
-    /// point of the metric.
-    Matches {
-        /// Relative tolerance.
-        tolerance: f64,
-    },
-    /// A measured rate (`failures / trials`) is statistically consistent with a reference
-    /// probability (another metric) at every cell: both Poisson tails above 0.001.
-    Consistent {
-        /// The reference probability metric.
-        reference: String,
-        /// The failure-count metric.
-        failures: String,
-        /// The trial-count metric.
-        trials: String,
-    },
-}
-
-/// A trend claim.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Trend {
-    /// The claim, as the paper makes it.
-    pub claim: String,
-    /// The metric.
-    pub metric: String,
-    /// Restricts the check to these axis values.
-    pub at: Vec<(String, Value)>,
-    /// What is checked.
-    pub kind: TrendKind,
-}
-
-/// A plot: a metric over an axis, one series per value of another axis.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plot {
-    /// The metric.
-    pub metric: String,
-    /// More metrics drawn as their own series (e.g. analytic columns).
-    pub extra: Vec<String>,
-    /// The x axis.
-    pub x: String,
-    /// The series axis.
-    pub series: Option<String>,
-    /// Title.
-    pub title: String,
-    /// Y axis title with unit.
-    pub y_label: String,
-    /// Log scale on x (`None`: when values span two decades or more).
-    pub log_x: Option<bool>,
-    /// Log scale on y (`None`: when values span two decades or more).
-    pub log_y: Option<bool>,
 }
 
 /// One cell: a point of the matrix.
@@ -667,255 +508,19 @@ impl Matrix {
                 .check(&c.config, &base_dir)
                 .map_err(|m| err(format!("cell {} ({}): {m}", c.index, c.label())))?;
         }
-        // Metric names.
-        let known = f.kind.metric_names();
-        let check_metric = |what: &str, m: &str| -> Result<(), SweepError> {
-            if known.contains(m) {
-                Ok(())
-            } else {
-                let near: Vec<&String> = known
-                    .iter()
-                    .filter(|k| {
-                        k.contains(m)
-                            || m.contains(k.as_str())
-                            || k.split('.').next_back() == m.split('.').next_back()
-                    })
-                    .take(6)
-                    .collect();
-                Err(err(format!(
-                    "{what}: unknown metric {m:?} for kind \"{}\"{}",
-                    f.kind.name(),
-                    if near.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " (did you mean {})",
-                            near.iter()
-                                .map(|s| format!("{s:?}"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    }
-                )))
-            }
+        let scope = crate::claims::Scope {
+            file: &file,
+            kind: f.kind,
+            known: f.kind.metric_names(),
+            axes: &axes,
+            cells: &cells,
         };
         for m in &f.metrics {
-            check_metric("metrics", m)?;
+            scope.metric("metrics", m)?;
         }
-        let axis_of = |what: &str, name: &str| -> Result<&Axis, SweepError> {
-            axes.iter().find(|a| a.name == name).ok_or_else(|| {
-                err(format!(
-                    "{what}: no axis named {name:?} (axes: {})",
-                    axes.iter()
-                        .map(|a| a.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
-        };
-        // `at` tables: axis names and full-size values; `None` when a value is only in the
-        // full matrix (the entry does not apply to the --quick expansion).
-        let resolve_at =
-            |what: &str, at: &toml::Table| -> Result<Option<Vec<(String, Value)>>, SweepError> {
-                let mut out = Vec::new();
-                let mut present = true;
-                for (k, v) in at {
-                    let a = axis_of(what, k)?;
-                    let v = coerce(v, &a.full_values);
-                    if !a.full_values.contains(&v) {
-                        return Err(err(format!(
-                            "{what}: at {k} = {v}: no such cell (axis {k} has {})",
-                            a.full_values
-                                .iter()
-                                .map(show)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )));
-                    }
-                    present &= a.values.contains(&v);
-                    out.push((k.clone(), v));
-                }
-                Ok(present.then_some(out))
-            };
-        let mut published = Vec::new();
-        let mut skipped = 0;
-        for (i, p) in f.published.iter().enumerate() {
-            let what = format!("published[{i}]");
-            let mut ms = p.metrics.clone();
-            ms.extend(p.metric.clone());
-            if ms.is_empty() {
-                return Err(err(format!(
-                    "{what}: give metric = \"NAME\" or metrics = [...]"
-                )));
-            }
-            for m in &ms {
-                check_metric(&what, m)?;
-            }
-            let Some(at) = resolve_at(&what, &p.at)? else {
-                skipped += ms.len();
-                continue;
-            };
-            let matched: Vec<&Cell> = cells.iter().filter(|c| matches_at(c, &at)).collect();
-            if matched.is_empty() {
-                return Err(err(format!("{what}: at {:?} matches no cell", p.at)));
-            }
-            let mut add = |at: &Point, value: f64| {
-                for m in &ms {
-                    published.push(Published {
-                        at: at.clone(),
-                        metric: m.clone(),
-                        value,
-                        source: p.source.clone(),
-                    });
-                }
-            };
-            match (p.value, &p.formula) {
-                (Some(v), None) => add(&at, v),
-                (None, Some(name)) => {
-                    // One entry per group of matched cells (the non-averaged axes).
-                    let mut groups: BTreeMap<Vec<String>, (Point, f64)> = BTreeMap::new();
-                    for c in matched {
-                        let v = crate::analytic::evaluate(name, &c.config)
-                            .map_err(|m| err(format!("{what}: formula = {name:?}: {m}")))?;
-                        let key: Vec<(String, Value)> = axes
-                            .iter()
-                            .zip(&c.axes)
-                            .filter(|(a, _)| !a.average)
-                            .map(|(_, kv)| kv.clone())
-                            .collect();
-                        groups
-                            .entry(key.iter().map(|(_, v)| v.to_string()).collect())
-                            .or_insert((key, v));
-                    }
-                    for (_, (at, v)) in groups {
-                        add(&at, v);
-                    }
-                }
-                _ => {
-                    return Err(err(format!(
-                        "{what}: give exactly one of value = NUMBER or formula = \"NAME\""
-                    )))
-                }
-            }
-        }
-        let mut trends = Vec::new();
-        for (i, t) in f.trends.iter().enumerate() {
-            let what = format!("trend[{i}] ({:?})", t.claim);
-            check_metric(&what, &t.metric)?;
-            let Some(at) = resolve_at(&what, &t.at)? else {
-                continue;
-            };
-            let need = |x: Option<&str>, key: &str| -> Result<String, SweepError> {
-                x.map(str::to_string)
-                    .ok_or_else(|| err(format!("{what}: kind = {:?} needs {key}", t.kind)))
-            };
-            let kind = match t.kind.as_str() {
-                "wins" => {
-                    let axis = need(t.axis.as_deref(), "axis")?;
-                    let a = axis_of(&what, &axis)?;
-                    let pick = |v: &Option<Value>, key: &str| -> Result<Value, SweepError> {
-                        let v = v
-                            .as_ref()
-                            .ok_or_else(|| err(format!("{what}: kind = \"wins\" needs {key}")))?;
-                        let v = coerce(v, &a.full_values);
-                        if !a.full_values.contains(&v) {
-                            return Err(err(format!(
-                                "{what}: {key} = {v} is not a value of axis {axis}"
-                            )));
-                        }
-                        Ok(v)
-                    };
-                    TrendKind::Wins {
-                        winner: pick(&t.winner, "winner")?,
-                        loser: pick(&t.loser, "loser")?,
-                        better: t.better.ok_or_else(|| {
-                            err(format!("{what}: kind = \"wins\" needs better = \"lower\" or \"higher\""))
-                        })?,
-                        axis,
-                    }
-                }
-                "beats" => {
-                    let than = need(t.than.as_deref(), "than")?;
-                    check_metric(&what, &than)?;
-                    TrendKind::Beats {
-                        than,
-                        better: t.better.ok_or_else(|| {
-                            err(format!("{what}: kind = \"beats\" needs better = \"lower\" or \"higher\""))
-                        })?,
-                    }
-                }
-                "monotone" => {
-                    let axis = need(t.axis.as_deref(), "axis")?;
-                    axis_of(&what, &axis)?;
-                    TrendKind::Monotone {
-                        axis,
-                        direction: t.direction.ok_or_else(|| {
-                            err(format!(
-                                "{what}: kind = \"monotone\" needs direction = \"increasing\" or \"decreasing\""
-                            ))
-                        })?,
-                    }
-                }
-                "matches" => {
-                    let tolerance = t.tolerance.ok_or_else(|| {
-                        err(format!("{what}: kind = \"matches\" needs tolerance = FRACTION"))
-                    })?;
-                    if !(tolerance > 0.0 && tolerance.is_finite()) {
-                        return Err(err(format!("{what}: tolerance = {tolerance} must be positive")));
-                    }
-                    TrendKind::Matches { tolerance }
-                }
-                "consistent" => {
-                    let reference = need(t.reference.as_deref(), "reference")?;
-                    let failures = need(t.failures.as_deref(), "failures")?;
-                    let trials = need(t.trials.as_deref(), "trials")?;
-                    for m in [&reference, &failures, &trials] {
-                        check_metric(&what, m)?;
-                    }
-                    TrendKind::Consistent {
-                        reference,
-                        failures,
-                        trials,
-                    }
-                }
-                other => {
-                    return Err(err(format!(
-                        "{what}: kind = {other:?}: expected \"wins\", \"beats\", \"monotone\", \"matches\" or \"consistent\""
-                    )))
-                }
-            };
-            trends.push(Trend {
-                claim: t.claim.clone(),
-                metric: t.metric.clone(),
-                at,
-                kind,
-            });
-        }
-        let mut plots = Vec::new();
-        for (i, p) in f.plots.iter().enumerate() {
-            let what = format!("plot[{i}]");
-            check_metric(&what, &p.metric)?;
-            for m in &p.extra {
-                check_metric(&what, m)?;
-            }
-            axis_of(&what, &p.x)?;
-            if let Some(s) = &p.series {
-                axis_of(&what, s)?;
-                if s == &p.x {
-                    return Err(err(format!("{what}: series = x = {s:?}")));
-                }
-            }
-            plots.push(Plot {
-                metric: p.metric.clone(),
-                extra: p.extra.clone(),
-                x: p.x.clone(),
-                series: p.series.clone(),
-                title: p.title.clone().unwrap_or_else(|| f.title.clone()),
-                y_label: p.y_label.clone(),
-                log_x: p.log_x,
-                log_y: p.log_y,
-            });
-        }
+        let (published, skipped) = scope.published(&f.published)?;
+        let trends = scope.trends(&f.trends)?;
+        let plots = scope.plots(&f.plots, &f.title)?;
         let mut fp = format!("{}\n{quick}\n", f.name);
         for c in &cells {
             fp.push_str(&format!("{:016x}\n", c.fingerprint));
@@ -950,7 +555,7 @@ impl Matrix {
 pub type Point = Vec<(String, Value)>;
 
 /// A value written `1` where the axis has floats (`1.0`) is that float.
-fn coerce(v: &Value, values: &[Value]) -> Value {
+pub(crate) fn coerce(v: &Value, values: &[Value]) -> Value {
     match v {
         Value::Integer(i) if values.iter().any(|x| matches!(x, Value::Float(_))) => {
             Value::Float(*i as f64)
