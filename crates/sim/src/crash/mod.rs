@@ -19,9 +19,16 @@
 //! lives on the chip after each mount of a case, set `NANDLAB_CRASH_LPN=<page>`: the
 //! harness prints every block's records.
 
-use controller::{Controller, ControllerConfig, PageKind};
+mod cut;
+mod model;
+
+pub use cut::CutInfo;
+pub use model::{check_after_kill, pattern, Checker};
+use model::{verify, Model};
+
+use controller::{Controller, ControllerConfig};
 use ftl::{BoxedVolume, Ftl, FtlError, PageFtlConfig, SchemeConfig};
-use nand::{Chip, ChipConfig, ConstantRber, CutMode, CutTarget, Lpn, NandError, Nanos, RamStorage};
+use nand::{Chip, ChipConfig, ConstantRber, CutMode, Lpn, NandError, Nanos, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use std::collections::BTreeMap;
@@ -40,20 +47,6 @@ pub enum HostOp {
 
 /// The volumes the harness tests.
 pub type CrashVolume = BoxedVolume<RamStorage, ConstantRber>;
-
-/// How strictly the harness checks each page read after recovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Checker {
-    /// The durability contract: the value at the last completed flush, or one written
-    /// since.
-    #[default]
-    Contract,
-    /// Deliberately weakened, for the harness's self-test only: any value ever written (or
-    /// zeros) passes, so a lost flush or a resurrected version goes unseen. The self-test
-    /// shows a known-bad FTL passing this checker, so a change that weakened the real one
-    /// this far would not go unnoticed.
-    AnyVersion,
-}
 
 /// A function wrapping every volume the harness formats or mounts.
 pub type Wrapper = fn(CrashVolume) -> CrashVolume;
@@ -332,71 +325,6 @@ impl fmt::Display for Summary {
 
 type Dev = CrashVolume;
 
-/// Reference model: per logical page, the value at the last completed flush, the values
-/// written since (`None` = zeros), and the value the device holds now (as far as known: an
-/// operation cut in flight is resolved by reading the page after recovery).
-struct Model {
-    durable: Vec<Option<u64>>,
-    since: Vec<Vec<Option<u64>>>,
-    current: Vec<Option<u64>>,
-    /// Every version ever written to each page (to name a resurrected one).
-    history: Vec<Vec<u64>>,
-    checker: Checker,
-    /// The host operation a power loss interrupted (its index in its workload).
-    in_flight: Option<(usize, HostOp)>,
-}
-
-impl Model {
-    fn new(n: u64) -> Self {
-        Model {
-            durable: vec![None; n as usize],
-            since: vec![Vec::new(); n as usize],
-            current: vec![None; n as usize],
-            history: vec![Vec::new(); n as usize],
-            checker: Checker::Contract,
-            in_flight: None,
-        }
-    }
-
-    fn with_checker(mut self, checker: Checker) -> Self {
-        self.checker = checker;
-        self
-    }
-
-    fn flushed(&mut self) {
-        self.durable.clone_from(&self.current);
-        for s in self.since.iter_mut() {
-            s.clear();
-        }
-    }
-
-    /// A write or trim issued (a flush changes nothing until it completes).
-    fn issue(&mut self, op: HostOp) {
-        let (l, v) = match op {
-            HostOp::Write(l, v) => (l, Some(v)),
-            HostOp::Trim(l) => (l, None),
-            HostOp::Flush => return,
-        };
-        self.since[l as usize].push(v);
-        self.current[l as usize] = v;
-        if let Some(v) = v {
-            self.history[l as usize].push(v);
-        }
-    }
-
-    fn accepts(&self, lpn: usize, v: Option<u64>) -> bool {
-        match self.checker {
-            Checker::Contract => self.durable[lpn] == v || self.since[lpn].contains(&v),
-            Checker::AnyVersion => v.is_none_or(|v| self.history[lpn].contains(&v)),
-        }
-    }
-}
-
-/// The bytes a crash-test write of `version` to `lpn` stores.
-pub fn pattern(len: usize, lpn: u64, version: u64) -> Vec<u8> {
-    nand::pattern::bytes(len, lpn << 24 ^ version)
-}
-
 fn controller(cfg: &CrashConfig) -> Result<Controller<RamStorage, ConstantRber>, String> {
     let chip = Chip::ram(cfg.chip.clone()).map_err(|e| e.to_string())?;
     let mut ctl = Controller::new(
@@ -417,21 +345,6 @@ fn is_power_loss(e: &FtlError) -> bool {
         e,
         FtlError::Controller(controller::CtlError::Nand(NandError::PowerLoss))
     )
-}
-
-/// Checks a volume mounted after its writer died (killed, or the power cut): `ops` is the
-/// writer's whole workload and `flushed` the number of its operations completed when its
-/// last flush returned. Every page reads back as the durability contract allows (zeros if
-/// never written), or an error names the first one that does not.
-pub fn check_after_kill(dev: &mut dyn Ftl, ops: &[HostOp], flushed: usize) -> Result<(), String> {
-    let mut model = Model::new(dev.logical_pages());
-    for (i, &op) in ops.iter().enumerate() {
-        model.issue(op);
-        if i + 1 == flushed {
-            model.flushed();
-        }
-    }
-    verify(dev, &mut model, Nanos::ZERO)
 }
 
 /// Performs one host operation on a volume (writes store [`pattern`] bytes).
@@ -478,60 +391,6 @@ fn run_ops(
     Ok(true)
 }
 
-/// Reads every logical page and checks it against the model; then the
-/// model takes what was read as each page's current value (an operation cut in flight has
-/// now either happened or not). The set of values a later cut may still expose is kept:
-/// the contract promises nothing about unflushed data across a second cut.
-fn verify(dev: &mut dyn Ftl, model: &mut Model, t: Nanos) -> Result<(), String> {
-    let ps = dev.page_size();
-    let n = dev.logical_pages();
-    let mut buf = vec![0u8; ps];
-    // Every logical page, not only those the workload touches: a page never written must
-    // read zeros.
-    for l in 0..n {
-        dev.read(t, Lpn::checked(l, n).expect("in range"), &mut buf)
-            .map_err(|e| format!("read of page {l}: {e}"))?;
-        let got = if buf.iter().all(|&b| b == 0) {
-            Some(None)
-        } else {
-            let weak = model.checker == Checker::AnyVersion;
-            let mut cands = std::iter::once(model.durable[l as usize])
-                .chain(model.since[l as usize].iter().copied())
-                .flatten()
-                .chain(
-                    weak.then(|| model.history[l as usize].clone())
-                        .into_iter()
-                        .flatten(),
-                );
-            cands.find(|&v| buf == pattern(ps, l, v)).map(Some)
-        };
-        match got {
-            Some(v) if model.accepts(l as usize, v) => model.current[l as usize] = v,
-            _ => {
-                return Err(format!(
-                    "page {l}: read {} — durable {:?}, written since {:?}",
-                    match got {
-                        Some(None) => "zeros".to_string(),
-                        Some(Some(v)) => format!("version {v}"),
-                        None => match model.history[l as usize]
-                            .iter()
-                            .find(|&&v| buf == pattern(ps, l, v))
-                        {
-                            Some(v) => format!(
-                                "version {v}, superseded before the last flush (resurrected)"
-                            ),
-                            None => "data no write produced".to_string(),
-                        },
-                    },
-                    model.durable[l as usize],
-                    model.since[l as usize]
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
 fn mount(
     ctl: Controller<RamStorage, ConstantRber>,
     cfg: &CrashConfig,
@@ -576,81 +435,6 @@ fn debug_dump(dev: &mut Dev, t: Nanos, what: &str) {
             }
         }
         eprintln!("{line}");
-    }
-}
-
-/// What a power cut hit: the chip's [`nand::CutRecord`] with what the FTL was writing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CutInfo {
-    /// One of [`CutInfo::CLASSES`].
-    pub class: &'static str,
-    /// The operation, its target and its effect, in words.
-    pub text: String,
-}
-
-impl CutInfo {
-    /// The classes, in report order: a program of a host page, of a GC (or wear-levelling,
-    /// relocation) copy, of a checkpoint body page, of a trim-log page, of an MLC padding
-    /// page, of another metadata page; an erase of a checkpoint-region block or of a data
-    /// block; a read.
-    pub const CLASSES: [&'static str; 9] = [
-        "user",
-        "gc-copy",
-        "checkpoint",
-        "trim-log",
-        "pad",
-        "meta",
-        "region-erase",
-        "data-erase",
-        "read",
-    ];
-
-    /// Describes the cut `ctl`'s chip recorded; `region` lists the checkpoint region's
-    /// blocks (flat indices).
-    pub fn of<S: nand::Storage, M: nand::ErrorModel>(
-        ctl: &Controller<S, M>,
-        region: &[u32],
-    ) -> Option<CutInfo> {
-        let cut = ctl.chip().last_cut()?;
-        let g = ctl.chip().geometry();
-        let (class, what) = match cut.target {
-            CutTarget::Read(a) => ("read", format!("read of page {a}")),
-            CutTarget::Program(a) => {
-                let kind = ctl.last_program().filter(|(p, _)| *p == a).map(|(_, k)| k);
-                let class = match kind {
-                    Some(PageKind::User(_)) => "user",
-                    Some(PageKind::GcCopy(_)) => "gc-copy",
-                    Some(PageKind::Meta(t)) => ftl::meta_tag_name(t).unwrap_or("meta"),
-                    None => "meta",
-                };
-                let bit = ctl.chip().pairing().kind(a.page()).name();
-                let block = g.block_index(a.block_addr()).unwrap_or(u32::MAX);
-                (
-                    class,
-                    format!("program of page {a} ({bit} page of block {block}), a {class} page"),
-                )
-            }
-            CutTarget::Erase(b) => {
-                let i = g.block_index(b).unwrap_or(u32::MAX);
-                if region.contains(&i) {
-                    (
-                        "region-erase",
-                        format!("erase of checkpoint-region block {i}"),
-                    )
-                } else {
-                    ("data-erase", format!("erase of data block {i}"))
-                }
-            }
-        };
-        Some(CutInfo {
-            class,
-            text: format!(
-                "cut at chip op {} (counted from format; mode {}): {what}; effect {:?}",
-                cut.op,
-                cut.mode.name(),
-                cut.effect
-            ),
-        })
     }
 }
 
