@@ -504,8 +504,10 @@ impl Bch {
         Ok(positions.len() as u32)
     }
 
-    /// Error positions (polynomial degrees in the codeword) from the parity difference.
-    fn locate(&self, diff: &[u8], data_len: usize) -> Result<Vec<u32>, EccError> {
+    /// The syndromes S_1..S_2t (`syn[j]`, 1-based) of the received word whose remainder
+    /// modulo g is `diff` (the parity difference).
+    #[inline(never)]
+    fn syndromes(&self, diff: &[u8]) -> Vec<u32> {
         let gf = &self.gf;
         let n = gf.n();
         let t = self.t as usize;
@@ -543,6 +545,16 @@ impl Bch {
         for j in 1..=t {
             syn[2 * j] = gf.square(syn[j]);
         }
+        syn
+    }
+
+    /// The error locator σ (lowest degree first) and its degree L from the syndromes, by the
+    /// binary Berlekamp–Massey algorithm.
+    #[inline(never)]
+    fn berlekamp_massey(&self, syn: &[u32]) -> Result<(Vec<u32>, usize), EccError> {
+        let gf = &self.gf;
+        let n = gf.n();
+        let t = self.t as usize;
         // Binary Berlekamp–Massey: only odd steps have a non-zero discrepancy. B's degree
         // can reach 3t + 1 before it is used; nothing is truncated.
         let cap = 3 * t + 3;
@@ -600,10 +612,17 @@ impl Bch {
             core::mem::swap(&mut sigma, &mut tmp);
             ds = dt;
         }
-        let _ = ds;
         if sigma[l + 1..].iter().any(|&c| c != 0) || l == 0 || sigma[l] == 0 {
             return Err(EccError::Uncorrectable);
         }
+        Ok((sigma, l))
+    }
+
+    /// Error positions (polynomial degrees in the codeword) from the parity difference.
+    fn locate(&self, diff: &[u8], data_len: usize) -> Result<Vec<u32>, EccError> {
+        let gf = &self.gf;
+        let syn = self.syndromes(diff);
+        let (sigma, l) = self.berlekamp_massey(&syn)?;
         // Roots of the reversed (monic) locator are the error locators X = α^p.
         // Roots of the reversed locator x^L·σ(1/x) are the error locators X = α^p; it is
         // monic since σ_0 = 1.

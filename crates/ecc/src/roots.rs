@@ -1,10 +1,18 @@
-//! Roots of polynomials over GF(2^m) without a Chien search: closed forms for degree 1 and 2,
+//! Roots of polynomials over GF(2^m) without a Chien search: closed forms up to degree 4,
 //! and the Berlekamp trace algorithm (BTA) above that.
+//!
+//! Degree 2 reduces to y² + y = u (a precomputed basis of solutions); degrees 3 and 4 are
+//! turned into an *affine* polynomial X⁴ + aX² + bX + c, whose left part is GF(2)-linear, so
+//! its roots are the solutions of an m × m linear system over GF(2) (the method of Linux
+//! `lib/bch.c`; the system is solved here column by column).
 //!
 //! The BTA splits f(x) (squarefree, all roots in the field) with gcd(f, Tr(βx) mod f) for β
 //! running over the polynomial basis α^0..α^(m−1): every root r satisfies Tr(βr) ∈ {0, 1},
-//! so the gcd collects the roots with trace 0. The powers x^(2^i) mod f are computed once,
-//! after which each Tr(βx) mod f = Σ β^(2^i)·x^(2^i) costs O(m·deg f).
+//! so the gcd collects the roots with trace 0. The powers x^(2^i) mod f are computed once per
+//! locator by squaring through the Berlekamp Q matrix (rows x^(2j) mod f), whose products
+//! are independent of each other (no reduction chain); each Tr(α^k·x) mod f = Σ α^(k·2^i) ·
+//! x^(2^i) is computed once and shared by every factor split with the same k. Factors of
+//! degree ≤ 4 go to the closed forms.
 
 use crate::gf::Field;
 use alloc::vec;
@@ -81,24 +89,35 @@ impl RootFinder {
         if f[0] == 0 {
             return false; // zero is a root: no valid error locator
         }
-        match d {
+        if d <= 4 {
+            return self.small(gf, f, out);
+        }
+        let start = out.len();
+        let mut bta = Bta::new(gf, f);
+        if !bta.split(self, f.to_vec(), 0, out) {
+            return false;
+        }
+        // Every factor's roots are distinct (the closed forms insist on it), but the
+        // same root could in principle come out of two factors only if f were not
+        // squarefree: check.
+        let found = &mut out[start..];
+        found.sort_unstable();
+        found.windows(2).all(|w| w[0] != w[1]) && found.len() == d
+    }
+
+    /// Roots of a monic polynomial of degree 1..=4 with non-zero constant term, by closed
+    /// forms; false unless they are deg f distinct non-zero field elements.
+    fn small(&self, gf: &Field, f: &[u32], out: &mut Vec<u32>) -> bool {
+        match deg(f) {
             0 => true,
             1 => {
                 out.push(f[0]);
-                true
+                f[0] != 0
             }
             2 => self.quadratic(gf, f[1], f[0], out),
-            _ => {
-                let start = out.len();
-                let mut bta = Bta::new(gf, f);
-                if !bta.split(self, f.to_vec(), 0, out) {
-                    return false;
-                }
-                // A repeated root can split into equal linear factors: insist on distinct.
-                let found = &mut out[start..];
-                found.sort_unstable();
-                found.windows(2).all(|w| w[0] != w[1]) && found.len() == d
-            }
+            3 => self.cubic(gf, f[2], f[1], f[0], out),
+            4 => self.quartic(gf, [f[3], f[2], f[1], f[0]], out),
+            _ => unreachable!("degree ≤ 4"),
         }
     }
 
@@ -117,6 +136,123 @@ impl RootFinder {
         out.push(gf.mul(b, y ^ 1));
         true
     }
+
+    /// Roots of x³ + a·x² + b·x + c: (x + a) times it is the affine
+    /// x⁴ + (a² + b)·x² + (ab + c)·x + ac, whose four roots are the cubic's three and a.
+    /// Four distinct solutions mean the cubic's roots are distinct and differ from a (a
+    /// double root makes the affine polynomial's derivative, its x coefficient, zero and
+    /// every root double).
+    fn cubic(&self, gf: &Field, a: u32, b: u32, c: u32, out: &mut Vec<u32>) -> bool {
+        if c == 0 {
+            return false;
+        }
+        let Some(sol) = affine4(gf, gf.square(a) ^ b, gf.mul(a, b) ^ c, gf.mul(a, c)) else {
+            return false;
+        };
+        let before = out.len();
+        out.extend(sol.iter().copied().filter(|&x| x != a));
+        out.len() - before == 3
+    }
+
+    /// Roots of x⁴ + a·x³ + b·x² + c·x + d (coefficients `[a, b, c, d]`). With a = 0 it is
+    /// affine already. Otherwise x = z + e with e² = c/a removes the linear term:
+    /// z⁴ + a·z³ + (ae + b)·z² + (e⁴ + be² + d), and y = 1/z turns that into the affine
+    /// y⁴ + (b'/d')·y² + (a/d')·y + 1/d' (d' = 0 would make z = 0 a double root).
+    fn quartic(&self, gf: &Field, [a, b, c, d]: [u32; 4], out: &mut Vec<u32>) -> bool {
+        if d == 0 {
+            return false;
+        }
+        if a == 0 {
+            let Some(sol) = affine4(gf, b, c, d) else {
+                return false;
+            };
+            out.extend_from_slice(&sol);
+            return true;
+        }
+        let e = if c == 0 { 0 } else { sqrt(gf, gf.div(c, a)) };
+        let e2 = gf.square(e);
+        let b1 = gf.mul(a, e) ^ b;
+        let d1 = gf.square(e2) ^ gf.mul(b, e2) ^ d;
+        if d1 == 0 {
+            return false;
+        }
+        let inv = gf.inv(d1);
+        let Some(sol) = affine4(gf, gf.mul(b1, inv), gf.mul(a, inv), inv) else {
+            return false;
+        };
+        // y ≠ 0 (the constant term 1/d' is not zero); x = 1/y + e ≠ 0 since d ≠ 0.
+        out.extend(sol.iter().map(|&y| gf.inv(y) ^ e));
+        true
+    }
+}
+
+/// The square root of x (squaring is a bijection in characteristic 2).
+fn sqrt(gf: &Field, x: u32) -> u32 {
+    if x == 0 {
+        return 0;
+    }
+    let l = gf.log(x);
+    // n = 2^m − 1 is odd: an odd log becomes even by adding n.
+    let l = if l % 2 == 1 { l + gf.n() } else { l };
+    gf.exp2n(l / 2)
+}
+
+/// The four distinct roots of the affine polynomial X⁴ + a·X² + b·X + c, or `None` if it
+/// does not have exactly four. L(X) = X⁴ + aX² + bX is GF(2)-linear, so the roots are the
+/// solutions of L(X) = c: a particular solution plus the kernel of L, which must be of
+/// dimension 2. Elements are bit vectors in the polynomial basis; the images L(α^i) are
+/// reduced against pivots (indexed by their highest bit) carrying the combination of basis
+/// elements, i.e. the preimage, that produced them.
+fn affine4(gf: &Field, a: u32, b: u32, c: u32) -> Option<[u32; 4]> {
+    let m = gf.m() as usize;
+    let n = gf.n();
+    let la = (a != 0).then(|| gf.log(a));
+    let lb = (b != 0).then(|| gf.log(b));
+    let mut piv_img = [0u32; 32];
+    let mut piv_pre = [0u32; 32];
+    let mut kernel = [0u32; 2];
+    let mut nk = 0;
+    for i in 0..m as u32 {
+        // L(α^i) = α^(4i) + a·α^(2i) + b·α^i.
+        let mut img = gf.exp2n((4 * i) % n);
+        if let Some(la) = la {
+            img ^= gf.exp2n(la + 2 * i);
+        }
+        if let Some(lb) = lb {
+            img ^= gf.exp2n(lb + i);
+        }
+        let mut pre = 1u32 << i;
+        while img != 0 {
+            let h = 31 - img.leading_zeros() as usize;
+            if piv_img[h] == 0 {
+                piv_img[h] = img;
+                piv_pre[h] = pre;
+                break;
+            }
+            img ^= piv_img[h];
+            pre ^= piv_pre[h];
+        }
+        if img == 0 {
+            if nk == 2 {
+                return None; // kernel of dimension > 2: more than four roots
+            }
+            kernel[nk] = pre;
+            nk += 1;
+        }
+    }
+    if nk != 2 {
+        return None;
+    }
+    let (mut v, mut x0) = (c, 0u32);
+    while v != 0 {
+        let h = 31 - v.leading_zeros() as usize;
+        if piv_img[h] == 0 {
+            return None; // c is not in the image: no root
+        }
+        v ^= piv_img[h];
+        x0 ^= piv_pre[h];
+    }
+    Some([x0, x0 ^ kernel[0], x0 ^ kernel[1], x0 ^ kernel[0] ^ kernel[1]])
 }
 
 /// Zero coefficient in a log-domain polynomial.
@@ -128,7 +264,10 @@ struct Bta<'a> {
     d: usize,
     /// x^(2^i) mod f for i = 0..m, in the log domain, `d` coefficients each.
     powers: Vec<u32>,
-    /// Scratch for trace polynomials and gcds.
+    /// Tr(α^k·x) mod f for the k computed so far (`have` bit k), `d` coefficients each.
+    traces: Vec<u32>,
+    have: u32,
+    /// Scratch for gcds.
     t: Vec<u32>,
     a: Vec<u32>,
 }
@@ -137,85 +276,104 @@ impl<'a> Bta<'a> {
     fn new(gf: &'a Field, f: &[u32]) -> Bta<'a> {
         let d = deg(f);
         let m = gf.m() as usize;
-        let logf: Vec<u32> = f.iter().map(|&c| to_log(gf, c)).collect();
-        let mut powers = vec![LOG_ZERO; m * d];
-        let mut x = vec![0u32; d];
-        x[1] = 1;
-        let mut sq = vec![0u32; 2 * d];
-        for i in 0..m {
-            for (slot, &c) in powers[i * d..(i + 1) * d].iter_mut().zip(&x) {
-                *slot = to_log(gf, c);
-            }
-            if i + 1 == m {
-                break;
-            }
-            // Square: coefficient j moves to 2j, squared (char 2: no cross terms).
-            sq.iter_mut().for_each(|c| *c = 0);
-            for (j, &c) in x.iter().enumerate() {
-                sq[2 * j] = gf.square(c);
-            }
-            // Reduce modulo the monic f, from the top.
-            for j in (d..sq.len()).rev() {
-                let c = sq[j];
-                if c == 0 {
-                    continue;
+        let n = gf.n();
+        // Q rows x^(2j) mod f for 2j ≥ d (below d they are monomials), log domain: x^k mod f
+        // for k = d..2d − 2, each x times the previous one, reduced by the monic f.
+        let j0 = d.div_ceil(2);
+        let mut q = vec![LOG_ZERO; (d - j0) * d];
+        let logf: Vec<u32> = f[..d].iter().map(|&c| to_log(gf, c)).collect();
+        let mut xk: Vec<u32> = f[..d].to_vec(); // x^d ≡ f − x^d
+        for k in d..=2 * (d - 1) {
+            if k % 2 == 0 {
+                let row = &mut q[(k / 2 - j0) * d..][..d];
+                for (slot, &c) in row.iter_mut().zip(&xk) {
+                    *slot = to_log(gf, c);
                 }
-                let lc = gf.log(c);
-                let base = j - d;
-                for (k, &l) in logf[..d].iter().enumerate() {
+            }
+            // x^(k+1) = x·x^k: shift up; the coefficient pushed to x^d is reduced by f.
+            let top = xk[d - 1];
+            xk.copy_within(..d - 1, 1);
+            xk[0] = 0;
+            if top != 0 {
+                let lt = gf.log(top);
+                for (c, &l) in xk.iter_mut().zip(&logf) {
                     if l != LOG_ZERO {
-                        sq[base + k] ^= gf.exp2n(lc + l);
+                        *c ^= gf.exp2n(lt + l);
                     }
                 }
             }
-            x.copy_from_slice(&sq[..d]);
+        }
+        // x^(2^(i+1)) = (x^(2^i))² = Σ_j a_j²·x^(2j) mod f: independent products.
+        let mut powers = vec![LOG_ZERO; m * d];
+        powers[1] = 0; // x
+        let mut sq = vec![0u32; d];
+        for i in 1..m {
+            let (prev, next) = powers.split_at_mut(i * d);
+            let prev = &prev[(i - 1) * d..];
+            sq.iter_mut().for_each(|c| *c = 0);
+            for (j, &l) in prev.iter().enumerate() {
+                if l == LOG_ZERO {
+                    continue;
+                }
+                let l2 = if 2 * l >= n { 2 * l - n } else { 2 * l };
+                if 2 * j < d {
+                    sq[2 * j] ^= gf.exp2n(l2);
+                } else {
+                    for (s, &lq) in sq.iter_mut().zip(&q[(j - j0) * d..][..d]) {
+                        if lq != LOG_ZERO {
+                            *s ^= gf.exp2n(l2 + lq);
+                        }
+                    }
+                }
+            }
+            for (slot, &c) in next[..d].iter_mut().zip(&sq) {
+                *slot = to_log(gf, c);
+            }
         }
         Bta {
             gf,
             d,
             powers,
-            t: vec![0; d],
+            traces: vec![0; m * d],
+            have: 0,
+            t: Vec::with_capacity(d),
             a: Vec::with_capacity(d + 1),
         }
     }
 
-    /// Tr(α^k·x) mod f = Σ_i α^(k·2^i) · x^(2^i) mod f, into `self.t` (trimmed).
-    fn trace_poly(&mut self, k: u32) {
-        let gf = self.gf;
+    /// Tr(α^k·x) mod f = Σ_i α^(k·2^i) · x^(2^i) mod f (computed on first use).
+    fn trace(&mut self, k: u32) -> &[u32] {
         let d = self.d;
-        self.t.clear();
-        self.t.resize(d, 0);
-        let mut lb = k; // log of β^(2^i)
-        for row in self.powers.chunks_exact(d) {
-            for (slot, &l) in self.t.iter_mut().zip(row) {
-                if l != LOG_ZERO {
-                    *slot ^= gf.exp2n(lb + l);
+        if self.have >> k & 1 == 0 {
+            let gf = self.gf;
+            let out = &mut self.traces[k as usize * d..][..d];
+            let mut lb = k; // log of β^(2^i)
+            for row in self.powers.chunks_exact(d) {
+                for (slot, &l) in out.iter_mut().zip(row) {
+                    if l != LOG_ZERO {
+                        *slot ^= gf.exp2n(lb + l);
+                    }
                 }
+                lb = (2 * lb) % gf.n();
             }
-            lb = (2 * lb) % gf.n();
+            self.have |= 1 << k;
         }
-        trim(&mut self.t);
+        &self.traces[k as usize * d..][..d]
     }
 
     fn split(&mut self, rf: &RootFinder, g: Poly, first: u32, out: &mut Vec<u32>) -> bool {
         let gf = self.gf;
-        match deg(&g) {
-            0 => return true,
-            1 => {
-                if g[0] == 0 {
-                    return false;
-                }
-                out.push(g[0]);
-                return true;
-            }
-            2 => return rf.quadratic(gf, g[1], g[0], out),
-            _ => {}
+        if deg(&g) <= 4 {
+            return g[0] != 0 && rf.small(gf, &g, out);
         }
         for k in first..gf.m() {
-            self.trace_poly(k);
+            let mut t = core::mem::take(&mut self.t);
+            t.clear();
+            t.extend_from_slice(self.trace(k));
             self.a.clear();
             self.a.extend_from_slice(&g);
-            let h = gcd(gf, &mut self.a, &mut self.t);
+            let h = gcd(gf, &mut self.a, &mut t);
+            self.t = t;
             let dh = deg(&h);
             if h.is_empty() || dh == 0 || dh == deg(&g) {
                 continue;
