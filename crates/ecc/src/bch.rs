@@ -15,6 +15,7 @@
 
 use crate::gf::{default_poly, Field};
 use crate::roots::RootFinder;
+use crate::widepar::WideParity;
 use crate::EccError;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -43,6 +44,9 @@ pub struct Bch {
     /// Carry-less-multiply encoder (parity ≤ 128 bits, CPU with PCLMULQDQ).
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     clmul: Option<crate::clmul::Clmul>,
+    /// Carry-less-multiply encoder for wider parity (on the CPU's PCLMULQDQ, or on its
+    /// scalar model after [`Bch::lane_models`]).
+    wide: Option<WideParity>,
 }
 
 /// Scratch register: on the stack for the usual sizes.
@@ -211,9 +215,14 @@ impl Bch {
         let clmul = (words <= 2)
             .then(|| crate::clmul::Clmul::new([gen[0], gen.get(1).copied().unwrap_or(0)]))
             .flatten();
+        let wide = (words > 2)
+            .then(|| WideParity::new(&gen))
+            .flatten()
+            .and_then(WideParity::on_hardware);
         Ok(Bch {
             #[cfg(all(feature = "std", target_arch = "x86_64"))]
             clmul,
+            wide,
             gf,
             t,
             ecc_bits,
@@ -234,6 +243,24 @@ impl Bch {
         #[cfg(all(feature = "std", target_arch = "x86_64"))]
         {
             self.clmul = None;
+        }
+        self.wide = None;
+        self
+    }
+
+    /// The same code with its wide-parity carry-less-multiply encoder (parity over 128 bits)
+    /// running on the scalar model of its lane arithmetic, whatever the CPU: the same
+    /// algorithm with a bit-by-bit product in place of PCLMULQDQ, so that its logic is
+    /// checked on machines without the instruction. Slow; for tests.
+    pub fn lane_models(mut self) -> Bch {
+        if self.words > 2 {
+            let mut gen = vec![0u64; self.words];
+            // Row 1 of the byte table is the register after feeding the single bit 1 into a
+            // zero register: g's low part, left-aligned, exactly.
+            let w = self.words;
+            let byte_table = (self.ntab - 1) * 256 * w;
+            gen.copy_from_slice(&self.tables[byte_table + w..byte_table + 2 * w]);
+            self.wide = WideParity::new(&gen);
         }
         self
     }
@@ -412,6 +439,12 @@ impl Bch {
     }
 
     fn remainder(&self, data: &[u8], r: &mut [u64]) {
+        if let Some(w) = &self.wide {
+            // (`r` is zero here: every caller starts from a fresh register.)
+            let rest = w.remainder(data, r);
+            self.remainder_bytes(rest, r);
+            return;
+        }
         #[cfg(all(feature = "std", target_arch = "x86_64"))]
         if let Some(c) = &self.clmul {
             let rest = c.remainder(data, r);

@@ -252,7 +252,12 @@ fn affine4(gf: &Field, a: u32, b: u32, c: u32) -> Option<[u32; 4]> {
         v ^= piv_img[h];
         x0 ^= piv_pre[h];
     }
-    Some([x0, x0 ^ kernel[0], x0 ^ kernel[1], x0 ^ kernel[0] ^ kernel[1]])
+    Some([
+        x0,
+        x0 ^ kernel[0],
+        x0 ^ kernel[1],
+        x0 ^ kernel[0] ^ kernel[1],
+    ])
 }
 
 /// Zero coefficient in a log-domain polynomial.

@@ -226,6 +226,32 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// Parity over 128 bits: the carry-less-multiply encoder on the CPU (where it has
+    /// PCLMULQDQ), its scalar model (everywhere) and the table encoder agree on every code
+    /// size and data length, runs of every length and tails included.
+    #[test]
+    fn wide_parity_encoders_agree(m in 9u32..=17, tsel in any::<u32>(), len_sel in any::<usize>(), seed in any::<u64>()) {
+        let n = (1u32 << m) - 1;
+        let min_t = 128 / m + 1;
+        let max_t = ((n - 8) / m).min(2048 / m);
+        prop_assume!(min_t <= max_t);
+        let t = min_t + tsel % (max_t - min_t + 1);
+        let Ok(fast) = Bch::new(m, t) else { return Ok(()) };
+        let len = len_sel % fast.max_data_bytes().min(9000) + 1;
+        let data = {
+            let mut x = seed | 1;
+            (0..len).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect::<Vec<u8>>()
+        };
+        let table = Bch::new(m, t).unwrap().portable().encode_vec(&data).unwrap();
+        prop_assert_eq!(&fast.encode_vec(&data).unwrap(), &table, "m={} t={} len={}", m, t, len);
+        let model = Bch::new(m, t).unwrap().lane_models();
+        prop_assert_eq!(&model.encode_vec(&data).unwrap(), &table, "model m={} t={} len={}", m, t, len);
+    }
+}
+
 fn check_fixed<const N: usize>(code: &Bch, data: &[u8]) -> Result<(), TestCaseError> {
     if N > code.max_data_bytes() {
         let e = code.fixed_encoder::<N>().map(|_| ());
