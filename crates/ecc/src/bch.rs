@@ -15,6 +15,7 @@
 
 use crate::gf::{default_poly, Field};
 use crate::roots::RootFinder;
+use crate::syndrome::Syndromes;
 use crate::widepar::WideParity;
 use crate::EccError;
 use alloc::vec;
@@ -38,8 +39,8 @@ pub struct Bch {
     slice8: bool,
     /// Tables in `tables`: 16 (slicing by 16, registers of ≤ 2 words), 8, or 1.
     ntab: usize,
-    /// Per odd syndrome j = 2i+1: table of v(α^j) for the 256 byte values (bit 7 = x^7).
-    syn_tables: Vec<[u32; 256]>,
+    /// The odd syndromes' CRC tables.
+    syn: Syndromes,
     roots: RootFinder,
     /// Carry-less-multiply encoder (parity ≤ 128 bits, CPU with PCLMULQDQ).
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
@@ -200,16 +201,8 @@ impl Bch {
                 }
             }
         }
-        // Syndrome tables.
-        let mut syn_tables = vec![[0u32; 256]; t as usize];
-        for (i, table) in syn_tables.iter_mut().enumerate() {
-            let j = (2 * i + 1) as u64;
-            for (v, slot) in table.iter_mut().enumerate() {
-                *slot = (0..8u64)
-                    .filter(|bit| v >> bit & 1 != 0)
-                    .fold(0, |s, bit| s ^ gf.pow(j * bit));
-            }
-        }
+        let ecc_bytes = ((m * t) as usize).div_ceil(8);
+        let syn = Syndromes::new(&gf, t, ecc_bytes as u32 * 8 - ecc_bits);
         let roots = RootFinder::new(&gf);
         #[cfg(all(feature = "std", target_arch = "x86_64"))]
         let clmul = (words <= 2)
@@ -226,12 +219,12 @@ impl Bch {
             gf,
             t,
             ecc_bits,
-            ecc_bytes: ((m * t) as usize).div_ceil(8),
+            ecc_bytes,
             words,
             tables,
             slice8,
             ntab,
-            syn_tables,
+            syn,
             roots,
         })
     }
@@ -541,74 +534,46 @@ impl Bch {
     /// modulo g is `diff` (the parity difference).
     #[inline(never)]
     fn syndromes(&self, diff: &[u8]) -> Vec<u32> {
-        let gf = &self.gf;
-        let n = gf.n();
-        let t = self.t as usize;
-        // Odd syndromes S_j = r(α^j), j = 2i+1, by Horner over the difference bytes; the
-        // zero padding bits multiply r by x^pad, undone at the end.
-        let pad = (diff.len() * 8 - self.ecc_bits as usize) as u64;
-        let mut syn = vec![0u32; 2 * t + 1]; // syn[j] = S_j, 1-based
-        {
-            // All t Horner chains advance together, byte by byte: independent chains
-            // keep the lookups in flight instead of waiting on one chain's latency.
-            let steps: Vec<u32> = (0..t as u64)
-                .map(|i| ((8 * (2 * i + 1)) % n as u64) as u32)
-                .collect();
-            let mut s = vec![0u32; t];
-            for &byte in diff {
-                let b = byte as usize;
-                for ((si, &step), table) in s.iter_mut().zip(&steps).zip(&self.syn_tables) {
-                    let mut v = *si;
-                    if v != 0 {
-                        v = gf.exp2n(gf.log(v) + step);
-                    }
-                    *si = v ^ table[b];
-                }
-            }
-            for (i, &v) in s.iter().enumerate() {
-                let j = (2 * i + 1) as u64;
-                let mut v = v;
-                if v != 0 && pad != 0 {
-                    let undo = ((n as u64 - (j * pad) % n as u64) % n as u64) as u32;
-                    v = gf.exp2n(gf.log(v) + undo);
-                }
-                syn[2 * i + 1] = v;
-            }
-        }
-        for j in 1..=t {
-            syn[2 * j] = gf.square(syn[j]);
-        }
+        let mut syn = vec![0u32; 2 * self.t as usize + 1];
+        self.syn.compute(&self.gf, diff, &mut syn);
         syn
     }
 
     /// The error locator σ (lowest degree first) and its degree L from the syndromes, by the
-    /// binary Berlekamp–Massey algorithm.
+    /// binary Berlekamp–Massey algorithm: only odd steps have a non-zero discrepancy. The
+    /// syndromes, σ's coefficients and the correction polynomial B are kept as logarithms
+    /// too, so each product is one antilog lookup.
     #[inline(never)]
     fn berlekamp_massey(&self, syn: &[u32]) -> Result<(Vec<u32>, usize), EccError> {
+        const ZERO: u32 = u32::MAX;
         let gf = &self.gf;
         let n = gf.n();
         let t = self.t as usize;
-        // Binary Berlekamp–Massey: only odd steps have a non-zero discrepancy. B's degree
-        // can reach 3t + 1 before it is used; nothing is truncated.
+        let log = |c: u32| if c == 0 { ZERO } else { gf.log(c) };
+        let lsyn: Vec<u32> = syn.iter().map(|&c| log(c)).collect();
+        // B's degree can reach 3t + 1 before it is used; nothing is truncated.
         let cap = 3 * t + 3;
         let mut sigma = vec![0u32; cap];
-        let mut b = vec![0u32; cap];
+        let mut lsigma = vec![ZERO; cap];
+        let mut lb = vec![ZERO; cap]; // B, logs
+        let mut tmp = vec![0u32; cap];
         sigma[0] = 1;
-        b[0] = 1;
-        let mut l = 0usize; // register length = degree bound of sigma
+        lsigma[0] = 0;
+        lb[0] = 0;
+        let mut l = 0usize; // register length
         let mut ds = 0usize; // degree bound of sigma
         let mut db = 0usize; // degree bound of B
-        let mut tmp = vec![0u32; cap];
         for i in 0..t {
             let r = 2 * i + 1;
             let mut delta = syn[r];
-            for j in 1..=ds.min(r - 1) {
-                if sigma[j] != 0 && syn[r - j] != 0 {
-                    delta ^= gf.exp2n(gf.log(sigma[j]) + gf.log(syn[r - j]));
+            for (&a, &b) in lsigma[1..=ds.min(r - 1)].iter().zip(lsyn[..r].iter().rev()) {
+                if a != ZERO && b != ZERO {
+                    delta ^= gf.exp2n(a + b);
                 }
             }
             if delta == 0 {
-                shift(&mut b[..db + 3], 2);
+                lb.copy_within(..=db, 2);
+                lb[..2].fill(ZERO);
                 db += 2;
                 continue;
             }
@@ -616,34 +581,40 @@ impl Bch {
             // tmp = sigma + Δ·x·B
             let dt = ds.max(db + 1);
             tmp[..=dt].copy_from_slice(&sigma[..=dt]);
-            for k in 0..=db {
-                if b[k] != 0 {
-                    tmp[k + 1] ^= gf.exp2n(ld + gf.log(b[k]));
+            for (c, &b) in tmp[1..=db + 1].iter_mut().zip(&lb[..=db]) {
+                if b != ZERO {
+                    *c ^= gf.exp2n(ld + b);
                 }
             }
             if 2 * l < r {
                 // B = x·Δ⁻¹·sigma (old), L = r − L.
                 let inv = n - ld;
-                b[..db + 1].iter_mut().for_each(|c| *c = 0);
-                for k in 0..=ds {
-                    b[k + 1] = if sigma[k] != 0 {
-                        gf.exp2n(inv + gf.log(sigma[k]))
+                lb[0] = ZERO;
+                for (b, &a) in lb[1..=ds + 1].iter_mut().zip(&lsigma[..=ds]) {
+                    *b = if a == ZERO {
+                        ZERO
+                    } else if a + inv >= n {
+                        a + inv - n
                     } else {
-                        0
+                        a + inv
                     };
                 }
-                b[0] = 0;
+                lb[ds + 2..=db.max(ds + 1)].fill(ZERO);
                 db = ds + 1;
                 l = r - l;
                 if l > t {
                     return Err(EccError::Uncorrectable);
                 }
             } else {
-                shift(&mut b[..db + 3], 2);
+                lb.copy_within(..=db, 2);
+                lb[..2].fill(ZERO);
                 db += 2;
             }
             core::mem::swap(&mut sigma, &mut tmp);
             ds = dt;
+            for (a, &c) in lsigma[..=ds].iter_mut().zip(&sigma[..=ds]) {
+                *a = log(c);
+            }
         }
         if sigma[l + 1..].iter().any(|&c| c != 0) || l == 0 || sigma[l] == 0 {
             return Err(EccError::Uncorrectable);

@@ -21,6 +21,7 @@ mod bch;
 pub mod gf;
 pub mod reliability;
 mod roots;
+mod syndrome;
 mod widepar;
 
 pub use bch::{Bch, FixedEncoder};
