@@ -768,13 +768,6 @@ fn slice8<'a, const W: usize>(tables: &[u64], data: &'a [u8], reg: &mut [u64]) -
     chunks.remainder()
 }
 
-/// Multiplies a polynomial (lowest degree first) by x^k in place, dropping overflow.
-fn shift(p: &mut [u32], k: usize) {
-    let n = p.len();
-    p.copy_within(..n - k, k);
-    p[..k].iter_mut().for_each(|c| *c = 0);
-}
-
 fn shl1(r: &mut [u64]) {
     let n = r.len();
     for i in 0..n {
