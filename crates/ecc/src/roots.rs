@@ -275,6 +275,7 @@ struct Bta<'a> {
     /// Scratch for gcds.
     t: Vec<u32>,
     a: Vec<u32>,
+    logs: Vec<u32>,
 }
 
 impl<'a> Bta<'a> {
@@ -343,6 +344,7 @@ impl<'a> Bta<'a> {
             have: 0,
             t: Vec::with_capacity(d),
             a: Vec::with_capacity(d + 1),
+            logs: Vec::with_capacity(d),
         }
     }
 
@@ -377,7 +379,7 @@ impl<'a> Bta<'a> {
             t.extend_from_slice(self.trace(k));
             self.a.clear();
             self.a.extend_from_slice(&g);
-            let h = gcd(gf, &mut self.a, &mut t);
+            let h = gcd(gf, &mut self.a, &mut t, &mut self.logs);
             self.t = t;
             let dh = deg(&h);
             if h.is_empty() || dh == 0 || dh == deg(&g) {
@@ -444,13 +446,43 @@ fn make_monic(gf: &Field, p: &mut [u32]) {
     }
 }
 
-/// Monic gcd(a, b); both buffers are consumed as scratch.
-fn gcd(gf: &Field, a: &mut Poly, b: &mut Poly) -> Poly {
+/// `a` mod `b` in place (`b` non-zero, any leading coefficient; `a` trimmed after), with
+/// `logs` as scratch for b's logarithms.
+fn rem_assign(gf: &Field, a: &mut Poly, b: &[u32], logs: &mut Vec<u32>) {
+    let n = gf.n();
+    let db = deg(b);
+    trim(a);
+    if a.len() > db {
+        logs.clear();
+        logs.extend(b[..db].iter().map(|&c| to_log(gf, c)));
+        // Each quotient coefficient is a_j / b_db: one more logarithm per row.
+        let inv_lead = n - gf.log(b[db]);
+        for j in (db..a.len()).rev() {
+            let c = a[j];
+            if c == 0 {
+                continue;
+            }
+            let lq = gf.log(c) + inv_lead;
+            let lq = if lq >= n { lq - n } else { lq };
+            for (x, &l) in a[j - db..j].iter_mut().zip(logs.iter()) {
+                if l != LOG_ZERO {
+                    *x ^= gf.exp2n(lq + l);
+                }
+            }
+        }
+        a.truncate(db);
+    }
+    trim(a);
+}
+
+/// Monic gcd(a, b); both buffers are consumed as scratch, `logs` too. Euclid's remainders
+/// are taken without making each divisor monic (one division per row instead of a pass
+/// over the divisor); only the result is normalised.
+fn gcd(gf: &Field, a: &mut Poly, b: &mut Poly, logs: &mut Vec<u32>) -> Poly {
     trim(a);
     trim(b);
     while !b.is_empty() {
-        make_monic(gf, b);
-        let _ = divmod_monic(gf, a, b);
+        rem_assign(gf, a, b, logs);
         core::mem::swap(a, b);
     }
     if !a.is_empty() {
