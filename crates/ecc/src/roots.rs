@@ -514,7 +514,7 @@ mod tests {
             let gf = Field::new(m, crate::gf::default_poly(m).unwrap()).unwrap();
             let rf = RootFinder::new(&gf);
             let mut x = 12345u32;
-            for d in 1..=20usize {
+            for d in (1..=24usize).chain([31, 40, 47, 60, 64]) {
                 if d as u32 >= gf.n() {
                     break;
                 }
@@ -533,6 +533,68 @@ mod tests {
                 roots.sort();
                 assert_eq!(found, roots, "m={m} d={d}");
             }
+        }
+    }
+
+    /// The closed forms of degree 3 and 4 against brute force on random polynomials: they
+    /// succeed exactly when the polynomial has deg distinct non-zero roots, and find them.
+    #[test]
+    fn closed_forms_agree_with_brute_force() {
+        for m in [5u32, 6, 8, 9] {
+            let gf = Field::new(m, crate::gf::default_poly(m).unwrap()).unwrap();
+            let rf = RootFinder::new(&gf);
+            let mut x = 0x2545_F491_4F6C_DD1Du64 ^ m as u64;
+            let mut rnd = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 11) as u32 & gf.n()
+            };
+            let (mut split, mut other) = (0, 0);
+            for i in 0..3000 {
+                let d = 3 + i % 2;
+                // Half from products of random roots (often distinct), half fully random.
+                let f = if i % 4 < 2 {
+                    let roots: Vec<u32> = (0..d).map(|_| rnd() % gf.n() + 1).collect();
+                    product(&gf, &roots)
+                } else {
+                    let mut f: Vec<u32> = (0..d).map(|_| rnd()).collect();
+                    f.push(1);
+                    f
+                };
+                let eval = |x: u32| f.iter().rev().fold(0, |acc, &c| gf.mul(acc, x) ^ c);
+                let brute: Vec<u32> = (1..=gf.n()).filter(|&x| eval(x) == 0).collect();
+                // Distinct roots: as many as the degree, and no double root (f' ≠ 0 there).
+                // f'(x) = Σ over odd k of f_k·x^(k−1) in characteristic 2.
+                let deriv = |x: u32| {
+                    (1..f.len()).filter(|k| k % 2 == 1).fold(0, |acc, k| {
+                        let mut p = 1;
+                        for _ in 0..k - 1 {
+                            p = gf.mul(p, x);
+                        }
+                        acc ^ gf.mul(f[k], p)
+                    })
+                };
+                let expect = f[0] != 0 && brute.len() == d && brute.iter().all(|&r| deriv(r) != 0);
+                let mut found = Vec::new();
+                let ok = rf.roots(&gf, &f, &mut found);
+                assert_eq!(
+                    ok && found.len() == d,
+                    expect,
+                    "m={m} f={f:?} brute={brute:?}"
+                );
+                if expect {
+                    found.sort_unstable();
+                    assert_eq!(found, brute, "m={m} f={f:?}");
+                    split += 1;
+                } else {
+                    other += 1;
+                }
+            }
+            assert!(
+                split > 100 && other > 100,
+                "m={m}: {split} split, {other} not"
+            );
         }
     }
 
