@@ -9,10 +9,16 @@ pub const MIN_M: u32 = 5;
 /// Largest supported field degree.
 pub const MAX_M: u32 = 17;
 
-/// The default primitive polynomial of GF(2^m): for m = 5..=15 the ones Linux `lib/bch.c`
-/// uses (`prim_poly_tab`); for m = 16 x^16+x^12+x^3+x+1 (0x1002d) and for m = 17
-/// x^17+x^3+1 (0x20009), which Linux lacks (its `BCH_MAX_M` is 15); `bchlib` accepts 0x1002d
-/// as an explicit polynomial, which the compatibility test uses.
+/// The default primitive polynomial of GF(2^m), bit i the coefficient of x^i.
+///
+/// - m = 5..=15: Linux `lib/bch.c`'s `prim_poly_tab` (which is, for each m, the numerically
+///   smallest primitive polynomial of degree m), so parity is byte-identical to the kernel's.
+/// - m = 16: 0x1002d = x^16 + x^5 + x^3 + x^2 + 1, and m = 17: 0x20009 = x^17 + x^3 + 1 —
+///   our extension by the same rule (the smallest primitive polynomial of each degree;
+///   `Field::new` checks primitivity). Upstream Linux stops at m = 15 (`BCH_MAX_M`) and
+///   has no default beyond; the `bchlib` Python package's copy of lib/bch.c raises that
+///   limit but still needs the polynomial passed explicitly, which is how the
+///   compatibility tests and `scripts/bench-ecc.sh` compare m = 16 with it.
 pub fn default_poly(m: u32) -> Option<u32> {
     const TAB: [u32; 13] = [
         0x25, 0x43, 0x83, 0x11d, 0x211, 0x409, 0x805, 0x1053, 0x201b, 0x402b, 0x8003, 0x1002d,
@@ -156,5 +162,31 @@ impl Field {
         }
         debug_assert!(t <= 1);
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented rule: each default is the numerically smallest primitive polynomial
+    /// of its degree (Linux's table for m ≤ 15, our extension for 16 and 17).
+    #[test]
+    fn defaults_are_the_smallest_primitive_polynomials() {
+        for m in MIN_M..=MAX_M {
+            let d = default_poly(m).unwrap();
+            assert!(Field::new(m, d).is_ok(), "m={m}");
+            for p in (1u32 << m | 1..d).step_by(2) {
+                assert!(
+                    Field::new(m, p).is_err(),
+                    "m={m}: {p:#x} < {d:#x} is primitive"
+                );
+            }
+        }
+        assert_eq!(
+            default_poly(16),
+            Some(1 << 16 | 1 << 5 | 1 << 3 | 1 << 2 | 1)
+        );
+        assert_eq!(default_poly(17), Some(1 << 17 | 1 << 3 | 1));
     }
 }

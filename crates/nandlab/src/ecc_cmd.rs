@@ -1,5 +1,6 @@
 //! `nandlab ecc …`: the BCH codec and the reliability calculator for users and scripts.
 
+use crate::ecc_side::{self, SideHeader};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use ecc::reliability::{self, AP_TABLE1_BITS};
@@ -9,24 +10,38 @@ use std::time::Instant;
 
 #[derive(Debug, Subcommand)]
 pub enum EccCommand {
-    /// Encode a file sector by sector; the parity goes to a side file.
+    /// Encode a file sector by sector into a side file: a header naming the code (m, t,
+    /// polynomial, sector size, file length), then per sector the BCH parity and a CRC32C
+    /// of the sector's data.
     Encode {
         #[command(flatten)]
         code: CodeArgs,
         /// The file to protect.
         input: PathBuf,
-        /// Where to write the parity (one block of ecc_bytes per sector).
+        /// Where to write the side file.
         #[arg(long)]
         parity: PathBuf,
+        /// Write the bare parity instead (ecc_bytes per sector, no header and no CRC: the
+        /// bytes Linux lib/bch.c produces). `ecc decode` then needs the code on its command
+        /// line and cannot tell a miscorrection from a correction.
+        #[arg(long)]
+        no_crc: bool,
     },
-    /// Decode a file against its parity file, correcting it; exits non-zero if any sector is
+    /// Decode a file against its side file, correcting it; exits non-zero if any sector is
     /// uncorrectable.
+    ///
+    /// With a side file from `ecc encode` the code is read from its header (options given
+    /// here must agree with it), the file's length is checked, and each decoded sector's
+    /// CRC32C is compared with the one recorded at encoding: more than t errors can decode
+    /// to another codeword, and such a miscorrection is reported as uncorrectable and the
+    /// sector left as read, never written as "corrected". A bare parity file (`--no-crc`)
+    /// is decoded with the code given here (-t required), without that check.
     Decode {
         #[command(flatten)]
-        code: CodeArgs,
+        code: DecodeCodeArgs,
         /// The (possibly corrupted) file.
         input: PathBuf,
-        /// Its parity file from `ecc encode`.
+        /// Its side file from `ecc encode` (or a bare parity file).
         #[arg(long)]
         parity: PathBuf,
         /// Where to write the corrected data (default: correct INPUT in place).
@@ -54,7 +69,8 @@ pub enum EccCommand {
         #[arg(long, value_delimiter = ',', default_value = "1000,3000,5000,10000")]
         pe: Vec<u32>,
     },
-    /// Encode/decode throughput (MB/s) on the benchmark anchor cases.
+    /// Encode/decode throughput (MB/s) on the benchmark anchor cases (4 KiB sectors, t = 8,
+    /// 40 and 60 with t/2 errors).
     Bench {
         /// Seconds to run each case.
         #[arg(long, default_value_t = 1.0)]
@@ -79,6 +95,59 @@ pub struct CodeArgs {
     poly: Option<u32>,
 }
 
+/// The code for `ecc decode`: read from the side file's header, or given here for a bare
+/// parity file.
+#[derive(Debug, Args)]
+pub struct DecodeCodeArgs {
+    /// Correction capability per sector (bits); required for a bare parity file.
+    #[arg(long, short)]
+    t: Option<u32>,
+    /// Sector size in bytes [default for a bare parity file: 512].
+    #[arg(long)]
+    sector: Option<usize>,
+    /// Galois field degree (default: the smallest field that fits the sector).
+    #[arg(long, short)]
+    m: Option<u32>,
+    /// Primitive polynomial, e.g. 0x201b (default: Linux lib/bch.c's for m).
+    #[arg(long, value_parser = parse_hex)]
+    poly: Option<u32>,
+}
+
+impl DecodeCodeArgs {
+    /// Refuses an option that disagrees with the side file's header.
+    fn check_against(&self, h: &SideHeader, path: &std::path::Path) -> Result<()> {
+        let given = [
+            ("-t", self.t.map(u64::from), h.t as u64),
+            ("--sector", self.sector.map(|s| s as u64), h.sector as u64),
+            ("-m", self.m.map(u64::from), h.m as u64),
+            ("--poly", self.poly.map(u64::from), h.poly as u64),
+        ];
+        let wrong: Vec<String> = given
+            .iter()
+            .filter_map(|&(flag, g, v)| match g {
+                Some(g) if g != v => Some(if flag == "--poly" {
+                    format!("{flag} {g:#x} (the side file says {v:#x})")
+                } else {
+                    format!("{flag} {g} (the side file says {v})")
+                }),
+                _ => None,
+            })
+            .collect();
+        if !wrong.is_empty() {
+            bail!(
+                "side file {} was written with m = {}, t = {}, poly = {:#x}, {}-byte sectors; given {}: leave the code options out to use the side file's",
+                path.display(),
+                h.m,
+                h.t,
+                h.poly,
+                h.sector,
+                wrong.join(", ")
+            );
+        }
+        Ok(())
+    }
+}
+
 fn parse_hex(s: &str) -> Result<u32, String> {
     let digits = s.trim_start_matches("0x").trim_start_matches("0X");
     u32::from_str_radix(digits, 16).map_err(|e| format!("{s:?} is not a hex polynomial: {e}"))
@@ -86,34 +155,38 @@ fn parse_hex(s: &str) -> Result<u32, String> {
 
 impl CodeArgs {
     fn build(&self) -> Result<Bch> {
-        if self.sector == 0 {
-            bail!("--sector 0: a sector (one codeword's data) holds at least one byte");
-        }
-        let bch = match (self.m, self.poly) {
-            (None, None) => Bch::for_sector(self.sector, self.t),
-            (Some(m), None) => Bch::new(m, self.t),
-            (m, Some(poly)) => {
-                let deg = 31 - poly.leading_zeros();
-                if let Some(m) = m {
-                    if m != deg {
-                        bail!("--poly {poly:#x} has degree {deg}, not --m {m}");
-                    }
-                }
-                Bch::with_poly(deg, self.t, poly)
-            }
-        }
-        .with_context(|| format!("invalid code (t = {}, sector = {} B)", self.t, self.sector))?;
-        if bch.max_data_bytes() < self.sector {
-            bail!(
-                "sector of {} bytes does not fit GF(2^{}) at t = {} (at most {} bytes)",
-                self.sector,
-                bch.m(),
-                self.t,
-                bch.max_data_bytes()
-            );
-        }
-        Ok(bch)
+        build_code(self.t, self.sector, self.m, self.poly)
     }
+}
+
+/// The BCH code for `sector`-byte sectors at strength `t`, in the field of degree `m` or
+/// on polynomial `poly` when given.
+fn build_code(t: u32, sector: usize, m: Option<u32>, poly: Option<u32>) -> Result<Bch> {
+    if sector == 0 {
+        bail!("--sector 0: a sector (one codeword's data) holds at least one byte");
+    }
+    let bch = match (m, poly) {
+        (None, None) => Bch::for_sector(sector, t),
+        (Some(m), None) => Bch::new(m, t),
+        (m, Some(poly)) => {
+            let deg = 31 - poly.leading_zeros();
+            if let Some(m) = m {
+                if m != deg {
+                    bail!("--poly {poly:#x} has degree {deg}, not --m {m}");
+                }
+            }
+            Bch::with_poly(deg, t, poly)
+        }
+    }
+    .with_context(|| format!("invalid code (t = {t}, sector = {sector} B)"))?;
+    if bch.max_data_bytes() < sector {
+        bail!(
+            "sector of {sector} bytes does not fit GF(2^{}) at t = {t} (at most {} bytes)",
+            bch.m(),
+            bch.max_data_bytes()
+        );
+    }
+    Ok(bch)
 }
 
 #[derive(Debug, Args)]
@@ -142,77 +215,14 @@ pub fn run(cmd: EccCommand) -> Result<()> {
             code,
             input,
             parity,
-        } => {
-            let bch = code.build()?;
-            let data = std::fs::read(&input)
-                .with_context(|| format!("cannot read {}", input.display()))?;
-            let mut out = Vec::with_capacity(data.len().div_ceil(code.sector) * bch.ecc_bytes());
-            let mut ecc = vec![0u8; bch.ecc_bytes()];
-            for sector in data.chunks(code.sector) {
-                bch.encode(sector, &mut ecc)?;
-                out.extend_from_slice(&ecc);
-            }
-            std::fs::write(&parity, &out)
-                .with_context(|| format!("cannot write {}", parity.display()))?;
-            println!(
-                "{} sectors of {} B, BCH m={} t={} poly={:#x}: {} parity bytes each → {}",
-                data.len().div_ceil(code.sector),
-                code.sector,
-                bch.m(),
-                bch.t(),
-                bch.prim_poly(),
-                bch.ecc_bytes(),
-                parity.display()
-            );
-            Ok(())
-        }
+            no_crc,
+        } => encode(&code, &input, &parity, no_crc),
         EccCommand::Decode {
             code,
             input,
             parity,
             output,
-        } => {
-            let bch = code.build()?;
-            let mut data = std::fs::read(&input)
-                .with_context(|| format!("cannot read {}", input.display()))?;
-            let mut par = std::fs::read(&parity)
-                .with_context(|| format!("cannot read {}", parity.display()))?;
-            let sectors = data.len().div_ceil(code.sector);
-            if par.len() != sectors * bch.ecc_bytes() {
-                bail!(
-                    "parity file {} has {} bytes; {} sectors × {} parity bytes = {} expected (same --t/--sector/--m as encode?)",
-                    parity.display(),
-                    par.len(),
-                    sectors,
-                    bch.ecc_bytes(),
-                    sectors * bch.ecc_bytes()
-                );
-            }
-            let (mut corrected, mut failed) = (0u64, Vec::new());
-            for (i, (sector, ecc)) in data
-                .chunks_mut(code.sector)
-                .zip(par.chunks_mut(bch.ecc_bytes()))
-                .enumerate()
-            {
-                match bch.decode(sector, ecc) {
-                    Ok(n) => corrected += n as u64,
-                    Err(ecc::EccError::Uncorrectable) => failed.push(i),
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            let target = output.as_ref().unwrap_or(&input);
-            std::fs::write(target, &data)
-                .with_context(|| format!("cannot write {}", target.display()))?;
-            println!(
-                "{sectors} sectors: {corrected} bits corrected, {} uncorrectable → {}",
-                failed.len(),
-                target.display()
-            );
-            if !failed.is_empty() {
-                bail!("uncorrectable sectors: {failed:?}");
-            }
-            Ok(())
-        }
+        } => decode(&code, &input, &parity, output.as_deref()),
         EccCommand::Uber(args) => uber(args),
         EccCommand::Bench { seconds } => bench(seconds),
         EccCommand::Flares {
@@ -223,6 +233,167 @@ pub fn run(cmd: EccCommand) -> Result<()> {
             pe,
         } => flares(bits, uber, p_min, p_max, &pe),
     }
+}
+
+fn encode(
+    code: &CodeArgs,
+    input: &std::path::Path,
+    parity: &std::path::Path,
+    no_crc: bool,
+) -> Result<()> {
+    let bch = code.build()?;
+    let data = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+    let sectors = data.len().div_ceil(code.sector);
+    let header = SideHeader {
+        crc: true,
+        m: bch.m(),
+        t: bch.t(),
+        poly: bch.prim_poly(),
+        sector: u32::try_from(code.sector).context("--sector is too large for a side file")?,
+        ecc_bytes: bch.ecc_bytes() as u32,
+        data_len: data.len() as u64,
+    };
+    let mut out = Vec::with_capacity(ecc_side::HEADER + sectors * header.record());
+    if !no_crc {
+        out.extend_from_slice(&header.to_bytes());
+    }
+    let mut ecc = vec![0u8; bch.ecc_bytes()];
+    for sector in data.chunks(code.sector) {
+        bch.encode(sector, &mut ecc)?;
+        out.extend_from_slice(&ecc);
+        if !no_crc {
+            out.extend_from_slice(&crc32c::crc32c(sector).to_le_bytes());
+        }
+    }
+    std::fs::write(parity, &out).with_context(|| format!("cannot write {}", parity.display()))?;
+    println!(
+        "{sectors} sectors of {} B, BCH m={} t={} poly={:#x}: {} parity bytes each{} → {}",
+        code.sector,
+        bch.m(),
+        bch.t(),
+        bch.prim_poly(),
+        bch.ecc_bytes(),
+        if no_crc {
+            " (bare parity, no header or CRC)"
+        } else {
+            " + CRC32C"
+        },
+        parity.display()
+    );
+    Ok(())
+}
+
+fn decode(
+    code: &DecodeCodeArgs,
+    input: &std::path::Path,
+    parity: &std::path::Path,
+    output: Option<&std::path::Path>,
+) -> Result<()> {
+    let mut data =
+        std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+    let side =
+        std::fs::read(parity).with_context(|| format!("cannot read {}", parity.display()))?;
+    let (bch, sector, records, crc) = match SideHeader::parse(&side, parity)? {
+        Some((h, records)) => {
+            code.check_against(&h, parity)?;
+            let bch = Bch::with_poly(h.m, h.t, h.poly).with_context(|| {
+                format!(
+                    "side file {}: its header names no valid code",
+                    parity.display()
+                )
+            })?;
+            if bch.ecc_bytes() != h.ecc_bytes as usize || bch.max_data_bytes() < h.sector as usize {
+                bail!(
+                    "side file {}: its header's {} parity bytes per {}-byte sector do not match the code m = {}, t = {} ({} bytes, sectors up to {})",
+                    parity.display(),
+                    h.ecc_bytes,
+                    h.sector,
+                    h.m,
+                    h.t,
+                    bch.ecc_bytes(),
+                    bch.max_data_bytes()
+                );
+            }
+            if data.len() as u64 != h.data_len {
+                bail!(
+                    "{} is {} bytes, but side file {} protects {} bytes (truncated, extended or another file?)",
+                    input.display(),
+                    data.len(),
+                    parity.display(),
+                    h.data_len
+                );
+            }
+            (bch, h.sector as usize, records, true)
+        }
+        None => {
+            let Some(t) = code.t else {
+                bail!(
+                    "{} has no side-file header (a bare parity file written with --no-crc?): give its code, at least -t",
+                    parity.display()
+                );
+            };
+            let sector = code.sector.unwrap_or(512);
+            let bch = build_code(t, sector, code.m, code.poly)?;
+            let sectors = data.len().div_ceil(sector);
+            if side.len() != sectors * bch.ecc_bytes() {
+                bail!(
+                    "parity file {} has {} bytes; {} sectors × {} parity bytes = {} expected (same -t/--sector/-m as encode?)",
+                    parity.display(),
+                    side.len(),
+                    sectors,
+                    bch.ecc_bytes(),
+                    sectors * bch.ecc_bytes()
+                );
+            }
+            (bch, sector, &side[..], false)
+        }
+    };
+    let n = bch.ecc_bytes();
+    let record = n + if crc { 4 } else { 0 };
+    let sectors = data.len().div_ceil(sector);
+    let (mut corrected, mut failed, mut caught) = (0u64, Vec::new(), 0u64);
+    let mut ecc = vec![0u8; n];
+    let mut backup = Vec::with_capacity(sector);
+    for (i, (sector, rec)) in data
+        .chunks_mut(sector)
+        .zip(records.chunks_exact(record))
+        .enumerate()
+    {
+        ecc.copy_from_slice(&rec[..n]);
+        backup.clear();
+        backup.extend_from_slice(sector);
+        match bch.decode(sector, &mut ecc) {
+            Ok(bits) => {
+                let expected = crc.then(|| u32::from_le_bytes(rec[n..].try_into().unwrap()));
+                if expected.is_some_and(|c| crc32c::crc32c(sector) != c) {
+                    // Decoded to another codeword: leave the sector as read.
+                    sector.copy_from_slice(&backup);
+                    failed.push(i);
+                    caught += 1;
+                } else {
+                    corrected += bits as u64;
+                }
+            }
+            Err(ecc::EccError::Uncorrectable) => failed.push(i),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let target = output.unwrap_or(input);
+    std::fs::write(target, &data).with_context(|| format!("cannot write {}", target.display()))?;
+    println!(
+        "{sectors} sectors: {corrected} bits corrected, {} uncorrectable{} → {}",
+        failed.len(),
+        if crc {
+            format!(" ({caught} of them miscorrections caught by CRC32C)")
+        } else {
+            " (bare parity: miscorrections cannot be detected)".to_string()
+        },
+        target.display()
+    );
+    if !failed.is_empty() {
+        bail!("uncorrectable sectors: {failed:?}");
+    }
+    Ok(())
 }
 
 fn uber(a: UberArgs) -> Result<()> {
@@ -314,7 +485,7 @@ fn bench(seconds: f64) -> Result<()> {
         bail!("--seconds {seconds}: a measurement needs a positive duration");
     }
     println!("BCH throughput, 4 KiB sectors (GF(2^16), poly 0x1002d); 1 MB = 10^6 bytes");
-    for (t, errors) in [(8u32, 4usize), (40, 20)] {
+    for (t, errors) in [(8u32, 4usize), (40, 20), (60, 30)] {
         let bch = Bch::for_sector(4096, t)?;
         let mut x = 0x2545_F491u64;
         let mut rnd = move || {

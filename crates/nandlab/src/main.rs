@@ -4,6 +4,7 @@ mod bench_cmd;
 mod chip_cmd;
 mod crash_cmd;
 mod ecc_cmd;
+mod ecc_side;
 #[cfg(target_os = "linux")]
 mod hugepages;
 mod nbd;

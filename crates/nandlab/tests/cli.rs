@@ -99,8 +99,9 @@ fn ecc_encode_decode_round_trip_on_a_file() {
         &p(&parity),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // 5 sectors (the last one short) × ⌈14·4/8⌉ = 7 bytes.
-    assert_eq!(std::fs::metadata(&parity).unwrap().len(), 5 * 7);
+    // A 44-byte header, then 5 sectors (the last one short) × (⌈14·4/8⌉ = 7 parity bytes
+    // + a 4-byte CRC32C).
+    assert_eq!(std::fs::metadata(&parity).unwrap().len(), 44 + 5 * 11);
     // Up to t flips per sector are corrected.
     let mut bad = data.clone();
     for (k, bit) in [3usize, 900, 4000, 8191, 8500, 20000, 39000]
@@ -150,6 +151,157 @@ fn ecc_encode_decode_round_trip_on_a_file() {
         "{}",
         stderr(&o)
     );
+}
+
+/// More than t errors can decode to another codeword: with the side file's CRC32C such a
+/// sector is reported uncorrectable and left as read; with bare parity (`--no-crc`, Linux's
+/// bytes) the same decode would return wrong data with the BCH decoder none the wiser.
+#[test]
+fn ecc_decode_never_returns_a_miscorrection_as_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    let input = dir.path().join("data.bin");
+    let side = dir.path().join("data.ecc");
+    let bare = dir.path().join("data.par");
+    let data: Vec<u8> = (0..64 * 512u32).map(|i| (i * 13 + 5) as u8).collect();
+    std::fs::write(&input, &data).unwrap();
+    let enc = |out: &std::path::Path, extra: &[&str]| {
+        let mut a = vec!["ecc", "encode", "-t", "1", "--sector", "512"];
+        let (i, o) = (p(&input), p(out));
+        a.extend_from_slice(&[&i, "--parity", &o]);
+        a.extend_from_slice(extra);
+        let o = nandlab(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    enc(&side, &[]);
+    enc(&bare, &["--no-crc"]);
+    assert_eq!(std::fs::metadata(&bare).unwrap().len(), 64 * 2);
+    // Two flips in every sector (t = 1).
+    let mut bad = data.clone();
+    let mut x = 0x9E37_79B9u64;
+    for s in 0..64 {
+        for _ in 0..2 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let bit = s * 4096 + (x % 4096) as usize;
+            bad[bit / 8] ^= 0x80 >> (bit % 8);
+        }
+    }
+    std::fs::write(&input, &bad).unwrap();
+    let out = dir.path().join("out.bin");
+    let o = nandlab(&[
+        "ecc",
+        "decode",
+        &p(&input),
+        "--parity",
+        &p(&side),
+        "--output",
+        &p(&out),
+    ]);
+    assert!(!o.status.success());
+    let caught: u64 = stdout(&o)
+        .split('(')
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    assert!(caught > 10, "{}", stdout(&o));
+    assert!(stdout(&o).contains("64 uncorrectable"), "{}", stdout(&o));
+    // Every sector left exactly as read: nothing wrong written as corrected.
+    assert_eq!(std::fs::read(&out).unwrap(), bad);
+    // The bare parity decodes some sectors to wrong data (what the CRC prevents).
+    let o = nandlab(&[
+        "ecc",
+        "decode",
+        "-t",
+        "1",
+        "--sector",
+        "512",
+        &p(&input),
+        "--parity",
+        &p(&bare),
+        "--output",
+        &p(&out),
+    ]);
+    assert!(
+        stdout(&o).contains("miscorrections cannot be detected"),
+        "{}",
+        stdout(&o)
+    );
+    let wrong = std::fs::read(&out)
+        .unwrap()
+        .chunks(512)
+        .zip(data.chunks(512).zip(bad.chunks(512)))
+        .filter(|(o, (d, b))| o != d && o != b)
+        .count();
+    assert!(wrong > 10, "{wrong} miscorrected sectors");
+}
+
+/// A side file names its code and its data: wrong options, a truncated side file, a
+/// truncated data file, a damaged header and a bare parity file without its code are
+/// refused with the mismatch named, never decoded with the wrong code.
+#[test]
+fn ecc_decode_refuses_a_mismatched_side_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    let input = dir.path().join("data.bin");
+    let side = dir.path().join("data.ecc");
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    std::fs::write(&input, &data).unwrap();
+    let o = nandlab(&[
+        "ecc",
+        "encode",
+        "-t",
+        "4",
+        "--sector",
+        "1024",
+        &p(&input),
+        "--parity",
+        &p(&side),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (i, s) = (p(&input), p(&side));
+    let dec = |extra: &[&str]| {
+        let mut a = vec!["ecc", "decode", &i, "--parity", &s];
+        a.extend_from_slice(extra);
+        nandlab(&a)
+    };
+    // The header alone is enough; agreeing options are accepted.
+    assert!(dec(&[]).status.success());
+    assert!(dec(&["-t", "4", "--sector", "1024"]).status.success());
+    for (extra, expected) in [
+        (&["-t", "8"][..], "-t 8 (the side file says 4)"),
+        (
+            &["--sector", "512"][..],
+            "--sector 512 (the side file says 1024)",
+        ),
+        (&["-m", "15"][..], "-m 15 (the side file says 14)"),
+    ] {
+        let o = dec(extra);
+        assert!(!o.status.success(), "{extra:?}");
+        assert!(stderr(&o).contains(expected), "{extra:?}: {}", stderr(&o));
+    }
+    let full = std::fs::read(&side).unwrap();
+    std::fs::write(&side, &full[..full.len() - 3]).unwrap();
+    let o = dec(&[]);
+    assert!(stderr(&o).contains("truncated or padded"), "{}", stderr(&o));
+    let mut broken = full.clone();
+    broken[16] ^= 4; // t in the header
+    std::fs::write(&side, &broken).unwrap();
+    let o = dec(&[]);
+    assert!(stderr(&o).contains("header is corrupt"), "{}", stderr(&o));
+    std::fs::write(&side, &full).unwrap();
+    std::fs::write(&input, &data[..2000]).unwrap();
+    let o = dec(&[]);
+    assert!(
+        stderr(&o).contains("is 2000 bytes, but side file") && stderr(&o).contains("protects 3000"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(&side, &full[44..44 + 7]).unwrap();
+    let o = dec(&[]);
+    assert!(stderr(&o).contains("no side-file header"), "{}", stderr(&o));
 }
 
 #[test]
