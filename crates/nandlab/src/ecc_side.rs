@@ -60,7 +60,7 @@ impl SideHeader {
     }
 
     /// The header's bytes.
-    pub fn to_bytes(&self) -> [u8; HEADER] {
+    pub fn to_bytes(self) -> [u8; HEADER] {
         let mut h = [0u8; HEADER];
         h[..8].copy_from_slice(MAGIC);
         let flags = if self.crc { FLAG_CRC } else { 0 };
