@@ -241,25 +241,35 @@ impl Bch {
         self
     }
 
-    /// The same code with its wide-parity carry-less-multiply encoder (parity over 128 bits)
-    /// running on the scalar model of its lane arithmetic, whatever the CPU: the same
-    /// algorithm with a bit-by-bit product in place of PCLMULQDQ, so that its logic is
-    /// checked on machines without the instruction. Slow; for tests.
+    /// The same code with its carry-less-multiply encoders running on the scalar models of
+    /// their lanes, whatever the CPU has: the same algorithms with a bit-by-bit product in
+    /// place of PCLMULQDQ / VPCLMULQDQ, so that their logic — the AVX-512 paths included
+    /// (runs of weighted blocks, four sectors side by side) — is checked on machines without
+    /// the instructions. Parity over 128 bits takes the wide-parity encoder; up to 128 bits
+    /// (x86-64 builds with `std`), the 128-bit and four-lane encoder. Slow; for tests.
     pub fn lane_models(mut self) -> Bch {
-        if self.words > 2 {
-            let mut gen = vec![0u64; self.words];
-            // Row 1 of the byte table is the register after feeding the single bit 1 into a
-            // zero register: g's low part, left-aligned, exactly.
-            let w = self.words;
-            let byte_table = (self.ntab - 1) * 256 * w;
-            gen.copy_from_slice(&self.tables[byte_table + w..byte_table + 2 * w]);
+        // Row 1 of the byte table is the register after feeding the single bit 1 into a
+        // zero register: g's low part, left-aligned, exactly.
+        let w = self.words;
+        let byte_table = (self.ntab - 1) * 256 * w;
+        let gen = self.tables[byte_table + w..byte_table + 2 * w].to_vec();
+        if w > 2 {
             self.wide = WideParity::new(&gen);
+        } else {
+            #[cfg(all(feature = "std", target_arch = "x86_64"))]
+            {
+                self.clmul = Some(crate::clmul::Clmul::model([
+                    gen[0],
+                    gen.get(1).copied().unwrap_or(0),
+                ]));
+            }
         }
         self
     }
 
-    /// The same code without the AVX-512 path of the carry-less-multiply encoder (where the
-    /// CPU has one): the 128-bit PCLMULQDQ path or the tables, for cross-checking them.
+    /// The same code without the four-lane (AVX-512) path of the carry-less-multiply
+    /// encoder: the 128-bit path (on PCLMULQDQ or its model) or the tables, for
+    /// cross-checking them.
     #[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(unused_mut))]
     pub fn without_avx512(mut self) -> Bch {
         #[cfg(all(feature = "std", target_arch = "x86_64"))]

@@ -20,14 +20,24 @@
 //! products of a run are summed unreduced in three 512-bit accumulators (low, middle and
 //! high partial products) with no dependency from block to block, and reduced once per
 //! run; the register enters by being added to the run's first block.
+//!
+//! The algorithms are written on [`Lane`] / [`Lane4`] and compiled twice: on the vector
+//! registers behind `target_feature` entry points (only called where the CPU reported the
+//! instructions), and on their scalar models ([`Clmul::model`], reached through
+//! `Bch::lane_models`), so the tests exercise the wide path's arithmetic — runs, weights,
+//! the four-sector transpose — on CPUs without AVX-512 too.
 
-use core::arch::x86_64::{
-    __m128i, __m512i, _mm512_bslli_epi128, _mm512_bsrli_epi128, _mm512_castsi512_si128,
-    _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32, _mm512_loadu_si512, _mm512_set_epi8,
-    _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_shuffle_i64x2, _mm512_xor_si512,
-    _mm_clmulepi64_si128, _mm_loadu_si128, _mm_set_epi8, _mm_shuffle_epi8, _mm_slli_si128,
-    _mm_srli_si128, _mm_xor_si128,
-};
+use crate::lanes::{Lane, Lane4, Soft, Soft4};
+use core::arch::x86_64::{__m128i, __m512i, _mm_clmulepi64_si128};
+
+/// Where a [`Clmul`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exec {
+    /// On the CPU's instructions (checked at construction).
+    Hardware,
+    /// On the scalar model of the lanes (any CPU; slow; for tests).
+    Model,
+}
 
 /// Constants of one code.
 #[derive(Debug, Clone, Copy)]
@@ -40,16 +50,17 @@ pub(crate) struct Clmul {
     k256: [u128; 4],
     /// x^(512+64i) mod g', i = 0..4: advances an accumulator by one 64-byte round.
     k512: [u128; 4],
-    /// The AVX-512 path's constants, where the CPU has it.
+    /// The wide (four-lane) path's constants, where it runs.
     wide: Option<Wide>,
+    exec: Exec,
 }
 
 /// Blocks (16 bytes) per run of the wide path: a multiple of 4 (one 512-bit load).
 const RUN: usize = 32;
 
-/// Constants of the AVX-512 path: `weight[i]` = x^(128(RUN − i)) mod g', the weight of
+/// Constants of the wide path: `weight[i]` = x^(128(RUN − i)) mod g', the weight of
 /// block i of a whole run; a run of B < RUN blocks uses `weight[RUN − B..]`, so the four
-/// weights of each 64-byte round are contiguous (one load).
+/// weights of each 64-byte round are contiguous.
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
 struct Wide {
@@ -59,40 +70,26 @@ struct Wide {
 impl Wide {
     /// The weights of round `q` (blocks 4q..4q + 4) of a run of `blocks` blocks, one per
     /// lane: `weight[RUN − blocks + 4q ..][..4]`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn quad(&self, blocks: usize, q: usize) -> __m512i {
+    #[inline(always)]
+    fn quad<Z: Lane4>(&self, blocks: usize, q: usize) -> Z {
         let at = RUN - blocks + 4 * q;
-        let k = &self.weight[at..at + 4];
-        // SAFETY: `k` is four u128s (64 readable bytes); the load is unaligned.
-        unsafe { _mm512_loadu_si512(k.as_ptr().cast()) }
+        Z::from_lanes(self.weight[at..at + 4].try_into().expect("four weights"))
     }
 }
 
 /// A 64-byte round as four big-endian 128-bit blocks, `reg` added to the first.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw")]
-fn load_quad(quad: &[u8], rev: __m512i, reg: u128) -> __m512i {
-    assert_eq!(quad.len(), 64);
-    // SAFETY: `quad` is 64 readable bytes; the load is unaligned.
-    let raw = unsafe { _mm512_loadu_si512(quad.as_ptr().cast()) };
-    _mm512_xor_si512(_mm512_shuffle_epi8(raw, rev), zmm([reg, 0, 0, 0]))
+#[inline(always)]
+fn load_quad<Z: Lane4>(quad: &[u8], reg: u128) -> Z {
+    Z::load_be(quad).xor(Z::from_lanes([reg, 0, 0, 0]))
 }
 
 /// Adds the unreduced products of four blocks `v` and their weights `k`, lane by lane, to
 /// `acc`: [low, middle, high] partial products (bits 0, 64 and 128 up).
-#[inline]
-#[target_feature(enable = "avx512f,vpclmulqdq")]
-fn mul_acc(acc: &mut [__m512i; 3], v: __m512i, k: __m512i) {
-    acc[0] = _mm512_xor_si512(acc[0], _mm512_clmulepi64_epi128(v, k, 0x00));
-    acc[1] = _mm512_xor_si512(
-        acc[1],
-        _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(v, k, 0x01),
-            _mm512_clmulepi64_epi128(v, k, 0x10),
-        ),
-    );
-    acc[2] = _mm512_xor_si512(acc[2], _mm512_clmulepi64_epi128(v, k, 0x11));
+#[inline(always)]
+fn mul_acc<Z: Lane4>(acc: &mut [Z; 3], v: Z, k: Z) {
+    acc[0] = acc[0].xor(v.clmul::<0x00>(k));
+    acc[1] = acc[1].xor(v.clmul::<0x01>(k).xor(v.clmul::<0x10>(k)));
+    acc[2] = acc[2].xor(v.clmul::<0x11>(k));
 }
 
 /// Sets bit `i` of a 384-bit number.
@@ -106,11 +103,30 @@ fn bit(x: &[u128; 3], i: usize) -> bool {
 
 impl Clmul {
     /// The step constants for a generator whose low part, left-aligned in two words, is
-    /// `gen` (the encoder's representation); `None` if the CPU lacks PCLMULQDQ.
+    /// `gen` (the encoder's representation), on the CPU's instructions; `None` if the CPU
+    /// lacks PCLMULQDQ. The wide path is kept only where the CPU has AVX-512 (F, BW) and
+    /// VPCLMULQDQ.
     pub(crate) fn new(gen: [u64; 2]) -> Option<Clmul> {
         if !std::is_x86_feature_detected!("pclmulqdq") || !std::is_x86_feature_detected!("ssse3") {
             return None;
         }
+        let mut c = Clmul::constants(gen, Exec::Hardware);
+        if !(std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("vpclmulqdq"))
+        {
+            c.wide = None;
+        }
+        Some(c)
+    }
+
+    /// The same constants running on the scalar model of the lanes, wide path included,
+    /// whatever the CPU has (for tests).
+    pub(crate) fn model(gen: [u64; 2]) -> Clmul {
+        Clmul::constants(gen, Exec::Model)
+    }
+
+    fn constants(gen: [u64; 2], exec: Exec) -> Clmul {
         let g = (gen[0] as u128) << 64 | gen[1] as u128;
         // μ = ⌊x^256 / (x^128 + G)⌋ by long division.
         let mut rem = [0u128; 3];
@@ -146,29 +162,24 @@ impl Clmul {
         let k256: [u128; 4] = core::array::from_fn(|i| times_x(x256, 64 * i as u32));
         let x512 = times_x(x256, 256);
         let k512: [u128; 4] = core::array::from_fn(|i| times_x(x512, 64 * i as u32));
-        let wide = (std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("vpclmulqdq"))
-        .then(|| {
-            // x^128 mod g' = G for the last block, one more factor x^128 per block before.
-            let mut weight = [0u128; RUN];
-            let mut c = g;
-            for w in weight.iter_mut().rev() {
-                *w = c;
-                c = times_x(c, 128);
-            }
-            Wide { weight }
-        });
-        Some(Clmul {
+        // x^128 mod g' = G for the last block, one more factor x^128 per block before.
+        let mut weight = [0u128; RUN];
+        let mut c = g;
+        for w in weight.iter_mut().rev() {
+            *w = c;
+            c = times_x(c, 128);
+        }
+        Clmul {
             m,
             g,
             k256,
             k512,
-            wide,
-        })
+            wide: Some(Wide { weight }),
+            exec,
+        }
     }
 
-    /// The same constants without the AVX-512 path (for cross-checking the two).
+    /// The same constants without the wide path (for cross-checking the two).
     pub(crate) fn narrow(mut self) -> Clmul {
         self.wide = None;
         self
@@ -177,19 +188,20 @@ impl Clmul {
     /// Feeds whole 16-byte chunks of `data` into the register `reg` (one or two words);
     /// returns the tail.
     pub(crate) fn remainder<'a>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
-        if let Some(w) = &self.wide {
-            if data.len() >= 64 {
-                // SAFETY: `wide` is set only if the CPU reported AVX-512 F and BW and
-                // VPCLMULQDQ, and a `Clmul` only if it reported PCLMULQDQ and SSSE3.
-                return unsafe { self.remainder_wide(w, data, reg) };
-            }
+        let wide = self.wide.as_ref().filter(|_| data.len() >= 64);
+        match (self.exec, wide) {
+            // SAFETY: a hardware `Clmul` keeps `wide` only if the CPU reported AVX-512 F and
+            // BW and VPCLMULQDQ, and exists only if it reported PCLMULQDQ and SSSE3.
+            (Exec::Hardware, Some(w)) => unsafe { self.remainder_wide_hw(w, data, reg) },
+            // SAFETY: as above, PCLMULQDQ and SSSE3.
+            (Exec::Hardware, None) => unsafe { self.remainder_hw(data, reg) },
+            (Exec::Model, Some(w)) => self.remainder_wide_lanes::<Soft4>(w, data, reg),
+            (Exec::Model, None) => self.remainder_lanes::<Soft>(data, reg),
         }
-        // SAFETY: a `Clmul` exists only if the CPU reported PCLMULQDQ and SSSE3 (see `new`).
-        unsafe { self.remainder_unchecked(data, reg) }
     }
 
     /// Whether four sectors of `sector` bytes can go through
-    /// [`remainder_x4`](Clmul::remainder_x4): the CPU has the wide path and a sector is whole
+    /// [`remainder_x4`](Clmul::remainder_x4): the wide path runs and a sector is whole
     /// 64-byte rounds.
     pub(crate) fn has_x4(&self, sector: usize) -> bool {
         self.wide.is_some() && sector > 0 && sector.is_multiple_of(64)
@@ -202,191 +214,168 @@ impl Clmul {
         let w = self.wide.as_ref().expect("has_x4 checked");
         let len = sectors[0].len();
         assert!(len.is_multiple_of(64) && sectors.iter().all(|s| s.len() == len));
-        // SAFETY: `wide` is set only if the CPU reported AVX-512 F and BW and VPCLMULQDQ,
-        // and a `Clmul` only if it reported PCLMULQDQ and SSSE3.
-        unsafe { self.remainder_x4_unchecked(w, sectors) }
+        match self.exec {
+            // SAFETY: as in `remainder`.
+            Exec::Hardware => unsafe { self.remainder_x4_hw(w, sectors) },
+            Exec::Model => self.remainder_x4_lanes::<Soft4>(w, sectors),
+        }
+    }
+
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    unsafe fn remainder_hw<'a>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
+        self.remainder_lanes::<__m128i>(data, reg)
     }
 
     #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
-    unsafe fn remainder_x4_unchecked(&self, w: &Wide, sectors: [&[u8]; 4]) -> [u128; 4] {
-        let rev = rev_lanes();
+    unsafe fn remainder_wide_hw<'a>(&self, w: &Wide, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
+        self.remainder_wide_lanes::<__m512i>(w, data, reg)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
+    unsafe fn remainder_x4_hw(&self, w: &Wide, sectors: [&[u8]; 4]) -> [u128; 4] {
+        self.remainder_x4_lanes::<__m512i>(w, sectors)
+    }
+
+    /// Four sectors side by side on four-lane registers `Z`.
+    #[inline(always)]
+    fn remainder_x4_lanes<Z: Lane4>(&self, w: &Wide, sectors: [&[u8]; 4]) -> [u128; 4] {
         let len = sectors[0].len();
         let mut r = [0u128; 4];
         let mut start = 0;
         while start < len {
             let blocks = ((len - start) / 16).min(RUN);
-            let zero = _mm512_setzero_si512();
+            let zero = Z::from_lanes([0; 4]);
             let mut acc = [[zero; 3]; 4];
             for q in 0..blocks / 4 {
-                let k = w.quad(blocks, q);
+                let k = w.quad::<Z>(blocks, q);
                 for (s, a) in acc.iter_mut().enumerate() {
                     // Sector s's register adds to its run's first block.
                     let reg = if q == 0 { r[s] } else { 0 };
-                    let v = load_quad(&sectors[s][start + 64 * q..start + 64 * (q + 1)], rev, reg);
+                    let v = load_quad::<Z>(&sectors[s][start + 64 * q..start + 64 * (q + 1)], reg);
                     mul_acc(a, v, k);
                 }
             }
             // Lane s of each sum: sector s's low, middle and high partial products.
-            let sum = |i: usize| transpose_sum([acc[0][i], acc[1][i], acc[2][i], acc[3][i]]);
+            let sum = |i: usize| Z::transpose_sum([acc[0][i], acc[1][i], acc[2][i], acc[3][i]]);
             let (lo, mid, hi) = (sum(0), sum(1), sum(2));
-            let t_hi = _mm512_xor_si512(hi, _mm512_bsrli_epi128::<8>(mid));
-            let t_lo = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(mid));
-            r = ints(_mm512_xor_si512(self.times_x128_x4(t_hi), t_lo));
+            let t_hi = hi.xor(mid.shr64());
+            let t_lo = lo.xor(mid.shl64());
+            r = self.times_x128_x4(t_hi).xor(t_lo).to_lanes();
             start += blocks * 16;
         }
         r
     }
 
     /// [`times_x128`](Clmul::times_x128) on four lanes at once.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq")]
-    fn times_x128_x4(&self, v: __m512i) -> __m512i {
-        let m = zmm([self.m; 4]);
-        let g = zmm([self.g; 4]);
-        let mid = _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(v, m, 0x01),
-            _mm512_clmulepi64_epi128(v, m, 0x10),
-        );
-        let q = _mm512_xor_si512(
-            _mm512_xor_si512(v, _mm512_clmulepi64_epi128(v, m, 0x11)),
-            _mm512_bsrli_epi128::<8>(mid),
-        );
-        let cross = _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(q, g, 0x01),
-            _mm512_clmulepi64_epi128(q, g, 0x10),
-        );
-        _mm512_xor_si512(
-            _mm512_clmulepi64_epi128(q, g, 0x00),
-            _mm512_bslli_epi128::<8>(cross),
-        )
+    #[inline(always)]
+    fn times_x128_x4<Z: Lane4>(&self, v: Z) -> Z {
+        let m = Z::from_lanes([self.m; 4]);
+        let g = Z::from_lanes([self.g; 4]);
+        let mid = v.clmul::<0x01>(m).xor(v.clmul::<0x10>(m));
+        let q = v.xor(v.clmul::<0x11>(m)).xor(mid.shr64());
+        let cross = q.clmul::<0x01>(g).xor(q.clmul::<0x10>(g));
+        q.clmul::<0x00>(g).xor(cross.shl64())
     }
 
     /// The wide path: whole 64-byte rounds in runs of at most [`RUN`] blocks, then the
-    /// 16-byte steps of [`remainder_unchecked`](Clmul::remainder_unchecked) for the rest.
-    #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
-    unsafe fn remainder_wide<'a>(&self, w: &Wide, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
-        let start = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
-        let mut r = start;
-        let rev = rev_lanes();
+    /// 16-byte steps of [`remainder_lanes`](Clmul::remainder_lanes) for the rest.
+    #[inline(always)]
+    fn remainder_wide_lanes<'a, Z: Lane4>(
+        &self,
+        w: &Wide,
+        data: &'a [u8],
+        reg: &mut [u64],
+    ) -> &'a [u8] {
+        let mut r = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
         let whole = data.len() / 64 * 64;
         for run in data[..whole].chunks(RUN * 16) {
             let blocks = run.len() / 16;
-            let mut acc = [_mm512_setzero_si512(); 3];
+            let zero = Z::from_lanes([0; 4]);
+            let mut acc = [zero; 3];
             for (q, quad) in run.chunks_exact(64).enumerate() {
                 // The register adds to the run's first block (lane 0).
-                let v = load_quad(quad, rev, if q == 0 { r } else { 0 });
-                mul_acc(&mut acc, v, w.quad(blocks, q));
+                let v = load_quad::<Z>(quad, if q == 0 { r } else { 0 });
+                mul_acc(&mut acc, v, w.quad::<Z>(blocks, q));
             }
             // T = hi·x^128 + mid·x^64 + lo, summed over the lanes; r = T mod g'.
-            let [lo, mid, hi] = acc.map(|a| int(lanes_xor(a)));
-            let t_hi = hi ^ (mid >> 64);
-            let t_lo = lo ^ (mid << 64);
-            r = int(self.times_x128(xmm(t_hi))) ^ t_lo;
+            let (lo, mid, hi) = (acc[0].lanes_xor(), acc[1].lanes_xor(), acc[2].lanes_xor());
+            let t_hi = hi.xor(mid.shr64());
+            let t_lo = lo.xor(mid.shl64());
+            r = self.times_x128(t_hi).xor(t_lo).to_u128();
         }
         reg[0] = (r >> 64) as u64;
         if let Some(x) = reg.get_mut(1) {
             *x = r as u64;
         }
-        // SAFETY: the caller's CPU has PCLMULQDQ and SSSE3 (see above).
-        unsafe { self.remainder_unchecked(&data[whole..], reg) }
+        self.remainder_lanes::<Z::One>(&data[whole..], reg)
     }
 
-    /// V·x^128 mod g' (one Barrett reduction), in vector registers.
-    #[inline]
-    #[target_feature(enable = "pclmulqdq")]
-    unsafe fn times_x128(&self, v: __m128i) -> __m128i {
-        let m = xmm(self.m);
-        let g = xmm(self.g);
+    /// V·x^128 mod g' (one Barrett reduction).
+    #[inline(always)]
+    fn times_x128<L: Lane>(&self, v: L) -> L {
+        let m = L::from_u128(self.m);
+        let g = L::from_u128(self.g);
         // q = V ⊕ hi128(V·M)
-        let mid = _mm_xor_si128(
-            _mm_clmulepi64_si128(v, m, 0x01),
-            _mm_clmulepi64_si128(v, m, 0x10),
-        );
-        let q = _mm_xor_si128(
-            _mm_xor_si128(v, _mm_clmulepi64_si128(v, m, 0x11)),
-            _mm_srli_si128(mid, 8),
-        );
+        let mid = v.clmul::<0x01>(m).xor(v.clmul::<0x10>(m));
+        let q = v.xor(v.clmul::<0x11>(m)).xor(mid.shr64());
         // lo128(q·G)
-        let cross = _mm_xor_si128(
-            _mm_clmulepi64_si128(q, g, 0x01),
-            _mm_clmulepi64_si128(q, g, 0x10),
-        );
-        _mm_xor_si128(_mm_clmulepi64_si128(q, g, 0x00), _mm_slli_si128(cross, 8))
+        let cross = q.clmul::<0x01>(g).xor(q.clmul::<0x10>(g));
+        q.clmul::<0x00>(g).xor(cross.shl64())
     }
 
     /// A·x^(256 or 512) modulo g' up to a multiple of g', for a 256-bit A = (hi, lo):
     /// Σ limb_i · k[i] over A's four 64-bit limbs, at most 192 bits, as (hi, lo).
-    #[inline]
-    #[target_feature(enable = "pclmulqdq")]
-    unsafe fn fold(&self, (hi, lo): (__m128i, __m128i), k: &[__m128i; 4]) -> (__m128i, __m128i) {
+    #[inline(always)]
+    fn fold<L: Lane>(&self, (hi, lo): (L, L), k: &[L; 4]) -> (L, L) {
         // Products with the constants' low halves land at bits 0..128, with their high
         // halves at bits 64..192.
-        let low = _mm_xor_si128(
-            _mm_xor_si128(
-                _mm_clmulepi64_si128(lo, k[0], 0x00),
-                _mm_clmulepi64_si128(lo, k[1], 0x01),
-            ),
-            _mm_xor_si128(
-                _mm_clmulepi64_si128(hi, k[2], 0x00),
-                _mm_clmulepi64_si128(hi, k[3], 0x01),
-            ),
-        );
-        let high = _mm_xor_si128(
-            _mm_xor_si128(
-                _mm_clmulepi64_si128(lo, k[0], 0x10),
-                _mm_clmulepi64_si128(lo, k[1], 0x11),
-            ),
-            _mm_xor_si128(
-                _mm_clmulepi64_si128(hi, k[2], 0x10),
-                _mm_clmulepi64_si128(hi, k[3], 0x11),
-            ),
-        );
-        (
-            _mm_srli_si128(high, 8),
-            _mm_xor_si128(low, _mm_slli_si128(high, 8)),
-        )
+        let low = lo
+            .clmul::<0x00>(k[0])
+            .xor(lo.clmul::<0x01>(k[1]))
+            .xor(hi.clmul::<0x00>(k[2]).xor(hi.clmul::<0x01>(k[3])));
+        let high = lo
+            .clmul::<0x10>(k[0])
+            .xor(lo.clmul::<0x11>(k[1]))
+            .xor(hi.clmul::<0x10>(k[2]).xor(hi.clmul::<0x11>(k[3])));
+        (high.shr64(), low.xor(high.shl64()))
     }
 
-    #[target_feature(enable = "pclmulqdq,ssse3")]
-    unsafe fn remainder_unchecked<'a>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
+    /// The 128-bit path on lanes `L`.
+    #[inline(always)]
+    fn remainder_lanes<'a, L: Lane>(&self, data: &'a [u8], reg: &mut [u64]) -> &'a [u8] {
         let start = (reg[0] as u128) << 64 | reg.get(1).copied().unwrap_or(0) as u128;
-        let mut r = xmm(start);
-        let block = |c: &[u8]| {
-            let c: &[u8; 16] = c.try_into().expect("16-byte chunk");
-            // SAFETY: this function runs only where SSSE3 exists (see `new`).
-            unsafe { load_be(c) }
-        };
+        let mut r = L::from_u128(start);
         let mut rest = data;
         if data.len() >= 128 {
             // Two 256-bit accumulators over alternating 32-byte chunks, each advanced by
             // x^512 per 64-byte round: after the last round the prefix is
             // P ≡ A1·x^256 + A2 (mod g'), and the register is P·x^128 mod g'.
-            let k512: [__m128i; 4] = core::array::from_fn(|i| xmm(self.k512[i]));
-            let k256: [__m128i; 4] = core::array::from_fn(|i| xmm(self.k256[i]));
-            let chunk = |c: &[u8]| (block(&c[0..16]), block(&c[16..32]));
+            let k512: [L; 4] = self.k512.map(L::from_u128);
+            let k256: [L; 4] = self.k256.map(L::from_u128);
+            let chunk = |c: &[u8]| (L::load_be(&c[0..16]), L::load_be(&c[16..32]));
             let mut rounds = data.chunks_exact(64);
             let first = rounds.next().expect("at least 128 bytes");
             let (h, l) = chunk(&first[..32]);
-            let mut a1 = (_mm_xor_si128(h, r), l);
+            let mut a1 = (h.xor(r), l);
             let mut a2 = chunk(&first[32..]);
             for c in &mut rounds {
                 let (f1, f2) = (self.fold(a1, &k512), self.fold(a2, &k512));
                 let (h1, l1) = chunk(&c[..32]);
                 let (h2, l2) = chunk(&c[32..]);
-                a1 = (_mm_xor_si128(f1.0, h1), _mm_xor_si128(f1.1, l1));
-                a2 = (_mm_xor_si128(f2.0, h2), _mm_xor_si128(f2.1, l2));
+                a1 = (f1.0.xor(h1), f1.1.xor(l1));
+                a2 = (f2.0.xor(h2), f2.1.xor(l2));
             }
             let f = self.fold(a1, &k256);
-            let (hi, lo) = (_mm_xor_si128(f.0, a2.0), _mm_xor_si128(f.1, a2.1));
+            let (hi, lo) = (f.0.xor(a2.0), f.1.xor(a2.1));
             // (hi·x^128 + lo)·x^128 mod g'.
-            r = self.times_x128(_mm_xor_si128(self.times_x128(hi), lo));
+            r = self.times_x128(self.times_x128(hi).xor(lo));
             rest = rounds.remainder();
         }
         let mut chunks = rest.chunks_exact(16);
         for c in &mut chunks {
-            r = self.times_x128(_mm_xor_si128(r, block(c)));
+            r = self.times_x128(r.xor(L::load_be(c)));
         }
-        let out = int(r);
+        let out = r.to_u128();
         reg[0] = (out >> 64) as u64;
         if let Some(w) = reg.get_mut(1) {
             *w = out as u64;
@@ -455,83 +444,14 @@ impl FixedClmul {
     }
 }
 
-/// 16 bytes read as a big-endian 128-bit polynomial (byte 0 holds x^127..x^120).
-#[inline]
-#[target_feature(enable = "ssse3")]
-unsafe fn load_be(c: &[u8; 16]) -> __m128i {
-    // SAFETY: `c` is 16 readable bytes; the load is unaligned.
-    let v = unsafe { _mm_loadu_si128(c.as_ptr().cast()) };
-    _mm_shuffle_epi8(
-        v,
-        _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-    )
-}
-
 /// A 128-bit polynomial in a vector register (lane 0 = the low 64 bits).
 #[inline]
 fn xmm(x: u128) -> __m128i {
-    // SAFETY: both types are 16 plain bytes; x86_64 is little-endian, so lane 0 holds the
-    // low half.
-    unsafe { core::mem::transmute::<u128, __m128i>(x) }
-}
-
-/// Four 128-bit polynomials in a 512-bit register (lane i = `x[i]`).
-#[inline]
-fn zmm(x: [u128; 4]) -> __m512i {
-    // SAFETY: both types are 64 plain bytes, lane i at bytes 16i..16i + 16 (little-endian).
-    unsafe { core::mem::transmute::<[u128; 4], __m512i>(x) }
-}
-
-/// The shuffle control that reverses the bytes of each 128-bit lane (16 bytes read as a
-/// big-endian polynomial).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn rev_lanes() -> __m512i {
-    _mm512_set_epi8(
-        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-        12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6,
-        7, 8, 9, 10, 11, 12, 13, 14, 15,
-    )
-}
-
-/// Lane s of the result: the sum (XOR) of the four lanes of `x[s]` (a 4 × 4 transpose of
-/// 128-bit lanes, folded as it goes).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn transpose_sum(x: [__m512i; 4]) -> __m512i {
-    // [a0 ^ a1, a2 ^ a3, b0 ^ b1, b2 ^ b3]: lanes (0, 2 | 0, 2) plus lanes (1, 3 | 1, 3).
-    let pair = |a: __m512i, b: __m512i| {
-        _mm512_xor_si512(
-            _mm512_shuffle_i64x2::<0x88>(a, b),
-            _mm512_shuffle_i64x2::<0xDD>(a, b),
-        )
-    };
-    pair(pair(x[0], x[1]), pair(x[2], x[3]))
-}
-
-/// The four 128-bit lanes of `v`.
-#[inline]
-fn ints(v: __m512i) -> [u128; 4] {
-    // SAFETY: both types are 64 plain bytes (see `zmm`).
-    unsafe { core::mem::transmute::<__m512i, [u128; 4]>(v) }
-}
-
-/// The sum (XOR) of the four 128-bit lanes of `v`.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn lanes_xor(v: __m512i) -> __m128i {
-    _mm_xor_si128(
-        _mm_xor_si128(_mm512_castsi512_si128(v), _mm512_extracti32x4_epi32::<1>(v)),
-        _mm_xor_si128(
-            _mm512_extracti32x4_epi32::<2>(v),
-            _mm512_extracti32x4_epi32::<3>(v),
-        ),
-    )
+    __m128i::from_u128(x)
 }
 
 /// The inverse of [`xmm`].
 #[inline]
 fn int(x: __m128i) -> u128 {
-    // SAFETY: as in `xmm`.
-    unsafe { core::mem::transmute::<__m128i, u128>(x) }
+    x.to_u128()
 }

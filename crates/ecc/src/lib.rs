@@ -19,6 +19,7 @@ mod clmul;
 
 mod bch;
 pub mod gf;
+mod lanes;
 pub mod reliability;
 mod roots;
 mod syndrome;

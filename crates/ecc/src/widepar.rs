@@ -1,6 +1,6 @@
 //! A carry-less-multiply encoder for parity wider than 128 bits (t > 8 at m = 16), chosen at
-//! run time on x86-64 CPUs with PCLMULQDQ; the same arithmetic runs on a scalar model
-//! ([`Soft`]) anywhere, which the tests compare with the table encoder.
+//! run time on x86-64 CPUs with PCLMULQDQ; the same arithmetic runs on the scalar model of a
+//! lane ([`Soft`]) anywhere, which the tests compare with the table encoder.
 //!
 //! With L the generator's degree and P = 128·V ≥ L (V 128-bit pairs), the register is the
 //! parity left-aligned in P bits, i.e. the remainder modulo g' = g·x^(P−L) = x^P + G. Data
@@ -17,12 +17,10 @@
 //! Cost: 3V products per 16 bytes (15 at t = 40, m = 16), against 8·(2V) table lookups for
 //! slicing by 8.
 
-#[cfg(target_arch = "x86_64")]
-use core::arch::x86_64::{
-    __m128i, _mm_clmulepi64_si128, _mm_loadu_si128, _mm_set_epi8, _mm_shuffle_epi8, _mm_slli_si128,
-    _mm_srli_si128, _mm_xor_si128,
-};
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+use core::arch::x86_64::__m128i;
 
+use crate::lanes::{Lane, Soft};
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -30,127 +28,6 @@ use alloc::vec::Vec;
 pub(crate) const RUN: usize = 32;
 /// Widest register handled (128-bit pairs): 2048 bits of parity.
 pub(crate) const MAX_PAIRS: usize = 16;
-
-/// One 128-bit lane of carry-less arithmetic: a vector register, or the scalar model.
-pub(crate) trait Lane: Copy {
-    /// The lane holding `x` (bit i = coefficient of x^i).
-    fn from_u128(x: u128) -> Self;
-    /// The inverse of [`from_u128`](Lane::from_u128).
-    fn to_u128(self) -> u128;
-    /// Sum (XOR).
-    fn xor(self, o: Self) -> Self;
-    /// The 64 × 64-bit carry-less product of one half of each operand, chosen as
-    /// PCLMULQDQ's immediate does (bit 0: high half of `self`, bit 4: high half of `o`).
-    fn clmul<const IMM: i32>(self, o: Self) -> Self;
-    /// Times x^64, dropping the overflow.
-    fn shl64(self) -> Self;
-    /// Divided by x^64, dropping the remainder.
-    fn shr64(self) -> Self;
-    /// 16 bytes read as a big-endian polynomial (byte 0 holds x^127..x^120).
-    fn load_be(bytes: &[u8]) -> Self;
-}
-
-/// The scalar model of a lane: plain integers and a bit-by-bit carry-less product.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Soft(pub(crate) u128);
-
-/// The carry-less product of two 64-bit polynomials, bit by bit.
-pub(crate) fn clmul64(a: u64, b: u64) -> u128 {
-    let mut p = 0u128;
-    let mut bits = b;
-    while bits != 0 {
-        let i = bits.trailing_zeros();
-        p ^= (a as u128) << i;
-        bits &= bits - 1;
-    }
-    p
-}
-
-impl Lane for Soft {
-    #[inline(always)]
-    fn from_u128(x: u128) -> Self {
-        Soft(x)
-    }
-    #[inline(always)]
-    fn to_u128(self) -> u128 {
-        self.0
-    }
-    #[inline(always)]
-    fn xor(self, o: Self) -> Self {
-        Soft(self.0 ^ o.0)
-    }
-    #[inline(always)]
-    fn clmul<const IMM: i32>(self, o: Self) -> Self {
-        let a = if IMM & 0x01 != 0 {
-            self.0 >> 64
-        } else {
-            self.0
-        } as u64;
-        let b = if IMM & 0x10 != 0 { o.0 >> 64 } else { o.0 } as u64;
-        Soft(clmul64(a, b))
-    }
-    #[inline(always)]
-    fn shl64(self) -> Self {
-        Soft(self.0 << 64)
-    }
-    #[inline(always)]
-    fn shr64(self) -> Self {
-        Soft(self.0 >> 64)
-    }
-    #[inline(always)]
-    fn load_be(bytes: &[u8]) -> Self {
-        Soft(u128::from_be_bytes(bytes.try_into().expect("16 bytes")))
-    }
-}
-
-// The vector lane. Its methods are always inlined into the `target_feature` entry points
-// below, where the instructions are known to exist.
-#[cfg(target_arch = "x86_64")]
-impl Lane for __m128i {
-    #[inline(always)]
-    fn from_u128(x: u128) -> Self {
-        // SAFETY: both types are 16 plain bytes; x86_64 is little-endian (lane 0 = low half).
-        unsafe { core::mem::transmute::<u128, __m128i>(x) }
-    }
-    #[inline(always)]
-    fn to_u128(self) -> u128 {
-        // SAFETY: as in `from_u128`.
-        unsafe { core::mem::transmute::<__m128i, u128>(self) }
-    }
-    #[inline(always)]
-    fn xor(self, o: Self) -> Self {
-        // SAFETY: SSE2 is part of x86_64.
-        unsafe { _mm_xor_si128(self, o) }
-    }
-    #[inline(always)]
-    fn clmul<const IMM: i32>(self, o: Self) -> Self {
-        // SAFETY: only reached from `WideParity::remainder`'s PCLMULQDQ entry point, which
-        // runs only where the CPU reported the instruction.
-        unsafe { _mm_clmulepi64_si128::<IMM>(self, o) }
-    }
-    #[inline(always)]
-    fn shl64(self) -> Self {
-        // SAFETY: SSE2.
-        unsafe { _mm_slli_si128::<8>(self) }
-    }
-    #[inline(always)]
-    fn shr64(self) -> Self {
-        // SAFETY: SSE2.
-        unsafe { _mm_srli_si128::<8>(self) }
-    }
-    #[inline(always)]
-    fn load_be(bytes: &[u8]) -> Self {
-        assert!(bytes.len() >= 16);
-        // SAFETY: 16 readable bytes (checked); the load is unaligned; the shuffle needs
-        // SSSE3, which the entry point requires.
-        unsafe {
-            _mm_shuffle_epi8(
-                _mm_loadu_si128(bytes.as_ptr().cast()),
-                _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-            )
-        }
-    }
-}
 
 /// Constants of one code (see the module docs).
 #[derive(Debug, Clone)]

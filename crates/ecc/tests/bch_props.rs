@@ -218,6 +218,11 @@ proptest! {
         prop_assert_eq!(fast.encode_vec(&data).unwrap(), slow.encode_vec(&data).unwrap());
         let narrow = Bch::new(m, t).unwrap().without_avx512();
         prop_assert_eq!(narrow.encode_vec(&data).unwrap(), slow.encode_vec(&data).unwrap());
+        // The scalar models of the four-lane and the 128-bit paths, on any CPU.
+        let model = Bch::new(m, t).unwrap().lane_models();
+        prop_assert_eq!(model.encode_vec(&data).unwrap(), slow.encode_vec(&data).unwrap());
+        let model = model.without_avx512();
+        prop_assert_eq!(model.encode_vec(&data).unwrap(), slow.encode_vec(&data).unwrap());
         let mut d = data.clone();
         let mut e = slow.encode_vec(&data).unwrap();
         d[len / 2] ^= 0x10;
@@ -316,8 +321,12 @@ proptest! {
             (0..sector * count).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect::<Vec<u8>>()
         };
         let n = code.ecc_bytes();
-        let want: Vec<u8> = data.chunks(sector).flat_map(|s| code.encode_vec(s).unwrap()).collect();
-        for c in [code.clone(), code.clone().without_avx512(), code.clone().portable()] {
+        let table = code.clone().portable();
+        let want: Vec<u8> = data.chunks(sector).flat_map(|s| table.encode_vec(s).unwrap()).collect();
+        // The CPU's paths, and the scalar models of the four-lane and 128-bit paths (run
+        // whatever the CPU has: the AVX-512 logic is checked without AVX-512).
+        let model = code.clone().lane_models();
+        for c in [code.clone(), code.clone().without_avx512(), table, model.clone(), model.without_avx512()] {
             let mut got = vec![0u8; n * count];
             c.encode_sectors(&data, sector, &mut got).unwrap();
             prop_assert_eq!(&got, &want);
