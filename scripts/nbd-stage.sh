@@ -10,6 +10,7 @@ NANDLAB=$(realpath "$NANDLAB")
 . "$(dirname "$0")/nbd-common.sh"
 # tiny-mlc with 1024 blocks per plane: ~96 MiB exported.
 new_disk() {
+  rm -f "$work/$1.chip"
   start_server "$work/$1.chip" --create tiny-mlc --blocks-per-plane 1024
   sed 's/^/   /' "$work/serve.out"
 }

@@ -20,9 +20,12 @@ pub enum ChipCommand {
     Format {
         #[command(flatten)]
         chip: ChipSource,
-        /// The image file to create (overwritten if it exists).
+        /// The image file to create.
         #[arg(long)]
         image: PathBuf,
+        /// Overwrite an existing, non-empty image (what it holds is lost).
+        #[arg(long)]
+        force: bool,
     },
     /// Age a chip image: cycle every good block through program and erase (the chip's
     /// rules and wear model; blocks that wear out turn grown-bad) until it has PE cycles.
@@ -168,7 +171,8 @@ pub fn run(cmd: ChipCommand) -> Result<()> {
             );
             Ok(())
         }
-        ChipCommand::Format { chip, image } => {
+        ChipCommand::Format { chip, image, force } => {
+            crate::volume_cmd::refuse_overwrite(&image, force, "`chip format`")?;
             let config = chip.load()?;
             let storage = FileStorage::create(&image, &config)
                 .with_context(|| format!("cannot create chip image {}", image.display()))?;

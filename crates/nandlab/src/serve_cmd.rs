@@ -31,6 +31,11 @@ pub struct ServeArgs {
     /// With --create: blocks per plane.
     #[arg(long, requires = "create")]
     blocks_per_plane: Option<u32>,
+    /// With --create: overwrite an existing, non-empty image (its volume is lost). Without
+    /// it, --create on such an image is refused, so a repeated command line cannot
+    /// reformat the disk it serves.
+    #[arg(long, requires = "create")]
+    force: bool,
     /// Address to listen on. NBD has no authentication: anything but loopback is reachable
     /// by anyone who can reach the port.
     #[arg(long, default_value = "127.0.0.1:10809")]
@@ -279,6 +284,9 @@ impl Export for Volume {
 }
 
 pub fn run(a: ServeArgs) -> Result<()> {
+    if a.create.is_some() {
+        volume_cmd::refuse_overwrite(&a.image, a.force, "`serve --create`")?;
+    }
     let (vol, now) = match &a.create {
         Some(preset) => (
             volume_cmd::create(&a.image, preset, a.blocks_per_plane)?,

@@ -35,6 +35,22 @@ pub struct FormatArgs {
     /// Blocks per plane (overrides the preset).
     #[arg(long)]
     blocks_per_plane: Option<u32>,
+    /// Overwrite an existing, non-empty image (its volume is lost).
+    #[arg(long)]
+    force: bool,
+}
+
+/// Refuses to overwrite an existing, non-empty `image` unless `force`: formatting destroys
+/// the volume on it. `how` names the command line that would, for the message.
+pub fn refuse_overwrite(image: &Path, force: bool, how: &str) -> Result<()> {
+    match std::fs::metadata(image) {
+        Ok(m) if m.len() > 0 && !force => bail!(
+            "{} exists and is not empty ({} bytes): {how} would destroy what it holds; add --force to overwrite it",
+            image.display(),
+            m.len()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Recovery procedure at mount.
@@ -196,6 +212,7 @@ pub fn open_at(image: &Path, recovery: RecoveryKind) -> Result<(Vol, Nanos)> {
 }
 
 fn format(a: FormatArgs) -> Result<()> {
+    refuse_overwrite(&a.image, a.force, "`volume format`")?;
     let vol = create(&a.image, &a.preset, a.blocks_per_plane)?;
     println!(
         "formatted {}: {} logical pages of {} bytes",

@@ -859,6 +859,69 @@ fn summaries_do_not_print_numbers_that_mean_nothing() {
     assert!(!s.contains("in one codeword"), "{s}");
 }
 
+/// Formatting over an existing, non-empty image destroys it: `chip format`, `volume format`
+/// and `serve --create` refuse without --force (a repeated command line must not wipe the
+/// disk), and with --force they format.
+#[test]
+fn formatting_an_existing_image_needs_force() {
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("v.img");
+    let img = img.to_str().unwrap();
+    let small = ["--blocks-per-plane", "64"];
+    let mut fmt = vec!["volume", "format", "--image", img];
+    fmt.extend_from_slice(&small);
+    assert!(nandlab(&fmt).status.success());
+    let before = std::fs::read(img).unwrap();
+    let cases: [&[&str]; 3] = [
+        &[
+            "volume",
+            "format",
+            "--image",
+            img,
+            "--blocks-per-plane",
+            "64",
+        ],
+        &["chip", "format", "--preset", "tiny-mlc", "--image", img],
+        &[
+            "serve",
+            "--image",
+            img,
+            "--create",
+            "tiny-mlc",
+            "--blocks-per-plane",
+            "64",
+            "--listen",
+            "127.0.0.1:1",
+        ],
+    ];
+    for args in cases {
+        let o = nandlab(args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(
+            stderr(&o).contains("exists and is not empty") && stderr(&o).contains("--force"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_eq!(
+            std::fs::read(img).unwrap(),
+            before,
+            "{args:?} touched the image"
+        );
+    }
+    // An empty file is not a volume: no --force needed.
+    let empty = d.path().join("e.img");
+    std::fs::write(&empty, b"").unwrap();
+    let e = empty.to_str().unwrap();
+    assert!(
+        nandlab(&["chip", "format", "--preset", "tiny-mlc", "--image", e])
+            .status
+            .success()
+    );
+    let mut forced = fmt.clone();
+    forced.push("--force");
+    assert!(nandlab(&forced).status.success());
+}
+
 #[test]
 fn volume_verify_with_other_flags_than_stress_says_so() {
     let d = tempfile::tempdir().unwrap();
