@@ -93,40 +93,147 @@ else
   echo "   skipped: fio with the nbd engine not installed"
 fi
 
-echo "-- throughput: the same fio job on nandlab and on qemu-nbd serving a raw file"
+echo "-- block status: nbdinfo --map and qemu-img map see the holes (never written, trimmed)"
+if have nbdinfo && have qemu-io && have qemu-img; then
+  new_disk map
+  timeout 60 qemu-io -f raw "$url" -c "write -P 0x11 1M 1M" -c "write -P 0x22 8M 512k" \
+    -c "discard 1M 256k" -c flush >/dev/null || fail "qemu-io for the map"
+  timeout 60 nbdinfo --map "$url" >"$work/map.txt" || fail "nbdinfo --map"
+  timeout 60 qemu-img map --output=json -f raw "$url" >"$work/qmap.json" || fail "qemu-img map"
+  # Data exactly at 1.25..2 MiB and 8..8.5 MiB in both tools; holes elsewhere.
+  python3 - "$work/map.txt" "$work/qmap.json" <<'PY' || fail "block status maps"
+import json, sys
+want = [(1280 << 10, 2 << 20), (8 << 20, (8 << 20) + (512 << 10))]
+def merged(spans):  # adjacent data extents (from separate requests) as one
+    out = []
+    for a, b in spans:
+        if out and out[-1][1] == a:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+spans = []
+for line in open(sys.argv[1]):
+    off, length, kind = (int(x) for x in line.split()[:3])
+    if kind & 1 == 0:
+        spans.append((off, off + length))
+assert merged(spans) == want, f"nbdinfo --map data extents {spans}, expected {want}"
+m = json.load(open(sys.argv[2]))
+spans = [(e["start"], e["start"] + e["length"]) for e in m if e["data"]]
+assert merged(spans) == want, f"qemu-img map data extents {spans}, expected {want}"
+PY
+  stop_server TERM
+  echo "   ok (data at 1.25-2 MiB and 8-8.5 MiB, holes elsewhere, in both tools)"
+else
+  echo "   skipped: nbdinfo, qemu-io or qemu-img missing"
+fi
+
+echo "-- TLS with client certificates: qemu-io, qemu-img, nbdinfo, nbdcopy; others refused"
+if have openssl && have qemu-io && have qemu-img && have nbdinfo && have nbdcopy; then
+  tls=$work/tls
+  mkdir -p "$tls/good" "$tls/rogue" "$tls/ca" "$tls/otherca"
+  ca() { # ca DIR NAME: a CA key and self-signed certificate
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$1/ca-key.pem" -out "$1/ca-cert.pem" \
+      -days 2 -subj "/CN=$2" -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  }
+  leaf() { # leaf CADIR OUT_PREFIX CN USAGE [SAN]
+    openssl req -newkey rsa:2048 -nodes -keyout "$2-key.pem" -out "$2.csr" -subj "/CN=$3" 2>/dev/null
+    {
+      echo "basicConstraints=CA:FALSE"
+      echo "keyUsage=digitalSignature,keyEncipherment"
+      echo "extendedKeyUsage=$4"
+      [ -n "${5:-}" ] && echo "subjectAltName=$5"
+    } >"$2.ext"
+    openssl x509 -req -in "$2.csr" -CA "$1/ca-cert.pem" -CAkey "$1/ca-key.pem" -CAcreateserial \
+      -out "$2-cert.pem" -days 2 -extfile "$2.ext" 2>/dev/null
+  }
+  ca "$tls/ca" "nandlab test CA"
+  ca "$tls/otherca" "another CA"
+  leaf "$tls/ca" "$tls/server" localhost serverAuth "IP:127.0.0.1,DNS:localhost"
+  leaf "$tls/ca" "$tls/good/client" "good client" clientAuth
+  leaf "$tls/otherca" "$tls/rogue/client" "rogue client" clientAuth
+  # Both clients trust the server's CA; only one holds a certificate that CA signed.
+  cp "$tls/ca/ca-cert.pem" "$tls/good/ca-cert.pem"
+  cp "$tls/ca/ca-cert.pem" "$tls/rogue/ca-cert.pem"
+  rm -f "$work/tls.chip"
+  start_server "$work/tls.chip" --create tiny-mlc --blocks-per-plane 1024 \
+    --tls-cert "$tls/server-cert.pem" --tls-key "$tls/server-key.pem" --tls-ca "$tls/ca/ca-cert.pem"
+  obj=(--object "tls-creds-x509,id=tls0,endpoint=client,dir=$tls/good")
+  img="driver=nbd,host=127.0.0.1,port=$port,tls-creds=tls0"
+  timeout 60 qemu-io "${obj[@]}" --image-opts "$img" -c "write -P 0x3c 0 1M" \
+    -c "read -P 0x3c 0 1M" -c flush >"$work/tlsio.log" 2>&1 || { cat "$work/tlsio.log"; fail "qemu-io over TLS"; }
+  if grep -qi "fail\|error" "$work/tlsio.log"; then cat "$work/tlsio.log"; fail "qemu-io over TLS pattern"; fi
+  timeout 60 qemu-img info "${obj[@]}" --image-opts "$img" >/dev/null || fail "qemu-img info over TLS"
+  nbds="nbds://127.0.0.1:$port/?tls-certificates=$tls/good"
+  timeout 60 nbdinfo "$nbds" >"$work/tlsinfo.txt" || fail "nbdinfo over TLS"
+  head -c $((4 << 20)) /dev/urandom >"$work/tin.bin"
+  timeout 60 nbdcopy "$work/tin.bin" "$nbds" || fail "nbdcopy in over TLS"
+  timeout 60 nbdcopy "$nbds" "$work/tout.bin" || fail "nbdcopy out over TLS"
+  cmp -n $((4 << 20)) "$work/tin.bin" "$work/tout.bin" || fail "nbdcopy over TLS differs"
+  if timeout 30 nbdinfo "nbds://127.0.0.1:$port/?tls-certificates=$tls/rogue" >/dev/null 2>&1; then
+    fail "a client certificate from another CA was accepted"
+  fi
+  if timeout 30 nbdinfo "$url" >/dev/null 2>&1; then
+    fail "a plaintext client was served although TLS is required"
+  fi
+  if timeout 30 qemu-io -f raw "$url" -c "read 0 4k" >/dev/null 2>&1; then
+    fail "qemu-io without TLS was served"
+  fi
+  stop_server TERM
+  echo "   ok (qemu-io, qemu-img, nbdinfo, nbdcopy over TLS; another CA's client and plaintext refused)"
+else
+  echo "   skipped: openssl, qemu-io, qemu-img, nbdinfo or nbdcopy missing"
+fi
+
+echo "-- throughput: 4 KiB random writes, queue depth 16, 2.5x the export (GC active):"
+echo "   nandlab, nandlab over TLS, and qemu-nbd on a raw file, one after the other"
 if have fio && have qemu-nbd && fio --enghelp 2>/dev/null | grep -qw nbd; then
-  perf=(--bs=4k --size=32M --randrepeat=1 --output-format=json)
-  run_perf() { # run_perf URL NAME RW
-    timeout 300 fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" "${perf[@]}" >"$work/$2.json" 2>/dev/null || fail "fio $2"
-    python3 - "$work/$2.json" "$3" <<'EOF'
+  perf=(--bs=4k --iodepth=16 --randrepeat=1 --output-format=json)
+  run_perf() { # run_perf URL NAME RW SIZE
+    timeout 600 fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" --size="$4" "${perf[@]}" \
+      >"$work/$2.json" 2>"$work/$2.err" || { cat "$work/$2.err"; fail "fio $2"; }
+    python3 - "$work/$2.json" "$3" <<'PY'
 import json, sys
 text = open(sys.argv[1]).read()
 j = json.loads(text[text.index("{"):])["jobs"][0]
 d = j["write" if "write" in sys.argv[2] else "read"]
 print(f'{d["iops"]:.0f} {d["bw"] / 1024:.1f} {d["clat_ns"]["mean"] / 1000:.1f}')
-EOF
+PY
   }
   new_disk perf
-  nw=$(run_perf "$url" nandlab-w randwrite); nr=$(run_perf "$url" nandlab-r randread)
+  size=$(awk '/^serving/ { gsub(/[(]/, "", $3); print $3 }' "$work/serve.out")
+  [ -n "$size" ] || fail "no export size in the status line"
+  gc=$((size * 5 / 2 / 4096 * 4096))
+  nw=$(run_perf "$url" nandlab-w randwrite "$gc"); nr=$(run_perf "$url" nandlab-r randread 32M)
   kill -USR1 "$server_pid"; sleep 0.3
   stats=$(tail -1 "$work/serve.err")
   stop_server TERM
-  truncate -s 96M "$work/raw.img"
+  rows=("$nw" "$nr")
+  names=("4 KiB randwrite" "4 KiB randread")
+  if [ -n "${tls:-}" ] && [ -f "$tls/server-cert.pem" ]; then
+    rm -f "$work/perftls.chip"
+    start_server "$work/perftls.chip" --create tiny-mlc --blocks-per-plane 1024 \
+      --tls-cert "$tls/server-cert.pem" --tls-key "$tls/server-key.pem" --tls-ca "$tls/ca/ca-cert.pem"
+    turl="nbds://127.0.0.1:$port/?tls-certificates=$tls/good"
+    tw=$(run_perf "$turl" tls-w randwrite "$gc"); tr=$(run_perf "$turl" tls-r randread 32M)
+    stop_server TERM
+  fi
+  truncate -s "$size" "$work/raw.img"
   qport=$((port + 1))
   qemu-nbd -f raw -b 127.0.0.1 -p "$qport" -t "$work/raw.img" >/dev/null 2>&1 &
   pids+=($!)
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$qport") 2>/dev/null && break; sleep 0.05; done
-  qw=$(run_perf "nbd://127.0.0.1:$qport" qemu-w randwrite); qr=$(run_perf "nbd://127.0.0.1:$qport" qemu-r randread)
-  python3 - "$nw" "$nr" "$qw" "$qr" <<'EOF'
+  qw=$(run_perf "nbd://127.0.0.1:$qport" qemu-w randwrite "$gc"); qr=$(run_perf "nbd://127.0.0.1:$qport" qemu-r randread 32M)
+  python3 - "$nw" "$nr" "${tw:-}" "${tr:-}" "$qw" "$qr" <<'PY'
 import sys
-rows = [s.split() for s in sys.argv[1:]]
-names = ["4 KiB randwrite", "4 KiB randread"]
-print("   workload          nandlab IOPS  MiB/s  lat µs | qemu-nbd IOPS  MiB/s  lat µs | ratio")
-for i, n in enumerate(names):
-    a, b = rows[i], rows[i + 2]
-    print(f"   {n:16} {float(a[0]):12.0f} {float(a[1]):6.1f} {float(a[2]):7.1f} | {float(b[0]):13.0f} {float(b[1]):6.1f} {float(b[2]):7.1f} | {float(a[0]) / float(b[0]):.2f}x")
-EOF
-  echo "   nandlab FTL after the run: $stats" | cut -c1-400
+nw, nr, tw, tr, qw, qr = [s.split() for s in sys.argv[1:]]
+print("   workload          nandlab IOPS  MiB/s  lat µs |   TLS IOPS  vs plain | qemu-nbd IOPS  MiB/s  lat µs | nandlab/qemu-nbd")
+for name, a, t, q in [("4 KiB randwrite", nw, tw, qw), ("4 KiB randread", nr, tr, qr)]:
+    tls = f"{float(t[0]):10.0f} {float(t[0]) / float(a[0]):8.2f}x" if t else f"{'-':>10} {'-':>9}"
+    print(f"   {name:16} {float(a[0]):12.0f} {float(a[1]):6.1f} {float(a[2]):7.1f} | {tls} | {float(q[0]):13.0f} {float(q[1]):6.1f} {float(q[2]):7.1f} | {float(a[0]) / float(q[0]):.2f}x")
+PY
+  echo "   nandlab FTL after the write job: $stats" | cut -c1-400
 else
   echo "   skipped: fio or qemu-nbd missing"
 fi

@@ -1,15 +1,41 @@
 //! The NBD protocol (newstyle, fixed handshake) over a byte-addressed volume.
 //!
 //! Handshake: `NBD_OPT_EXPORT_NAME`, `NBD_OPT_GO` / `NBD_OPT_INFO` (export size and flags,
-//! block-size constraints: minimum 512, preferred = the FTL page, maximum 32 MiB),
-//! `NBD_OPT_LIST`, `NBD_OPT_ABORT`; anything else gets `NBD_REP_ERR_UNSUP`. Transmission:
-//! READ, WRITE (with FUA), FLUSH, TRIM, WRITE_ZEROES, DISC with simple replies; other
-//! commands get `EINVAL`. A malformed request (bad magic, an oversized payload) ends the
-//! connection; out-of-range requests get `EINVAL`. Nothing a client sends can make the
-//! server panic or leave the volume inconsistent: every request runs to completion under
-//! the volume lock before the next.
+//! name, block-size constraints: minimum 1 — any length and alignment is served, sub-page
+//! pieces by read-modify-write — preferred = the FTL page, maximum 32 MiB), `NBD_OPT_LIST`,
+//! `NBD_OPT_ABORT`, `NBD_OPT_STARTTLS` (when the server has a certificate),
+//! `NBD_OPT_STRUCTURED_REPLY`, `NBD_OPT_LIST_META_CONTEXT` / `NBD_OPT_SET_META_CONTEXT`
+//! (`base:allocation`); anything else gets `NBD_REP_ERR_UNSUP`. The export has one name
+//! (`--export-name`, default empty); the empty name also selects it (the default export);
+//! another name gets `NBD_REP_ERR_UNKNOWN` (or, for `NBD_OPT_EXPORT_NAME`, which has no
+//! error reply, a closed connection). An option longer than 64 KiB gets
+//! `NBD_REP_ERR_TOO_BIG` and the connection is closed. With TLS required, every option but
+//! STARTTLS and ABORT gets `NBD_REP_ERR_TLS_REQD` until TLS is up.
+//!
+//! Transmission: READ, WRITE (FUA), FLUSH, TRIM, WRITE_ZEROES (FUA, NO_HOLE: zeros are then
+//! written, not a hole punched), BLOCK_STATUS (`base:allocation`: pages never written or
+//! trimmed are holes that read as zeros), DISC. With structured replies READ and
+//! BLOCK_STATUS answer in structured chunks (a READ streams chunk by chunk; with
+//! `NBD_CMD_FLAG_DF` in one piece), other commands in simple replies. Flags the command
+//! does not take, and flags the server never advertised, get `EINVAL`. A malformed request
+//! (bad magic, a payload over 32 MiB) ends the connection; out-of-range requests get
+//! `EINVAL`.
+//!
+//! Memory: a WRITE payload is streamed from the socket in chunks of at most [`CHUNK`] bytes,
+//! each written before the next is read; a structured READ is streamed the same way, each
+//! connection reusing one piece buffer. Only a simple-reply READ (and a DF READ) longer
+//! than a piece needs its whole payload at once: that buffer is taken from a [`Budget`]
+//! shared by all connections, so the total is bounded, and freed when the reply is sent
+//! (header and payload go out in one vectored write, no copy). A client that leaves a reply
+//! untaken past the stall timeout is disconnected, so stalled readers cannot hold the
+//! budget for ever. Nothing a
+//! client sends can make the server panic or leave the volume inconsistent: every request
+//! runs under the volume lock, chunk by chunk.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 /// Handshake magics.
 const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -17,6 +43,7 @@ const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
 const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
 const REQUEST_MAGIC: u32 = 0x2560_9513;
 const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
 
 const FLAG_FIXED_NEWSTYLE: u16 = 1 << 0;
 const FLAG_NO_ZEROES: u16 = 1 << 1;
@@ -26,14 +53,22 @@ const C_FLAG_NO_ZEROES: u32 = 1 << 1;
 const OPT_EXPORT_NAME: u32 = 1;
 const OPT_ABORT: u32 = 2;
 const OPT_LIST: u32 = 3;
+const OPT_STARTTLS: u32 = 5;
 const OPT_INFO: u32 = 6;
 const OPT_GO: u32 = 7;
+const OPT_STRUCTURED_REPLY: u32 = 8;
+const OPT_LIST_META_CONTEXT: u32 = 9;
+const OPT_SET_META_CONTEXT: u32 = 10;
 
 const REP_ACK: u32 = 1;
 const REP_SERVER: u32 = 2;
 const REP_INFO: u32 = 3;
+const REP_META_CONTEXT: u32 = 4;
 const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
+const REP_ERR_POLICY: u32 = (1 << 31) + 2;
 const REP_ERR_INVALID: u32 = (1 << 31) + 3;
+const REP_ERR_TLS_REQD: u32 = (1 << 31) + 5;
+const REP_ERR_UNKNOWN: u32 = (1 << 31) + 6;
 const REP_ERR_TOO_BIG: u32 = (1 << 31) + 9;
 
 const INFO_EXPORT: u16 = 0;
@@ -46,6 +81,7 @@ const T_SEND_FLUSH: u16 = 1 << 2;
 const T_SEND_FUA: u16 = 1 << 3;
 const T_SEND_TRIM: u16 = 1 << 5;
 const T_SEND_WRITE_ZEROES: u16 = 1 << 6;
+const T_SEND_DF: u16 = 1 << 7;
 const T_CAN_MULTI_CONN: u16 = 1 << 8;
 
 const CMD_READ: u16 = 0;
@@ -54,7 +90,24 @@ const CMD_DISC: u16 = 2;
 const CMD_FLUSH: u16 = 3;
 const CMD_TRIM: u16 = 4;
 const CMD_WRITE_ZEROES: u16 = 6;
+const CMD_BLOCK_STATUS: u16 = 7;
 const CMD_FLAG_FUA: u16 = 1 << 0;
+const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+const CMD_FLAG_DF: u16 = 1 << 2;
+const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
+
+const REPLY_FLAG_DONE: u16 = 1 << 0;
+const REPLY_TYPE_NONE: u16 = 0;
+const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
+
+/// `base:allocation` flags.
+const STATE_HOLE: u32 = 1 << 0;
+const STATE_ZERO: u32 = 1 << 1;
+/// The one meta context this server offers, and its id.
+const BASE_ALLOCATION: &str = "base:allocation";
+const BASE_ALLOCATION_ID: u32 = 1;
 
 /// NBD error numbers.
 pub const EIO: u32 = 5;
@@ -65,12 +118,14 @@ pub const EINVAL: u32 = 22;
 /// Server shutting down.
 pub const ESHUTDOWN: u32 = 108;
 
-/// Largest option payload and request accepted.
+/// Largest option payload accepted.
 const MAX_OPTION: u32 = 64 * 1024;
 /// Largest read or write payload.
 pub const MAX_PAYLOAD: u32 = 32 << 20;
-/// Smallest block the volume serves (smaller writes are read-modify-write).
-pub const MIN_BLOCK: u32 = 512;
+/// Bytes per streamed piece of a WRITE or structured READ payload.
+pub const CHUNK: usize = 256 << 10;
+/// Most extents in one BLOCK_STATUS reply.
+const MAX_EXTENTS: usize = 8192;
 
 /// What the server needs from the volume it exports. Errors are NBD error numbers.
 pub trait Export {
@@ -80,10 +135,131 @@ pub trait Export {
     fn write_at(&mut self, offset: u64, data: &[u8], fua: bool) -> Result<(), u32>;
     /// Discards a range (reads as zeros afterwards where whole pages are covered).
     fn trim(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), u32>;
-    /// Writes zeros over a range.
-    fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), u32>;
+    /// Writes zeros over a range; with `no_hole`, real zeros are written (no hole punched).
+    fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool, no_hole: bool) -> Result<(), u32>;
     /// Makes everything written durable.
     fn flush(&mut self) -> Result<(), u32>;
+    /// Allocation from `offset` (in range) on: runs of (bytes, allocated) covering at most
+    /// `len` bytes and at least one, at most `max` runs. Unallocated bytes read as zeros.
+    fn extents(&mut self, offset: u64, len: u64, max: usize) -> Result<Vec<(u32, bool)>, u32>;
+}
+
+/// Buffer memory shared by every connection: a request that needs a whole payload at once
+/// waits until the total in use leaves room for it.
+#[derive(Debug)]
+pub struct Budget {
+    limit: usize,
+    used: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// Bytes of a [`Budget`] held; returned on drop.
+#[derive(Debug)]
+pub struct Held<'a> {
+    budget: &'a Budget,
+    bytes: usize,
+}
+
+impl Budget {
+    /// A budget of `limit` bytes (at least one maximal payload).
+    pub fn new(limit: usize) -> Budget {
+        Budget {
+            limit: limit.max(MAX_PAYLOAD as usize),
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Takes `bytes` (≤ the limit), waiting while others hold too much.
+    pub fn take(&self, bytes: usize) -> Held<'_> {
+        let bytes = bytes.min(self.limit);
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        while *used + bytes > self.limit {
+            used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
+        }
+        *used += bytes;
+        Held {
+            budget: self,
+            bytes,
+        }
+    }
+
+    /// Bytes in use now.
+    pub fn in_use(&self) -> usize {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(|p| p.into_inner());
+        *used -= self.bytes;
+        self.budget.freed.notify_all();
+    }
+}
+
+/// What the server offers.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// Export size in bytes.
+    pub size: u64,
+    /// Preferred block size (the FTL page).
+    pub preferred: u32,
+    /// The export's name (the empty name selects it too).
+    pub export_name: String,
+    /// The TLS configuration, when the server has a certificate.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Refuse to negotiate an export before TLS is up.
+    pub tls_required: bool,
+    /// Bound on the whole handshake (options and TLS), and on each read during it.
+    pub handshake_timeout: Duration,
+    /// Longest a reply may wait for the client to take it before the connection is dropped.
+    pub stall_timeout: Duration,
+}
+
+/// The connection: plain TCP, or TLS over it after STARTTLS.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Conn {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            Conn::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(t) => t.write(buf),
+        }
+    }
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write_vectored(bufs),
+            Conn::Tls(t) => t.write_vectored(bufs),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(t) => t.flush(),
+        }
+    }
 }
 
 fn read_u16(r: &mut impl Read) -> io::Result<u16> {
@@ -108,6 +284,21 @@ fn protocol(msg: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
 }
 
+/// Writes all of `bufs` (a header and a payload) without joining them.
+fn write_all_vectored(w: &mut impl Write, bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+    let mut bufs = bufs;
+    IoSlice::advance_slices(&mut bufs, 0);
+    while !bufs.is_empty() {
+        match w.write_vectored(bufs) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    w.flush()
+}
+
 fn opt_reply(w: &mut impl Write, opt: u32, kind: u32, data: &[u8]) -> io::Result<()> {
     let mut m = Vec::with_capacity(20 + data.len());
     m.extend_from_slice(&REPLY_MAGIC.to_be_bytes());
@@ -115,190 +306,531 @@ fn opt_reply(w: &mut impl Write, opt: u32, kind: u32, data: &[u8]) -> io::Result
     m.extend_from_slice(&kind.to_be_bytes());
     m.extend_from_slice(&(data.len() as u32).to_be_bytes());
     m.extend_from_slice(data);
-    w.write_all(&m)
+    w.write_all(&m)?;
+    w.flush()
 }
 
 const TRANSMISSION_FLAGS: u16 =
     T_HAS_FLAGS | T_SEND_FLUSH | T_SEND_FUA | T_SEND_TRIM | T_SEND_WRITE_ZEROES | T_CAN_MULTI_CONN;
 
-/// Runs the handshake; `Ok(true)` when the client entered transmission.
-fn handshake<S: Read + Write>(s: &mut S, size: u64, preferred: u32) -> io::Result<bool> {
+/// What a connection negotiated.
+#[derive(Debug, Default, Clone, Copy)]
+struct Negotiated {
+    tls: bool,
+    structured: bool,
+    /// `base:allocation` selected for BLOCK_STATUS.
+    allocation: bool,
+}
+
+impl Negotiated {
+    fn transmission_flags(&self) -> u16 {
+        TRANSMISSION_FLAGS | if self.structured { T_SEND_DF } else { 0 }
+    }
+}
+
+/// A length-prefixed string (u32 length) at the start of `d`, and the rest.
+fn take_str(d: &[u8]) -> Option<(&[u8], &[u8])> {
+    let n = u32::from_be_bytes(d.get(..4)?.try_into().ok()?) as usize;
+    let s = d.get(4..4usize.checked_add(n)?)?;
+    Some((s, &d[4 + n..]))
+}
+
+/// How the handshake ended.
+enum Handshake {
+    /// Enter transmission with these settings.
+    Transmit(Negotiated),
+    /// The client aborted or asked for another export by `NBD_OPT_EXPORT_NAME`.
+    Done,
+}
+
+/// Runs the option haggling until `deadline`; STARTTLS replaces the connection by its TLS
+/// form, which is handed back.
+fn handshake(
+    mut conn: Conn,
+    cfg: &ServerConfig,
+    deadline: std::time::Instant,
+) -> io::Result<(Conn, Handshake)> {
     let mut hello = Vec::new();
     hello.extend_from_slice(&NBDMAGIC.to_be_bytes());
     hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
     hello.extend_from_slice(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes());
-    s.write_all(&hello)?;
-    let cflags = read_u32(s)?;
+    conn.write_all(&hello)?;
+    conn.flush()?;
+    let cflags = read_u32(&mut conn)?;
     if cflags & !(C_FLAG_FIXED_NEWSTYLE | C_FLAG_NO_ZEROES) != 0 {
         return Err(protocol("unknown client flags"));
     }
     let no_zeroes = cflags & C_FLAG_NO_ZEROES != 0;
+    let mut st = Negotiated::default();
+    let ours = |name: &[u8]| name.is_empty() || name == cfg.export_name.as_bytes();
     loop {
-        if read_u64(s)? != IHAVEOPT {
+        // The whole handshake is bounded, not just each read (a client trickling options).
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "handshake took too long",
+            ));
+        }
+        conn.tcp().set_read_timeout(Some(left))?;
+        if read_u64(&mut conn)? != IHAVEOPT {
             return Err(protocol("bad option magic"));
         }
-        let opt = read_u32(s)?;
-        let len = read_u32(s)?;
+        let opt = read_u32(&mut conn)?;
+        let len = read_u32(&mut conn)?;
         if len > MAX_OPTION {
-            // Drain what we can afford to, then refuse.
+            // The payload is not read: refuse, then close.
+            opt_reply(&mut conn, opt, REP_ERR_TOO_BIG, b"option data over 64 KiB")?;
             return Err(protocol("option too large"));
         }
         let mut data = vec![0u8; len as usize];
-        s.read_exact(&mut data)?;
+        conn.read_exact(&mut data)?;
+        if cfg.tls_required && !st.tls && opt != OPT_STARTTLS && opt != OPT_ABORT {
+            if opt == OPT_EXPORT_NAME {
+                return Err(protocol(
+                    "TLS required: NBD_OPT_EXPORT_NAME before STARTTLS",
+                ));
+            }
+            opt_reply(
+                &mut conn,
+                opt,
+                REP_ERR_TLS_REQD,
+                b"TLS is required: STARTTLS first",
+            )?;
+            continue;
+        }
         match opt {
+            OPT_STARTTLS => {
+                if len != 0 || st.tls {
+                    opt_reply(
+                        &mut conn,
+                        opt,
+                        REP_ERR_INVALID,
+                        b"STARTTLS once, without data",
+                    )?;
+                    continue;
+                }
+                let Some(tls) = &cfg.tls else {
+                    opt_reply(
+                        &mut conn,
+                        opt,
+                        REP_ERR_POLICY,
+                        b"this server has no TLS certificate",
+                    )?;
+                    continue;
+                };
+                opt_reply(&mut conn, opt, REP_ACK, &[])?;
+                let Conn::Plain(tcp) = conn else {
+                    unreachable!("TLS is not up yet");
+                };
+                let server = rustls::ServerConnection::new(Arc::clone(tls))
+                    .map_err(|e| io::Error::other(format!("TLS: {e}")))?;
+                let mut t = rustls::StreamOwned::new(server, tcp);
+                while t.conn.is_handshaking() {
+                    t.conn.complete_io(&mut t.sock)?;
+                }
+                conn = Conn::Tls(Box::new(t));
+                // Everything negotiated before TLS is forgotten (the spec's rule).
+                st = Negotiated {
+                    tls: true,
+                    ..Negotiated::default()
+                };
+            }
             OPT_EXPORT_NAME => {
+                if !ours(&data) {
+                    // No error reply exists for this option: close.
+                    return Ok((conn, Handshake::Done));
+                }
                 let mut m = Vec::new();
-                m.extend_from_slice(&size.to_be_bytes());
-                m.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+                m.extend_from_slice(&cfg.size.to_be_bytes());
+                m.extend_from_slice(&st.transmission_flags().to_be_bytes());
                 if !no_zeroes {
                     m.extend_from_slice(&[0u8; 124]);
                 }
-                s.write_all(&m)?;
-                return Ok(true);
+                conn.write_all(&m)?;
+                conn.flush()?;
+                return Ok((conn, Handshake::Transmit(st)));
             }
             OPT_ABORT => {
-                opt_reply(s, opt, REP_ACK, &[])?;
-                return Ok(false);
+                opt_reply(&mut conn, opt, REP_ACK, &[])?;
+                return Ok((conn, Handshake::Done));
             }
             OPT_LIST => {
                 if len != 0 {
-                    opt_reply(s, opt, REP_ERR_INVALID, b"LIST takes no data")?;
+                    opt_reply(&mut conn, opt, REP_ERR_INVALID, b"LIST takes no data")?;
                     continue;
                 }
-                opt_reply(s, opt, REP_SERVER, &0u32.to_be_bytes())?;
-                opt_reply(s, opt, REP_ACK, &[])?;
+                let name = cfg.export_name.as_bytes();
+                let mut m = (name.len() as u32).to_be_bytes().to_vec();
+                m.extend_from_slice(name);
+                opt_reply(&mut conn, opt, REP_SERVER, &m)?;
+                opt_reply(&mut conn, opt, REP_ACK, &[])?;
+            }
+            OPT_STRUCTURED_REPLY => {
+                if len != 0 {
+                    opt_reply(
+                        &mut conn,
+                        opt,
+                        REP_ERR_INVALID,
+                        b"STRUCTURED_REPLY takes no data",
+                    )?;
+                    continue;
+                }
+                st.structured = true;
+                opt_reply(&mut conn, opt, REP_ACK, &[])?;
+            }
+            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
+                let set = opt == OPT_SET_META_CONTEXT;
+                let parsed = take_str(&data).and_then(|(name, rest)| {
+                    let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+                    let mut rest = &rest[4..];
+                    let mut queries = Vec::new();
+                    for _ in 0..n {
+                        let (q, r) = take_str(rest)?;
+                        queries.push(q);
+                        rest = r;
+                    }
+                    rest.is_empty().then_some((name, queries))
+                });
+                let Some((name, queries)) = parsed else {
+                    opt_reply(
+                        &mut conn,
+                        opt,
+                        REP_ERR_INVALID,
+                        b"malformed meta context request",
+                    )?;
+                    continue;
+                };
+                if !st.structured {
+                    opt_reply(
+                        &mut conn,
+                        opt,
+                        REP_ERR_INVALID,
+                        b"negotiate structured replies first",
+                    )?;
+                    continue;
+                }
+                if !ours(name) {
+                    opt_reply(&mut conn, opt, REP_ERR_UNKNOWN, b"no such export")?;
+                    continue;
+                }
+                // LIST with no query lists everything; "base:" lists the base namespace.
+                let matches = if queries.is_empty() {
+                    !set
+                } else {
+                    queries.iter().any(|q| {
+                        *q == BASE_ALLOCATION.as_bytes() || (!set && *q == b"base:".as_slice())
+                    })
+                };
+                if set {
+                    st.allocation = matches;
+                }
+                if matches {
+                    let mut m = BASE_ALLOCATION_ID.to_be_bytes().to_vec();
+                    m.extend_from_slice(BASE_ALLOCATION.as_bytes());
+                    opt_reply(&mut conn, opt, REP_META_CONTEXT, &m)?;
+                }
+                opt_reply(&mut conn, opt, REP_ACK, &[])?;
             }
             OPT_INFO | OPT_GO => {
                 // name length, name, number of requests, requests.
-                let valid = data.len() >= 6 && {
-                    let n = u32::from_be_bytes(data[..4].try_into().expect("4 bytes")) as usize;
-                    data.len() >= 4 + n + 2 && {
-                        let k = u16::from_be_bytes(data[4 + n..6 + n].try_into().expect("2 bytes"))
-                            as usize;
-                        data.len() == 6 + n + 2 * k
-                    }
+                let valid = take_str(&data).and_then(|(name, rest)| {
+                    let k = u16::from_be_bytes(rest.get(..2)?.try_into().ok()?) as usize;
+                    (rest.len() == 2 + 2 * k).then_some(name)
+                });
+                let Some(name) = valid else {
+                    opt_reply(
+                        &mut conn,
+                        opt,
+                        REP_ERR_INVALID,
+                        b"malformed INFO/GO request",
+                    )?;
+                    continue;
                 };
-                if !valid {
-                    opt_reply(s, opt, REP_ERR_INVALID, b"malformed INFO/GO request")?;
+                if !ours(name) {
+                    opt_reply(&mut conn, opt, REP_ERR_UNKNOWN, b"no such export")?;
                     continue;
                 }
-                let mut export = Vec::new();
-                export.extend_from_slice(&INFO_EXPORT.to_be_bytes());
-                export.extend_from_slice(&size.to_be_bytes());
-                export.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-                opt_reply(s, opt, REP_INFO, &export)?;
-                let mut bs = Vec::new();
-                bs.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
-                bs.extend_from_slice(&MIN_BLOCK.to_be_bytes());
-                bs.extend_from_slice(&preferred.to_be_bytes());
+                let mut export = INFO_EXPORT.to_be_bytes().to_vec();
+                export.extend_from_slice(&cfg.size.to_be_bytes());
+                export.extend_from_slice(&st.transmission_flags().to_be_bytes());
+                opt_reply(&mut conn, opt, REP_INFO, &export)?;
+                let mut bs = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+                bs.extend_from_slice(&1u32.to_be_bytes());
+                bs.extend_from_slice(&cfg.preferred.to_be_bytes());
                 bs.extend_from_slice(&MAX_PAYLOAD.to_be_bytes());
-                opt_reply(s, opt, REP_INFO, &bs)?;
-                let mut name = Vec::new();
-                name.extend_from_slice(&INFO_NAME.to_be_bytes());
-                name.extend_from_slice(b"nandlab");
-                opt_reply(s, opt, REP_INFO, &name)?;
-                opt_reply(s, opt, REP_ACK, &[])?;
+                opt_reply(&mut conn, opt, REP_INFO, &bs)?;
+                let mut n = INFO_NAME.to_be_bytes().to_vec();
+                n.extend_from_slice(cfg.export_name.as_bytes());
+                opt_reply(&mut conn, opt, REP_INFO, &n)?;
+                opt_reply(&mut conn, opt, REP_ACK, &[])?;
                 if opt == OPT_GO {
-                    return Ok(true);
+                    return Ok((conn, Handshake::Transmit(st)));
                 }
             }
-            _ => {
-                let kind = if len > MAX_OPTION {
-                    REP_ERR_TOO_BIG
-                } else {
-                    REP_ERR_UNSUP
-                };
-                opt_reply(s, opt, kind, &[])?;
-            }
+            _ => opt_reply(&mut conn, opt, REP_ERR_UNSUP, &[])?,
         }
     }
 }
 
-fn reply<W: Write>(w: &mut W, cookie: u64, error: u32, data: &[u8]) -> io::Result<()> {
-    let mut m = Vec::with_capacity(16 + data.len());
-    m.extend_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
-    m.extend_from_slice(&error.to_be_bytes());
-    m.extend_from_slice(&cookie.to_be_bytes());
-    m.extend_from_slice(data);
-    w.write_all(&m)
+fn simple_reply(w: &mut impl Write, cookie: u64, error: u32, data: &[u8]) -> io::Result<()> {
+    let mut h = [0u8; 16];
+    h[..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    h[4..8].copy_from_slice(&error.to_be_bytes());
+    h[8..].copy_from_slice(&cookie.to_be_bytes());
+    write_all_vectored(w, &mut [IoSlice::new(&h), IoSlice::new(data)])
 }
 
-/// Serves one connection: handshake, then requests until DISC or the client goes away.
-/// `with` runs an operation on the export under its lock.
-pub fn serve_connection<S, F>(s: &mut S, size: u64, preferred: u32, mut with: F) -> io::Result<()>
+/// One structured reply chunk: header, then `parts` as its payload.
+fn chunk(
+    w: &mut impl Write,
+    cookie: u64,
+    flags: u16,
+    kind: u16,
+    parts: &[&[u8]],
+) -> io::Result<()> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut h = [0u8; 20];
+    h[..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    h[4..6].copy_from_slice(&flags.to_be_bytes());
+    h[6..8].copy_from_slice(&kind.to_be_bytes());
+    h[8..16].copy_from_slice(&cookie.to_be_bytes());
+    h[16..].copy_from_slice(&(len as u32).to_be_bytes());
+    let mut slices: Vec<IoSlice<'_>> = std::iter::once(IoSlice::new(&h))
+        .chain(parts.iter().map(|p| IoSlice::new(p)))
+        .collect();
+    write_all_vectored(w, &mut slices)
+}
+
+/// A structured error chunk ending the reply.
+fn error_chunk(w: &mut impl Write, cookie: u64, error: u32) -> io::Result<()> {
+    chunk(
+        w,
+        cookie,
+        REPLY_FLAG_DONE,
+        REPLY_TYPE_ERROR,
+        &[&error.to_be_bytes(), &0u16.to_be_bytes()],
+    )
+}
+
+/// Reads and drops `len` payload bytes (a refused WRITE's data) through `buf`.
+fn drain(r: &mut impl Read, mut len: usize, buf: &mut [u8]) -> io::Result<()> {
+    while len > 0 {
+        let n = len.min(buf.len());
+        r.read_exact(&mut buf[..n])?;
+        len -= n;
+    }
+    Ok(())
+}
+
+/// Serves one connection: handshake (bounded by the configured timeout), then requests
+/// until DISC or the client goes away. `with` runs an operation on the export under its
+/// lock; `budget` bounds the whole-payload buffers of all connections.
+pub fn serve_connection<F>(
+    tcp: TcpStream,
+    cfg: &ServerConfig,
+    budget: &Budget,
+    mut with: F,
+) -> io::Result<()>
 where
-    S: Read + Write,
     F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
 {
-    if !handshake(s, size, preferred)? {
-        return Ok(());
-    }
-    let mut buf: Vec<u8> = Vec::new();
+    tcp.set_read_timeout(Some(cfg.handshake_timeout))?;
+    tcp.set_write_timeout(Some(cfg.handshake_timeout))?;
+    let deadline = std::time::Instant::now() + cfg.handshake_timeout;
+    let (mut conn, st) = match handshake(Conn::Plain(tcp), cfg, deadline)? {
+        (c, Handshake::Transmit(st)) => (c, st),
+        (_, Handshake::Done) => return Ok(()),
+    };
+    // Idle connections are legitimate once in transmission (a mounted disk); a client that
+    // leaves a reply untaken for `stall_timeout` is not, and is dropped (freeing buffers).
+    conn.tcp().set_read_timeout(None)?;
+    conn.tcp().set_write_timeout(Some(cfg.stall_timeout))?;
+    let size = cfg.size;
+    let mut piece = vec![0u8; CHUNK];
     loop {
-        if read_u32(s)? != REQUEST_MAGIC {
+        if read_u32(&mut conn)? != REQUEST_MAGIC {
             return Err(protocol("bad request magic"));
         }
-        let flags = read_u16(s)?;
-        let kind = read_u16(s)?;
-        let cookie = read_u64(s)?;
-        let offset = read_u64(s)?;
-        let len = read_u32(s)?;
+        let flags = read_u16(&mut conn)?;
+        let kind = read_u16(&mut conn)?;
+        let cookie = read_u64(&mut conn)?;
+        let offset = read_u64(&mut conn)?;
+        let len = read_u32(&mut conn)?;
         let fua = flags & CMD_FLAG_FUA != 0;
         let in_range = offset
             .checked_add(len as u64)
             .is_some_and(|end| end <= size);
+        // The flags each command takes; anything else (or never advertised) is EINVAL.
+        let allowed = match kind {
+            CMD_READ if st.structured => CMD_FLAG_DF,
+            CMD_WRITE | CMD_TRIM => CMD_FLAG_FUA,
+            CMD_WRITE_ZEROES => CMD_FLAG_FUA | CMD_FLAG_NO_HOLE,
+            CMD_BLOCK_STATUS => CMD_FLAG_REQ_ONE,
+            _ => 0,
+        };
+        let flags_ok = flags & !allowed == 0;
         match kind {
             CMD_READ => {
-                if len > MAX_PAYLOAD || !in_range {
-                    reply(s, cookie, EINVAL, &[])?;
-                    continue;
-                }
-                buf.resize(len as usize, 0);
-                let r = with(&mut |e| e.read_at(offset, &mut buf));
-                match r {
-                    Ok(()) => reply(s, cookie, 0, &buf)?,
-                    Err(e) => reply(s, cookie, e, &[])?,
+                let err = if len > MAX_PAYLOAD || !in_range || !flags_ok {
+                    Some(EINVAL)
+                } else {
+                    None
+                };
+                match (st.structured, err) {
+                    (false, Some(e)) => simple_reply(&mut conn, cookie, e, &[])?,
+                    (true, Some(e)) => error_chunk(&mut conn, cookie, e)?,
+                    (structured, None) if !structured || flags & CMD_FLAG_DF != 0 => {
+                        // The whole payload at once: up to a piece in the connection's own
+                        // buffer, beyond from the shared budget (freed when sent).
+                        let n = len as usize;
+                        let (_held, mut big);
+                        let buf: &mut [u8] = if n <= CHUNK {
+                            &mut piece[..n]
+                        } else {
+                            _held = budget.take(n);
+                            big = vec![0u8; n];
+                            &mut big
+                        };
+                        let r = with(&mut |e| e.read_at(offset, buf));
+                        match (structured, r) {
+                            (false, Ok(())) => simple_reply(&mut conn, cookie, 0, buf)?,
+                            (false, Err(e)) => simple_reply(&mut conn, cookie, e, &[])?,
+                            (true, Ok(())) => chunk(
+                                &mut conn,
+                                cookie,
+                                REPLY_FLAG_DONE,
+                                REPLY_TYPE_OFFSET_DATA,
+                                &[&offset.to_be_bytes(), buf],
+                            )?,
+                            (true, Err(e)) => error_chunk(&mut conn, cookie, e)?,
+                        }
+                    }
+                    (_, None) => {
+                        // Structured: one chunk per piece, then the end.
+                        let mut done = 0usize;
+                        let mut failed = None;
+                        while done < len as usize {
+                            let n = (len as usize - done).min(CHUNK);
+                            let at = offset + done as u64;
+                            let buf = &mut piece[..n];
+                            if let Err(e) = with(&mut |x| x.read_at(at, buf)) {
+                                failed = Some(e);
+                                break;
+                            }
+                            chunk(
+                                &mut conn,
+                                cookie,
+                                0,
+                                REPLY_TYPE_OFFSET_DATA,
+                                &[&at.to_be_bytes(), &piece[..n]],
+                            )?;
+                            done += n;
+                        }
+                        match failed {
+                            Some(e) => error_chunk(&mut conn, cookie, e)?,
+                            None => {
+                                chunk(&mut conn, cookie, REPLY_FLAG_DONE, REPLY_TYPE_NONE, &[])?
+                            }
+                        }
+                    }
                 }
             }
             CMD_WRITE => {
                 if len > MAX_PAYLOAD {
-                    // The payload cannot be skipped safely: end the connection.
+                    // The payload cannot be skipped cheaply: end the connection.
                     return Err(protocol("write payload too large"));
                 }
-                buf.resize(len as usize, 0);
-                s.read_exact(&mut buf)?;
-                let e = if in_range {
-                    with(&mut |e| e.write_at(offset, &buf, fua))
-                        .err()
-                        .unwrap_or(0)
-                } else {
-                    EINVAL
-                };
-                reply(s, cookie, e, &[])?;
+                if !in_range || !flags_ok {
+                    drain(&mut conn, len as usize, &mut piece)?;
+                    simple_reply(&mut conn, cookie, EINVAL, &[])?;
+                    continue;
+                }
+                // Streamed: each piece is written before the next is read. Pieces end on
+                // page boundaries so only the request's own ends are read-modify-write.
+                let page = cfg.preferred.max(1) as u64;
+                let step = (CHUNK as u64 / page).max(1) * page;
+                let mut done = 0u64;
+                let mut failed = None;
+                while done < len as u64 {
+                    let at = offset + done;
+                    let to_boundary = step - at % step;
+                    let n = (len as u64 - done).min(to_boundary).min(CHUNK as u64) as usize;
+                    conn.read_exact(&mut piece[..n])?;
+                    if failed.is_none() {
+                        let data = &piece[..n];
+                        failed = with(&mut |x| x.write_at(at, data, false)).err();
+                    }
+                    done += n as u64;
+                }
+                if failed.is_none() && fua {
+                    failed = with(&mut |x| x.flush()).err();
+                }
+                simple_reply(&mut conn, cookie, failed.unwrap_or(0), &[])?;
             }
             CMD_DISC => {
                 let _ = with(&mut |e| e.flush());
                 return Ok(());
             }
             CMD_FLUSH => {
-                let e = with(&mut |e| e.flush()).err().unwrap_or(0);
-                reply(s, cookie, e, &[])?;
+                let e = if flags_ok {
+                    with(&mut |e| e.flush()).err().unwrap_or(0)
+                } else {
+                    EINVAL
+                };
+                simple_reply(&mut conn, cookie, e, &[])?;
             }
             CMD_TRIM | CMD_WRITE_ZEROES => {
-                let e = if !in_range {
+                let no_hole = flags & CMD_FLAG_NO_HOLE != 0;
+                let e = if !in_range || !flags_ok {
                     EINVAL
                 } else if kind == CMD_TRIM {
                     with(&mut |e| e.trim(offset, len as u64, fua))
                         .err()
                         .unwrap_or(0)
                 } else {
-                    with(&mut |e| e.write_zeroes(offset, len as u64, fua))
+                    with(&mut |e| e.write_zeroes(offset, len as u64, fua, no_hole))
                         .err()
                         .unwrap_or(0)
                 };
-                reply(s, cookie, e, &[])?;
+                simple_reply(&mut conn, cookie, e, &[])?;
             }
-            _ => reply(s, cookie, EINVAL, &[])?,
+            CMD_BLOCK_STATUS if st.structured => {
+                if !st.allocation || !flags_ok || !in_range || len == 0 {
+                    error_chunk(&mut conn, cookie, EINVAL)?;
+                    continue;
+                }
+                let max = if flags & CMD_FLAG_REQ_ONE != 0 {
+                    1
+                } else {
+                    MAX_EXTENTS
+                };
+                let mut runs = Vec::new();
+                match with(&mut |e| {
+                    runs = e.extents(offset, len as u64, max)?;
+                    Ok(())
+                }) {
+                    Ok(()) => {
+                        let mut m = Vec::with_capacity(4 + 8 * runs.len());
+                        m.extend_from_slice(&BASE_ALLOCATION_ID.to_be_bytes());
+                        for (n, mapped) in runs {
+                            m.extend_from_slice(&n.to_be_bytes());
+                            let state = if mapped { 0 } else { STATE_HOLE | STATE_ZERO };
+                            m.extend_from_slice(&state.to_be_bytes());
+                        }
+                        chunk(
+                            &mut conn,
+                            cookie,
+                            REPLY_FLAG_DONE,
+                            REPLY_TYPE_BLOCK_STATUS,
+                            &[&m],
+                        )?;
+                    }
+                    Err(e) => error_chunk(&mut conn, cookie, e)?,
+                }
+            }
+            _ if st.structured => error_chunk(&mut conn, cookie, EINVAL)?,
+            _ => simple_reply(&mut conn, cookie, EINVAL, &[])?,
         }
     }
 }

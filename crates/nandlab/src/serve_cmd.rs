@@ -16,7 +16,7 @@ use ftl::FtlError;
 use nand::{Lpn, Nanos};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,13 +36,127 @@ pub struct ServeArgs {
     /// reformat the disk it serves.
     #[arg(long, requires = "create")]
     force: bool,
-    /// Address to listen on. NBD has no authentication: anything but loopback is reachable
-    /// by anyone who can reach the port.
+    /// Address to listen on. Without TLS client certificates NBD has no authentication:
+    /// anything but loopback is reachable by anyone who can reach the port.
     #[arg(long, default_value = "127.0.0.1:10809")]
     listen: SocketAddr,
     /// Recovery procedure at start.
     #[arg(long, value_enum, default_value = "roll-forward")]
     recovery: RecoveryArg,
+    /// The export's name (LIST and INFO report it; the empty name also selects it).
+    #[arg(long, default_value = "")]
+    export_name: String,
+    /// Most connections served at once; more are accepted, logged and closed at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// Seconds a client has to finish the handshake (TLS included) before it is dropped.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    handshake_timeout: u64,
+    /// MiB of whole-payload buffers (simple-reply READs) shared by all connections; at
+    /// least one 32 MiB payload. Streamed WRITEs and structured READs use a 256 KiB piece
+    /// per connection besides.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(32..))]
+    buffer_memory: u64,
+    /// Seconds a reply may wait for the client to read it before that client is dropped
+    /// (its buffers freed).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    stall_timeout: u64,
+    /// TLS: the server's certificate chain (PEM). Enables NBD_OPT_STARTTLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS: the server's private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// TLS: CA certificates (PEM); when given, clients must present a certificate it signed.
+    #[arg(long, requires = "tls_cert")]
+    tls_ca: Option<PathBuf>,
+    /// TLS: `require` refuses to negotiate an export before STARTTLS (plaintext clients
+    /// are refused); `optional` lets plaintext clients in too.
+    #[arg(long, value_enum, default_value = "require", requires = "tls_cert")]
+    tls: TlsMode,
+}
+
+/// Whether TLS is mandatory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TlsMode {
+    /// No export before STARTTLS.
+    Require,
+    /// Plaintext clients allowed too.
+    Optional,
+}
+
+/// The rustls server configuration from PEM files: the certificate chain and key, and with
+/// `ca` a verifier that requires client certificates signed by it.
+fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    ca: Option<&std::path::Path>,
+) -> Result<Arc<rustls::ServerConfig>> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let read_certs = |p: &std::path::Path| -> Result<Vec<CertificateDer<'static>>> {
+        let certs = CertificateDer::pem_file_iter(p)
+            .with_context(|| format!("--tls: cannot read certificates from {}", p.display()))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .with_context(|| format!("--tls: {} holds a malformed certificate", p.display()))?;
+        if certs.is_empty() {
+            anyhow::bail!("--tls: {} holds no PEM certificate", p.display());
+        }
+        Ok(certs)
+    };
+    let certs = read_certs(cert)?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("--tls-key: no usable private key in {}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?;
+    let builder = match ca {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in read_certs(ca)? {
+                roots
+                    .add(c)
+                    .with_context(|| format!("--tls-ca: {} holds an unusable CA", ca.display()))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .context("--tls-ca: building the client verifier")?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder
+        .with_single_cert(certs, key)
+        .context("--tls-cert/--tls-key: the key does not fit the certificate")?;
+    Ok(Arc::new(config))
+}
+
+/// Counts a connection while it lives.
+struct Active(Arc<AtomicUsize>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// An `accept` error worth waiting out (descriptor or buffer exhaustion, a client that gave
+/// up before we accepted): the server logs it, backs off and keeps serving.
+fn transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | OutOfMemory | TimedOut
+    ) || matches!(
+        e.raw_os_error(),
+        Some(
+            libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EPROTO | libc::EPERM
+        )
+    )
 }
 
 /// What to do with a whole page: (volume, logical page, offset in the request's data).
@@ -254,13 +368,18 @@ impl Export for Volume {
         self.fua(fua)
     }
 
-    fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), u32> {
+    fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool, no_hole: bool) -> Result<(), u32> {
         self.check()?;
-        // Whole pages: a trim reads back as zeros; partial pages: read-modify-write.
+        // Whole pages: a trim reads back as zeros (a hole), or with NO_HOLE a page of zeros
+        // written; partial pages: read-modify-write.
+        let zeros = vec![0u8; self.page];
         self.each_page(
             offset,
             len,
             &mut |v, l, _| {
+                if no_hole {
+                    return v.write_page(l, &zeros);
+                }
                 let t = v.tick();
                 let lpn = v.lpn(l)?;
                 v.vol.trim(t, lpn).map_err(Self::errno)
@@ -268,6 +387,33 @@ impl Export for Volume {
             &mut |buf, r, _| buf[r].fill(0),
         )?;
         self.fua(fua)
+    }
+
+    fn extents(&mut self, offset: u64, len: u64, max: usize) -> Result<Vec<(u32, bool)>, u32> {
+        self.check()?;
+        // The FTL's map (in RAM) says which pages hold data; the rest read as zeros.
+        let ps = self.page as u64;
+        let end = offset + len;
+        let mut runs: Vec<(u32, bool)> = Vec::new();
+        let mut pos = offset;
+        while pos < end {
+            let l = pos / ps;
+            let mapped = self.vol.mapping(l).is_some();
+            let n = (ps - pos % ps).min(end - pos);
+            match runs.last_mut() {
+                Some((len, m)) if *m == mapped && (*len as u64 + n) <= u32::MAX as u64 => {
+                    *len += n as u32
+                }
+                _ => {
+                    if runs.len() == max {
+                        break;
+                    }
+                    runs.push((n as u32, mapped));
+                }
+            }
+            pos += n;
+        }
+        Ok(runs)
     }
 
     fn flush(&mut self) -> Result<(), u32> {
@@ -287,6 +433,10 @@ pub fn run(a: ServeArgs) -> Result<()> {
     if a.create.is_some() {
         volume_cmd::refuse_overwrite(&a.image, a.force, "`serve --create`")?;
     }
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => Some(tls_config(c, k, a.tls_ca.as_deref())?),
+        _ => None,
+    };
     let (vol, now) = match &a.create {
         Some(preset) => (
             volume_cmd::create(&a.image, preset, a.blocks_per_plane)?,
@@ -300,12 +450,33 @@ pub fn run(a: ServeArgs) -> Result<()> {
         let v = volume.lock().expect("volume lock");
         (v.size, v.page as u32)
     };
-    if !a.listen.ip().is_loopback() {
+    let authenticated = tls.is_some() && a.tls_ca.is_some() && a.tls == TlsMode::Require;
+    if !a.listen.ip().is_loopback() && !authenticated {
         eprintln!(
-            "warning: listening on {} — NBD has no authentication; anyone who reaches this port can read and write the volume",
-            a.listen
+            "WARNING: listening on {} without {} — anyone who reaches this port can read and write the volume (use --tls-cert/--tls-key/--tls-ca)",
+            a.listen,
+            if tls.is_none() {
+                "TLS"
+            } else if a.tls_ca.is_none() {
+                "client certificates"
+            } else {
+                "TLS required"
+            }
         );
     }
+    let cfg = Arc::new(nbd::ServerConfig {
+        size,
+        preferred,
+        export_name: a.export_name.clone(),
+        tls_required: tls.is_some() && a.tls == TlsMode::Require,
+        tls,
+        handshake_timeout: Duration::from_secs(a.handshake_timeout),
+        stall_timeout: Duration::from_secs(a.stall_timeout),
+    });
+    let budget = Arc::new(nbd::Budget::new((a.buffer_memory << 20) as usize));
+    let active = Arc::new(AtomicUsize::new(0));
+    let max = a.max_connections as usize;
+    let mut last_accept_error = None::<std::time::Instant>;
     let listener =
         TcpListener::bind(a.listen).with_context(|| format!("listening on {}", a.listen))?;
     listener.set_nonblocking(true)?;
@@ -335,29 +506,68 @@ pub fn run(a: ServeArgs) -> Result<()> {
     while !stop.load(Ordering::Relaxed) {
         if dump.swap(false, Ordering::Relaxed) {
             let v = volume.lock().expect("volume lock");
-            eprintln!("{}", v.stats_json());
+            let mut stats: serde_json::Value =
+                serde_json::from_str(&v.stats_json()).expect("our own JSON");
+            stats["server"] = serde_json::json!({
+                "connections": active.load(Ordering::Relaxed),
+                "buffer_bytes_in_use": budget.in_use(),
+            });
+            eprintln!("{stats}");
         }
         match listener.accept() {
-            Ok((mut stream, peer)) => {
-                stream.set_nonblocking(false)?;
+            Ok((stream, peer)) => {
+                if active.load(Ordering::Relaxed) >= max {
+                    eprintln!("refused {peer}: {max} connections open (--max-connections)");
+                    drop(stream);
+                    continue;
+                }
+                if stream.set_nonblocking(false).is_err() {
+                    continue;
+                }
                 let _ = stream.set_nodelay(true);
-                let volume = Arc::clone(&volume);
-                std::thread::spawn(move || {
-                    let r = nbd::serve_connection(&mut stream, size, preferred, |op| {
-                        let mut v = volume.lock().map_err(|_| nbd::EIO)?;
-                        op(&mut *v)
-                    });
-                    if let Err(e) = r {
-                        if e.kind() != std::io::ErrorKind::UnexpectedEof {
-                            eprintln!("connection from {peer}: {e}");
+                active.fetch_add(1, Ordering::Relaxed);
+                let guard = Active(Arc::clone(&active));
+                let (volume, cfg, budget) =
+                    (Arc::clone(&volume), Arc::clone(&cfg), Arc::clone(&budget));
+                let spawned = std::thread::Builder::new()
+                    .name(format!("nbd {peer}"))
+                    .spawn(move || {
+                        let _guard = guard;
+                        let r = nbd::serve_connection(stream, &cfg, &budget, |op| {
+                            let mut v = volume.lock().map_err(|_| nbd::EIO)?;
+                            op(&mut *v)
+                        });
+                        if let Err(e) = r {
+                            if e.kind() != std::io::ErrorKind::UnexpectedEof {
+                                eprintln!("connection from {peer}: {e}");
+                            }
                         }
-                    }
-                });
+                    });
+                if let Err(e) = spawned {
+                    // The closure (socket and count) is dropped: that client is closed.
+                    eprintln!(
+                        "cannot start a thread for {peer} ({e}): connection closed, still serving"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) if transient(&e) => {
+                // Logged at most once a second; the clients already connected go on.
+                let now = std::time::Instant::now();
+                if last_accept_error.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+                {
+                    eprintln!("accept: {e} (backing off, still serving)");
+                    last_accept_error = Some(now);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => {
+                eprintln!("accept: {e}; shutting down cleanly");
+                break;
+            }
         }
     }
     let mut v = volume.lock().expect("volume lock");
