@@ -6,8 +6,11 @@ port=$((20000 + RANDOM % 20000))
 url="nbd://127.0.0.1:$port"
 pids=()
 server_pid=""
+made_pki=""
 cleanup() {
   for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  # A libnbd certificate folder a stage made for fio (see nbd-stage.sh), never one it found.
+  if [ -n "$made_pki" ]; then rm -rf "$made_pki"; rmdir /etc/pki 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT

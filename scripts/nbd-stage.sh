@@ -186,54 +186,76 @@ else
   echo "   skipped: openssl, qemu-io, qemu-img, nbdinfo or nbdcopy missing"
 fi
 
-echo "-- throughput: 4 KiB random writes, queue depth 16, 2.5x the export (GC active):"
-echo "   nandlab, nandlab over TLS, and qemu-nbd on a raw file, one after the other"
+echo "-- throughput: 4 KiB random writes (queue depth 16, 2.5x the export: GC active) and reads,"
+echo "   nandlab, nandlab over TLS and qemu-nbd on a raw file, 3 alternating rounds, medians"
 if have fio && have qemu-nbd && fio --enghelp 2>/dev/null | grep -qw nbd; then
   perf=(--bs=4k --iodepth=16 --randrepeat=1 --output-format=json)
-  run_perf() { # run_perf URL NAME RW SIZE
-    timeout 600 fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" --size="$4" "${perf[@]}" \
+  run_perf() { # run_perf URL NAME RW IO_SIZE (over the whole export): IOPS
+    timeout 600 fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" --io_size="$4" "${perf[@]}" \
       >"$work/$2.json" 2>"$work/$2.err" || { cat "$work/$2.err"; fail "fio $2"; }
-    python3 - "$work/$2.json" "$3" <<'PY'
-import json, sys
-text = open(sys.argv[1]).read()
-j = json.loads(text[text.index("{"):])["jobs"][0]
-d = j["write" if "write" in sys.argv[2] else "read"]
-print(f'{d["iops"]:.0f} {d["bw"] / 1024:.1f} {d["clat_ns"]["mean"] / 1000:.1f}')
-PY
+    python3 -c 'import json, sys
+t = open(sys.argv[1]).read(); j = json.loads(t[t.index("{"):])["jobs"][0]
+print(round(j["write" if "write" in sys.argv[2] else "read"]["iops"]))' "$work/$2.json" "$3"
   }
   new_disk perf
+  plain_pid=$server_pid
   size=$(awk '/^serving/ { gsub(/[(]/, "", $3); print $3 }' "$work/serve.out")
   [ -n "$size" ] || fail "no export size in the status line"
   gc=$((size * 5 / 2 / 4096 * 4096))
-  nw=$(run_perf "$url" nandlab-w randwrite "$gc"); nr=$(run_perf "$url" nandlab-r randread 32M)
-  kill -USR1 "$server_pid"; sleep 0.3
-  stats=$(tail -1 "$work/serve.err")
-  stop_server TERM
-  rows=("$nw" "$nr")
-  names=("4 KiB randwrite" "4 KiB randread")
-  if [ -n "${tls:-}" ] && [ -f "$tls/server-cert.pem" ]; then
-    rm -f "$work/perftls.chip"
-    start_server "$work/perftls.chip" --create tiny-mlc --blocks-per-plane 1024 \
-      --tls-cert "$tls/server-cert.pem" --tls-key "$tls/server-key.pem" --tls-ca "$tls/ca/ca-cert.pem"
-    turl="nbds://127.0.0.1:$port/?tls-certificates=$tls/good"
-    tw=$(run_perf "$turl" tls-w randwrite "$gc"); tr=$(run_perf "$turl" tls-r randread 32M)
-    stop_server TERM
+  targets=("nandlab nbd://127.0.0.1:$port/")
+  # fio's nbd engine may not name a certificate folder in its URI (libnbd refuses local
+  # file access there): libnbd's default folder is used, /etc/pki/libnbd for root (made
+  # here only if absent, and removed after) or ~/.pki/libnbd (HOME pointed at the work
+  # folder).
+  if [ "$(id -u)" = 0 ]; then pki=/etc/pki/libnbd; else pki=$work/home/.pki/libnbd; fi
+  tport=$((port + 2))
+  if [ -n "${tls:-}" ] && [ -f "$tls/server-cert.pem" ] && [ ! -e "$pki" ]; then
+    mkdir -p "$pki"
+    if [ "$pki" = /etc/pki/libnbd ]; then made_pki=$pki; fi
+    cp "$tls/good/ca-cert.pem" "$tls/good/client-cert.pem" "$tls/good/client-key.pem" "$pki/"
+    "$NANDLAB" serve --image "$work/perftls.chip" --create tiny-mlc --blocks-per-plane 1024 \
+      --listen "127.0.0.1:$tport" --tls-cert "$tls/server-cert.pem" --tls-key "$tls/server-key.pem" \
+      --tls-ca "$tls/ca/ca-cert.pem" >"$work/tls-serve.out" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 200); do grep -q '^serving' "$work/tls-serve.out" && break; sleep 0.05; done
+    targets+=("TLS nbds://127.0.0.1:$tport/")
+  else
+    echo "   (TLS runs skipped: no certificates from the TLS step, or $pki exists already)"
   fi
   truncate -s "$size" "$work/raw.img"
   qport=$((port + 1))
   qemu-nbd -f raw -b 127.0.0.1 -p "$qport" -t "$work/raw.img" >/dev/null 2>&1 &
   pids+=($!)
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$qport") 2>/dev/null && break; sleep 0.05; done
-  qw=$(run_perf "nbd://127.0.0.1:$qport" qemu-w randwrite "$gc"); qr=$(run_perf "nbd://127.0.0.1:$qport" qemu-r randread 32M)
-  python3 - "$nw" "$nr" "${tw:-}" "${tr:-}" "$qw" "$qr" <<'PY'
-import sys
-nw, nr, tw, tr, qw, qr = [s.split() for s in sys.argv[1:]]
-print("   workload          nandlab IOPS  MiB/s  lat µs |   TLS IOPS  vs plain | qemu-nbd IOPS  MiB/s  lat µs | nandlab/qemu-nbd")
-for name, a, t, q in [("4 KiB randwrite", nw, tw, qw), ("4 KiB randread", nr, tr, qr)]:
-    tls = f"{float(t[0]):10.0f} {float(t[0]) / float(a[0]):8.2f}x" if t else f"{'-':>10} {'-':>9}"
-    print(f"   {name:16} {float(a[0]):12.0f} {float(a[1]):6.1f} {float(a[2]):7.1f} | {tls} | {float(q[0]):13.0f} {float(q[1]):6.1f} {float(q[2]):7.1f} | {float(a[0]) / float(q[0]):.2f}x")
+  targets+=("qemu-nbd nbd://127.0.0.1:$qport/")
+  : >"$work/perf.txt"
+  for round in 1 2 3; do
+    for t in "${targets[@]}"; do
+      name=${t%% *}; u=${t#* }
+      w=$(HOME=$work/home run_perf "$u" "$name-w$round" randwrite "$gc")
+      r=$(HOME=$work/home run_perf "$u" "$name-r$round" randread 32M)
+      echo "$name $w $r" >>"$work/perf.txt"
+    done
+  done
+  if [ -n "${made_pki:-}" ]; then rm -rf "$made_pki"; rmdir /etc/pki 2>/dev/null || true; made_pki=; fi
+  kill -USR1 "$plain_pid"; sleep 0.3
+  stats=$(tail -1 "$work/serve.err")
+  python3 - "$work/perf.txt" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, w, r = line.split()
+    runs.setdefault(name, []).append((int(w), int(r)))
+med = {n: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v)) for n, v in runs.items()}
+print("   IOPS (median of 3)   " + "".join(f"{n:>10}" for n in med) + "   nandlab/qemu-nbd   TLS/plain")
+for i, op in enumerate(["4 KiB randwrite", "4 KiB randread"]):
+    row = "".join(f"{med[n][i]:10.0f}" for n in med)
+    q = med["nandlab"][i] / med["qemu-nbd"][i]
+    t = f'{med["TLS"][i] / med["nandlab"][i]:.2f}x' if "TLS" in med else "-"
+    print(f"   {op:20} {row}   {q:15.2f}x   {t:>9}")
 PY
-  echo "   nandlab FTL after the write job: $stats" | cut -c1-400
+  echo "   nandlab FTL after the runs: $stats" | cut -c1-400
+  stop_server TERM
 else
   echo "   skipped: fio or qemu-nbd missing"
 fi

@@ -171,17 +171,19 @@ fn structured_replies_and_allocation_status() {
         u32::from_be_bytes(one[0].2[4..8].try_into().unwrap()),
         p32 - 100
     );
-    // A structured READ streams OFFSET_DATA chunks and ends with NONE; DF asks for one.
+    // A structured READ streams OFFSET_DATA chunks, the last one marked done; DF asks for
+    // one chunk.
     let len = 600 * 1024u32;
     let chunks = c.structured(0, 0, 0, len);
     let mut got = vec![0u8; len as usize];
-    for (f, t, d) in &chunks[..chunks.len() - 1] {
-        assert_eq!((*f, *t), (0, 1));
+    for (i, (f, t, d)) in chunks.iter().enumerate() {
+        assert_eq!((*f, *t), ((i + 1 == chunks.len()) as u16, 1));
         let at = u64::from_be_bytes(d[..8].try_into().unwrap()) as usize;
         got[at..at + d.len() - 8].copy_from_slice(&d[8..]);
     }
-    assert_eq!(chunks.last().unwrap().1, 0);
     assert!(chunks.len() > 2, "{} chunks", chunks.len());
+    // A zero-length READ: one NONE chunk, done.
+    assert_eq!(c.structured(0, 0, 0, 0), vec![(1, 0, vec![])]);
     assert_eq!(
         &got[2 * page as usize..3 * page as usize],
         &vec![3u8; page as usize][..]
