@@ -17,6 +17,22 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `nandlab ecc OP [code options] INPUT --parity SIDE [more]`.
+fn ecc(
+    op: &str,
+    code: &[&str],
+    input: &std::path::Path,
+    side: &std::path::Path,
+    more: &[&str],
+) -> Output {
+    let (i, s) = (input.to_str().unwrap(), side.to_str().unwrap());
+    let mut a = vec!["ecc", op];
+    a.extend_from_slice(code);
+    a.extend_from_slice(&[i, "--parity", s]);
+    a.extend_from_slice(more);
+    nandlab(&a)
+}
+
 /// Writes `text` to the file `name` in `dir`; its path.
 fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.path().join(name);
@@ -86,18 +102,8 @@ fn ecc_encode_decode_round_trip_on_a_file() {
     let parity = dir.path().join("data.ecc");
     let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
     std::fs::write(&input, &data).unwrap();
-    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
-    let o = nandlab(&[
-        "ecc",
-        "encode",
-        "-t",
-        "4",
-        "--sector",
-        "1024",
-        &p(&input),
-        "--parity",
-        &p(&parity),
-    ]);
+    let code = ["-t", "4", "--sector", "1024"];
+    let o = ecc("encode", &code, &input, &parity, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     // A 44-byte header, then 5 sectors (the last one short) × (⌈14·4/8⌉ = 7 parity bytes
     // + a 4-byte CRC32C).
@@ -112,19 +118,13 @@ fn ecc_encode_decode_round_trip_on_a_file() {
     }
     std::fs::write(&input, &bad).unwrap();
     let out = dir.path().join("fixed.bin");
-    let o = nandlab(&[
-        "ecc",
+    let o = ecc(
         "decode",
-        "-t",
-        "4",
-        "--sector",
-        "1024",
-        &p(&input),
-        "--parity",
-        &p(&parity),
-        "--output",
-        &p(&out),
-    ]);
+        &code,
+        &input,
+        &parity,
+        &["--output", out.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("7 bits corrected"), "{}", stdout(&o));
     assert_eq!(std::fs::read(&out).unwrap(), data);
@@ -134,17 +134,7 @@ fn ecc_encode_decode_round_trip_on_a_file() {
         worse[bit * 10] ^= 0x01;
     }
     std::fs::write(&input, &worse).unwrap();
-    let o = nandlab(&[
-        "ecc",
-        "decode",
-        "-t",
-        "4",
-        "--sector",
-        "1024",
-        &p(&input),
-        "--parity",
-        &p(&parity),
-    ]);
+    let o = ecc("decode", &code, &input, &parity, &[]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("uncorrectable sectors: [0]"),
@@ -159,18 +149,14 @@ fn ecc_encode_decode_round_trip_on_a_file() {
 #[test]
 fn ecc_decode_never_returns_a_miscorrection_as_data() {
     let dir = tempfile::tempdir().unwrap();
-    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
     let input = dir.path().join("data.bin");
     let side = dir.path().join("data.ecc");
     let bare = dir.path().join("data.par");
     let data: Vec<u8> = (0..64 * 512u32).map(|i| (i * 13 + 5) as u8).collect();
     std::fs::write(&input, &data).unwrap();
+    let code = ["-t", "1", "--sector", "512"];
     let enc = |out: &std::path::Path, extra: &[&str]| {
-        let mut a = vec!["ecc", "encode", "-t", "1", "--sector", "512"];
-        let (i, o) = (p(&input), p(out));
-        a.extend_from_slice(&[&i, "--parity", &o]);
-        a.extend_from_slice(extra);
-        let o = nandlab(&a);
+        let o = ecc("encode", &code, &input, out, extra);
         assert!(o.status.success(), "{}", stderr(&o));
     };
     enc(&side, &[]);
@@ -190,15 +176,13 @@ fn ecc_decode_never_returns_a_miscorrection_as_data() {
     }
     std::fs::write(&input, &bad).unwrap();
     let out = dir.path().join("out.bin");
-    let o = nandlab(&[
-        "ecc",
+    let o = ecc(
         "decode",
-        &p(&input),
-        "--parity",
-        &p(&side),
-        "--output",
-        &p(&out),
-    ]);
+        &[],
+        &input,
+        &side,
+        &["--output", out.to_str().unwrap()],
+    );
     assert!(!o.status.success());
     let caught: u64 = stdout(&o)
         .split('(')
@@ -211,19 +195,13 @@ fn ecc_decode_never_returns_a_miscorrection_as_data() {
     // Every sector left exactly as read: nothing wrong written as corrected.
     assert_eq!(std::fs::read(&out).unwrap(), bad);
     // The bare parity decodes some sectors to wrong data (what the CRC prevents).
-    let o = nandlab(&[
-        "ecc",
+    let o = ecc(
         "decode",
-        "-t",
-        "1",
-        "--sector",
-        "512",
-        &p(&input),
-        "--parity",
-        &p(&bare),
-        "--output",
-        &p(&out),
-    ]);
+        &code,
+        &input,
+        &bare,
+        &["--output", out.to_str().unwrap()],
+    );
     assert!(
         stdout(&o).contains("miscorrections cannot be detected"),
         "{}",
@@ -244,29 +222,19 @@ fn ecc_decode_never_returns_a_miscorrection_as_data() {
 #[test]
 fn ecc_decode_refuses_a_mismatched_side_file() {
     let dir = tempfile::tempdir().unwrap();
-    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
     let input = dir.path().join("data.bin");
     let side = dir.path().join("data.ecc");
     let data: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
     std::fs::write(&input, &data).unwrap();
-    let o = nandlab(&[
-        "ecc",
+    let o = ecc(
         "encode",
-        "-t",
-        "4",
-        "--sector",
-        "1024",
-        &p(&input),
-        "--parity",
-        &p(&side),
-    ]);
+        &["-t", "4", "--sector", "1024"],
+        &input,
+        &side,
+        &[],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    let (i, s) = (p(&input), p(&side));
-    let dec = |extra: &[&str]| {
-        let mut a = vec!["ecc", "decode", &i, "--parity", &s];
-        a.extend_from_slice(extra);
-        nandlab(&a)
-    };
+    let dec = |code: &[&str]| ecc("decode", code, &input, &side, &[]);
     // The header alone is enough; agreeing options are accepted.
     assert!(dec(&[]).status.success());
     assert!(dec(&["-t", "4", "--sector", "1024"]).status.success());
@@ -349,6 +317,7 @@ fn ecc_uber_calculator() {
 
 #[test]
 fn run_is_deterministic_and_writes_reports() {
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("exp.toml");
     std::fs::write(
@@ -356,7 +325,6 @@ fn run_is_deterministic_and_writes_reports() {
         "seed = 4\n[chip]\npreset = \"tiny-mlc\"\n[chip.geometry]\nblocks_per_plane = 64\n[ftl.page]\nover_provisioning = 0.2\n[precondition]\nmax_overwrite = 0.5\n[workload]\nrequests = 3000\nread_pct = 50\n",
     )
     .unwrap();
-    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
     let (a, b, c) = (
         dir.path().join("a.json"),
         dir.path().join("b.json"),
