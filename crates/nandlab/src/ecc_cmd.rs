@@ -391,6 +391,13 @@ fn decode(
         target.display()
     );
     if !failed.is_empty() {
+        // The first ones by index, so a badly damaged file does not flood the terminal.
+        const SHOWN: usize = 32;
+        let more = failed.len().saturating_sub(SHOWN);
+        failed.truncate(SHOWN);
+        if more > 0 {
+            bail!("uncorrectable sectors: {failed:?} and {more} more");
+        }
         bail!("uncorrectable sectors: {failed:?}");
     }
     Ok(())
