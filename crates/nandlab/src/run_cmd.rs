@@ -17,12 +17,23 @@ pub struct RunArgs {
     /// Replay this trace (with the default chip and FTL, or the config's).
     #[arg(long, requires = "format")]
     trace: Option<PathBuf>,
-    /// Trace format: mqsim, msr, blkparse, spc.
+    /// Trace format: mqsim (ssdsim is the same format, accepted as an alias), msr,
+    /// blkparse, spc.
     #[arg(long, requires = "trace")]
     format: Option<String>,
-    /// Fold trace addresses past the device instead of rejecting them.
+    /// Fold trace addresses past the device into it: byte address a goes to
+    /// a mod capacity (the same place whatever the request size; alignment kept), requests
+    /// crossing the end are split, trims longer than the device clipped.
     #[arg(long, requires = "trace")]
     wrap: bool,
+    /// The device to replay when the trace mixes several (MQSim device number, MSR
+    /// `host/disk`, SPC ASU, blkparse `maj,min`); default: the first one seen, the others
+    /// skipped and counted in the report.
+    #[arg(long, requires = "trace")]
+    device: Option<String>,
+    /// blkparse: which events are requests — Q (queued), D (issued) or C (completed).
+    #[arg(long, requires = "trace", value_parser = ["Q", "D", "C"])]
+    blkparse_action: Option<String>,
     /// Override the seed.
     #[arg(long)]
     seed: Option<u64>,
@@ -59,13 +70,22 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let Some(t) = &a.trace {
         let name = a.format.as_deref().unwrap_or_default();
         let Some(format) = TraceFormat::from_name(name) else {
-            bail!("--format {name:?}: expected mqsim, msr, blkparse or spc");
+            bail!("--format {name:?}: expected mqsim (or its alias ssdsim), msr, blkparse or spc");
         };
         cfg.workload = None;
+        if a.blkparse_action.is_some() && format != TraceFormat::Blkparse {
+            bail!("--blkparse-action applies to blkparse traces, not --format {name}");
+        }
         cfg.trace = Some(TraceSection {
             path: std::path::absolute(t)?,
             format,
             wrap: a.wrap,
+            device: a.device.clone(),
+            blkparse_action: match a.blkparse_action.as_deref() {
+                Some("D") => sim::BlkAction::D,
+                Some("C") => sim::BlkAction::C,
+                _ => sim::BlkAction::Q,
+            },
         });
         cfg.load.mode = sim::config::LoadKind::Open;
         if a.config.is_none() {

@@ -167,9 +167,15 @@ pub struct TraceSection {
     pub path: PathBuf,
     /// Its format.
     pub format: TraceFormat,
-    /// Fold addresses past the device instead of rejecting them.
+    /// Fold addresses past the device instead of rejecting them (see `sim::trace`).
     #[serde(default)]
     pub wrap: bool,
+    /// The device to replay when the trace holds several (default: the first one seen).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// blkparse: the action whose events are requests (`Q`, `D` or `C`).
+    #[serde(default)]
+    pub blkparse_action: crate::trace::BlkAction,
 }
 
 /// Load modes by name.
@@ -474,7 +480,13 @@ impl ExperimentConfig {
                 } else {
                     base_dir.join(&t.path)
                 };
-                Box::new(TraceReader::open(&path, t.format, capacity, t.wrap)?)
+                let opts = crate::trace::TraceOptions {
+                    wrap: t.wrap,
+                    device: t.device.clone(),
+                    blkparse_action: t.blkparse_action,
+                    ..crate::trace::TraceOptions::new(capacity)
+                };
+                Box::new(TraceReader::open(&path, t.format, &opts)?)
             }
         };
         let mode = match self.load.mode {

@@ -21,7 +21,7 @@ pub use config::{Experiment, ExperimentConfig};
 pub use engine::{Background, Engine, Fifo, LoadMode, Progress, Scheduler};
 pub use metrics::{Metrics, Report, ReportInput};
 pub use request::{ReqKind, Request};
-pub use trace::{TraceFormat, TraceReader};
+pub use trace::{BlkAction, TraceFormat, TraceOptions, TraceReader};
 pub use workload::{RequestSource, Synthetic, SyntheticConfig};
 
 use thiserror::Error;
@@ -79,7 +79,7 @@ impl Experiment {
         self.engine.run(&mut *self.source, self.mode, progress)?;
         let counters = self.engine.counters();
         let ftl = self.engine.ftl();
-        Ok(Report::build(ReportInput {
+        let mut report = Report::build(ReportInput {
             name: &self.config.name,
             seed: self.config.seed,
             chip: &self.chip.name,
@@ -99,6 +99,8 @@ impl Experiment {
             open_loop: matches!(self.mode, engine::LoadMode::OpenLoop),
             setup: self.config.setup(&self.chip),
             config: serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null),
-        }))
+        });
+        report.input_notes = self.source.notes();
+        Ok(report)
     }
 }

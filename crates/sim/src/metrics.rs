@@ -240,6 +240,9 @@ pub struct Report {
     pub iops: f64,
     /// Host throughput in MiB/s (simulated time).
     pub throughput_mib_s: f64,
+    /// What the request source skipped, clamped or changed in its input (a trace's
+    /// counted warnings: other devices, zero-length requests, clamped timestamps, folds).
+    pub input_notes: Vec<String>,
 }
 
 fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
@@ -421,6 +424,7 @@ impl Report {
             } else {
                 0.0
             },
+            input_notes: Vec::new(),
         }
     }
 
@@ -535,6 +539,7 @@ impl Report {
             },
             iops: 0.0,
             throughput_mib_s: 0.0,
+            input_notes: Vec::new(),
         };
         example.metrics().into_keys().collect()
     }
@@ -553,6 +558,9 @@ impl Report {
         let _ = writeln!(w, "ftl         {}", st.ftl);
         let _ = writeln!(w, "errors      {}", st.errors);
         let _ = writeln!(w, "workload    {}", st.workload);
+        for n in &self.input_notes {
+            let _ = writeln!(w, "input       warning: {n}");
+        }
         let _ = writeln!(w, "load        {}", st.load);
         let _ = writeln!(
             w,

@@ -1,24 +1,112 @@
-//! Block trace readers: MSR Cambridge CSV, MQSim/DiskSim ASCII, blkparse text and SPC
-//! (UMass) CSV. A malformed line is an error naming the file, the line and the field.
-//! Addresses past the device are rejected unless the reader is told to wrap them.
+//! Block trace readers: MSR Cambridge CSV, MQSim/DiskSim (and SSDSim, the same) ASCII,
+//! blkparse text and SPC (UMass) CSV. A malformed line is an error naming the file, the line
+//! and the field; nothing is accepted silently.
 //!
 //! | format | line | units |
 //! |---|---|---|
-//! | `mqsim` | `time dev lba sectors type` (type 0 = write, 1 = read) | ns, 512-B sectors |
+//! | `mqsim` (`ssdsim`) | `time dev lba sectors type` (type 0 = write, 1 = read) | ns, 512-B sectors |
 //! | `msr` | `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime` | Windows filetime (100 ns), bytes |
-//! | `blkparse` | `maj,min cpu seq time pid action rwbs sector + count [proc]`, action `Q` events only | s, 512-B sectors; `D` = discard, `F` = flush |
-//! | `spc` | `ASU,LBA,Size,Opcode,Timestamp` (ASU ignored: one address space) | 512-B sectors, bytes, s |
+//! | `blkparse` | `maj,min cpu seq time pid action rwbs sector + count [proc]`, events of one action (`Q` by default; `D` or `C` by choice) | s, 512-B sectors; `D` = discard, `F` = flush |
+//! | `spc` | `ASU,LBA,Size,Opcode,Timestamp` | 512-B sectors, bytes, s |
 //!
-//! Times are rebased so the first request arrives at 0.
+//! The rules, the same for every format:
+//! - **Devices**: a trace may mix devices (MQSim device, MSR disk number, SPC ASU, blkparse
+//!   `maj,min`); they are not merged into one address space silently. The device named in
+//!   [`TraceOptions::device`] is replayed, by default the first one seen; requests of the
+//!   others are skipped and counted. `all` merges them, on request.
+//! - **Time**: a timestamp must be a finite, non-negative number; more than
+//!   [`MAX_TRACE_SECONDS`] after the first request is an error.
+//! - **Headers**: lines before the first request whose first field starts with a letter
+//!   (`Timestamp,…`, `ASU,…`, `time …`) are headers and skipped; `#` lines are comments.
+//!   Times are rebased so the first request arrives at 0; one earlier than the previous
+//!   request's is clamped to it (traces from several CPUs jitter) and counted.
+//! - **Sizes**: a zero-length read or write is skipped and counted (SPC allows them);
+//!   offsets are checked, never wrapped by overflow.
+//! - **Past the device**: an error naming both remedies, unless [`TraceOptions::wrap`]: then
+//!   every byte address a maps to a mod capacity — the same place whatever the request's
+//!   size, so overwrites stay overwrites and aligned requests stay aligned (the capacity is
+//!   a whole number of pages) — and a request that crosses the end is split in two at it.
+//!   A trim longer than the device (mkfs discards the whole disk) is clipped to the device.
+//! - **blkparse flags**: a write with `F` before the `W` (preflush) is a flush then the
+//!   write; with `F` after it (FUA) the write is followed by a flush.
+//! - **Empty**: a trace that yields no request is an error.
+//!
+//! [`TraceReader::counted`] lists the counted events; the report carries them (`input_notes`).
 
 use crate::request::{ReqKind, Request};
 use crate::workload::RequestSource;
 use crate::SimError;
 use nand::Nanos;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+
+/// The latest timestamp accepted, in seconds after the trace's first request (about 31.7
+/// years).
+pub const MAX_TRACE_SECONDS: f64 = 1e9;
+
+/// [`TraceOptions::device`] value that replays every device in one address space (their
+/// addresses merged, as the trace's authors' own tools sometimes did).
+pub const ALL_DEVICES: &str = "all";
+
+/// Which blkparse events are requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum BlkAction {
+    /// `Q`: queued (what the application asked for).
+    #[default]
+    Q,
+    /// `D`: issued to the driver (many published traces hold only these).
+    D,
+    /// `C`: completed.
+    C,
+}
+
+impl BlkAction {
+    fn letter(self) -> &'static str {
+        match self {
+            BlkAction::Q => "Q",
+            BlkAction::D => "D",
+            BlkAction::C => "C",
+        }
+    }
+}
+
+/// How a trace is fitted to the device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceOptions {
+    /// The device's logical capacity in bytes.
+    pub capacity: u64,
+    /// Fold addresses past the device back into it (see the module docs).
+    pub wrap: bool,
+    /// blkparse: the action whose events are requests.
+    pub blkparse_action: BlkAction,
+    /// The device to replay (MQSim device, MSR `host/disk`, SPC ASU, blkparse `maj,min`);
+    /// `None`: the first one seen; [`ALL_DEVICES`]: all of them, merged into one address
+    /// space (explicitly).
+    pub device: Option<String>,
+}
+
+impl TraceOptions {
+    /// Defaults for a device of `capacity` bytes.
+    pub fn new(capacity: u64) -> TraceOptions {
+        TraceOptions {
+            capacity,
+            wrap: false,
+            blkparse_action: BlkAction::Q,
+            device: None,
+        }
+    }
+}
+
+/// One parsed line: the device, the time in ns, and what it asks for (a blkparse FUA or
+/// preflush write is more than one request).
+struct Parsed {
+    device: String,
+    time: u64,
+    reqs: Vec<(ReqKind, u64, u64)>,
+}
 
 /// A trace file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +126,8 @@ impl TraceFormat {
     /// Parses a format name.
     pub fn from_name(s: &str) -> Option<TraceFormat> {
         match s.to_ascii_lowercase().as_str() {
-            "mqsim" | "disksim" => Some(TraceFormat::Mqsim),
+            // SSDSim's ASCII traces are MQSim's format.
+            "mqsim" | "disksim" | "ssdsim" => Some(TraceFormat::Mqsim),
             "msr" => Some(TraceFormat::Msr),
             "blkparse" => Some(TraceFormat::Blkparse),
             "spc" | "umass" => Some(TraceFormat::Spc),
@@ -47,16 +136,32 @@ impl TraceFormat {
     }
 }
 
+/// Counted events of a replay (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    requests: u64,
+    headers: u64,
+    other_devices: u64,
+    zero_length: u64,
+    backwards: u64,
+    folded: u64,
+    split: u64,
+    trims_clipped: u64,
+}
+
 /// Reads requests from a trace file.
 pub struct TraceReader {
     path: PathBuf,
-    lines: std::io::Lines<Box<dyn BufRead>>,
+    input: Box<dyn BufRead>,
     line: u64,
     format: TraceFormat,
-    capacity: u64,
-    wrap: bool,
+    opts: TraceOptions,
     origin: Option<u64>,
     last: Nanos,
+    device: Option<String>,
+    pending: VecDeque<Request>,
+    counts: Counts,
+    done: bool,
 }
 
 impl std::fmt::Debug for TraceReader {
@@ -76,22 +181,15 @@ fn parse<T: std::str::FromStr>(s: Option<&str>) -> Result<T, String> {
 }
 
 impl TraceReader {
-    /// Opens `path` as `format` for a device of `capacity` bytes; `wrap` folds addresses past
-    /// the end back into the device instead of rejecting them.
-    pub fn open(
-        path: &Path,
-        format: TraceFormat,
-        capacity: u64,
-        wrap: bool,
-    ) -> Result<Self, SimError> {
+    /// Opens `path` as `format`, fitted to the device as `opts` says.
+    pub fn open(path: &Path, format: TraceFormat, opts: &TraceOptions) -> Result<Self, SimError> {
         let file = File::open(path)
             .map_err(|e| SimError::Io(format!("cannot open trace {}: {e}", path.display())))?;
         Ok(Self::from_reader(
             path,
             Box::new(BufReader::new(file)),
             format,
-            capacity,
-            wrap,
+            opts,
         ))
     }
 
@@ -100,19 +198,46 @@ impl TraceReader {
         path: &Path,
         r: Box<dyn BufRead>,
         format: TraceFormat,
-        capacity: u64,
-        wrap: bool,
+        opts: &TraceOptions,
     ) -> Self {
         TraceReader {
             path: path.to_path_buf(),
-            lines: r.lines(),
+            input: r,
             line: 0,
             format,
-            capacity,
-            wrap,
+            opts: opts.clone(),
             origin: None,
             last: Nanos::ZERO,
+            device: opts.device.clone(),
+            pending: VecDeque::new(),
+            counts: Counts::default(),
+            done: false,
         }
+    }
+
+    /// What the replay skipped, clamped, folded or split, in words (empty if nothing).
+    pub fn counted(&self) -> Vec<String> {
+        let c = &self.counts;
+        let dev = self.device.as_deref().unwrap_or("?");
+        [
+            (c.headers, "header lines skipped".to_string()),
+            (
+                c.other_devices,
+                format!("requests of other devices skipped (replayed device {dev}; pick one with --device)"),
+            ),
+            (c.zero_length, "zero-length requests skipped".to_string()),
+            (
+                c.backwards,
+                "timestamps earlier than the previous request's, clamped to it".to_string(),
+            ),
+            (c.folded, "requests folded into the device (--wrap)".to_string()),
+            (c.split, "folded requests split at the device's end".to_string()),
+            (c.trims_clipped, "trims longer than the device clipped to it".to_string()),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect()
     }
 
     fn err(&self, field: &str, msg: impl Into<String>) -> SimError {
@@ -124,11 +249,40 @@ impl TraceReader {
         }
     }
 
+    /// Seconds (a decimal number) to ns: a finite, non-negative number of seconds that
+    /// fits 64-bit nanoseconds, or an error naming the field.
+    fn seconds(&self, field: &str, text: &str) -> Result<u64, SimError> {
+        let v: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| self.err(field, format!("{:?} is not a number", text.trim())))?;
+        if !v.is_finite() || v < 0.0 || v * 1e9 >= u64::MAX as f64 {
+            return Err(self.err(field, format!("{v} s is not a time")));
+        }
+        Ok((v * 1e9) as u64)
+    }
+
+    /// An integer time in units of `unit_ns`, to ns without overflow.
+    fn ticks(&self, field: &str, text: &str, unit_ns: u64) -> Result<u64, SimError> {
+        let v: u64 = parse(Some(text)).map_err(|m| self.err(field, m))?;
+        v.checked_mul(unit_ns)
+            .ok_or_else(|| self.err(field, format!("{v} overflows 64-bit nanoseconds")))
+    }
+
     /// Parses one line: `Ok(None)` for lines that carry no request (comments, headers,
-    /// blkparse summaries and non-queue events).
-    fn parse_line(&self, text: &str) -> Result<Option<(u64, ReqKind, u64, u64)>, SimError> {
-        let t = text.trim();
+    /// blkparse summaries and events of other actions).
+    fn parse_line(&mut self, t: &str) -> Result<Option<Parsed>, SimError> {
+        let t = t.trim();
         if t.is_empty() || t.starts_with('#') {
+            return Ok(None);
+        }
+        // A header: before the first request, a first field that starts with a letter.
+        if self.counts.requests == 0
+            && self.origin.is_none()
+            && t.starts_with(|c: char| c.is_ascii_alphabetic())
+            && self.format != TraceFormat::Blkparse
+        {
+            self.counts.headers += 1;
             return Ok(None);
         }
         let f = |name: &str, r: Result<u64, String>| r.map_err(|m| self.err(name, m));
@@ -141,11 +295,16 @@ impl TraceReader {
                 )
             })
         };
+        let one = |device: &str, time, kind, off, len| Parsed {
+            device: device.to_string(),
+            time,
+            reqs: vec![(kind, off, len)],
+        };
         match self.format {
             TraceFormat::Mqsim => {
                 let mut it = t.split_whitespace();
-                let time = f("time", parse(it.next()))?;
-                let _dev: u64 = f("device", parse(it.next()))?;
+                let time = self.ticks("time", it.next().unwrap_or(""), 1)?;
+                let dev = it.next().ok_or_else(|| self.err("device", "missing"))?;
                 let lba = f("lba", parse(it.next()))?;
                 let size = f("size", parse(it.next()))?;
                 let kind = match it.next() {
@@ -159,7 +318,8 @@ impl TraceReader {
                 if let Some(extra) = it.next() {
                     return Err(self.err("line", format!("unexpected extra field {extra:?}")));
                 }
-                Ok(Some((
+                Ok(Some(one(
+                    dev,
                     time,
                     kind,
                     sectors("lba", lba)?,
@@ -174,10 +334,7 @@ impl TraceReader {
                         format!("{} comma-separated fields, expected 7", cols.len()),
                     ));
                 }
-                if cols[0].trim().eq_ignore_ascii_case("timestamp") {
-                    return Ok(None);
-                }
-                let ticks = f("Timestamp", parse(Some(cols[0])))?;
+                let time = self.ticks("Timestamp", cols[0], 100)?;
                 let kind = match cols[3].trim().to_ascii_lowercase().as_str() {
                     "read" => ReqKind::Read,
                     "write" => ReqKind::Write,
@@ -185,7 +342,8 @@ impl TraceReader {
                 };
                 let off = f("Offset", parse(Some(cols[4])))?;
                 let size = f("Size", parse(Some(cols[5])))?;
-                Ok(Some((ticks.saturating_mul(100), kind, off, size)))
+                let disk = format!("{}/{}", cols[1].trim(), cols[2].trim());
+                Ok(Some(one(&disk, time, kind, off, size)))
             }
             TraceFormat::Blkparse => {
                 let cols: Vec<&str> = t.split_whitespace().collect();
@@ -203,23 +361,21 @@ impl TraceReader {
                         format!("{} fields, expected at least 7", cols.len()),
                     ));
                 }
-                if cols[5] != "Q" {
+                if cols[5] != self.opts.blkparse_action.letter() {
                     return Ok(None);
                 }
-                let secs: f64 = cols[3]
-                    .parse()
-                    .map_err(|_| self.err("time", format!("{:?} is not a number", cols[3])))?;
+                let time = self.seconds("time", cols[3])?;
                 let rwbs = cols[6];
-                let time = (secs * 1e9) as u64;
                 let sized = cols.len() >= 10 && cols[8] == "+";
                 let count: u64 = if sized {
                     f("count", parse(Some(cols[9])))?
                 } else {
                     0
                 };
-                // A flush carries no data ("FWS 0 + 0"); a write with F set and data is FUA.
+                let dev = cols[0];
+                // A flush carries no data ("FWS 0 + 0" or "FN").
                 if rwbs.contains('F') && count == 0 {
-                    return Ok(Some((time, ReqKind::Flush, 0, 0)));
+                    return Ok(Some(one(dev, time, ReqKind::Flush, 0, 0)));
                 }
                 let kind = if rwbs.contains('D') {
                     ReqKind::Trim
@@ -234,12 +390,26 @@ impl TraceReader {
                     return Err(self.err("sector", "expected `sector + count`"));
                 }
                 let sector = f("sector", parse(Some(cols[7])))?;
-                Ok(Some((
+                let req = (kind, sectors("sector", sector)?, sectors("count", count)?);
+                // F before the operation letter: preflush; F after it: FUA.
+                let (pre, fua) = match (rwbs.find(['W', 'D', 'R']), rwbs.find('F'), rwbs.rfind('F'))
+                {
+                    (Some(op), Some(first), Some(last)) => (first < op, last > op),
+                    _ => (false, false),
+                };
+                let mut reqs = Vec::with_capacity(3);
+                if pre {
+                    reqs.push((ReqKind::Flush, 0, 0));
+                }
+                reqs.push(req);
+                if fua {
+                    reqs.push((ReqKind::Flush, 0, 0));
+                }
+                Ok(Some(Parsed {
+                    device: dev.to_string(),
                     time,
-                    kind,
-                    sectors("sector", sector)?,
-                    sectors("count", count)?,
-                )))
+                    reqs,
+                }))
             }
             TraceFormat::Spc => {
                 let cols: Vec<&str> = t.split(',').collect();
@@ -249,7 +419,7 @@ impl TraceReader {
                         format!("{} comma-separated fields, expected 5", cols.len()),
                     ));
                 }
-                let _asu: u64 = f("ASU", parse(Some(cols[0])))?;
+                let asu: u64 = f("ASU", parse(Some(cols[0])))?;
                 let lba = f("LBA", parse(Some(cols[1])))?;
                 let size = f("Size", parse(Some(cols[2])))?;
                 let kind = match cols[3].trim() {
@@ -257,11 +427,10 @@ impl TraceReader {
                     "w" | "W" => ReqKind::Write,
                     o => return Err(self.err("Opcode", format!("{o:?} is not r or w"))),
                 };
-                let secs: f64 = cols[4].trim().parse().map_err(|_| {
-                    self.err("Timestamp", format!("{:?} is not a number", cols[4].trim()))
-                })?;
-                Ok(Some((
-                    (secs * 1e9) as u64,
+                let time = self.seconds("Timestamp", cols[4])?;
+                Ok(Some(one(
+                    &asu.to_string(),
+                    time,
                     kind,
                     sectors("LBA", lba)?,
                     size,
@@ -269,67 +438,172 @@ impl TraceReader {
             }
         }
     }
-}
 
-impl RequestSource for TraceReader {
-    fn next_request(&mut self) -> Option<Result<Request, SimError>> {
-        loop {
-            let text = match self.lines.next()? {
-                Ok(t) => t,
-                Err(e) => return Some(Err(SimError::Io(format!("{}: {e}", self.path.display())))),
-            };
-            self.line += 1;
-            let parsed = match self.parse_line(&text) {
-                Ok(Some(p)) => p,
-                Ok(None) => continue,
-                Err(e) => return Some(Err(e)),
-            };
-            let (time, kind, mut offset, len) = parsed;
-            if kind != ReqKind::Flush {
-                if len == 0 {
-                    return Some(Err(self.err("size", "zero-length request")));
-                }
-                if len > self.capacity {
-                    return Some(Err(self.err(
-                        "size",
-                        format!("{len} bytes exceed the device's {} bytes", self.capacity),
-                    )));
-                }
-                let Some(end) = offset.checked_add(len) else {
-                    return Some(Err(self.err(
-                        "offset",
-                        format!("{offset} + {len} bytes overflow a 64-bit byte offset"),
-                    )));
-                };
-                if end > self.capacity {
-                    if !self.wrap {
-                        return Some(Err(self.err(
-                            "offset",
-                            format!(
-                                "bytes {offset}..{end} are past the device's {} bytes (fold addresses with --wrap, or `wrap = true` under [trace])",
-                                self.capacity
-                            ),
-                        )));
-                    }
-                    offset %= self.capacity - len + 1;
-                    offset -= offset % 512;
-                }
-            }
-            let origin = *self.origin.get_or_insert(time);
-            let mut arrival = Nanos(time.saturating_sub(origin));
-            // Traces are time-ordered; tolerate jitter by never going back in time.
-            if arrival < self.last {
-                arrival = self.last;
-            }
-            self.last = arrival;
-            return Some(Ok(Request {
+    /// One request placed on the device: checked, or folded and split (`wrap`).
+    fn place(
+        &mut self,
+        arrival: Nanos,
+        kind: ReqKind,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), SimError> {
+        let cap = self.opts.capacity;
+        let push = |me: &mut TraceReader, offset, len| {
+            me.pending.push_back(Request {
                 arrival,
                 kind,
                 offset,
                 len,
                 class: ftl::DataClass::NORMAL,
                 idle_before: Nanos::ZERO,
-            }));
+            })
+        };
+        if kind == ReqKind::Flush {
+            push(self, 0, 0);
+            return Ok(());
+        }
+        let Some(end) = offset.checked_add(len) else {
+            return Err(self.err(
+                "offset",
+                format!("{offset} + {len} bytes overflow a 64-bit byte offset"),
+            ));
+        };
+        if end <= cap {
+            push(self, offset, len);
+            return Ok(());
+        }
+        if !self.opts.wrap {
+            return Err(self.err(
+                "offset",
+                format!(
+                    "bytes {offset}..{end} are past the device's {cap} bytes: use a device of at least {end} bytes (--fit), or fold addresses into this one (--wrap, `wrap = true` under [trace])"
+                ),
+            ));
+        }
+        if len >= cap {
+            if kind == ReqKind::Trim {
+                self.counts.trims_clipped += 1;
+                push(self, 0, cap);
+                return Ok(());
+            }
+            return Err(self.err(
+                "size",
+                format!("{len} bytes exceed the device's {cap} bytes"),
+            ));
+        }
+        // Every byte address a goes to a mod cap; a request crossing the end is split.
+        self.counts.folded += 1;
+        let at = offset % cap;
+        let first = len.min(cap - at);
+        push(self, at, first);
+        if first < len {
+            self.counts.split += 1;
+            push(self, 0, len - first);
+        }
+        Ok(())
+    }
+
+    /// The next line as text: blkparse may carry Latin-1 process names (taken as they
+    /// are); elsewhere bytes that are not UTF-8 are an error naming the line.
+    fn next_line(&mut self) -> Option<Result<String, SimError>> {
+        let mut buf = Vec::new();
+        match self.input.read_until(b'\n', &mut buf) {
+            Ok(0) => None,
+            Ok(_) => {
+                self.line += 1;
+                Some(match String::from_utf8(buf) {
+                    Ok(s) => Ok(s),
+                    Err(e) if self.format == TraceFormat::Blkparse => {
+                        Ok(String::from_utf8_lossy(e.as_bytes()).into_owned())
+                    }
+                    Err(e) => Err(self.err(
+                        "line",
+                        format!(
+                            "not UTF-8 text (byte {} of the line)",
+                            e.utf8_error().valid_up_to() + 1
+                        ),
+                    )),
+                })
+            }
+            Err(e) => Some(Err(SimError::Io(format!("{}: {e}", self.path.display())))),
+        }
+    }
+}
+
+impl RequestSource for TraceReader {
+    fn notes(&self) -> Vec<String> {
+        self.counted()
+    }
+
+    fn next_request(&mut self) -> Option<Result<Request, SimError>> {
+        loop {
+            if let Some(r) = self.pending.pop_front() {
+                self.counts.requests += 1;
+                return Some(Ok(r));
+            }
+            if self.done {
+                return None;
+            }
+            let text = match self.next_line() {
+                Some(Ok(t)) => t,
+                Some(Err(e)) => return Some(Err(e)),
+                None => {
+                    self.done = true;
+                    if self.counts.requests == 0 {
+                        let hint = match self.format {
+                            TraceFormat::Blkparse => format!(
+                                "; blkparse: no {} events — many traces hold only D events (--blkparse-action D)",
+                                self.opts.blkparse_action.letter()
+                            ),
+                            _ if self.counts.other_devices > 0 => {
+                                "; every request was for another device (--device)".into()
+                            }
+                            _ => String::new(),
+                        };
+                        return Some(Err(SimError::Io(format!(
+                            "no requests in {}{hint}",
+                            self.path.display()
+                        ))));
+                    }
+                    return None;
+                }
+            };
+            let parsed = match self.parse_line(&text) {
+                Ok(Some(p)) => p,
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            };
+            let device = self.device.get_or_insert_with(|| parsed.device.clone());
+            if device != ALL_DEVICES && *device != parsed.device {
+                self.counts.other_devices += 1;
+                continue;
+            }
+            let origin = *self.origin.get_or_insert(parsed.time);
+            let since = parsed.time.saturating_sub(origin);
+            if since as f64 > MAX_TRACE_SECONDS * 1e9 {
+                return Some(Err(self.err(
+                    "time",
+                    format!(
+                        "{:.0} s after the first request: past the latest time accepted ({MAX_TRACE_SECONDS:e} s)",
+                        since as f64 / 1e9
+                    ),
+                )));
+            }
+            let mut arrival = Nanos(since);
+            if parsed.time < origin || arrival < self.last {
+                self.counts.backwards += 1;
+                arrival = self.last;
+            }
+            self.last = arrival;
+            for (kind, offset, len) in parsed.reqs {
+                if kind != ReqKind::Flush && len == 0 {
+                    self.counts.zero_length += 1;
+                    continue;
+                }
+                if let Err(e) = self.place(arrival, kind, offset, len) {
+                    return Some(Err(e));
+                }
+            }
         }
     }
 }

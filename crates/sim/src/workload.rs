@@ -16,6 +16,11 @@ pub trait RequestSource {
     fn remaining(&self) -> Option<u64> {
         None
     }
+    /// What the source skipped, clamped or changed in its input, in words (a trace's
+    /// counted warnings); empty for generated workloads.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Request sizes: a fixed size, a uniform choice among sizes, or a uniform range.

@@ -1,7 +1,7 @@
 //! Trace readers: every format parses, malformed lines name file, line and field, and
 //! out-of-range addresses are rejected unless wrapping is asked for.
 
-use sim::{ReqKind, RequestSource, SimError, TraceFormat, TraceReader};
+use sim::{BlkAction, ReqKind, RequestSource, SimError, TraceFormat, TraceOptions, TraceReader};
 use std::io::Cursor;
 use std::path::Path;
 
@@ -11,25 +11,37 @@ fn read_all(
     capacity: u64,
     wrap: bool,
 ) -> Result<Vec<sim::Request>, SimError> {
+    let opts = TraceOptions {
+        wrap,
+        ..TraceOptions::new(capacity)
+    };
+    read_with(text.as_bytes(), format, &opts).map(|(r, _)| r)
+}
+
+/// Every request of `bytes` read with `opts`, and the reader's counted notes.
+fn read_with(
+    bytes: &[u8],
+    format: TraceFormat,
+    opts: &TraceOptions,
+) -> Result<(Vec<sim::Request>, Vec<String>), SimError> {
     let mut r = TraceReader::from_reader(
         Path::new("t.trace"),
-        Box::new(Cursor::new(text.to_string())),
+        Box::new(Cursor::new(bytes.to_vec())),
         format,
-        capacity,
-        wrap,
+        opts,
     );
     let mut out = Vec::new();
     while let Some(x) = r.next_request() {
         out.push(x?);
     }
-    Ok(out)
+    Ok((out, r.counted()))
 }
 
 const GB: u64 = 1 << 30;
 
 #[test]
 fn mqsim_ascii() {
-    let t = "1000 0 8 8 0\n3000 1 16 16 1\n";
+    let t = "1000 0 8 8 0\n3000 0 16 16 1\n";
     let r = read_all(t, TraceFormat::Mqsim, GB, false).unwrap();
     assert_eq!(r.len(), 2);
     assert_eq!(
@@ -113,7 +125,7 @@ fn blkparse_text() {
 
 #[test]
 fn spc_csv() {
-    let t = "0,303567,3584,w,0.000000\n1,55590,3072,r,0.000486\n";
+    let t = "0,303567,3584,w,0.000000\n0,55590,3072,r,0.000486\n";
     let r = read_all(t, TraceFormat::Spc, GB, false).unwrap();
     assert_eq!(
         (r[0].kind, r[0].offset, r[0].len),
@@ -140,7 +152,21 @@ fn out_of_range_is_rejected_unless_wrapped() {
 #[test]
 fn the_mqsim_tpcc_trace_parses_and_replays() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tpcc-small.trace");
-    let mut r = TraceReader::open(&path, TraceFormat::Mqsim, 256 << 20, true).unwrap();
+    let wrap = TraceOptions {
+        wrap: true,
+        ..TraceOptions::new(256 << 20)
+    };
+    // It holds 16 devices: by default the first one is replayed, the rest counted.
+    let mut r = TraceReader::open(&path, TraceFormat::Mqsim, &wrap).unwrap();
+    let first = std::iter::from_fn(|| r.next_request()).count();
+    assert!(first > 400 && first < 600, "{first}");
+    assert!(r.counted()[0].starts_with(&format!("{} requests of other devices", 6999 - first)));
+    // All of them merged, on request.
+    let all = TraceOptions {
+        device: Some("all".into()),
+        ..wrap.clone()
+    };
+    let mut r = TraceReader::open(&path, TraceFormat::Mqsim, &all).unwrap();
     let mut n = 0;
     let mut writes = 0;
     while let Some(x) = r.next_request() {
@@ -151,14 +177,15 @@ fn the_mqsim_tpcc_trace_parses_and_replays() {
     assert_eq!(n, 6999);
     assert_eq!(writes, 2618);
     // Without wrapping, its addresses do not fit a small device.
-    let mut r = TraceReader::open(&path, TraceFormat::Mqsim, 256 << 20, false).unwrap();
+    let mut r =
+        TraceReader::open(&path, TraceFormat::Mqsim, &TraceOptions::new(256 << 20)).unwrap();
     let e = std::iter::from_fn(|| r.next_request())
         .find_map(Result::err)
         .unwrap();
     assert!(e.to_string().contains("tpcc-small.trace:"), "{e}");
     // Replay it through the whole stack.
     let cfg = format!(
-        "[chip]\npreset = \"mlc-20nm\"\n[chip.geometry]\nblocks_per_plane = 16\n[controller]\nmode = \"digest\"\n[ftl.page]\nover_provisioning = 0.2\n[precondition]\nenabled = false\n[trace]\npath = \"{}\"\nformat = \"mqsim\"\nwrap = true\n[load]\nmode = \"open\"\n",
+        "[chip]\npreset = \"mlc-20nm\"\n[chip.geometry]\nblocks_per_plane = 16\n[controller]\nmode = \"digest\"\n[ftl.page]\nover_provisioning = 0.2\n[precondition]\nenabled = false\n[trace]\npath = \"{}\"\nformat = \"mqsim\"\nwrap = true\ndevice = \"all\"\n[load]\nmode = \"open\"\n",
         path.display()
     );
     let mut exp = sim::ExperimentConfig::from_toml_str(&cfg, "replay.toml")
@@ -166,7 +193,14 @@ fn the_mqsim_tpcc_trace_parses_and_replays() {
         .build(Path::new("."))
         .unwrap();
     let rep = exp.run(&mut |_| {}).unwrap();
-    assert_eq!(rep.host.requests, 6999);
+    // Folded requests that crossed the device's end were split in two, and counted.
+    let split: u64 = rep
+        .input_notes
+        .iter()
+        .find(|n| n.contains("split at the device's end"))
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    assert_eq!(rep.host.requests, 6999 + split, "{:?}", rep.input_notes);
     assert!(rep.latency["read"].count > 4000);
 }
 
@@ -219,4 +253,184 @@ fn sector_overflow_names_the_field() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("field offset") && e.contains("overflow"), "{e}");
+}
+
+/// Regression (fold depended on the request size): the same byte address lands in the same
+/// place whatever the size, alignment survives, a request crossing the end is split there,
+/// a trim longer than the device is clipped, and without --wrap the error names both
+/// remedies and the size needed.
+#[test]
+fn folding_maps_every_address_the_same_way() {
+    let cap = 1u64 << 20; // 1 MiB
+    let lba = (3 * cap + 8192) / 512; // past the device, 8 KiB into the fold
+    let t = format!("0 0 {lba} 1 0\n1 0 {lba} 2 0\n2 0 {lba} 9 0\n");
+    let r = read_all(&t, TraceFormat::Mqsim, cap, true).unwrap();
+    assert!(r.iter().all(|x| x.offset == 8192), "{r:?}");
+    assert_eq!(
+        r.iter().map(|x| x.len).collect::<Vec<_>>(),
+        vec![512, 1024, 4608]
+    );
+    // Crossing the end: split into the tail of the device and its start.
+    let last = (2 * cap - 4096) / 512;
+    let r = read_all(&format!("0 0 {last} 16 0\n"), TraceFormat::Mqsim, cap, true).unwrap();
+    let parts: Vec<(u64, u64)> = r.iter().map(|x| (x.offset, x.len)).collect();
+    assert_eq!(parts, vec![(cap - 4096, 4096), (0, 4096)]);
+    // mkfs discards the whole disk: clipped to the device.
+    let t = format!("8,0 0 1 0.1 1 Q DS 0 + {} [mkfs]\n", 4 * cap / 512);
+    let o = TraceOptions {
+        wrap: true,
+        ..TraceOptions::new(cap)
+    };
+    let (r, notes) = read_with(t.as_bytes(), TraceFormat::Blkparse, &o).unwrap();
+    assert_eq!((r[0].kind, r[0].offset, r[0].len), (ReqKind::Trim, 0, cap));
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("1 trims longer than the device clipped")),
+        "{notes:?}"
+    );
+    let e = read_all(&format!("0 0 {lba} 1 0\n"), TraceFormat::Mqsim, cap, false).unwrap_err();
+    let m = e.to_string();
+    assert!(
+        m.contains("--fit")
+            && m.contains("--wrap")
+            && m.contains(&format!("{} bytes", 3 * cap + 8192 + 512)),
+        "{m}"
+    );
+}
+
+/// Timestamps that are not times are errors with file, line and field in every format;
+/// going backwards is clamped and counted.
+#[test]
+fn bad_timestamps_are_named_and_backwards_time_is_counted() {
+    let g = 1u64 << 30;
+    for (text, format, field) in [
+        (
+            "8,0 0 1 inf 1 Q W 8 + 8 [x]\n",
+            TraceFormat::Blkparse,
+            "field time",
+        ),
+        (
+            "8,0 0 1 NaN 1 Q W 8 + 8 [x]\n",
+            TraceFormat::Blkparse,
+            "field time",
+        ),
+        (
+            "8,0 0 1 -0.5 1 Q W 8 + 8 [x]\n",
+            TraceFormat::Blkparse,
+            "field time",
+        ),
+        (
+            "8,0 0 1 1e12 1 Q W 8 + 8 [x]\n",
+            TraceFormat::Blkparse,
+            "field time",
+        ),
+        ("0,8,512,w,inf\n", TraceFormat::Spc, "field Timestamp"),
+        ("0,8,512,w,-1\n", TraceFormat::Spc, "field Timestamp"),
+        (
+            "0 0 8 8 0\n18446744073709551615 0 8 8 0\n",
+            TraceFormat::Mqsim,
+            "field time",
+        ),
+        ("-5 0 8 8 0\n", TraceFormat::Mqsim, "field time"),
+        (
+            "999999999999999999,h,0,Read,0,512,1\n",
+            TraceFormat::Msr,
+            "field Timestamp",
+        ),
+    ] {
+        let e = read_all(text, format, g, false).unwrap_err().to_string();
+        let line = format!("t.trace:{}:", text.lines().count());
+        assert!(e.contains(&line) && e.contains(field), "{text:?}: {e}");
+    }
+    let t = "0,8,512,w,1.0\n0,16,512,w,0.5\n0,24,512,w,2.0\n";
+    let (r, notes) = read_with(t.as_bytes(), TraceFormat::Spc, &TraceOptions::new(g)).unwrap();
+    let times: Vec<u64> = r.iter().map(|x| x.arrival.0).collect();
+    assert_eq!(times, vec![0, 0, 1_000_000_000]);
+    assert!(
+        notes.iter().any(|n| n.starts_with("1 timestamps earlier")),
+        "{notes:?}"
+    );
+}
+
+/// A trace with no requests is an error (with the blkparse hint), blkparse can replay D or
+/// C events, Latin-1 process names are fine in blkparse and other non-UTF-8 bytes are an
+/// error naming the line.
+#[test]
+fn empty_traces_blkparse_actions_and_bytes() {
+    let g = 1u64 << 30;
+    let d_only = "8,0 0 1 0.1 1 D W 8 + 8 [x]\n8,0 0 2 0.2 1 D R 8 + 8 [x]\n";
+    let e = read_all(d_only, TraceFormat::Blkparse, g, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no requests in t.trace") && e.contains("--blkparse-action D"),
+        "{e}"
+    );
+    let o = TraceOptions {
+        blkparse_action: BlkAction::D,
+        ..TraceOptions::new(g)
+    };
+    let (r, _) = read_with(d_only.as_bytes(), TraceFormat::Blkparse, &o).unwrap();
+    assert_eq!(r.len(), 2);
+    let e = read_all("# nothing\n", TraceFormat::Mqsim, g, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no requests in t.trace"), "{e}");
+    let mut latin1 = b"8,0 0 1 0.1 1 Q W 8 + 8 [caf".to_vec();
+    latin1.extend_from_slice(&[0xe9, b']', b'\n']);
+    let (r, _) = read_with(&latin1, TraceFormat::Blkparse, &TraceOptions::new(g)).unwrap();
+    assert_eq!(r.len(), 1);
+    let mut bad = b"0 0 8 8 0\n1 0 8 8 ".to_vec();
+    bad.extend_from_slice(&[0xff, b'\n']);
+    let e = read_with(&bad, TraceFormat::Mqsim, &TraceOptions::new(g))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("t.trace:2:") && e.contains("not UTF-8"), "{e}");
+}
+
+/// Devices are not merged: the first one is replayed and the others counted, or the one
+/// asked for; blkparse preflush/FUA writes carry their flushes; SPC zero-size records and
+/// header lines are skipped and counted; ssdsim is mqsim.
+#[test]
+fn devices_flags_zero_sizes_headers_and_aliases() {
+    let g = 1u64 << 30;
+    let msr = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n\
+               1000,hm,0,Write,0,4096,1\n1001,hm,1,Write,0,4096,1\n1002,hm,0,Read,0,4096,1\n";
+    let (r, notes) = read_with(msr.as_bytes(), TraceFormat::Msr, &TraceOptions::new(g)).unwrap();
+    assert_eq!(r.len(), 2);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("1 requests of other devices") && n.contains("hm/0")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n == "1 header lines skipped"),
+        "{notes:?}"
+    );
+    let o = TraceOptions {
+        device: Some("hm/1".into()),
+        ..TraceOptions::new(g)
+    };
+    let (r, _) = read_with(msr.as_bytes(), TraceFormat::Msr, &o).unwrap();
+    assert_eq!(r.len(), 1);
+    let blk = "8,0 0 1 0.1 1 Q WFS 8 + 8 [x]\n8,0 0 2 0.2 1 Q FWFS 16 + 8 [x]\n8,16 0 3 0.3 1 Q W 8 + 8 [y]\n";
+    let (r, notes) =
+        read_with(blk.as_bytes(), TraceFormat::Blkparse, &TraceOptions::new(g)).unwrap();
+    let kinds: Vec<ReqKind> = r.iter().map(|x| x.kind).collect();
+    use ReqKind::*;
+    assert_eq!(kinds, vec![Write, Flush, Flush, Write, Flush]);
+    assert!(notes.iter().any(|n| n.contains("8,0")), "{notes:?}");
+    let spc = "ASU,LBA,Size,Opcode,Timestamp\n0,8,0,w,0.1\n0,8,512,w,0.2\n";
+    let (r, notes) = read_with(spc.as_bytes(), TraceFormat::Spc, &TraceOptions::new(g)).unwrap();
+    assert_eq!(r.len(), 1);
+    assert!(
+        notes.iter().any(|n| n == "1 zero-length requests skipped"),
+        "{notes:?}"
+    );
+    let mq = "time dev lba size type\n1000 0 8 8 0\n";
+    let (r, _) = read_with(mq.as_bytes(), TraceFormat::Mqsim, &TraceOptions::new(g)).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(TraceFormat::from_name("ssdsim"), Some(TraceFormat::Mqsim));
 }
