@@ -411,7 +411,7 @@ fn run_rejects_bad_input_by_name() {
         "nope",
     ]);
     assert!(
-        stderr(&o).contains("expected mqsim, msr, blkparse or spc"),
+        stderr(&o).contains("expected mqsim (or its alias ssdsim), msr, blkparse or spc"),
         "{}",
         stderr(&o)
     );
