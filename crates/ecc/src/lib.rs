@@ -18,6 +18,7 @@ extern crate std;
 mod clmul;
 
 mod bch;
+mod bm;
 pub mod gf;
 mod lanes;
 pub mod reliability;

@@ -289,7 +289,7 @@ impl Volume {
         Ok(())
     }
 
-    fn stats_json(&self) -> String {
+    fn stats_json(&self) -> serde_json::Value {
         // Per-cause arrays as objects keyed by cause name.
         let mut counters = serde_json::to_value(self.vol.counters()).expect("serialises");
         for key in ["reads", "programs", "erases"] {
@@ -318,7 +318,6 @@ impl Volume {
                 "min": self.vol.erase_counts().iter().min(),
             },
         })
-        .to_string()
     }
 }
 
@@ -506,8 +505,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
     while !stop.load(Ordering::Relaxed) {
         if dump.swap(false, Ordering::Relaxed) {
             let v = volume.lock().expect("volume lock");
-            let mut stats: serde_json::Value =
-                serde_json::from_str(&v.stats_json()).expect("our own JSON");
+            let mut stats = v.stats_json();
             stats["server"] = serde_json::json!({
                 "connections": active.load(Ordering::Relaxed),
                 "buffer_bytes_in_use": budget.in_use(),

@@ -1,10 +1,11 @@
-//! Shared by the `serve` tests: a `nandlab serve` process and a raw NBD client.
+//! Shared by the integration tests: running the binary, writing input files, a
+//! `nandlab serve` process and a raw NBD client.
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// A `nandlab serve` process, killed on drop.
@@ -228,4 +229,29 @@ impl Client {
         assert_eq!(e, 0, "read {offset}+{len}");
         d
     }
+}
+
+/// Runs the binary with `args`.
+pub fn nandlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(args)
+        .output()
+        .expect("run nandlab")
+}
+
+/// Its standard output.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Its standard error.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes `text` to the file `name` in `dir`; its path.
+pub fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
 }
