@@ -41,9 +41,6 @@ pub(crate) struct WideParity {
     /// Pair i of w_j at `weight[i * RUN + RUN − 1 − j]`: block b of a run of B blocks reads
     /// index `RUN − B + b`, so a run's weights for one pair are contiguous.
     weight: Vec<u128>,
-    /// The Karatsuba half-sums of `weight` (high half ⊕ low half, in the low 64 bits),
-    /// same layout: computed once, not per block.
-    weight_k: Vec<u128>,
     /// Run on the vector instructions (the CPU has PCLMULQDQ and SSSE3), else on the
     /// scalar model.
     hw: bool,
@@ -107,16 +104,11 @@ impl WideParity {
                 times_x(&mut w, &g);
             }
         }
-        let weight_k = weight
-            .iter()
-            .map(|&w| (w ^ (w >> 64)) as u64 as u128)
-            .collect();
         Some(WideParity {
             pairs,
             g,
             m,
             weight,
-            weight_k,
             hw: false,
         })
     }
@@ -199,13 +191,12 @@ impl WideParity {
         let mut acc = [L::from_u128(0); MAX_PAIRS + 1];
         for i in 0..v {
             let ws = &self.weight[i * RUN + RUN - nb..][..nb];
-            let wk = &self.weight_k[i * RUN + RUN - nb..][..nb];
             let (mut hh, mut ll, mut mid) = (L::from_u128(0), L::from_u128(0), L::from_u128(0));
-            for (((&x, &k), &w), &wk) in u[..nb].iter().zip(&uk[..nb]).zip(ws).zip(wk) {
+            for ((&x, &k), &w) in u[..nb].iter().zip(&uk[..nb]).zip(ws) {
                 let w = L::from_u128(w);
                 hh = hh.xor(x.clmul::<0x11>(w));
                 ll = ll.xor(x.clmul::<0x00>(w));
-                mid = mid.xor(k.clmul::<0x00>(L::from_u128(wk)));
+                mid = mid.xor(k.clmul::<0x00>(w.xor(w.shr64())));
             }
             let mid = mid.xor(hh).xor(ll);
             acc[i] = acc[i].xor(hh).xor(mid.shr64());
