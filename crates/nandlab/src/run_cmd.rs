@@ -24,8 +24,13 @@ pub struct RunArgs {
     /// Fold trace addresses past the device into it: byte address a goes to
     /// a mod capacity (the same place whatever the request size; alignment kept), requests
     /// crossing the end are split, trims longer than the device clipped.
-    #[arg(long, requires = "trace")]
+    #[arg(long, requires = "trace", conflicts_with = "fit")]
     wrap: bool,
+    /// Size the device to the trace: the smallest number of blocks per plane of the chip
+    /// whose logical capacity holds the highest address the trace reads or writes (the
+    /// choice is printed with the report); trims past the end are clipped.
+    #[arg(long, requires = "trace")]
+    fit: bool,
     /// The device to replay when the trace mixes several (MQSim device number, MSR
     /// `host/disk`, SPC ASU, blkparse `maj,min`); default: the first one seen, the others
     /// skipped and counted in the report.
@@ -80,6 +85,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             path: std::path::absolute(t)?,
             format,
             wrap: a.wrap,
+            fit: a.fit,
             device: a.device.clone(),
             blkparse_action: match a.blkparse_action.as_deref() {
                 Some("D") => sim::BlkAction::D,

@@ -170,6 +170,11 @@ pub struct TraceSection {
     /// Fold addresses past the device instead of rejecting them (see `sim::trace`).
     #[serde(default)]
     pub wrap: bool,
+    /// Size the device to the trace: the smallest number of blocks per plane of the
+    /// configured chip whose logical capacity holds the highest address the trace reads or
+    /// writes (trims past the end are clipped). Not with `wrap`.
+    #[serde(default)]
+    pub fit: bool,
     /// The device to replay when the trace holds several (default: the first one seen).
     #[serde(default)]
     pub device: Option<String>,
@@ -314,6 +319,8 @@ pub struct Experiment {
     pub source: Box<dyn RequestSource>,
     /// Load mode.
     pub mode: LoadMode,
+    /// What `fit` chose, in words (`None` without it).
+    pub fit_note: Option<String>,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -399,54 +406,54 @@ impl ExperimentConfig {
         if !self.chip.contains_key("seed") {
             chip_cfg.seed = self.seed;
         }
-        let g = chip_cfg.geometry;
-        let bytes_mode = self.controller.mode == PayloadMode::Bytes;
         let scheme = self.ftl.scheme_config();
-        let storage = if bytes_mode {
-            RamStorage::new(&g)
-        } else {
-            // The blocks the scheme reads back as data (its checkpoint region) keep real bytes.
-            let mut mask = vec![false; g.total_blocks() as usize];
-            for b in scheme.keep_whole_blocks(&chip_cfg) {
-                mask[b as usize] = true;
+        let trace_path = self.trace.as_ref().map(|t| {
+            if t.path.is_absolute() {
+                t.path.clone()
+            } else {
+                base_dir.join(&t.path)
             }
-            RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
-                .with_full_blocks(&g, mask)
-        };
-        let mut chip = Chip::new(chip_cfg.clone(), storage)
-            .map_err(|e| SimError::Config(format!("chip: {e}")))?;
-        if let Some(a) = self.aging {
-            chip.age_all(Nanos::ZERO, a.pe)
-                .map_err(|e| SimError::Config(format!("aging.pe = {}: {e}", a.pe)))?;
-        }
-        let ccfg = ControllerConfig {
-            sector_size: self.controller.sector_size,
-            mode: self.controller.mode,
-            latency: self.controller.latency,
-            seed: self.seed ^ 0xC011_7011,
-            // The simulator's RAM is not rotting: the error model is the only source of
-            // errors, so pristine pages may skip the decoder.
-            verify_stored: false,
-        };
-        let mut ctl = Controller::new(chip, model, ccfg)
-            .map_err(|e| SimError::Config(format!("controller: {e}")))?;
-        // The same Castagnoli CRC, with the CPU's instructions where it has them.
-        ctl.set_crc32c(crc32c::crc32c);
-        let ftl: Box<dyn ftl::Ftl> = match scheme.format(ctl, Nanos::ZERO) {
-            Ok(f) => f,
-            Err(e) => {
-                errs.push(format!("ftl.{}: {e}", scheme.name()));
-                return Err(SimError::Config(errs.join("\n")));
+        });
+        let trace_opts = self.trace.as_ref().map(|t| crate::trace::TraceOptions {
+            wrap: t.wrap,
+            fit: t.fit,
+            device: t.device.clone(),
+            blkparse_action: t.blkparse_action,
+            ..crate::trace::TraceOptions::new(0)
+        });
+        let mut fit_note = None;
+        let ftl = match (&self.trace, &trace_path, &trace_opts) {
+            (Some(t), Some(path), Some(opts)) if t.fit => {
+                if t.wrap {
+                    errs.push("trace: fit and wrap exclude each other (fit sizes the device to the trace, wrap folds the trace into the device)".into());
+                }
+                if !errs.is_empty() {
+                    return Err(SimError::Config(errs.join("\n")));
+                }
+                let extent = crate::trace::TraceReader::extent(path, t.format, opts)?;
+                let (ftl, note) =
+                    self.fit_device(chip_cfg.clone(), model, &scheme, extent, &mut errs)?;
+                chip_cfg.geometry.blocks_per_plane = note.0;
+                fit_note = Some(note.1);
+                ftl
             }
+            _ => match self.device(&chip_cfg, model, &scheme) {
+                Ok(f) => f,
+                Err(e) => {
+                    errs.push(e);
+                    return Err(SimError::Config(errs.join("\n")));
+                }
+            },
         };
         if !errs.is_empty() {
             return Err(SimError::Config(errs.join("\n")));
         }
+        let g = chip_cfg.geometry;
         let mut engine = Engine::new(
             ftl,
             g.total_dies() as usize,
             g.channels as usize,
-            bytes_mode,
+            self.controller.mode == PayloadMode::Bytes,
         );
         let capacity = engine.capacity();
         let ranges: Vec<(u64, u64)> = self
@@ -466,7 +473,8 @@ impl ExperimentConfig {
         engine.set_critical_ranges(&ranges)?;
         engine.set_background(self.load.background);
         engine.set_device_slots(self.load.device_queue.map(|n| n as usize));
-        let source: Box<dyn RequestSource> = match (&self.workload, &self.trace) {
+        let trace = self.trace.as_ref().zip(trace_path.zip(trace_opts));
+        let source: Box<dyn RequestSource> = match (&self.workload, trace) {
             (Some(_), Some(_)) => {
                 return Err(SimError::Config(
                     "give either [workload] or [trace], not both".into(),
@@ -474,18 +482,8 @@ impl ExperimentConfig {
             }
             (None, None) => return Err(SimError::Config("missing [workload] or [trace]".into())),
             (Some(w), None) => Box::new(Synthetic::new(w.clone(), capacity, self.seed)?),
-            (None, Some(t)) => {
-                let path = if t.path.is_absolute() {
-                    t.path.clone()
-                } else {
-                    base_dir.join(&t.path)
-                };
-                let opts = crate::trace::TraceOptions {
-                    wrap: t.wrap,
-                    device: t.device.clone(),
-                    blkparse_action: t.blkparse_action,
-                    ..crate::trace::TraceOptions::new(capacity)
-                };
+            (None, Some((t, (path, opts)))) => {
+                let opts = crate::trace::TraceOptions { capacity, ..opts };
                 Box::new(TraceReader::open(&path, t.format, &opts)?)
             }
         };
@@ -501,6 +499,7 @@ impl ExperimentConfig {
             engine,
             source,
             mode,
+            fit_note,
         })
     }
 
@@ -564,11 +563,117 @@ impl ExperimentConfig {
                     "trace {} ({}{})",
                     t.path.display(),
                     json(&t.format).as_str().unwrap_or("?"),
-                    if t.wrap { ", addresses folded" } else { "" }
+                    if t.wrap {
+                        ", addresses folded"
+                    } else if t.fit {
+                        ", device fitted to it"
+                    } else {
+                        ""
+                    }
                 ),
                 (None, None) => "none".into(),
             },
         }
+    }
+
+    /// The chip (aged as `[aging]` says), controller and formatted FTL of `chip_cfg`; an
+    /// error names the section.
+    fn device(
+        &self,
+        chip_cfg: &ChipConfig,
+        model: Box<dyn ErrorModel + Send>,
+        scheme: &ftl::SchemeConfig,
+    ) -> Result<Box<dyn ftl::Ftl>, String> {
+        let g = chip_cfg.geometry;
+        let storage = if self.controller.mode == PayloadMode::Bytes {
+            RamStorage::new(&g)
+        } else {
+            // The blocks the scheme reads back as data (its checkpoint region) keep real bytes.
+            let mut mask = vec![false; g.total_blocks() as usize];
+            for b in scheme.keep_whole_blocks(chip_cfg) {
+                mask[b as usize] = true;
+            }
+            RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
+                .with_full_blocks(&g, mask)
+        };
+        let mut chip = Chip::new(chip_cfg.clone(), storage).map_err(|e| format!("chip: {e}"))?;
+        if let Some(a) = self.aging {
+            chip.age_all(Nanos::ZERO, a.pe)
+                .map_err(|e| format!("aging.pe = {}: {e}", a.pe))?;
+        }
+        let ccfg = ControllerConfig {
+            sector_size: self.controller.sector_size,
+            mode: self.controller.mode,
+            latency: self.controller.latency,
+            seed: self.seed ^ 0xC011_7011,
+            // The simulator's RAM is not rotting: the error model is the only source of
+            // errors, so pristine pages may skip the decoder.
+            verify_stored: false,
+        };
+        let mut ctl = Controller::new(chip, model, ccfg).map_err(|e| format!("controller: {e}"))?;
+        // The same Castagnoli CRC, with the CPU's instructions where it has them.
+        ctl.set_crc32c(crc32c::crc32c);
+        Ok(scheme
+            .format(ctl, Nanos::ZERO)
+            .map_err(|e| format!("ftl.{}: {e}", scheme.name()))?)
+    }
+
+    /// `[trace] fit`: the smallest `blocks_per_plane` of `chip_cfg` whose formatted volume
+    /// holds `extent.data_end` bytes. Starts from a lower bound (every block a data block,
+    /// nothing reserved) and grows by the shortfall, formatting each candidate (bad blocks,
+    /// the checkpoint region and the GC reserve are the scheme's own business); at most 64
+    /// rounds. Returns the FTL, the blocks per plane and a note saying what was chosen.
+    fn fit_device(
+        &self,
+        mut chip_cfg: ChipConfig,
+        model: Box<dyn ErrorModel + Send>,
+        scheme: &ftl::SchemeConfig,
+        extent: crate::trace::TraceExtent,
+        errs: &mut Vec<String>,
+    ) -> Result<(Box<dyn ftl::Ftl>, (u32, String)), SimError> {
+        let g = chip_cfg.geometry;
+        let page = g.page_size as u64;
+        let need = extent.data_end.max(1).div_ceil(page);
+        let op = self.ftl.page.over_provisioning.clamp(0.0, 0.99);
+        let usable = ((g.pages_per_block as f64) * (1.0 - op)).max(1.0);
+        let planes = g.total_dies() as u64 * g.planes_per_die as u64;
+        let blocks_for = |pages: u64| ((pages as f64 / usable).ceil() as u64).div_ceil(planes);
+        let mut bpp = blocks_for(need).max(1);
+        let mut model = Some(model);
+        for _ in 0..64 {
+            if bpp > u32::MAX as u64 {
+                break;
+            }
+            chip_cfg.geometry.blocks_per_plane = bpp as u32;
+            let m = model.take().map_or_else(|| self.error_model(), Ok)?;
+            match self.device(&chip_cfg, m, scheme) {
+                Ok(f) if f.logical_pages() >= need => {
+                    let note = format!(
+                        "--fit: {bpp} blocks per plane ({} logical bytes) hold the trace's highest read/write address {}{}",
+                        f.logical_pages() * page,
+                        extent.data_end,
+                        if extent.trim_end > f.logical_pages() * page {
+                            format!("; its trims reach {} bytes and are clipped", extent.trim_end)
+                        } else {
+                            String::new()
+                        }
+                    );
+                    return Ok((f, (bpp as u32, note)));
+                }
+                Ok(f) => bpp += blocks_for(need - f.logical_pages()).max(1),
+                // Too few blocks for the scheme's reserves: grow and try again.
+                Err(_) if bpp < 8 * (g.total_dies() as u64 + 1) => bpp += 1,
+                Err(e) => {
+                    errs.push(format!("trace.fit: {e}"));
+                    return Err(SimError::Config(errs.join("\n")));
+                }
+            }
+        }
+        errs.push(format!(
+            "trace.fit: no device of chip {} holds {} bytes",
+            chip_cfg.name, extent.data_end
+        ));
+        Err(SimError::Config(errs.join("\n")))
     }
 
     fn error_model(&self) -> Result<Box<dyn ErrorModel + Send>, SimError> {

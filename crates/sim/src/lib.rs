@@ -101,6 +101,9 @@ impl Experiment {
             config: serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null),
         });
         report.input_notes = self.source.notes();
+        if let Some(n) = &self.fit_note {
+            report.setup.workload = format!("{}; {n}", report.setup.workload);
+        }
         Ok(report)
     }
 }

@@ -27,6 +27,10 @@
 //!   size, so overwrites stay overwrites and aligned requests stay aligned (the capacity is
 //!   a whole number of pages) — and a request that crosses the end is split in two at it.
 //!   A trim longer than the device (mkfs discards the whole disk) is clipped to the device.
+//! - **Fitted device** ([`TraceOptions::fit`], `--fit`): the device is sized to hold the
+//!   highest address the trace reads or writes ([`TraceReader::extent`]); trims are not
+//!   counted in that size (mkfs discards the whole disk the trace came from), and one that
+//!   reaches past the end is clipped to it, or skipped if it starts past it, and counted.
 //! - **blkparse flags**: a write with `F` before the `W` (preflush) is a flush then the
 //!   write; with `F` after it (FUA) the write is followed by a flush.
 //! - **Empty**: a trace that yields no request is an error.
@@ -80,6 +84,9 @@ pub struct TraceOptions {
     pub capacity: u64,
     /// Fold addresses past the device back into it (see the module docs).
     pub wrap: bool,
+    /// The device was sized to the trace's reads and writes (`--fit`): a trim reaching
+    /// past its end is clipped to it (one starting past the end is skipped), both counted.
+    pub fit: bool,
     /// blkparse: the action whose events are requests.
     pub blkparse_action: BlkAction,
     /// The device to replay (MQSim device, MSR `host/disk`, SPC ASU, blkparse `maj,min`);
@@ -94,6 +101,7 @@ impl TraceOptions {
         TraceOptions {
             capacity,
             wrap: false,
+            fit: false,
             blkparse_action: BlkAction::Q,
             device: None,
         }
@@ -134,6 +142,15 @@ impl TraceFormat {
             _ => None,
         }
     }
+}
+
+/// How far a trace reaches ([`TraceReader::extent`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TraceExtent {
+    /// One past the highest byte a read or write touches (0: none).
+    pub data_end: u64,
+    /// One past the highest byte a trim touches (0: none).
+    pub trim_end: u64,
 }
 
 /// Counted events of a replay (see the module docs).
@@ -215,6 +232,35 @@ impl TraceReader {
         }
     }
 
+    /// The highest byte address the trace's reads and writes reach, and its trims' (a
+    /// pass over the whole file with no device limit, with `opts`' device and blkparse
+    /// action): what `--fit` sizes the device by.
+    pub fn extent(
+        path: &Path,
+        format: TraceFormat,
+        opts: &TraceOptions,
+    ) -> Result<TraceExtent, SimError> {
+        let unbounded = TraceOptions {
+            capacity: u64::MAX,
+            wrap: false,
+            fit: false,
+            ..opts.clone()
+        };
+        let mut r = TraceReader::open(path, format, &unbounded)?;
+        let mut e = TraceExtent::default();
+        while let Some(q) = r.next_request() {
+            let q = q?;
+            // `place` checked that the end does not overflow.
+            let end = q.offset + q.len;
+            match q.kind {
+                ReqKind::Trim => e.trim_end = e.trim_end.max(end),
+                ReqKind::Flush => {}
+                _ => e.data_end = e.data_end.max(end),
+            }
+        }
+        Ok(e)
+    }
+
     /// What the replay skipped, clamped, folded or split, in words (empty if nothing).
     pub fn counted(&self) -> Vec<String> {
         let c = &self.counts;
@@ -232,7 +278,11 @@ impl TraceReader {
             ),
             (c.folded, "requests folded into the device (--wrap)".to_string()),
             (c.split, "folded requests split at the device's end".to_string()),
-            (c.trims_clipped, "trims longer than the device clipped to it".to_string()),
+            (
+                c.trims_clipped,
+                "trims reaching past the device's end clipped to it (or skipped if wholly past it)"
+                    .to_string(),
+            ),
         ]
         .into_iter()
         .filter(|(n, _)| *n > 0)
@@ -470,6 +520,13 @@ impl TraceReader {
         };
         if end <= cap {
             push(self, offset, len);
+            return Ok(());
+        }
+        if kind == ReqKind::Trim && self.opts.fit && !self.opts.wrap {
+            self.counts.trims_clipped += 1;
+            if offset < cap {
+                push(self, offset, cap - offset);
+            }
             return Ok(());
         }
         if !self.opts.wrap {
