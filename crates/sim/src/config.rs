@@ -307,6 +307,13 @@ fn default_name() -> String {
     "experiment".into()
 }
 
+/// A device sized by `[trace] fit`.
+struct Fitted {
+    ftl: Box<dyn ftl::Ftl>,
+    blocks_per_plane: u32,
+    note: String,
+}
+
 /// A built experiment, ready to run.
 pub struct Experiment {
     /// The config it came from.
@@ -630,7 +637,7 @@ impl ExperimentConfig {
         scheme: &ftl::SchemeConfig,
         extent: crate::trace::TraceExtent,
         errs: &mut Vec<String>,
-    ) -> Result<(Box<dyn ftl::Ftl>, (u32, String)), SimError> {
+    ) -> Result<Fitted, SimError> {
         let g = chip_cfg.geometry;
         let page = g.page_size as u64;
         let need = extent.data_end.max(1).div_ceil(page);
@@ -658,7 +665,11 @@ impl ExperimentConfig {
                             String::new()
                         }
                     );
-                    return Ok((f, (bpp as u32, note)));
+                    return Ok(Fitted {
+                        ftl: f,
+                        blocks_per_plane: bpp as u32,
+                        note,
+                    });
                 }
                 Ok(f) => bpp += blocks_for(need - f.logical_pages()).max(1),
                 // Too few blocks for the scheme's reserves: grow and try again.
