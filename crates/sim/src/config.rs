@@ -438,11 +438,11 @@ impl ExperimentConfig {
                     return Err(SimError::Config(errs.join("\n")));
                 }
                 let extent = crate::trace::TraceReader::extent(path, t.format, opts)?;
-                let (ftl, note) =
+                let fitted =
                     self.fit_device(chip_cfg.clone(), model, &scheme, extent, &mut errs)?;
-                chip_cfg.geometry.blocks_per_plane = note.0;
-                fit_note = Some(note.1);
-                ftl
+                chip_cfg.geometry.blocks_per_plane = fitted.blocks_per_plane;
+                fit_note = Some(fitted.note);
+                fitted.ftl
             }
             _ => match self.device(&chip_cfg, model, &scheme) {
                 Ok(f) => f,
