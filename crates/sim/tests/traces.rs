@@ -286,7 +286,7 @@ fn folding_maps_every_address_the_same_way() {
     assert!(
         notes
             .iter()
-            .any(|n| n.contains("1 trims longer than the device clipped")),
+            .any(|n| n.contains("1 trims reaching past the device's end clipped")),
         "{notes:?}"
     );
     let e = read_all(&format!("0 0 {lba} 1 0\n"), TraceFormat::Mqsim, cap, false).unwrap_err();
