@@ -152,8 +152,12 @@ pub struct FtlCounters {
     pub host_reads: u64,
     /// Host reads of never-written (or trimmed) pages, served without flash access.
     pub unmapped_reads: u64,
-    /// Logical pages trimmed.
+    /// Logical pages the host asked to trim (a page trimmed twice counts twice).
     pub trims: u64,
+    /// Mapped logical pages a trim dropped (distinct: a page already unmapped is not
+    /// counted again).
+    #[serde(default)]
+    pub trimmed_pages: u64,
     /// Flushes.
     pub flushes: u64,
     /// NAND page reads per cause (see [`Cause::index`]).

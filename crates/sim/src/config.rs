@@ -56,6 +56,8 @@ pub struct ControllerSection {
     pub mode: PayloadMode,
     /// Decode latency model.
     pub latency: EccLatency,
+    /// Firmware time to drop one mapped page on a trim, ns (see `sim::engine`).
+    pub map_update_ns: u64,
 }
 
 impl Default for ControllerSection {
@@ -64,6 +66,7 @@ impl Default for ControllerSection {
             sector_size: 512,
             mode: PayloadMode::Bytes,
             latency: EccLatency::default(),
+            map_update_ns: crate::engine::DEFAULT_MAP_UPDATE.0,
         }
     }
 }
@@ -479,6 +482,7 @@ impl ExperimentConfig {
         }
         engine.set_critical_ranges(&ranges)?;
         engine.set_background(self.load.background);
+        engine.set_map_update_cost(Nanos(self.controller.map_update_ns));
         engine.set_device_slots(self.load.device_queue.map(|n| n as usize));
         let trace = self.trace.as_ref().zip(trace_path.zip(trace_opts));
         let source: Box<dyn RequestSource> = match (&self.workload, trace) {

@@ -11,6 +11,13 @@
 //! Requests are split into logical pages: a write touching part of a page rewrites the whole
 //! page (as a page-mapped FTL without sub-page mapping does; no read-modify-write is
 //! simulated), and a trim discards only the pages it covers completely.
+//!
+//! Trims and flushes are **barriers**, as SATA's non-queued DSM TRIM and FLUSH CACHE are:
+//! one starts when every die and channel has finished the work issued before it, then its
+//! own flash operations run (a flush's sealing pads and trim-log page; a trim's log page when
+//! it fills one), and a trim adds the firmware time of its map updates
+//! ([`Engine::set_map_update_cost`] per mapped page dropped). A trim behind seconds of
+//! queued writes therefore waits for them, as it does on a drive.
 
 use crate::metrics::Metrics;
 use crate::request::{ReqKind, Request};
@@ -21,6 +28,11 @@ use ftl::{DataClass, FlashOp, Ftl, FtlCounters, FtlError};
 use nand::{Lpn, Nanos};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+
+/// Default firmware time to drop one mapped page on a trim: 100 ns, a few dozen cycles of an
+/// embedded controller core for the map entry, the block's valid count and the trim list
+/// (a RAM update; the trim-log page, when one fills, is a real program on the timeline).
+pub const DEFAULT_MAP_UPDATE: Nanos = Nanos(100);
 
 /// Chooses which queued request the FTL serves next.
 pub trait Scheduler {
@@ -203,6 +215,8 @@ fn refill(
 /// The engine.
 pub struct Engine {
     ftl: Box<dyn Ftl>,
+    /// Firmware time per mapped page a trim drops.
+    map_update: Nanos,
     timeline: Timeline,
     sched: Box<dyn Scheduler>,
     page: u64,
@@ -246,6 +260,7 @@ impl Engine {
         let page = ftl.page_size() as u64;
         let logical = ftl.logical_pages();
         Engine {
+            map_update: DEFAULT_MAP_UPDATE,
             timeline: Timeline::new(dies, channels),
             sched: Box::new(Fifo::default()),
             page,
@@ -280,6 +295,12 @@ impl Engine {
     /// default) dispatches every request as soon as it is queued.
     pub fn set_device_slots(&mut self, slots: Option<usize>) {
         self.slots = slots.map(|s| s.max(1));
+    }
+
+    /// The controller's firmware time to drop one mapped page on a trim (map entry, valid
+    /// count, trim list); default [`DEFAULT_MAP_UPDATE`].
+    pub fn set_map_update_cost(&mut self, t: Nanos) {
+        self.map_update = t;
     }
 
     /// Total time requests have waited in the scheduler for a device slot.
@@ -520,6 +541,7 @@ impl Engine {
         }
         let ps = self.page;
         self.ftl.sync_dies(self.timeline.die_free());
+        let mut dropped = 0;
         match r.kind {
             ReqKind::Write | ReqKind::Read => {
                 let first = r.offset / ps;
@@ -534,6 +556,7 @@ impl Engine {
             }
             ReqKind::Trim => {
                 // Only whole pages are discarded.
+                dropped = self.ftl.counters().trimmed_pages;
                 let first = r.offset.div_ceil(ps);
                 let end = (r.offset + r.len) / ps;
                 for lpn in first..end {
@@ -548,7 +571,15 @@ impl Engine {
         }
         self.ops.clear();
         self.ftl.take_ops(&mut self.ops);
-        let done = self.timeline.schedule(&self.ops, at);
+        let done = match r.kind {
+            ReqKind::Trim | ReqKind::Flush => {
+                let start = at.max(self.timeline.all_free());
+                let dropped = self.ftl.counters().trimmed_pages - dropped;
+                self.timeline.schedule(&self.ops, start).max(start)
+                    + Nanos(self.map_update.0.saturating_mul(dropped))
+            }
+            _ => self.timeline.schedule(&self.ops, at),
+        };
         self.metrics.record(r.kind, r.len, r.arrival, done);
         self.queue_wait += at.saturating_sub(r.arrival);
         self.clock = self.clock.max(at);

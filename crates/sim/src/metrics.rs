@@ -99,8 +99,16 @@ pub struct HostStats {
     pub pages_written: u64,
     /// Logical pages read.
     pub pages_read: u64,
-    /// Logical pages trimmed.
+    /// Trim requests.
+    pub trim_requests: u64,
+    /// Bytes the trim requests covered.
+    pub trimmed_bytes: u64,
+    /// Whole logical pages the trims covered (a trim discards only whole pages; a page
+    /// trimmed twice counts twice).
     pub pages_trimmed: u64,
+    /// Mapped pages the trims dropped: distinct, a page already unmapped (never written,
+    /// or trimmed before) is not counted again.
+    pub pages_unmapped_by_trim: u64,
     /// Flushes.
     pub flushes: u64,
     /// Pages that could not be read back (uncorrectable).
@@ -252,6 +260,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         host_reads: a.host_reads - b.host_reads,
         unmapped_reads: a.unmapped_reads - b.unmapped_reads,
         trims: a.trims - b.trims,
+        trimmed_pages: a.trimmed_pages - b.trimmed_pages,
         flushes: a.flushes - b.flushes,
         reads: sub(a.reads, b.reads),
         programs: sub(a.programs, b.programs),
@@ -363,7 +372,10 @@ impl Report {
                 requests,
                 pages_written: c.host_writes,
                 pages_read: c.host_reads,
+                trim_requests: m.count[ReqKind::Trim.index()],
+                trimmed_bytes: m.bytes[ReqKind::Trim.index()],
                 pages_trimmed: c.trims,
+                pages_unmapped_by_trim: c.trimmed_pages,
                 flushes: c.flushes,
                 read_errors: m.read_errors,
                 verified_reads: m.verified_reads,
@@ -494,7 +506,10 @@ impl Report {
                 requests: 0,
                 pages_written: 0,
                 pages_read: 0,
+                trim_requests: 0,
+                trimmed_bytes: 0,
                 pages_trimmed: 0,
+                pages_unmapped_by_trim: 0,
                 flushes: 0,
                 read_errors: 0,
                 verified_reads: 0,
@@ -583,8 +598,12 @@ impl Report {
             );
         }
         let h = &self.host;
-        let _ = writeln!(w, "host        {} requests: {} pages written, {} read, {} trimmed, {} flushes; {} unreadable; {} reads verified, {} mismatches",
-            h.requests, h.pages_written, h.pages_read, h.pages_trimmed, h.flushes, h.read_errors, h.verified_reads, h.mismatches);
+        let _ = writeln!(w, "host        {} requests: {} pages written, {} read, {} flushes; {} unreadable; {} reads verified, {} mismatches",
+            h.requests, h.pages_written, h.pages_read, h.flushes, h.read_errors, h.verified_reads, h.mismatches);
+        if h.trim_requests > 0 {
+            let _ = writeln!(w, "trims       {} requests over {} bytes: {} whole pages covered, {} mapped pages dropped (distinct; pages already unmapped are not counted again)",
+                h.trim_requests, h.trimmed_bytes, h.pages_trimmed, h.pages_unmapped_by_trim);
+        }
         let n = &self.nand;
         let fmt = |m: &BTreeMap<&str, u64>| {
             m.iter()

@@ -81,6 +81,17 @@ impl Timeline {
         &self.die_free
     }
 
+    /// When every die and channel is free: the start of a barrier (a trim or flush served
+    /// after everything issued before it).
+    pub fn all_free(&self) -> Nanos {
+        self.die_free
+            .iter()
+            .chain(self.chan_free.iter())
+            .copied()
+            .max()
+            .unwrap_or(Nanos::ZERO)
+    }
+
     /// Total busy time of each die so far.
     pub fn die_busy(&self) -> &[Nanos] {
         &self.busy

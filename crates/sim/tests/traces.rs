@@ -517,3 +517,61 @@ fn fit_sizes_the_device_to_the_trace_and_clips_trims() {
     assert!(e.contains("fit and wrap"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Trims are counted as requests, bytes, pages covered and distinct mapped pages dropped
+/// (the same range trimmed twice drops its pages once); a trim is a barrier that waits for
+/// the writes issued before it and pays a firmware time per page it drops; a long run of
+/// trims without a flush persists its trim log as it goes (bounded RAM, cost on the trim).
+#[test]
+fn trims_count_distinct_pages_queue_behind_writes_and_persist_as_they_go() {
+    let dir = std::env::temp_dir().join(format!("nandlab-trims-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trims.trace");
+    // 256 writes of 64 KiB at t = 0 (seconds of program work on 4 dies), then at 1 µs two
+    // trims of the first 8 MiB and one of a never-written range.
+    let mut t = String::new();
+    for i in 0..256u64 {
+        t += &format!("8,0 0 {i} 0.000000000 9 Q W {} + 128 [w]\n", i * 128);
+    }
+    t += "8,0 0 900 0.000001 9 Q D 0 + 16384 [t]\n8,0 0 901 0.000002 9 Q D 0 + 16384 [t]\n";
+    t += "8,0 0 902 0.000003 9 Q D 100000 + 64 [t]\n";
+    std::fs::write(&trace, t).unwrap();
+    let run = |extra: &str| {
+        let cfg = format!(
+            "[chip]\npreset = \"mlc-20nm\"\n[chip.geometry]\nblocks_per_plane = 64\n[controller]\nmode = \"digest\"\n{extra}\n[precondition]\nenabled = false\n[trace]\npath = \"{}\"\nformat = \"blkparse\"\n[load]\nmode = \"open\"\n",
+            trace.display()
+        );
+        sim::ExperimentConfig::from_toml_str(&cfg, "t.toml")
+            .unwrap()
+            .build(Path::new("."))
+            .unwrap()
+            .run(&mut |_| {})
+            .unwrap()
+    };
+    let rep = run("");
+    let h = &rep.host;
+    let page = 8192u64; // mlc-20nm
+    assert_eq!(h.trim_requests, 3);
+    assert_eq!(h.trimmed_bytes, 2 * (8 << 20) + 64 * 512);
+    assert_eq!(h.pages_trimmed, 2 * (8 << 20) / page + 64 * 512 / page);
+    assert_eq!(h.pages_unmapped_by_trim, (8 << 20) / page);
+    // 1024 dropped pages are more than one trim-log page holds (680 entries of 12 bytes):
+    // with no flush in the trace, the log was written as the trims went.
+    assert_eq!(h.flushes, 0);
+    assert!(rep.nand.meta_bytes >= page, "{:?}", rep.nand);
+    // The trims waited for the 16 MiB of writes issued before them (milliseconds of
+    // programs), not 0 µs.
+    let trim = &rep.latency["trim"];
+    let write = &rep.latency["write"];
+    assert!(trim.mean_us > 1000.0, "{trim:?}");
+    assert!(trim.max_us >= write.max_us, "{trim:?} {write:?}");
+    // The firmware time per dropped page is charged: a 1 ms map update makes the first
+    // trim at least 512 ms longer.
+    let slow = run("map_update_ns = 1000000");
+    assert!(
+        slow.latency["trim"].max_us >= trim.max_us + 512_000.0 - 1.0,
+        "{:?}",
+        slow.latency["trim"]
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -684,7 +684,14 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             self.invalidate(old, seq);
         }
         self.map.set(&mut self.s, now, l, INVALID)?;
+        self.s.log.counters.trimmed_pages += 1;
         self.pending_trims.push((l as u32, seq));
+        // Trims wait in RAM for the next flush, but no more than a log page of them: the
+        // trim that fills one writes it (its cost lands on that trim), so RAM stays bounded
+        // and a long run of trims without flushes is persisted as it goes.
+        if self.pending_trims.len() >= self.region.payload(&self.s) / snapshot::TRIM_ENTRY {
+            self.persist_trims(now)?;
+        }
         Ok(())
     }
 

@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 use nand::{ErrorModel, Nanos, Storage};
 
 /// Bytes of one trim-log entry: logical page (u32) and sequence number (u64).
-const TRIM_ENTRY: usize = 12;
+pub(crate) const TRIM_ENTRY: usize = 12;
 /// `frontier` entries with no open block.
 const NO_BLOCK: u32 = u32::MAX;
 
