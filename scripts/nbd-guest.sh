@@ -5,8 +5,14 @@
 # Needs: qemu-system-x86, busybox-static, cpio, e2fsprogs and a Debian kernel package
 # (fetched with `apt-get download`, unpacked with `dpkg-deb -x`; nothing installed).
 # Usage: scripts/nbd-guest.sh [path/to/nandlab]
+#        scripts/nbd-guest.sh path/to/nandlab --capture-sensor OUT.blktrace
+#   The second form runs only the sensor-logger guest (records appended to CSV files and
+#   fsynced one by one, files rotated, ext4 mounted with -o discard) on a server started
+#   with --record-trace, and keeps the trace it recorded (how traces/sensor-ext4 was made).
 set -euo pipefail
 NANDLAB=$(realpath "${1:-target/release/nandlab}")
+capture=""
+if [ "${2:-}" = --capture-sensor ]; then capture=$(realpath -m "$3"); fi
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
   command -v "$t" >/dev/null || { echo "   skipped: $t missing"; exit 0; }
 done
@@ -89,6 +95,20 @@ if [ "$mode" = kill ]; then
   done
   umount /mnt || bad umount
   ok kill
+elif [ "$mode" = sensor ]; then
+  # A sensor logger: one record appended and fsynced at a time, 100 records a file, the
+  # newest 5 files kept (a deleted file's blocks are discarded: -o discard).
+  /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
+  mount -t ext4 -o discard /dev/vda /mnt || bad mount
+  for f in $(seq 1 12); do
+    for r in $(seq 1 100); do
+      echo "$f,$r,$(date +%s),2$((r % 10)).$r,10$((f % 10))$((r % 10)).$f" >>/mnt/log$f.csv
+      sync /mnt/log$f.csv || bad "sync $f $r"
+    done
+    if [ "$f" -gt 5 ]; then rm /mnt/log$((f - 5)).csv && sync /mnt; fi
+  done
+  umount /mnt || bad umount
+  ok sensor
 elif [ "$mode" = fresh ]; then
   /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
   mount -t ext4 /dev/vda /mnt || bad mount
@@ -129,6 +149,14 @@ boot() { # boot MODE BLOCKSIZE
   grep -q "GUEST-OK $1" "$work/console.log" || { tail -30 "$work/console.log"; fail "guest $1 ($2-byte blocks)"; }
   grep -q "logical block size $2" "$work/console.log" || fail "guest did not see $2-byte blocks"
 }
+if [ -n "$capture" ]; then
+  echo "-- sensor-logger guest, its requests recorded"
+  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --record-trace "$capture"
+  t0=$SECONDS; boot sensor 4096
+  stop_server TERM
+  echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
+  exit 0
+fi
 for bs in 512 4096; do
   echo "-- guest with $bs-byte logical blocks"
   rm -f "$work/disk.chip"

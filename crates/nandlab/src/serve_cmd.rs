@@ -7,6 +7,13 @@
 //! accepting, finish the request in progress, write a checkpoint (clean shutdown) and exit;
 //! after SIGKILL the next start recovers. SIGUSR1 prints the volume's counters as one JSON
 //! line on stderr. The image is locked: a second server on it is refused.
+//!
+//! `--record-trace FILE` writes every request as a blkparse text line (device `43,0`, the
+//! nbd major; action `Q`; time in seconds since the server started; `R`, `W`, `WFS` for a
+//! FUA write, `D` for a trim or a zeroing trim, `FN 0 + 0` for a flush), which `nandlab run
+//! --format blkparse` replays: a real host's block trace, captured on the way to the FTL.
+//! Lines are buffered and written out at every flush and at shutdown (a SIGKILL loses the
+//! tail since the last flush).
 
 use crate::nbd::{self, Export};
 use crate::volume_cmd::{self, RecoveryArg, Vol};
@@ -74,6 +81,49 @@ pub struct ServeArgs {
     /// are refused); `optional` lets plaintext clients in too.
     #[arg(long, value_enum, default_value = "require", requires = "tls_cert")]
     tls: TlsMode,
+    /// Record every request into this file as blkparse text (see the module docs).
+    #[arg(long)]
+    record_trace: Option<PathBuf>,
+}
+
+/// The `--record-trace` writer: blkparse text lines, one per request.
+struct Recorder {
+    out: std::io::BufWriter<std::fs::File>,
+    seq: u64,
+    started: std::time::Instant,
+}
+
+impl Recorder {
+    fn create(path: &std::path::Path) -> Result<Self> {
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(Recorder {
+            out: std::io::BufWriter::new(f),
+            seq: 0,
+            started: std::time::Instant::now(),
+        })
+    }
+
+    /// One request: `rwbs` and its byte range (sectors of 512 bytes, the range widened to
+    /// whole sectors).
+    fn record(&mut self, rwbs: &str, offset: u64, len: u64) {
+        use std::io::Write;
+        self.seq += 1;
+        let t = self.started.elapsed().as_secs_f64();
+        let (sector, end) = (offset / 512, (offset + len).div_ceil(512));
+        // A failed write of the trace is reported once, at the flush that finds it.
+        let _ = writeln!(
+            self.out,
+            "43,0 0 {} {t:.9} 0 Q {rwbs} {sector} + {} [nbd]",
+            self.seq,
+            end - sector
+        );
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        use std::io::Write;
+        self.out.flush()
+    }
 }
 
 /// Whether TLS is mandatory.
@@ -177,6 +227,7 @@ pub struct Volume {
     page: usize,
     size: u64,
     closed: bool,
+    recorder: Option<Recorder>,
 }
 
 impl Volume {
@@ -191,6 +242,7 @@ impl Volume {
             page,
             size,
             closed: false,
+            recorder: None,
         }
     }
 
@@ -271,10 +323,34 @@ impl Volume {
 
     fn fua(&mut self, fua: bool) -> Result<(), u32> {
         if fua {
-            self.flush()
+            self.sync()
         } else {
             Ok(())
         }
+    }
+
+    fn record(&mut self, rwbs: &str, offset: u64, len: u64) {
+        if let Some(r) = self.recorder.as_mut() {
+            r.record(rwbs, offset, len);
+        }
+    }
+
+    /// The FTL's flush, the clock saved, the image synced, and the trace written out.
+    fn sync(&mut self) -> Result<(), u32> {
+        let t = self.tick();
+        self.vol.flush(t).map_err(Self::errno)?;
+        volume_cmd::save_clock(&mut self.vol, t).map_err(|_| nbd::EIO)?;
+        if let Some(r) = self.recorder.as_mut() {
+            if let Err(e) = r.flush() {
+                eprintln!("--record-trace: {e}; recording stopped");
+                self.recorder = None;
+            }
+        }
+        self.vol
+            .controller_mut()
+            .chip_mut()
+            .sync()
+            .map_err(|_| nbd::EIO)
     }
 
     /// Flushes and writes a checkpoint; further requests fail with `ESHUTDOWN`.
@@ -284,6 +360,9 @@ impl Volume {
             let t = self.tick();
             self.vol.shutdown(t)?;
             volume_cmd::save_clock(&mut self.vol, t)?;
+            if let Some(r) = self.recorder.as_mut() {
+                r.flush().context("--record-trace")?;
+            }
             self.vol.controller_mut().chip_mut().sync()?;
         }
         Ok(())
@@ -324,6 +403,7 @@ impl Volume {
 impl Export for Volume {
     fn read_at(&mut self, offset: u64, out: &mut [u8]) -> Result<(), u32> {
         self.check()?;
+        self.record("R", offset, out.len() as u64);
         let mut buf = vec![0u8; self.page];
         for (l, r, at) in self.spans(offset, out.len() as u64) {
             let n = r.len();
@@ -339,6 +419,7 @@ impl Export for Volume {
 
     fn write_at(&mut self, offset: u64, data: &[u8], fua: bool) -> Result<(), u32> {
         self.check()?;
+        self.record(if fua { "WFS" } else { "W" }, offset, data.len() as u64);
         let page = self.page;
         self.each_page(
             offset,
@@ -354,6 +435,10 @@ impl Export for Volume {
 
     fn trim(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), u32> {
         self.check()?;
+        self.record("D", offset, len);
+        if fua {
+            self.record("FN", 0, 0);
+        }
         // Whole pages are discarded; the partial pages at the ends keep their data (a trim
         // is advisory).
         let ps = self.page as u64;
@@ -369,6 +454,16 @@ impl Export for Volume {
 
     fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool, no_hole: bool) -> Result<(), u32> {
         self.check()?;
+        match (no_hole, fua) {
+            (true, true) => self.record("WFS", offset, len),
+            (true, false) => self.record("W", offset, len),
+            (false, _) => {
+                self.record("D", offset, len);
+                if fua {
+                    self.record("FN", 0, 0);
+                }
+            }
+        }
         // Whole pages: a trim reads back as zeros (a hole), or with NO_HOLE a page of zeros
         // written; partial pages: read-modify-write.
         let zeros = vec![0u8; self.page];
@@ -417,14 +512,8 @@ impl Export for Volume {
 
     fn flush(&mut self) -> Result<(), u32> {
         self.check()?;
-        let t = self.tick();
-        self.vol.flush(t).map_err(Self::errno)?;
-        volume_cmd::save_clock(&mut self.vol, t).map_err(|_| nbd::EIO)?;
-        self.vol
-            .controller_mut()
-            .chip_mut()
-            .sync()
-            .map_err(|_| nbd::EIO)
+        self.record("FN", 0, 0);
+        self.sync()
     }
 }
 
@@ -444,7 +533,11 @@ pub fn run(a: ServeArgs) -> Result<()> {
         None => volume_cmd::open_at(&a.image, a.recovery.into())?,
     };
     let recovered = vol.recovery_report().cloned();
-    let volume = Arc::new(Mutex::new(Volume::new(vol, now)));
+    let mut volume = Volume::new(vol, now);
+    if let Some(p) = &a.record_trace {
+        volume.recorder = Some(Recorder::create(p)?);
+    }
+    let volume = Arc::new(Mutex::new(volume));
     let (size, preferred) = {
         let v = volume.lock().expect("volume lock");
         (v.size, v.page as u32)
