@@ -126,3 +126,47 @@ fn qemu_io_as_a_client() {
     assert!(!text.contains("fail") && !text.contains("error"), "{text}");
     assert_eq!(text.matches("read ").count(), 4, "{text}");
 }
+
+/// `--record-trace` writes every request as a blkparse line (FUA writes as `WFS`, flushes as
+/// `FN`, trims and zeroing trims as `D`), written out at flushes and shutdown; `nandlab
+/// run` replays the file with the same requests, fitted to a device.
+#[test]
+fn record_trace_writes_a_replayable_blkparse_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("rec.img");
+    let trace = dir.path().join("rec.blktrace");
+    let port = 20000 + ((std::process::id() + 4321) % 20000) as u16;
+    let mut srv = Server::start_with(
+        &image,
+        true,
+        port,
+        &["--record-trace", trace.to_str().unwrap()],
+    );
+    let (mut c, _) = Client::connect(port);
+    assert_eq!(c.write(4096, &bytes(8192, 3), false), 0);
+    assert_eq!(c.write(1000, &bytes(24, 4), true), 0); // FUA, unaligned
+    assert_eq!(c.read(4096, 4096), bytes(8192, 3)[..4096].to_vec());
+    assert_eq!(c.request(4, 0, 0, 16384, &[]).0, 0); // TRIM
+    assert_eq!(c.request(3, 0, 0, 0, &[]).0, 0); // FLUSH
+    // Written out at the flush.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let rwbs: Vec<&str> = text.lines().map(|l| l.split_whitespace().nth(6).unwrap()).collect();
+    assert_eq!(rwbs, ["W", "WFS", "R", "D", "FN"], "{text}");
+    let second = text.lines().nth(1).unwrap();
+    assert!(second.starts_with("43,0 0 2 ") && second.ends_with(" Q WFS 1 + 2 [nbd]"), "{second}");
+    srv.signal("-TERM");
+    let out = common::nandlab(&[
+        "run",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "blkparse",
+        "--fit",
+        "--quiet",
+    ]);
+    let s = common::stdout(&out);
+    assert!(out.status.success(), "{s}{}", common::stderr(&out));
+    // Two writes + FUA flush + read + trim + flush = 6 requests.
+    assert!(s.contains("host        6 requests"), "{s}");
+    assert!(s.contains("--fit: "), "{s}");
+}

@@ -24,7 +24,8 @@
 //! - **Checkpoints** ([`snapshot`], over the substrate's checkpoint region): a reserved region of SLC-mode blocks holds snapshots
 //!   (map, block states, frontiers, sequence counter) in two or more generations, plus a
 //!   trim log. Written at format, on [`Ftl::shutdown`], and on a flush once
-//!   `checkpoint_interval` blocks have been opened since the last one.
+//!   `checkpoint_interval` blocks have been opened since the last one (by default 4 per
+//!   die, or enough blocks to hold 4 checkpoint bodies if that is more).
 //! - **Recovery** ([`recovery`]): `FullScan` reads every page's OOB;
 //!   `RollForward` loads the checkpoint and scans only the blocks the
 //!   allocator can have opened since (free blocks are opened in a fixed order, so the
@@ -97,7 +98,11 @@ pub struct PageFtlConfig {
     /// BCH correction capability of every page.
     pub ecc_t: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
-    /// last one (bounds roll-forward recovery); 0 = 4 per die.
+    /// last one (bounds roll-forward recovery); 0 = automatic: 4 per die, or as many
+    /// blocks as hold 4 checkpoint bodies if that is more — a checkpoint then costs at most
+    /// a fifth of the pages programmed between two of them, and roll-forward reads at most
+    /// about 4 times what loading the checkpoint reads (a flush-heavy workload on a volume
+    /// whose map is large for its blocks no longer writes its map every few flushes).
     pub checkpoint_interval: u32,
     /// Blocks per die reserved for checkpoints; 0 = enough for two checkpoints and a trim
     /// log, computed from the geometry.
@@ -702,7 +707,8 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         let interval = if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {
-            4 * self.s.dies.len() as u32
+            let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb.max(1));
+            (4 * self.s.dies.len() as u32).max(amortised)
         };
         if self.s.opened_since_cp >= interval {
             return self.write_checkpoint(now);

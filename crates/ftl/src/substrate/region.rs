@@ -149,6 +149,11 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         }
     }
 
+    /// Body pages of the committed generation (0 before the first).
+    pub fn body_pages(&self) -> u32 {
+        self.cp.body_pages
+    }
+
     /// Payload bytes of a region unit.
     pub fn payload(&self, sub: &Substrate<S, M>) -> usize {
         self.writer.unit_bytes(sub) - HEADER
