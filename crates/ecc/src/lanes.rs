@@ -136,6 +136,7 @@ impl Lane for __m128i {
 
 /// Four 128-bit lanes of carry-less arithmetic side by side: a 512-bit vector register, or
 /// the scalar model [`Soft4`]. Every operation acts lane by lane except the two sums.
+#[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(dead_code))]
 pub(crate) trait Lane4: Copy {
     /// One lane's type.
     type One: Lane;
@@ -160,6 +161,7 @@ pub(crate) trait Lane4: Copy {
 }
 
 /// The scalar model of four lanes.
+#[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Soft4(pub(crate) [Soft; 4]);
 

@@ -43,6 +43,7 @@ pub(crate) struct WideParity {
     weight: Vec<u128>,
     /// Run on the vector instructions (the CPU has PCLMULQDQ and SSSE3), else on the
     /// scalar model.
+    #[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(dead_code))]
     hw: bool,
 }
 

@@ -8,9 +8,10 @@
 //! after SIGKILL the next start recovers. SIGUSR1 prints the volume's counters as one JSON
 //! line on stderr. The image is locked: a second server on it is refused.
 //!
-//! `--record-trace FILE` writes every request as a blkparse text line (device `43,0`, the
-//! nbd major; action `Q`; time in seconds since the server started; `R`, `W`, `WFS` for a
-//! FUA write, `D` for a trim or a zeroing trim, `FN 0 + 0` for a flush), which `nandlab run
+//! `--record-trace FILE` writes every well-formed data command, as the client sent it, as a
+//! blkparse text line (device `43,0`, the nbd major; action `Q`; time in seconds since the
+//! server started; `R`, `W` (also WRITE_ZEROES with NO_HOLE), `WFS` for a FUA write, `D` for
+//! a trim or a zeroing trim, `FN 0 + 0` for a flush), which `nandlab run
 //! --format blkparse` replays: a real host's block trace, captured on the way to the FTL.
 //! Lines are buffered and written out at every flush and at shutdown (a SIGKILL loses the
 //! tail since the last flush).
@@ -329,12 +330,6 @@ impl Volume {
         }
     }
 
-    fn record(&mut self, rwbs: &str, offset: u64, len: u64) {
-        if let Some(r) = self.recorder.as_mut() {
-            r.record(rwbs, offset, len);
-        }
-    }
-
     /// The FTL's flush, the clock saved, the image synced, and the trace written out.
     fn sync(&mut self) -> Result<(), u32> {
         let t = self.tick();
@@ -401,9 +396,32 @@ impl Volume {
 }
 
 impl Export for Volume {
+    fn observe(&mut self, cmd: nbd::Command, offset: u64, len: u64) {
+        use nbd::Command as C;
+        let Some(r) = self.recorder.as_mut() else {
+            return;
+        };
+        match cmd {
+            C::Read => r.record("R", offset, len),
+            C::Write { fua } | C::WriteZeroes { fua, no_hole: true } => {
+                r.record(if fua { "WFS" } else { "W" }, offset, len)
+            }
+            C::Flush => r.record("FN", 0, 0),
+            C::Trim { fua }
+            | C::WriteZeroes {
+                fua,
+                no_hole: false,
+            } => {
+                r.record("D", offset, len);
+                if fua {
+                    r.record("FN", 0, 0);
+                }
+            }
+        }
+    }
+
     fn read_at(&mut self, offset: u64, out: &mut [u8]) -> Result<(), u32> {
         self.check()?;
-        self.record("R", offset, out.len() as u64);
         let mut buf = vec![0u8; self.page];
         for (l, r, at) in self.spans(offset, out.len() as u64) {
             let n = r.len();
@@ -419,7 +437,6 @@ impl Export for Volume {
 
     fn write_at(&mut self, offset: u64, data: &[u8], fua: bool) -> Result<(), u32> {
         self.check()?;
-        self.record(if fua { "WFS" } else { "W" }, offset, data.len() as u64);
         let page = self.page;
         self.each_page(
             offset,
@@ -435,10 +452,6 @@ impl Export for Volume {
 
     fn trim(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), u32> {
         self.check()?;
-        self.record("D", offset, len);
-        if fua {
-            self.record("FN", 0, 0);
-        }
         // Whole pages are discarded; the partial pages at the ends keep their data (a trim
         // is advisory).
         let ps = self.page as u64;
@@ -454,16 +467,6 @@ impl Export for Volume {
 
     fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool, no_hole: bool) -> Result<(), u32> {
         self.check()?;
-        match (no_hole, fua) {
-            (true, true) => self.record("WFS", offset, len),
-            (true, false) => self.record("W", offset, len),
-            (false, _) => {
-                self.record("D", offset, len);
-                if fua {
-                    self.record("FN", 0, 0);
-                }
-            }
-        }
         // Whole pages: a trim reads back as zeros (a hole), or with NO_HOLE a page of zeros
         // written; partial pages: read-modify-write.
         let zeros = vec![0u8; self.page];
@@ -512,7 +515,6 @@ impl Export for Volume {
 
     fn flush(&mut self) -> Result<(), u32> {
         self.check()?;
-        self.record("FN", 0, 0);
         self.sync()
     }
 }

@@ -148,12 +148,18 @@ fn record_trace_writes_a_replayable_blkparse_trace() {
     assert_eq!(c.read(4096, 4096), bytes(8192, 3)[..4096].to_vec());
     assert_eq!(c.request(4, 0, 0, 16384, &[]).0, 0); // TRIM
     assert_eq!(c.request(3, 0, 0, 0, &[]).0, 0); // FLUSH
-    // Written out at the flush.
+                                                 // Written out at the flush.
     let text = std::fs::read_to_string(&trace).unwrap();
-    let rwbs: Vec<&str> = text.lines().map(|l| l.split_whitespace().nth(6).unwrap()).collect();
+    let rwbs: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().nth(6).unwrap())
+        .collect();
     assert_eq!(rwbs, ["W", "WFS", "R", "D", "FN"], "{text}");
     let second = text.lines().nth(1).unwrap();
-    assert!(second.starts_with("43,0 0 2 ") && second.ends_with(" Q WFS 1 + 2 [nbd]"), "{second}");
+    assert!(
+        second.starts_with("43,0 0 2 ") && second.ends_with(" Q WFS 1 + 1 [nbd]"),
+        "{second}"
+    );
     srv.signal("-TERM");
     let out = common::nandlab(&[
         "run",

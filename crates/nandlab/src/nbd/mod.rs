@@ -132,8 +132,38 @@ pub const CHUNK: usize = 256 << 10;
 /// Most extents in one BLOCK_STATUS reply.
 const MAX_EXTENTS: usize = 8192;
 
+/// A data command as the client sent it (before any splitting into pieces), for
+/// [`Export::observe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// READ.
+    Read,
+    /// WRITE; `fua`: forced unit access.
+    Write {
+        /// Durable before the reply.
+        fua: bool,
+    },
+    /// FLUSH.
+    Flush,
+    /// TRIM; `fua`: durable before the reply.
+    Trim {
+        /// Durable before the reply.
+        fua: bool,
+    },
+    /// WRITE_ZEROES.
+    WriteZeroes {
+        /// Durable before the reply.
+        fua: bool,
+        /// Real zeros written (no hole punched).
+        no_hole: bool,
+    },
+}
+
 /// What the server needs from the volume it exports. Errors are NBD error numbers.
 pub trait Export {
+    /// Sees every well-formed data command once, as the client sent it, before it is
+    /// served (`nandlab serve --record-trace`); the default ignores it.
+    fn observe(&mut self, _cmd: Command, _offset: u64, _len: u64) {}
     /// Reads `buf.len()` bytes at `offset` (in range).
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), u32>;
     /// Writes `data` at `offset` (in range); with `fua`, durable before it returns.
@@ -270,6 +300,25 @@ where
             _ => 0,
         };
         let flags_ok = flags & !allowed == 0;
+        let no_hole = flags & CMD_FLAG_NO_HOLE != 0;
+        let observed = match kind {
+            CMD_READ => Some(Command::Read),
+            CMD_WRITE => Some(Command::Write { fua }),
+            CMD_FLUSH => Some(Command::Flush),
+            CMD_TRIM => Some(Command::Trim { fua }),
+            CMD_WRITE_ZEROES => Some(Command::WriteZeroes { fua, no_hole }),
+            _ => None,
+        };
+        if let Some(cmd) = observed {
+            let well_formed =
+                flags_ok && (cmd == Command::Flush || (in_range && len <= MAX_PAYLOAD));
+            if well_formed {
+                let _ = with(&mut |e| {
+                    e.observe(cmd, offset, len as u64);
+                    Ok(())
+                });
+            }
+        }
         match kind {
             CMD_READ => {
                 let err = if len > MAX_PAYLOAD || !in_range || !flags_ok {
@@ -383,7 +432,6 @@ where
                 simple_reply(&mut conn, cookie, e, &[])?;
             }
             CMD_TRIM | CMD_WRITE_ZEROES => {
-                let no_hole = flags & CMD_FLAG_NO_HOLE != 0;
                 let e = if !in_range || !flags_ok {
                     EINVAL
                 } else if kind == CMD_TRIM {
