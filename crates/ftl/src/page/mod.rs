@@ -109,6 +109,13 @@ pub struct PageFtlConfig {
     pub region_blocks_per_die: u32,
     /// How [`PageFtl::mount`] rebuilds the volume.
     pub recovery: recovery::RecoveryKind,
+    /// The flush buffer (multi-level chips): while flushes come on average every fewer host
+    /// pages than the pairing window (the farthest upper partner of a lower page), new
+    /// host blocks are opened in SLC mode — their pages are never exposed, so a flush pads
+    /// nothing — and GC later moves what survives into native blocks (the way controllers
+    /// keep small synchronous writes in an SLC cache). Off: every flush seals MLC blocks
+    /// with padding pages.
+    pub flush_buffer: bool,
     /// A deliberate bug (test builds with the `sabotage` feature only).
     #[cfg(feature = "sabotage")]
     #[serde(skip)]
@@ -165,6 +172,7 @@ impl Default for PageFtlConfig {
             checkpoint_interval: 0,
             region_blocks_per_die: 0,
             recovery: recovery::RecoveryKind::RollForward,
+            flush_buffer: true,
             #[cfg(feature = "sabotage")]
             sabotage: crate::sabotage::Sabotage::None,
         }
@@ -201,6 +209,11 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     region: Region<S, M>,
     /// Trims not yet in the trim log.
     pending_trims: Vec<(u32, u64)>,
+    /// Host pages written per flush interval, a moving average in eighths (the flush
+    /// buffer's signal; 0 before the first flush that followed a write).
+    flush_gap: u64,
+    /// `host_writes` at the last flush.
+    writes_at_flush: u64,
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
 }
@@ -385,6 +398,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             p2l: vec![INVALID; geo.total_pages() as usize],
             region,
             pending_trims: Vec::new(),
+            flush_gap: 0,
+            writes_at_flush: 0,
             recovery: None,
         }
     }
@@ -424,6 +439,27 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.map.resize(logical);
         Ok(())
+    }
+
+    /// After a flush: the moving average of host pages per flush interval (weight 1/8 on
+    /// the newest), and whether new host blocks open in SLC mode (see
+    /// [`PageFtlConfig::flush_buffer`]).
+    fn update_flush_buffer(&mut self) {
+        let w = self.s.log.counters.host_writes;
+        let gap = w - self.writes_at_flush;
+        self.writes_at_flush = w;
+        if gap == 0 {
+            // A flush with nothing written since the last one says nothing about the rate.
+            return;
+        }
+        let gap = gap.min(u64::MAX / 64);
+        self.flush_gap = if self.flush_gap == 0 {
+            8 * gap
+        } else {
+            self.flush_gap - self.flush_gap / 8 + gap
+        };
+        self.s.host_slc =
+            self.cfg.flush_buffer && self.s.window > 0 && self.flush_gap < 8 * self.s.window as u64;
     }
 
     /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
@@ -704,6 +740,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
         self.s.log.counters.flushes += 1;
+        self.update_flush_buffer();
         let interval = if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {

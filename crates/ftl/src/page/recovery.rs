@@ -311,6 +311,9 @@ struct Rebuild {
 
 impl Rebuild {
     fn start<K: Rebuildable>(ftl: &mut K, now: Nanos) -> Result<Self, FtlError> {
+        // Block modes are learnt from the headers recovery reads; the rest are set when
+        // a block is next opened.
+        ftl.sub_mut().slc.fill(None);
         let Some((snap, trims)) = ftl.load_checkpoint(now)? else {
             return Err(FtlError::Corrupt(
                 "no valid checkpoint in the region: not a formatted nandlab volume",
@@ -382,6 +385,9 @@ impl Rebuild {
             return Ok(*h);
         }
         let h = ftl.sub_mut().read_header(now, b, Cause::Mount)?;
+        if ftl.sub().state[b as usize] != BState::Region {
+            ftl.sub_mut().slc[b as usize] = Some(h.slc_mode && ftl.sub().window > 0);
+        }
         // A block leaves the factory bad or good, never turns factory-bad later: a record
         // saying so of a block the checkpoint has in use (free, open, full, retiring) is a
         // damaged block table. Both procedures report it rather than skip the block (a full
@@ -453,6 +459,10 @@ impl Rebuild {
         self.scanned.insert(b);
         let ppb = ftl.sub_mut().ppb;
         let addr = ftl.sub_mut().block_addr(b);
+        // An SLC-mode block (the flush buffer) holds its LSB pages only: the others are
+        // skipped, and its write point is its first erased LSB page. The header says which
+        // (read once, charged, and already read on every path that scans a block).
+        let slc = self.header(ftl, now, b)?.slc_mode && ftl.sub().window > 0;
         let mut found: Vec<(u32, u64, u64)> = Vec::new();
         let mut seqs: Vec<u64> = vec![0; ppb as usize];
         let mut wp = ppb;
@@ -460,6 +470,9 @@ impl Rebuild {
         // resume: a later roll-forward would no longer see it at the write point.
         let mut clean = true;
         for p in from..ppb {
+            if slc && ftl.sub().next_lsb[p as usize] != p {
+                continue;
+            }
             let pa = addr.page(p).expect("page in block");
             self.pages_scanned += 1;
             match ftl.sub_mut().ctl.read_record(now, pa) {

@@ -155,7 +155,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             if let Some(f) = self.dies[die].frontier[stream].as_mut() {
                 if f.next < self.ppb {
                     let phys = f.block * self.ppb + f.next;
-                    f.next += 1;
+                    // An SLC-mode block takes its LSB pages only: `next` stays on one (or
+                    // at the end).
+                    f.next = if self.slc[f.block as usize] == Some(true) {
+                        self.next_lsb[f.next as usize + 1]
+                    } else {
+                        f.next + 1
+                    };
                     return Ok(phys);
                 }
                 self.dies[die].frontier[stream] = None;
@@ -179,11 +185,25 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                     continue;
                 }
             }
+            // The flush buffer: host blocks in SLC mode while flushes come every few pages.
+            let want = self.window > 0 && stream == HOST && self.host_slc;
+            if self.slc[b as usize] != Some(want) && self.window > 0 {
+                match self.ctl.set_slc_mode(self.block_addr(b), want) {
+                    Ok(()) => self.slc[b as usize] = Some(want),
+                    Err(NandError::BadBlock(_)) => {
+                        self.state[b as usize] = BState::Bad;
+                        self.log.counters.retired_blocks += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
             self.state[b as usize] = BState::Open;
             self.young[b as usize] = true;
             self.superseded[b as usize] = 0;
             self.opened_since_cp += 1;
-            self.dies[die].frontier[stream] = Some(Frontier { block: b, next: 0 });
+            let next = if want { self.next_lsb[0] } else { 0 };
+            self.dies[die].frontier[stream] = Some(Frontier { block: b, next });
         }
     }
 
@@ -207,6 +227,10 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let Some(f) = self.dies[die].frontier[stream] else {
             return u64::MAX;
         };
+        if self.slc[f.block as usize] == Some(true) {
+            // Only LSB pages are programmed: nothing is ever exposed.
+            return u64::MAX;
+        }
         let base = (die * 2 + stream) * self.ppb as usize;
         (f.next.saturating_sub(self.window)..f.next)
             .filter(|&q| {
@@ -313,7 +337,12 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     #[inline]
     pub fn close_if_full(&mut self, phys: u32) {
         let (b, page) = self.split(phys);
-        if page == self.ppb - 1 && self.state[b as usize] == BState::Open {
+        let last = if self.slc[b as usize] == Some(true) {
+            self.next_lsb[page as usize + 1] == self.ppb
+        } else {
+            page == self.ppb - 1
+        };
+        if last && self.state[b as usize] == BState::Open {
             self.state[b as usize] = BState::Full;
             self.index_insert(b);
         }

@@ -197,6 +197,15 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub upper: Vec<u32>,
     /// Largest distance from a lower page to its upper partner (0: nothing is ever exposed).
     pub window: u32,
+    /// Per page index p (and `ppb`): the first LSB page at or after p (`ppb` if none) —
+    /// the pages an SLC-mode block takes.
+    pub next_lsb: Vec<u32>,
+    /// Per block: its mode as far as the FTL knows (`Some(true)`: SLC mode), `None` until
+    /// known (after a mount, for blocks whose header was not read). Region blocks aside.
+    pub slc: Vec<Option<bool>>,
+    /// Open the next host-stream block in SLC mode (the flush buffer: set by the kernel when
+    /// flushes come every few pages, so a flush need not pad MLC blocks).
+    pub host_slc: bool,
     /// Sequence number of each page programmed in the open frontier blocks, by
     /// (die, stream, page).
     pub fseq: Vec<u64>,
@@ -258,7 +267,15 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 }
             })
             .collect();
+        let mut next_lsb = vec![ppb; ppb as usize + 1];
+        for q in (0..ppb).rev() {
+            let lsb = !multi || pairing.kind(q) == nand::BitKind::Lsb;
+            next_lsb[q as usize] = if lsb { q } else { next_lsb[q as usize + 1] };
+        }
         Substrate {
+            next_lsb,
+            slc: vec![Some(false); nblocks],
+            host_slc: false,
             cfg,
             policy,
             fixed_t: policies.ecc.fixed(),
