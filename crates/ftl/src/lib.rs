@@ -195,6 +195,9 @@ pub struct FtlCounters {
     /// Refresh alarms raised by the ECC-strength policy.
     #[serde(default)]
     pub refresh_alarms: u64,
+    /// Host blocks opened in SLC mode by the flush buffer.
+    #[serde(default)]
+    pub slc_blocks: u64,
 }
 
 /// Metadata bytes programmed, by kind.

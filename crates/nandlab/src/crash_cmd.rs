@@ -237,12 +237,13 @@ pub fn run(args: CrashArgs) -> Result<()> {
         args.seed
     );
     println!(
-        "workload:  {} host ops, {} chip ops; {} GC victims, {} checkpoints, {} padding pages, {} trims",
+        "workload:  {} host ops, {} chip ops; {} GC victims, {} checkpoints, {} padding pages, {} SLC-mode host blocks, {} trims",
         cfg.ops,
         s.workload_ops,
         w.gc_victims,
         w.checkpoints,
         w.pad_pages,
+        w.slc_blocks,
         w.trims
     );
     print!("{s}");

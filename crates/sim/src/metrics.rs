@@ -148,6 +148,8 @@ pub struct NandStats {
     pub meta_bytes: u64,
     /// Padding pages programmed to seal exposed lower pages (MLC).
     pub pad_pages: u64,
+    /// Host blocks the flush buffer opened in SLC mode.
+    pub slc_blocks: u64,
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
@@ -279,6 +281,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
             log: a.meta_bytes_by_kind.log - b.meta_bytes_by_kind.log,
         },
         refresh_alarms: a.refresh_alarms - b.refresh_alarms,
+        slc_blocks: a.slc_blocks - b.slc_blocks,
     }
 }
 
@@ -395,6 +398,7 @@ impl Report {
                 checkpoints: c.checkpoints,
                 meta_bytes: c.meta_bytes,
                 pad_pages: c.pad_pages,
+                slc_blocks: c.slc_blocks,
             },
             waf: c.waf(),
             waf_per_byte: if m.bytes[1] > 0 {
@@ -529,6 +533,7 @@ impl Report {
                 checkpoints: 0,
                 meta_bytes: 0,
                 pad_pages: 0,
+                slc_blocks: 0,
             },
             waf: 0.0,
             waf_per_byte: 0.0,
@@ -637,8 +642,8 @@ impl Report {
             n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
         let _ = writeln!(
             w,
-            "metadata    {} checkpoints, {} bytes written; {} padding pages",
-            n.checkpoints, n.meta_bytes, n.pad_pages
+            "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer)",
+            n.checkpoints, n.meta_bytes, n.pad_pages, n.slc_blocks
         );
         let we = &self.wear;
         let _ = writeln!(

@@ -150,6 +150,25 @@ fn multi_die_with_wear_levelling_and_trims() {
     assert!(s.workload.trims > 30 && s.workload.gc_victims > 20, "{s:?}");
 }
 
+/// Flushes every other operation on MLC: the flush buffer opens host blocks in SLC mode,
+/// and every cut point and mode in and around them (including GC folding them into native
+/// blocks) holds the contract, with both recoveries.
+#[test]
+fn every_cut_point_with_the_flush_buffer() {
+    for recovery in [ftl::RecoveryKind::RollForward, ftl::RecoveryKind::FullScan] {
+        let mut cfg = CrashConfig::small(41);
+        cfg.ops = 150;
+        cfg.flush_every = 2;
+        cfg.scheme.set_recovery(recovery);
+        let s = run_plan(&cfg, Plan::Linear, &CutMode::ALL, &mut |_, _| {}).unwrap();
+        report("flush buffer", &s);
+        assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+        assert!(s.workload.slc_blocks >= 3, "{:?}", s.workload);
+        assert!(s.workload.gc_victims > 0, "{:?}", s.workload);
+        assert!(s.passed > 1500, "{s:?}");
+    }
+}
+
 /// A page that reads back an older, superseded version is named as such.
 #[test]
 fn a_resurrected_version_is_named() {

@@ -202,7 +202,12 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             self.young[b as usize] = true;
             self.superseded[b as usize] = 0;
             self.opened_since_cp += 1;
-            let next = if want { self.next_lsb[0] } else { 0 };
+            let next = if want {
+                self.log.counters.slc_blocks += 1;
+                self.next_lsb[0]
+            } else {
+                0
+            };
             self.dies[die].frontier[stream] = Some(Frontier { block: b, next });
         }
     }
