@@ -714,6 +714,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         self.chip.set_slc_mode(block, slc)
     }
 
+    /// Tells the storage to keep (or stop keeping) flat block `block`'s whole pages in
+    /// digest mode (an FTL's metadata region moving through the blocks; see
+    /// [`Storage::keep_whole`]). Changes nothing on the chip.
+    pub fn keep_whole(&mut self, block: u32, keep: bool) {
+        self.chip.storage_mut().keep_whole(block, keep);
+    }
+
     /// Reads a block's header (bad-block marker, erase counter, whether it holds data, SLC
     /// mode): one charged spare read ([`Chip::read_block_header`]).
     pub fn read_block_header(

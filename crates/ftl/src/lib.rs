@@ -198,6 +198,9 @@ pub struct FtlCounters {
     /// Host blocks opened in SLC mode by the flush buffer.
     #[serde(default)]
     pub slc_blocks: u64,
+    /// Checkpoint-region blocks swapped for less-worn free blocks (region wear levelling).
+    #[serde(default)]
+    pub region_swaps: u64,
 }
 
 /// Metadata bytes programmed, by kind.

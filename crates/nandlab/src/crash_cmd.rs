@@ -58,6 +58,10 @@ pub struct CrashArgs {
     /// A flush writes a checkpoint once this many blocks were opened since the last one.
     #[arg(long)]
     checkpoint_interval: Option<u32>,
+    /// Checkpoint-region blocks per die (6 or more in all: two anchors and rotating
+    /// blocks that swap with worn-less free blocks).
+    #[arg(long)]
+    region_blocks_per_die: Option<u32>,
     /// Foreground GC threshold (free blocks per die, ≥ 2).
     #[arg(long)]
     gc_threshold: Option<u32>,
@@ -92,6 +96,9 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
     let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
     if let Some(i) = args.checkpoint_interval {
         p.checkpoint_interval = i;
+    }
+    if let Some(r) = args.region_blocks_per_die {
+        p.region_blocks_per_die = r;
     }
     if let Some(g) = args.gc_threshold {
         if g < 2 {
@@ -237,11 +244,12 @@ pub fn run(args: CrashArgs) -> Result<()> {
         args.seed
     );
     println!(
-        "workload:  {} host ops, {} chip ops; {} GC victims, {} checkpoints, {} padding pages, {} SLC-mode host blocks, {} trims",
+        "workload:  {} host ops, {} chip ops; {} GC victims, {} checkpoints, {} region swaps, {} padding pages, {} SLC-mode host blocks, {} trims",
         cfg.ops,
         s.workload_ops,
         w.gc_victims,
         w.checkpoints,
+        w.region_swaps,
         w.pad_pages,
         w.slc_blocks,
         w.trims

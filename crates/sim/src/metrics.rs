@@ -150,6 +150,8 @@ pub struct NandStats {
     pub pad_pages: u64,
     /// Host blocks the flush buffer opened in SLC mode.
     pub slc_blocks: u64,
+    /// Checkpoint-region blocks swapped for less-worn free blocks.
+    pub region_swaps: u64,
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
@@ -282,6 +284,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         },
         refresh_alarms: a.refresh_alarms - b.refresh_alarms,
         slc_blocks: a.slc_blocks - b.slc_blocks,
+        region_swaps: a.region_swaps - b.region_swaps,
     }
 }
 
@@ -399,6 +402,7 @@ impl Report {
                 meta_bytes: c.meta_bytes,
                 pad_pages: c.pad_pages,
                 slc_blocks: c.slc_blocks,
+                region_swaps: c.region_swaps,
             },
             waf: c.waf(),
             waf_per_byte: if m.bytes[1] > 0 {
@@ -534,6 +538,7 @@ impl Report {
                 meta_bytes: 0,
                 pad_pages: 0,
                 slc_blocks: 0,
+                region_swaps: 0,
             },
             waf: 0.0,
             waf_per_byte: 0.0,
@@ -642,8 +647,8 @@ impl Report {
             n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
         let _ = writeln!(
             w,
-            "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer)",
-            n.checkpoints, n.meta_bytes, n.pad_pages, n.slc_blocks
+            "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer); {} region blocks swapped for less-worn ones",
+            n.checkpoints, n.meta_bytes, n.pad_pages, n.slc_blocks, n.region_swaps
         );
         let we = &self.wear;
         let _ = writeln!(

@@ -278,6 +278,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
         }
         ftl.size_volume()?;
+        ftl.region.write_anchor(&mut ftl.s, now)?;
         ftl.write_checkpoint(now)?;
         Ok(ftl)
     }
@@ -387,7 +388,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
         let writer = Box::new(WholePage::new(&s));
         let region = Region::new(cfg.region_blocks(&chip_cfg), writer);
-        for &b in &region.blocks {
+        for b in region.all_blocks() {
             s.state[b as usize] = BState::Region;
         }
         PageFtl {
@@ -512,7 +513,28 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// pages in it. A pass over the whole map: for tests and debug builds.
     pub fn verify(&self) -> Result<(), Invariant> {
         self.s.verify()?;
+        self.verify_region().map_err(Invariant::Structure)?;
         self.verify_map().map_err(Invariant::Structure)
+    }
+
+    /// The region's blocks (anchors and rotating ones) are distinct and in state `Region`
+    /// (or `Bad`), and no other block is.
+    fn verify_region(&self) -> Result<(), String> {
+        let mut member = vec![false; self.s.state.len()];
+        for b in self.region.all_blocks() {
+            let i = b as usize;
+            if i >= member.len() || member[i] {
+                return Err(format!("region block {b} out of range or listed twice"));
+            }
+            member[i] = true;
+            if !matches!(self.s.state[i], BState::Region | BState::Bad) {
+                return Err(format!("region block {b} is {:?}", self.s.state[i]));
+            }
+        }
+        match (0..member.len()).find(|&i| self.s.state[i] == BState::Region && !member[i]) {
+            Some(i) => Err(format!("block {i} is Region but not in the region")),
+            None => Ok(()),
+        }
     }
 
     /// The map's part of [`verify`](PageFtl::verify).

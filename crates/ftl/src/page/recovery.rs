@@ -225,6 +225,8 @@ impl Recovery for RollForward {
                 .filter(|&b| r.snap.states[b as usize] == code::FREE)
                 .collect();
             free.sort_unstable_by_key(|&b| (r.snap.erase[b as usize], b));
+            // A free block the region took since the checkpoint is not the allocator's.
+            free.retain(|&b| ftl.sub().state[b as usize] != BState::Region);
             for (_i, b) in free.into_iter().enumerate() {
                 #[cfg(feature = "sabotage")]
                 if _i == 0 && ftl.sub().cfg.sabotage == crate::sabotage::Sabotage::SkipRecoveryBlock
@@ -239,6 +241,16 @@ impl Recovery for RollForward {
                         break;
                     }
                 }
+            }
+        }
+        // Blocks that left the region since the checkpoint went to the free pool, and may
+        // hold data written since.
+        for b in r.left_region.clone() {
+            if r.header(ftl, now, b)?.status == BlockStatus::FactoryBad {
+                continue;
+            }
+            if r.scan_block(ftl, now, b, 0, c)? == 0 {
+                r.free.insert(b);
             }
         }
         // Blocks left without a valid page (at the checkpoint, or by newer records) may
@@ -305,6 +317,9 @@ struct Rebuild {
     young: BTreeSet<u32>,
     /// Block headers read so far (each read once, charged).
     headers: BTreeMap<u32, BlockInfo>,
+    /// Blocks the checkpoint has in the region that the anchor no longer lists (swapped
+    /// out since: free, or reused for data); scanned like data blocks.
+    left_region: BTreeSet<u32>,
     /// Time of the mount.
     now: Nanos,
 }
@@ -354,7 +369,15 @@ impl Rebuild {
                 ftl.sub_mut().geo.page_size as usize
             }
         ];
+        let left_region = snap
+            .states
+            .iter()
+            .enumerate()
+            .filter(|&(b, &st)| st == code::REGION && ftl.sub().state[b] != BState::Region)
+            .map(|(b, _)| b as u32)
+            .collect();
         Ok(Rebuild {
+            left_region,
             trims,
             best: vec![0; logical],
             max_seq,
@@ -582,7 +605,10 @@ impl Rebuild {
                 }
                 continue;
             }
-            if ftl.sub_mut().state[i] == BState::Bad && self.snap.states[i] == code::REGION {
+            if ftl.sub_mut().state[i] == BState::Bad
+                && self.snap.states[i] == code::REGION
+                && !self.left_region.contains(&b)
+            {
                 continue;
             }
             let die = ftl.sub_mut().die_of(b) as usize;

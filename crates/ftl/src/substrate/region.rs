@@ -19,6 +19,24 @@
 //! **Log.** Entries are appended as log pages after the committed generation's body; when
 //! the region has no room for another log page while keeping room for a whole new
 //! generation, [`Region::append_log`] says so and the scheme writes a new generation.
+//!
+//! **Rotation (wear levelling of the region).** Checkpoints and trim logs erase region
+//! blocks far more often than data blocks are erased, so the region moves through the
+//! block pool: when a region block about to be reused has been erased more than
+//! [`ROTATE_SPREAD`] times more than the least-worn free block of its die, the two swap —
+//! the free block (erased, put in SLC mode) joins the region and the worn one, erased and
+//! back in native mode, joins the free pool. The current list of region blocks lives in
+//! the **anchor**: the first two blocks of the configured region (fixed, SLC mode), which
+//! hold anchor records (magic, sequence number, the list, a CRC32C), appended one a page
+//! and written only at format and at a swap. Mount reads both anchor blocks and takes the
+//! newest valid record; the next record goes to the block not holding it (erased first),
+//! so the newest record is never erased and a torn record never hides an older one. A swap
+//! writes the new record before the worn block is erased: a cut before it leaves the old
+//! list (the free block merely in SLC mode), a cut after it the new one (the old block, no
+//! longer region, is scanned by recovery like any data block). The committed generation is
+//! never in the block swapped out (a new generation only uses blocks not holding it). A
+//! region of fewer than six blocks, or a volume formatted before anchors existed (no valid
+//! record), keeps a fixed region.
 
 use super::meta::MetaWriter;
 use super::{BState, Substrate};
@@ -38,7 +56,10 @@ pub(crate) const PAD_KIND: MetaTag = MetaTag::new(2);
 /// the page's own header says which it is.
 pub(crate) const LOG_KIND: MetaTag = MetaTag::new(3);
 
-/// What a metadata page kind holds: `"checkpoint"`, `"trim-log"`, `"pad"`, or `None` for a
+/// Page kind of anchor pages (the current list of region blocks, see the module docs).
+pub(crate) const ANCHOR_KIND: MetaTag = MetaTag::new(4);
+
+/// What a metadata page kind holds: `"checkpoint"`, `"trim-log"`, `"pad"`, `"anchor"`, or `None` for a
 /// tag no scheme writes. For tools that account for pages (the crash harness's per-class
 /// cut counts).
 pub fn meta_tag_name(tag: MetaTag) -> Option<&'static str> {
@@ -46,16 +67,32 @@ pub fn meta_tag_name(tag: MetaTag) -> Option<&'static str> {
         CP_KIND => Some("checkpoint"),
         LOG_KIND => Some("trim-log"),
         PAD_KIND => Some("pad"),
+        ANCHOR_KIND => Some("anchor"),
         _ => None,
     }
 }
 
 const MAGIC: [u8; 4] = *b"NLCP";
+const ANCHOR_MAGIC: [u8; 4] = *b"NLAN";
+/// A region block is swapped for the least-worn free block of its die once it has been
+/// erased this many times more.
+pub(crate) const ROTATE_SPREAD: u32 = 4;
+/// Fewest configured region blocks for rotation (two anchors, at least four rotating).
+const MIN_ROTATING: usize = 6;
 const VERSION: u8 = 1;
 /// Header bytes at the start of every checkpoint page.
 pub(crate) const HEADER: usize = 32;
 const KIND_BODY: u8 = 0;
 const KIND_LOG: u8 = 1;
+
+/// The CRC32C of an anchor record: its sequence number, count and blocks (bytes 8..20 and
+/// 24..), not the CRC field itself.
+fn anchor_crc(crc32c: fn(&[u8]) -> u32, record: &[u8]) -> u32 {
+    let mut v = Vec::with_capacity(record.len() - 12);
+    v.extend_from_slice(&record[8..20]);
+    v.extend_from_slice(&record[24..]);
+    crc32c(&v)
+}
 
 /// The header of a checkpoint page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +157,15 @@ pub(crate) struct CpState {
 pub(crate) struct Region<S: Storage, M: ErrorModel> {
     /// Region blocks in use order (interleaved over dies).
     pub blocks: Vec<u32>,
+    /// The two anchor blocks (empty: a fixed region).
+    pub anchors: Vec<u32>,
+    /// Sequence number of the newest anchor record.
+    anchor_seq: u64,
+    /// The anchor block the next record goes to, and its next slot (`None`: the block not
+    /// holding the newest record, erased before its first record).
+    anchor_at: Option<(usize, u32)>,
+    /// The anchor block holding the newest record.
+    anchor_newest: usize,
     /// How units are programmed and read.
     pub writer: Box<dyn MetaWriter<S, M>>,
     /// The committed generation.
@@ -139,10 +185,20 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for Region<S, M> {
 }
 
 impl<S: Storage, M: ErrorModel> Region<S, M> {
-    /// The region of `blocks` (flat indices, in use order) with `writer`.
-    pub fn new(blocks: Vec<u32>, writer: Box<dyn MetaWriter<S, M>>) -> Self {
+    /// The region of `blocks` (flat indices, in use order) with `writer`: the first two are
+    /// the anchor if there are at least six (see the module docs).
+    pub fn new(mut blocks: Vec<u32>, writer: Box<dyn MetaWriter<S, M>>) -> Self {
+        let anchors = if blocks.len() >= MIN_ROTATING {
+            blocks.drain(..2).collect()
+        } else {
+            Vec::new()
+        };
         Region {
             blocks,
+            anchors,
+            anchor_seq: 0,
+            anchor_at: None,
+            anchor_newest: 1,
             writer,
             cp: CpState::default(),
             seen: false,
@@ -152,6 +208,203 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     /// Body pages of the committed generation (0 before the first).
     pub fn body_pages(&self) -> u32 {
         self.cp.body_pages
+    }
+
+    /// Every block the region holds: the anchors and the rotating blocks.
+    pub fn all_blocks(&self) -> impl Iterator<Item = u32> + '_ {
+        self.anchors.iter().chain(self.blocks.iter()).copied()
+    }
+
+    /// An anchor record: magic, sequence number, block count, CRC32C of what follows the
+    /// CRC, then the blocks (little-endian).
+    fn anchor_record(&self, sub: &Substrate<S, M>, seq: u64) -> Vec<u8> {
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
+        page[..4].copy_from_slice(&ANCHOR_MAGIC);
+        page[4] = VERSION;
+        page[8..16].copy_from_slice(&seq.to_le_bytes());
+        page[16..20].copy_from_slice(&(self.blocks.len() as u32).to_le_bytes());
+        for (i, b) in self.blocks.iter().enumerate() {
+            page[24 + 4 * i..28 + 4 * i].copy_from_slice(&b.to_le_bytes());
+        }
+        let end = 24 + 4 * self.blocks.len();
+        let crc = anchor_crc(sub.ctl.crc32c_fn(), &page[..end]);
+        page[20..24].copy_from_slice(&crc.to_le_bytes());
+        page
+    }
+
+    /// Parses an anchor record: its sequence number and block list, if it is whole and
+    /// names only distinct blocks of the chip other than the anchors.
+    fn parse_anchor(&self, sub: &Substrate<S, M>, page: &[u8]) -> Option<(u64, Vec<u32>)> {
+        if page.len() < 24 || page[..4] != ANCHOR_MAGIC || page[4] != VERSION {
+            return None;
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
+        let seq = u64::from_le_bytes(page[8..16].try_into().expect("8 bytes"));
+        let n = u32_at(16) as usize;
+        let end = 24usize.checked_add(n.checked_mul(4)?)?;
+        if n == 0 || end > page.len() {
+            return None;
+        }
+        if anchor_crc(sub.ctl.crc32c_fn(), &page[..end]) != u32_at(20) {
+            return None;
+        }
+        let blocks: Vec<u32> = (0..n).map(|i| u32_at(24 + 4 * i)).collect();
+        let nblocks = sub.state.len() as u32;
+        let mut sorted = blocks.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let ok = sorted.len() == n
+            && blocks
+                .iter()
+                .all(|&b| b < nblocks && !self.anchors.contains(&b));
+        ok.then_some((seq, blocks))
+    }
+
+    /// Appends a record of the current list to the anchor (see the module docs).
+    pub fn write_anchor(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
+        if self.anchors.is_empty() {
+            return Ok(());
+        }
+        let seq = self.anchor_seq + 1;
+        let page = self.anchor_record(sub, seq);
+        let slots = self.writer.slots();
+        let rec = OobRecord::new(seq, 0, PageKind::Meta(ANCHOR_KIND));
+        // At most both anchor blocks, each tried from an erase.
+        for _ in 0..4 {
+            let (i, slot) = match self.anchor_at {
+                Some((i, slot)) if slot < slots => (i, slot),
+                _ => {
+                    let i = 1 - self.anchor_newest;
+                    let b = self.anchors[i];
+                    if sub.state[b as usize] != BState::Region
+                        || !sub.erase_block(now, b, Cause::Meta)?
+                    {
+                        return Err(FtlError::NoSpace);
+                    }
+                    (i, 0)
+                }
+            };
+            let b = self.anchors[i];
+            if self.writer.program(sub, now, b, slot, &page, rec)? {
+                self.anchor_seq = seq;
+                self.anchor_newest = i;
+                self.anchor_at = Some((i, slot + 1));
+                let c = &mut sub.log.counters;
+                c.meta_bytes += page.len() as u64;
+                c.meta_bytes_by_kind.checkpoint += page.len() as u64;
+                return Ok(());
+            }
+            // The program failed: the block is retired; the other one takes the record.
+            self.anchor_newest = i;
+            self.anchor_at = None;
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// Reads both anchor blocks and adopts the newest valid record's list (charged reads).
+    /// Blocks that left the region become `Bad` placeholders for recovery to settle; blocks
+    /// that joined it become region blocks. Without any valid record the region is the
+    /// configured one, fixed (a volume formatted before anchors existed).
+    fn load_anchor(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
+        let mut newest: Option<(u64, usize, Vec<u32>)> = None;
+        for i in 0..self.anchors.len() {
+            let b = self.anchors[i];
+            for slot in 0..self.writer.slots() {
+                let Some(rec) = self.writer.read(sub, now, b, slot, &mut page)? else {
+                    break;
+                };
+                if rec.kind != PageKind::Meta(ANCHOR_KIND) {
+                    break;
+                }
+                if let Some((seq, list)) = self.parse_anchor(sub, &page) {
+                    if newest.as_ref().is_none_or(|n| seq > n.0) {
+                        newest = Some((seq, i, list));
+                    }
+                }
+            }
+        }
+        let Some((seq, i, list)) = newest else {
+            // A fixed region: the anchors are region blocks like the others.
+            let mut all: Vec<u32> = self.anchors.drain(..).collect();
+            all.append(&mut self.blocks);
+            self.blocks = all;
+            return Ok(());
+        };
+        for &b in &self.blocks {
+            if !list.contains(&b) && sub.state[b as usize] == BState::Region {
+                sub.state[b as usize] = BState::Bad;
+            }
+        }
+        for &b in &list {
+            sub.state[b as usize] = BState::Region;
+        }
+        self.blocks = list;
+        self.anchor_seq = seq;
+        self.anchor_newest = i;
+        // The next record goes to the other block, erased first.
+        self.anchor_at = None;
+        Ok(())
+    }
+
+    /// The region block to reuse next in place of `b` (about to be erased for a generation
+    /// or a log page): `b` itself, or — when `b` has been erased [`ROTATE_SPREAD`] times more
+    /// than the least-worn free block of its die — that free block, swapped into the region
+    /// (anchor record first, then `b` erased into the free pool; see the module docs).
+    fn rotate(&mut self, sub: &mut Substrate<S, M>, now: Nanos, b: u32) -> Result<u32, FtlError> {
+        if self.anchors.is_empty() {
+            return Ok(b);
+        }
+        let die = sub.die_of(b) as usize;
+        let Some(&core::cmp::Reverse((least, f))) = sub.dies[die].free.peek() else {
+            return Ok(b);
+        };
+        if sub.erase[b as usize] < least.saturating_add(ROTATE_SPREAD) {
+            return Ok(b);
+        }
+        sub.dies[die].free.pop();
+        // The free block, erased and in SLC mode, keeping whole pages in a digest store.
+        if sub.suspect[f as usize] {
+            sub.suspect[f as usize] = false;
+            if !sub.erase_block(now, f, Cause::Meta)? {
+                return Ok(b);
+            }
+        }
+        let fa = sub.block_addr(f);
+        if sub.window > 0 {
+            if let Err(e) = sub.ctl.set_slc_mode(fa, true) {
+                return match e {
+                    nand::NandError::BadBlock(_) => {
+                        sub.state[f as usize] = BState::Bad;
+                        sub.log.counters.retired_blocks += 1;
+                        Ok(b)
+                    }
+                    e => Err(e.into()),
+                };
+            }
+        }
+        sub.ctl.keep_whole(f, true);
+        let at = self
+            .blocks
+            .iter()
+            .position(|&x| x == b)
+            .expect("b is a region block");
+        self.blocks[at] = f;
+        sub.state[f as usize] = BState::Region;
+        self.write_anchor(sub, now)?;
+        // The worn block leaves: erased, native mode, into the free pool.
+        if sub.erase_block(now, b, Cause::Meta)? {
+            let ba = sub.block_addr(b);
+            if sub.window > 0 {
+                sub.ctl.set_slc_mode(ba, false)?;
+            }
+            sub.ctl.keep_whole(b, false);
+            sub.slc[b as usize] = Some(false);
+            sub.young[b as usize] = false;
+            sub.push_free(b);
+        }
+        sub.log.counters.region_swaps += 1;
+        Ok(f)
     }
 
     /// Payload bytes of a region unit.
@@ -223,6 +476,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                     // Too many region blocks went bad for another generation.
                     return Err(FtlError::NoSpace);
                 };
+                let b = self.rotate(sub, now, b)?;
                 if !sub.erase_block(now, b, Cause::Meta)? {
                     continue;
                 }
@@ -283,7 +537,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 if order.len() <= body_blocks {
                     return Ok(false);
                 }
-                let b = order[0];
+                let b = self.rotate(sub, now, order[0])?;
                 if !sub.erase_block(now, b, Cause::Meta)? {
                     continue;
                 }
@@ -322,6 +576,9 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         now: Nanos,
         mut accept: impl FnMut(&[u8]) -> Option<T>,
     ) -> Result<Option<(T, Vec<u8>)>, FtlError> {
+        if !self.anchors.is_empty() {
+            self.load_anchor(sub, now)?;
+        }
         let mut page = vec![0u8; self.writer.unit_bytes(sub)];
         // The first page of every region block: which generation and page it starts with.
         let mut starts: Vec<(u64, u32, u32)> = Vec::new();

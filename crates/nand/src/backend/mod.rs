@@ -100,6 +100,11 @@ pub trait Storage {
     /// Hints the CPU to load all of `page`'s stored data area, for a read that will copy it
     /// out (a hint: changes nothing).
     fn prefetch_data(&self, _page: u64) {}
+    /// Keeps (`true`) or stops keeping the whole pages of flat block `block` in a backend
+    /// that otherwise stores less of them (digest mode): an FTL whose metadata region moves
+    /// through the blocks says so when a block joins or leaves it, while the block is
+    /// erased. The default (a backend that keeps everything) ignores it.
+    fn keep_whole(&mut self, _block: u32, _keep: bool) {}
     /// Forgets the content of `count` pages from `first` (a block erase).
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError>;
     /// Persists the state of flat block `block` (no-op for volatile backends).

@@ -279,6 +279,16 @@ impl Storage for RamStorage {
         }
     }
 
+    fn keep_whole(&mut self, block: u32, keep: bool) {
+        // Only a store made with whole blocks (`with_full_blocks`) can move them; the
+        // block is erased, so nothing stored moves with it.
+        if let Some((mask, _)) = &mut self.full {
+            if let Some(m) = mask.get_mut(block as usize) {
+                *m = keep;
+            }
+        }
+    }
+
     fn discard(&mut self, first: u64, count: u32) -> Result<(), StorageError> {
         if let Some(f) = self.full_of(first) {
             return f.discard(first, count);
