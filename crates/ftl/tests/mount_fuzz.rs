@@ -28,6 +28,9 @@ fn ftl_cfg(ctl: &mut Ctl, recovery: RecoveryKind) -> PageFtlConfig {
         over_provisioning: 0.25,
         ecc_t: ctl.max_t().min(4),
         recovery,
+        // Eight region blocks: two of them the anchor, so forged and torn anchor records
+        // are fuzzed too.
+        region_blocks_per_die: 8,
         ..PageFtlConfig::default()
     }
 }

@@ -387,7 +387,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
         let writer = Box::new(WholePage::new(&s));
-        let region = Region::new(cfg.region_blocks(&chip_cfg), writer);
+        let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
+        region.fit_anchor(&s);
         for b in region.all_blocks() {
             s.state[b as usize] = BState::Region;
         }

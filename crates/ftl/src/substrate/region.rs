@@ -210,6 +210,16 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         self.cp.body_pages
     }
 
+    /// Keeps the region fixed where an anchor record would not fit one unit (a region of
+    /// more blocks than a page can list): the anchors become region blocks like the others.
+    pub fn fit_anchor(&mut self, sub: &Substrate<S, M>) {
+        if !self.anchors.is_empty() && 24 + 4 * self.blocks.len() > self.writer.unit_bytes(sub) {
+            let mut all: Vec<u32> = self.anchors.drain(..).collect();
+            all.append(&mut self.blocks);
+            self.blocks = all;
+        }
+    }
+
     /// Every block the region holds: the anchors and the rotating blocks.
     pub fn all_blocks(&self) -> impl Iterator<Item = u32> + '_ {
         self.anchors.iter().chain(self.blocks.iter()).copied()
