@@ -160,4 +160,17 @@ impl SchemeConfig {
             SchemeConfig::Page(cfg) => cfg.region_blocks(chip),
         }
     }
+
+    /// A digest-mode store for `chip` (a spare prefix of each page) that keeps the pages of
+    /// [`keep_whole_blocks`](SchemeConfig::keep_whole_blocks) whole; blocks that join or
+    /// leave the region later are switched by the scheme itself.
+    pub fn digest_storage(&self, chip: &ChipConfig) -> nand::RamStorage {
+        let g = chip.geometry;
+        let mut mask = alloc::vec![false; g.total_blocks() as usize];
+        for b in self.keep_whole_blocks(chip) {
+            mask[b as usize] = true;
+        }
+        nand::RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
+            .with_full_blocks(&g, mask)
+    }
 }

@@ -516,13 +516,7 @@ fn region_rotation_in_digest_mode_levels_and_remounts() {
             ..Default::default()
         };
         let scheme = SchemeConfig::Page(fcfg);
-        let g = chip.geometry;
-        let mut mask = vec![false; g.total_blocks() as usize];
-        for b in scheme.keep_whole_blocks(&chip) {
-            mask[b as usize] = true;
-        }
-        let storage = RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
-            .with_full_blocks(&g, mask);
+        let storage = scheme.digest_storage(&chip);
         let ctl = Controller::new(
             Chip::new(chip, storage).unwrap(),
             ConstantRber(0.0),

@@ -600,12 +600,7 @@ impl ExperimentConfig {
             RamStorage::new(&g)
         } else {
             // The blocks the scheme reads back as data (its checkpoint region) keep real bytes.
-            let mut mask = vec![false; g.total_blocks() as usize];
-            for b in scheme.keep_whole_blocks(chip_cfg) {
-                mask[b as usize] = true;
-            }
-            RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
-                .with_full_blocks(&g, mask)
+            scheme.digest_storage(chip_cfg)
         };
         let mut chip = Chip::new(chip_cfg.clone(), storage).map_err(|e| format!("chip: {e}"))?;
         if let Some(a) = self.aging {

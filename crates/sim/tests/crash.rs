@@ -9,6 +9,17 @@ fn report(name: &str, s: &sim::crash::Summary) {
     eprint!("{name}\n{s}");
 }
 
+/// Runs `plan` with every cut mode, prints the summary, and requires that no case broke
+/// the contract or ran out of space and that more than `min_passed` passed.
+fn holds(name: &str, cfg: &CrashConfig, plan: Plan, min_passed: u64) -> sim::crash::Summary {
+    let s = run_plan(cfg, plan, &CutMode::ALL, &mut |_, _| {}).unwrap();
+    report(name, &s);
+    assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
+    assert!(s.passed > min_passed, "{s:?}");
+    s
+}
+
 #[test]
 fn every_cut_point_and_mode_roll_forward() {
     let mut cfg = CrashConfig::small(1);
@@ -41,11 +52,7 @@ fn every_cut_point_and_mode_full_scan() {
     let mut cfg = CrashConfig::small(2);
     cfg.ops = 150;
     cfg.scheme.set_recovery(RecoveryKind::FullScan);
-    let s = run_plan(&cfg, Plan::Linear, &CutMode::ALL, &mut |_, _| {}).unwrap();
-    report("linear full scan", &s);
-    assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
-    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
-    assert!(s.passed > 2000, "{s:?}");
+    holds("linear full scan", &cfg, Plan::Linear, 2000);
 }
 
 #[test]
@@ -54,17 +61,12 @@ fn random_sample_on_a_larger_chip() {
     let mut cfg = CrashConfig::small(5);
     cfg.chip.geometry.blocks_per_plane = 64;
     cfg.ops = 1500;
-    let s = run_plan(
+    holds(
+        "random, larger chip",
         &cfg,
         Plan::Random { samples: 400 },
-        &CutMode::ALL,
-        &mut |_, _| {},
-    )
-    .unwrap();
-    report("random, larger chip", &s);
-    assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
-    assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
-    assert!(s.passed > 350, "{s:?}");
+        350,
+    );
 }
 
 #[test]
@@ -160,12 +162,9 @@ fn every_cut_point_with_the_flush_buffer() {
         cfg.ops = 150;
         cfg.flush_every = 2;
         cfg.scheme.set_recovery(recovery);
-        let s = run_plan(&cfg, Plan::Linear, &CutMode::ALL, &mut |_, _| {}).unwrap();
-        report("flush buffer", &s);
-        assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+        let s = holds("flush buffer", &cfg, Plan::Linear, 1500);
         assert!(s.workload.slc_blocks >= 3, "{:?}", s.workload);
         assert!(s.workload.gc_victims > 0, "{:?}", s.workload);
-        assert!(s.passed > 1500, "{s:?}");
     }
 }
 
@@ -183,17 +182,13 @@ fn every_cut_point_with_region_rotation() {
         let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
         p.region_blocks_per_die = 8;
         p.checkpoint_interval = 1;
-        let s = run_plan(
+        let s = holds(
+            "region rotation",
             &cfg,
             Plan::Random { samples: 1200 },
-            &CutMode::ALL,
-            &mut |_, _| {},
-        )
-        .unwrap();
-        report("region rotation", &s);
-        assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+            1100,
+        );
         assert!(s.workload.region_swaps >= 3, "{:?}", s.workload);
-        assert!(s.passed > 1100, "{s:?}");
     }
 }
 

@@ -436,12 +436,7 @@ pub fn measure_recovery(mib: u64, work: u64, seed: u64) -> Result<RecoveryMeasur
         ..PageFtlConfig::default()
     });
     let geo = chip.geometry;
-    let mut mask = vec![false; geo.total_blocks() as usize];
-    for b in scheme.keep_whole_blocks(&chip) {
-        mask[b as usize] = true;
-    }
-    let storage = RamStorage::digest(&geo, controller::layout::DIGEST_SPARE_BYTES)
-        .with_full_blocks(&geo, mask);
+    let storage = scheme.digest_storage(&chip);
     let ctl = Controller::new(
         Chip::new(chip.clone(), storage).map_err(|x| e(&x))?,
         ConstantRber(0.0),
