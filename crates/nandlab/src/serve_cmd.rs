@@ -92,6 +92,8 @@ struct Recorder {
     out: std::io::BufWriter<std::fs::File>,
     seq: u64,
     started: std::time::Instant,
+    /// The first write that failed, reported at the next flush.
+    failed: Option<std::io::Error>,
 }
 
 impl Recorder {
@@ -102,6 +104,7 @@ impl Recorder {
             out: std::io::BufWriter::new(f),
             seq: 0,
             started: std::time::Instant::now(),
+            failed: None,
         })
     }
 
@@ -112,18 +115,24 @@ impl Recorder {
         self.seq += 1;
         let t = self.started.elapsed().as_secs_f64();
         let (sector, end) = (offset / 512, (offset + len).div_ceil(512));
-        // A failed write of the trace is reported once, at the flush that finds it.
-        let _ = writeln!(
+        let r = writeln!(
             self.out,
             "43,0 0 {} {t:.9} 0 Q {rwbs} {sector} + {} [nbd]",
             self.seq,
             end - sector
         );
+        if let Err(e) = r {
+            self.failed.get_or_insert(e);
+        }
     }
 
+    /// Writes the buffered lines out; the first error since the last flush, if any.
     fn flush(&mut self) -> std::io::Result<()> {
         use std::io::Write;
-        self.out.flush()
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.out.flush(),
+        }
     }
 }
 

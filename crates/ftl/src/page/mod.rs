@@ -99,10 +99,9 @@ pub struct PageFtlConfig {
     pub ecc_t: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
     /// last one (bounds roll-forward recovery); 0 = automatic: 4 per die, or as many
-    /// blocks as hold 4 checkpoint bodies if that is more — a checkpoint then costs at most
-    /// a fifth of the pages programmed between two of them, and roll-forward reads at most
-    /// about 4 times what loading the checkpoint reads (a flush-heavy workload on a volume
-    /// whose map is large for its blocks no longer writes its map every few flushes).
+    /// blocks as hold 4 checkpoint bodies if that is more (a checkpoint then costs at most
+    /// a fifth of the pages programmed between two, and roll-forward reads at most ~4×
+    /// what loading it reads).
     pub checkpoint_interval: u32,
     /// Blocks per die reserved for checkpoints; 0 = enough for two checkpoints and a trim
     /// log, computed from the geometry.
@@ -110,11 +109,9 @@ pub struct PageFtlConfig {
     /// How [`PageFtl::mount`] rebuilds the volume.
     pub recovery: recovery::RecoveryKind,
     /// The flush buffer (multi-level chips): while flushes come on average every fewer host
-    /// pages than the pairing window (the farthest upper partner of a lower page), new
-    /// host blocks are opened in SLC mode — their pages are never exposed, so a flush pads
-    /// nothing — and GC later moves what survives into native blocks (the way controllers
-    /// keep small synchronous writes in an SLC cache). Off: every flush seals MLC blocks
-    /// with padding pages.
+    /// pages than the pairing window, new host blocks open in SLC mode — nothing exposed,
+    /// so a flush pads nothing — and GC later folds what survives into native blocks (an
+    /// SLC cache for small synchronous writes). Off: every flush pads MLC blocks.
     pub flush_buffer: bool,
     /// A deliberate bug (test builds with the `sabotage` feature only).
     #[cfg(feature = "sabotage")]
@@ -209,11 +206,6 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     region: Region<S, M>,
     /// Trims not yet in the trim log.
     pending_trims: Vec<(u32, u64)>,
-    /// Host pages written per flush interval, a moving average in eighths (the flush
-    /// buffer's signal; 0 before the first flush that followed a write).
-    flush_gap: u64,
-    /// `host_writes` at the last flush.
-    writes_at_flush: u64,
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
 }
@@ -278,7 +270,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
         }
         ftl.size_volume()?;
-        ftl.region.write_anchor(&mut ftl.s, now)?;
+        ftl.region.init_anchor(&mut ftl.s, now)?;
         ftl.write_checkpoint(now)?;
         Ok(ftl)
     }
@@ -400,8 +392,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             p2l: vec![INVALID; geo.total_pages() as usize],
             region,
             pending_trims: Vec::new(),
-            flush_gap: 0,
-            writes_at_flush: 0,
             recovery: None,
         }
     }
@@ -441,27 +431,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.map.resize(logical);
         Ok(())
-    }
-
-    /// After a flush: the moving average of host pages per flush interval (weight 1/8 on
-    /// the newest), and whether new host blocks open in SLC mode (see
-    /// [`PageFtlConfig::flush_buffer`]).
-    fn update_flush_buffer(&mut self) {
-        let w = self.s.log.counters.host_writes;
-        let gap = w - self.writes_at_flush;
-        self.writes_at_flush = w;
-        if gap == 0 {
-            // A flush with nothing written since the last one says nothing about the rate.
-            return;
-        }
-        let gap = gap.min(u64::MAX / 64);
-        self.flush_gap = if self.flush_gap == 0 {
-            8 * gap
-        } else {
-            self.flush_gap - self.flush_gap / 8 + gap
-        };
-        self.s.host_slc =
-            self.cfg.flush_buffer && self.s.window > 0 && self.flush_gap < 8 * self.s.window as u64;
     }
 
     /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
@@ -514,28 +483,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// pages in it. A pass over the whole map: for tests and debug builds.
     pub fn verify(&self) -> Result<(), Invariant> {
         self.s.verify()?;
-        self.verify_region().map_err(Invariant::Structure)?;
+        self.region.verify(&self.s).map_err(Invariant::Structure)?;
         self.verify_map().map_err(Invariant::Structure)
-    }
-
-    /// The region's blocks (anchors and rotating ones) are distinct and in state `Region`
-    /// (or `Bad`), and no other block is.
-    fn verify_region(&self) -> Result<(), String> {
-        let mut member = vec![false; self.s.state.len()];
-        for b in self.region.all_blocks() {
-            let i = b as usize;
-            if i >= member.len() || member[i] {
-                return Err(format!("region block {b} out of range or listed twice"));
-            }
-            member[i] = true;
-            if !matches!(self.s.state[i], BState::Region | BState::Bad) {
-                return Err(format!("region block {b} is {:?}", self.s.state[i]));
-            }
-        }
-        match (0..member.len()).find(|&i| self.s.state[i] == BState::Region && !member[i]) {
-            Some(i) => Err(format!("block {i} is Region but not in the region")),
-            None => Ok(()),
-        }
     }
 
     /// The map's part of [`verify`](PageFtl::verify).
@@ -750,9 +699,8 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         self.map.set(&mut self.s, now, l, INVALID)?;
         self.s.log.counters.trimmed_pages += 1;
         self.pending_trims.push((l as u32, seq));
-        // Trims wait in RAM for the next flush, but no more than a log page of them: the
-        // trim that fills one writes it (its cost lands on that trim), so RAM stays bounded
-        // and a long run of trims without flushes is persisted as it goes.
+        // Trims wait in RAM for the next flush, at most a log page of them: the trim that
+        // fills one writes it (its cost on that trim), so RAM stays bounded.
         if self.pending_trims.len() >= self.region.payload(&self.s) / snapshot::TRIM_ENTRY {
             self.persist_trims(now)?;
         }
@@ -763,7 +711,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
         self.s.log.counters.flushes += 1;
-        self.update_flush_buffer();
+        self.s.note_flush(self.cfg.flush_buffer);
         let interval = if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {

@@ -186,7 +186,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 }
             }
             // The flush buffer: host blocks in SLC mode while flushes come every few pages.
-            let want = self.window > 0 && stream == HOST && self.host_slc;
+            let want = stream == HOST && self.host_slc;
             if self.slc[b as usize] != Some(want) && self.window > 0 {
                 match self.ctl.set_slc_mode(self.block_addr(b), want) {
                     Ok(()) => self.slc[b as usize] = Some(want),
@@ -323,6 +323,27 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             phys = self.allocate(now, die, stream)?;
         }
         Ok(phys)
+    }
+
+    /// At a flush: updates the moving average of host pages per flush interval (weight
+    /// 1/8 on the newest) and, with the flush buffer `enabled`, whether new host blocks
+    /// open in SLC mode — while the average is below the pairing window (multi-level chips
+    /// only).
+    pub fn note_flush(&mut self, enabled: bool) {
+        let w = self.log.counters.host_writes;
+        let gap = w - self.writes_at_flush;
+        self.writes_at_flush = w;
+        if gap == 0 {
+            // A flush with nothing written since the last one says nothing about the rate.
+            return;
+        }
+        let gap = gap.min(u64::MAX / 64);
+        self.flush_gap = if self.flush_gap == 0 {
+            8 * gap
+        } else {
+            self.flush_gap - self.flush_gap / 8 + gap
+        };
+        self.host_slc = enabled && self.window > 0 && self.flush_gap < 8 * self.window as u64;
     }
 
     /// Seals every frontier: no page written so far stays exposed.

@@ -203,9 +203,14 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// Per block: its mode as far as the FTL knows (`Some(true)`: SLC mode), `None` until
     /// known (after a mount, for blocks whose header was not read). Region blocks aside.
     pub slc: Vec<Option<bool>>,
-    /// Open the next host-stream block in SLC mode (the flush buffer: set by the kernel when
-    /// flushes come every few pages, so a flush need not pad MLC blocks).
+    /// Open the next host-stream block in SLC mode (the flush buffer: while flushes come
+    /// every few pages, so a flush need not pad MLC blocks; see `note_flush`).
     pub host_slc: bool,
+    /// Host pages written per flush interval, a moving average in eighths (the flush
+    /// buffer's signal; 0 before the first flush that followed a write).
+    pub flush_gap: u64,
+    /// `host_writes` at the last flush.
+    pub writes_at_flush: u64,
     /// Sequence number of each page programmed in the open frontier blocks, by
     /// (die, stream, page).
     pub fseq: Vec<u64>,
@@ -276,6 +281,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             next_lsb,
             slc: vec![Some(false); nblocks],
             host_slc: false,
+            flush_gap: 0,
+            writes_at_flush: 0,
             cfg,
             policy,
             fixed_t: policies.ecc.fixed(),

@@ -42,6 +42,8 @@ use super::meta::MetaWriter;
 use super::{BState, Substrate};
 use crate::{Cause, FtlError};
 use ::alloc::boxed::Box;
+use ::alloc::format;
+use ::alloc::string::String;
 use ::alloc::vec;
 use ::alloc::vec::Vec;
 use controller::{MetaTag, OobRecord, PageKind};
@@ -214,9 +216,27 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     /// more blocks than a page can list): the anchors become region blocks like the others.
     pub fn fit_anchor(&mut self, sub: &Substrate<S, M>) {
         if !self.anchors.is_empty() && 24 + 4 * self.blocks.len() > self.writer.unit_bytes(sub) {
-            let mut all: Vec<u32> = self.anchors.drain(..).collect();
-            all.append(&mut self.blocks);
-            self.blocks = all;
+            self.make_fixed();
+        }
+    }
+
+    /// The region's blocks (anchors and rotating ones) are distinct and in state `Region`
+    /// (or `Bad`), and no other block is `Region`.
+    pub fn verify(&self, sub: &Substrate<S, M>) -> Result<(), String> {
+        let mut member = vec![false; sub.state.len()];
+        for b in self.all_blocks() {
+            let i = b as usize;
+            if i >= member.len() || member[i] {
+                return Err(format!("region block {b} out of range or listed twice"));
+            }
+            member[i] = true;
+            if !matches!(sub.state[i], BState::Region | BState::Bad) {
+                return Err(format!("region block {b} is {:?}", sub.state[i]));
+            }
+        }
+        match (0..member.len()).find(|&i| sub.state[i] == BState::Region && !member[i]) {
+            Some(i) => Err(format!("block {i} is Region but not in the region")),
+            None => Ok(()),
         }
     }
 
@@ -271,44 +291,64 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     }
 
     /// Appends a record of the current list to the anchor (see the module docs).
-    pub fn write_anchor(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
+    /// `Ok(false)`: the anchor cannot take it — the block the record would go to is bad or
+    /// failed (the block holding the newest record is never erased for a retry), so the
+    /// caller keeps the list the anchor has.
+    pub fn write_anchor(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+    ) -> Result<bool, FtlError> {
         if self.anchors.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         let seq = self.anchor_seq + 1;
         let page = self.anchor_record(sub, seq);
-        let slots = self.writer.slots();
-        let rec = OobRecord::new(seq, 0, PageKind::Meta(ANCHOR_KIND));
-        // At most both anchor blocks, each tried from an erase.
-        for _ in 0..4 {
-            let (i, slot) = match self.anchor_at {
-                Some((i, slot)) if slot < slots => (i, slot),
-                _ => {
-                    let i = 1 - self.anchor_newest;
-                    let b = self.anchors[i];
-                    if sub.state[b as usize] != BState::Region
-                        || !sub.erase_block(now, b, Cause::Meta)?
-                    {
-                        return Err(FtlError::NoSpace);
-                    }
-                    (i, 0)
+        let (i, slot) = match self.anchor_at {
+            Some((i, slot)) if slot < self.writer.slots() => (i, slot),
+            _ => {
+                let i = 1 - self.anchor_newest;
+                let b = self.anchors[i];
+                if sub.state[b as usize] != BState::Region
+                    || !sub.erase_block(now, b, Cause::Meta)?
+                {
+                    return Ok(false);
                 }
-            };
-            let b = self.anchors[i];
-            if self.writer.program(sub, now, b, slot, &page, rec)? {
-                self.anchor_seq = seq;
-                self.anchor_newest = i;
-                self.anchor_at = Some((i, slot + 1));
-                let c = &mut sub.log.counters;
-                c.meta_bytes += page.len() as u64;
-                c.meta_bytes_by_kind.checkpoint += page.len() as u64;
-                return Ok(());
+                (i, 0)
             }
-            // The program failed: the block is retired; the other one takes the record.
-            self.anchor_newest = i;
+        };
+        let rec = OobRecord::new(seq, 0, PageKind::Meta(ANCHOR_KIND));
+        if !self
+            .writer
+            .program(sub, now, self.anchors[i], slot, &page, rec)?
+        {
+            // The block was retired; the other one still holds the newest record.
             self.anchor_at = None;
+            return Ok(false);
         }
-        Err(FtlError::NoSpace)
+        self.anchor_seq = seq;
+        self.anchor_newest = i;
+        self.anchor_at = Some((i, slot + 1));
+        let c = &mut sub.log.counters;
+        c.meta_bytes += page.len() as u64;
+        c.meta_bytes_by_kind.checkpoint += page.len() as u64;
+        Ok(true)
+    }
+
+    /// Writes the first anchor record at format; a region whose anchor cannot take it is
+    /// kept fixed (the anchors become region blocks like the others).
+    pub fn init_anchor(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
+        if !self.write_anchor(sub, now)? {
+            self.make_fixed();
+        }
+        Ok(())
+    }
+
+    /// The anchors become ordinary region blocks: the region no longer rotates.
+    fn make_fixed(&mut self) {
+        let mut all: Vec<u32> = self.anchors.drain(..).collect();
+        all.append(&mut self.blocks);
+        self.blocks = all;
     }
 
     /// Reads both anchor blocks and adopts the newest valid record's list (charged reads).
@@ -336,9 +376,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         }
         let Some((seq, i, list)) = newest else {
             // A fixed region: the anchors are region blocks like the others.
-            let mut all: Vec<u32> = self.anchors.drain(..).collect();
-            all.append(&mut self.blocks);
-            self.blocks = all;
+            self.make_fixed();
             return Ok(());
         };
         for &b in &self.blocks {
@@ -401,7 +439,15 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             .expect("b is a region block");
         self.blocks[at] = f;
         sub.state[f as usize] = BState::Region;
-        self.write_anchor(sub, now)?;
+        if !self.write_anchor(sub, now)? {
+            // The anchor keeps the old list: so does the region; `f` goes back to the pool
+            // (in SLC mode, which its next opening sets as needed).
+            self.blocks[at] = b;
+            sub.ctl.keep_whole(f, false);
+            sub.slc[f as usize] = Some(sub.window > 0);
+            sub.push_free(f);
+            return Ok(b);
+        }
         // The worn block leaves: erased, native mode, into the free pool.
         if sub.erase_block(now, b, Cause::Meta)? {
             let ba = sub.block_addr(b);

@@ -123,6 +123,14 @@ impl CrashConfig {
         }
     }
 
+    /// A freshly formatted volume of this configuration (wrapped, if asked).
+    fn formatted(&self, t: Nanos) -> Result<Dev, String> {
+        self.scheme
+            .format(controller(self)?, t)
+            .map(|d| self.wrapped(d))
+            .map_err(|e| format!("format: {e}"))
+    }
+
     /// Logical pages the workload touches on a volume of `logical` pages.
     pub fn span_pages(&self, logical: u64) -> u64 {
         ((logical as f64 * self.span.clamp(0.0, 1.0)) as u64).clamp(1, logical.max(1))
@@ -472,11 +480,7 @@ fn case_inner(
     info: &mut Option<CutInfo>,
 ) -> Result<Outcome, String> {
     let mut t = Nanos::ZERO;
-    let mut dev = cfg
-        .scheme
-        .format(controller(cfg)?, t)
-        .map(|d| cfg.wrapped(d))
-        .map_err(|e| format!("format: {e}"))?;
+    let mut dev = cfg.formatted(t)?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical).with_checker(cfg.checker);
     if !run_ops(
@@ -571,11 +575,7 @@ pub fn workload_ops(cfg: &CrashConfig) -> Result<(u64, u64), String> {
 
 fn dry_run(cfg: &CrashConfig) -> Result<(u64, u64, ftl::FtlCounters), String> {
     let mut t = Nanos::ZERO;
-    let mut dev = cfg
-        .scheme
-        .format(controller(cfg)?, t)
-        .map(|d| cfg.wrapped(d))
-        .map_err(|e| format!("format: {e}"))?;
+    let mut dev = cfg.formatted(t)?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical);
     run_ops(
