@@ -201,6 +201,15 @@ pub struct FtlCounters {
     /// Checkpoint-region blocks swapped for less-worn free blocks (region wear levelling).
     #[serde(default)]
     pub region_swaps: u64,
+    /// Searches of the chip's shared-pages (pairing) table: one per slot judged for a
+    /// critical page, one per page an asymmetric GC places (AP; the simulator charges each
+    /// `[controller] pairing_lookup_ns`).
+    #[serde(default)]
+    pub pairing_lookups: u64,
+    /// Padding pages programmed because the placement refused a slot (AP: an LSB page a
+    /// critical page skipped); also counted in `pad_pages`.
+    #[serde(default)]
+    pub placement_pads: u64,
 }
 
 /// Metadata bytes programmed, by kind.
@@ -328,6 +337,13 @@ pub trait Ftl {
     /// and ages reads, by die time rather than dispatch time. Without a call, operations
     /// run at the time they are issued.
     fn sync_dies(&mut self, _free: &[Nanos]) {}
+    /// AP's request feedback: true if a host write of `class` to logical page `lpn` would
+    /// now be offered a slot its placement refuses (a critical page meeting an LSB page,
+    /// which would be padded). A scheduler may then serve a queued write that can take
+    /// that slot first. Changes no state; `false` for placements that take every slot.
+    fn feedback_wanted(&self, _lpn: u64, _class: DataClass) -> bool {
+        false
+    }
     /// A hint that logical page `lpn` will be read or written soon: an implementation may
     /// start loading what it will look up (its map entry) so the access does not wait on
     /// memory. Changes no state; out-of-range pages are ignored.

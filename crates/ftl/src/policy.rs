@@ -5,10 +5,10 @@
 //! | slot | trait | default | also |
 //! |---|---|---|---|
 //! | victim choice | [`VictimPolicy`](crate::VictimPolicy) | greedy | cost-benefit, AP-weighted |
-//! | placement | [`Placement`] | [`Striped`] | [`HintStreams`] |
+//! | placement | [`Placement`] | [`Striped`] | [`HintStreams`], [`MsbCritical`] (AP) |
 //! | ECC strength | [`EccStrength`] | [`FixedStrength`] | |
 //! | GC pacing | [`GcPacing`] | [`Foreground`] | [`Incremental`] |
-//! | copy order | [`CopyOrder`] | [`Ascending`] | |
+//! | copy order | [`CopyOrder`] | [`Ascending`] | [`Asymmetric`] (AP) |
 //! | recovery | `Recovery` (chosen by [`RecoveryKind`](crate::RecoveryKind)) | roll-forward | full scan |
 //!
 //! Every trait is object safe and `Send`; policies hold no clock and no global RNG (what
@@ -30,6 +30,17 @@ pub struct Slot {
     pub page: u32,
     /// The page's bit kind on its word line (LSB/CSB/MSB; `Lsb` on SLC chips).
     pub bit: BitKind,
+    /// One bit per cell: a single-level chip, or a multi-level block in SLC mode (its
+    /// pages have no partner and a single-level cell's reliability, whatever `bit` says).
+    pub slc: bool,
+}
+
+impl Slot {
+    /// Whether a page here is as reliable as the chip allows: an MSB page or a page of one
+    /// bit per cell (AP's rule for critical pages).
+    pub fn reliable(&self) -> bool {
+        self.slc || self.bit == BitKind::Msb
+    }
 }
 
 /// What is about to be programmed.
@@ -73,7 +84,8 @@ pub enum Stream {
 /// Where writes go.
 ///
 /// Contract: `host_die` returns a die below `dies`; the FTL tries that die first and the
-/// others after it in order, so any answer is safe. `slot` is asked only when
+/// others after it in order, so any answer is safe; `peek_die` is what `host_die` would
+/// answer now, without advancing any state. `slot` is asked only when
 /// [`wants_slots`](Placement::wants_slots) is true, once per offered slot; it must not
 /// answer `Pad` forever (the FTL pads at most a block's worth of slots for one write and
 /// then takes the slot). Policies see only what they are given: no chip access.
@@ -82,6 +94,8 @@ pub trait Placement: Send {
     fn name(&self) -> &'static str;
     /// The first die to try for a host write of `lpn`.
     fn host_die(&mut self, dies: usize, lpn: u64, class: DataClass) -> usize;
+    /// What [`host_die`](Placement::host_die) would answer now (no state changes).
+    fn peek_die(&self, dies: usize, lpn: u64, class: DataClass) -> usize;
     /// The frontier stream of a host write.
     fn host_stream(&self, _class: DataClass) -> Stream {
         Stream::Host
@@ -92,8 +106,14 @@ pub trait Placement: Send {
         false
     }
     /// Take or pad the slot offered to `write`.
-    fn slot(&mut self, _slot: &Slot, _write: WriteKind) -> SlotChoice {
+    fn slot(&self, _slot: &Slot, _write: WriteKind) -> SlotChoice {
         SlotChoice::Take
+    }
+    /// True if the policy keeps critical pages out of unreliable slots (every slot it takes
+    /// for a critical page is [`Slot::reliable`]): the FTL then checks that invariant in
+    /// `verify` and refuses single-level chips, where the policy means nothing.
+    fn protects_critical(&self) -> bool {
+        false
     }
 }
 
@@ -113,6 +133,9 @@ impl Placement for Striped {
         self.next = (d + 1) % dies.max(1);
         d
     }
+    fn peek_die(&self, dies: usize, _lpn: u64, _class: DataClass) -> usize {
+        self.next % dies.max(1)
+    }
 }
 
 /// Striped over dies, but a host write hinted cold goes to the cold frontier (with GC
@@ -129,11 +152,54 @@ impl Placement for HintStreams {
     fn host_die(&mut self, dies: usize, lpn: u64, class: DataClass) -> usize {
         self.stripe.host_die(dies, lpn, class)
     }
+    fn peek_die(&self, dies: usize, lpn: u64, class: DataClass) -> usize {
+        self.stripe.peek_die(dies, lpn, class)
+    }
     fn host_stream(&self, class: DataClass) -> Stream {
         match class.temperature {
             crate::Temperature::Cold => Stream::Cold,
             _ => Stream::Host,
         }
+    }
+}
+
+/// AP's MSB allocation (Alg. 1): host writes stripe over dies like [`Striped`], but a
+/// critical page — a host write or a GC copy — is never placed in an LSB (or CSB) page of
+/// a multi-level block: such a slot is refused and padded, and the page takes the next
+/// slot. The paper's *request feedback* (a queued non-critical write served first so it
+/// fills the LSB slot instead of a pad) is the engine's: it asks the FTL
+/// ([`Ftl::feedback_wanted`](crate::Ftl::feedback_wanted)) before a critical write. Each
+/// judged slot of a critical page is one look-up in the chip's shared-pages table
+/// (counted in `pairing_lookups`; the simulator charges its time). Pages of SLC-mode
+/// blocks (the checkpoint region, the flush buffer) are taken: one bit per cell is more
+/// reliable than an MSB page.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MsbCritical {
+    stripe: Striped,
+}
+
+impl Placement for MsbCritical {
+    fn name(&self) -> &'static str {
+        "msb-critical"
+    }
+    fn host_die(&mut self, dies: usize, lpn: u64, class: DataClass) -> usize {
+        self.stripe.host_die(dies, lpn, class)
+    }
+    fn peek_die(&self, dies: usize, lpn: u64, class: DataClass) -> usize {
+        self.stripe.peek_die(dies, lpn, class)
+    }
+    fn wants_slots(&self) -> bool {
+        true
+    }
+    fn slot(&self, slot: &Slot, write: WriteKind) -> SlotChoice {
+        if write.class().critical && !slot.reliable() {
+            SlotChoice::Pad
+        } else {
+            SlotChoice::Take
+        }
+    }
+    fn protects_critical(&self) -> bool {
+        true
     }
 }
 
@@ -306,19 +372,55 @@ impl GcPacing for Incremental {
     }
 }
 
+/// A victim page as a copy-order policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VictimPage {
+    /// Holds no valid data (or was copied already).
+    Invalid,
+    /// Holds a valid page of this criticality (what the FTL keeps in RAM for it: no read).
+    Valid {
+        /// The page is critical.
+        critical: bool,
+    },
+}
+
+/// Where a GC job of a copy-order policy stands: two ascending cursors over the victim's
+/// pages, one for non-critical and one for critical pages (an ascending order uses `next`
+/// only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CopyCursor {
+    /// First page not yet considered (non-critical pages, or all pages).
+    pub next: u32,
+    /// First page not yet considered among critical pages.
+    pub next_critical: u32,
+}
+
 /// Which valid page of a victim GC copies next.
 ///
-/// Contract: `next` returns a page at or after `from` for which `valid` is true, or `None`
-/// when no such page is left; the FTL calls it with increasing `from`, so every valid page
-/// is copied exactly once whatever the order within that rule.
+/// Contract: `next` returns a page below `pages` whose [`VictimPage`] is `Valid`, advancing
+/// `cursor` past it, or `None` when no valid page is left; a page it returned is copied at
+/// once (then `Invalid`), so every valid page is copied exactly once whatever the order.
+/// `dest` is the slot the copy will be offered first (the die's cold frontier; `None` if
+/// a new block opens for it, whose first page is an LSB page).
 pub trait CopyOrder: Send {
     /// Name in reports and configuration files.
     fn name(&self) -> &'static str;
     /// The next page to copy.
-    fn next(&mut self, from: u32, pages: u32, valid: &mut dyn FnMut(u32) -> bool) -> Option<u32>;
+    fn next(
+        &mut self,
+        cursor: &mut CopyCursor,
+        pages: u32,
+        dest: Option<Slot>,
+        page: &mut dyn FnMut(u32) -> VictimPage,
+    ) -> Option<u32>;
     /// True if the order is plain ascending: the FTL then scans inline (no call per page;
     /// asked once).
     fn ascending(&self) -> bool {
+        false
+    }
+    /// True if the order consults the destination slot and the pages' classes (each copy
+    /// then counts a shared-pages table look-up, as AP's Alg. 2 does).
+    fn asymmetric(&self) -> bool {
         false
     }
 }
@@ -331,11 +433,77 @@ impl CopyOrder for Ascending {
     fn name(&self) -> &'static str {
         "ascending"
     }
-    fn next(&mut self, from: u32, pages: u32, valid: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
-        (from..pages).find(|&p| valid(p))
+    fn next(
+        &mut self,
+        cursor: &mut CopyCursor,
+        pages: u32,
+        _dest: Option<Slot>,
+        page: &mut dyn FnMut(u32) -> VictimPage,
+    ) -> Option<u32> {
+        let p = (cursor.next..pages).find(|&p| page(p) != VictimPage::Invalid)?;
+        cursor.next = p + 1;
+        Some(p)
     }
     fn ascending(&self) -> bool {
         true
+    }
+}
+
+/// AP's asymmetric GC (Alg. 2): an unreliable destination slot (LSB) takes the victim's
+/// next non-critical page; a reliable one (MSB, SLC mode) its next critical page, else its
+/// next non-critical page. With only critical pages left, a critical page is offered the
+/// LSB slot anyway and the placement ([`MsbCritical`]) pads it. The paper buffers the
+/// victim's valid pages first; here the FTL knows every page's class in RAM and copies
+/// one page per GC step in the same order (each class ascending).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asymmetric;
+
+impl CopyOrder for Asymmetric {
+    fn name(&self) -> &'static str {
+        "asymmetric"
+    }
+    fn next(
+        &mut self,
+        cursor: &mut CopyCursor,
+        pages: u32,
+        dest: Option<Slot>,
+        page: &mut dyn FnMut(u32) -> VictimPage,
+    ) -> Option<u32> {
+        let reliable = dest.is_some_and(|s| s.reliable());
+        let mut find = |from: &mut u32, critical: bool| {
+            let p = (*from..pages).find(|&p| page(p) == VictimPage::Valid { critical })?;
+            *from = p + 1;
+            Some(p)
+        };
+        if reliable {
+            find(&mut cursor.next_critical, true).or_else(|| find(&mut cursor.next, false))
+        } else {
+            find(&mut cursor.next, false).or_else(|| find(&mut cursor.next_critical, true))
+        }
+    }
+    fn asymmetric(&self) -> bool {
+        true
+    }
+}
+
+/// Copy orders by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CopyOrderKind {
+    /// [`Ascending`].
+    #[default]
+    Ascending,
+    /// [`Asymmetric`].
+    Asymmetric,
+}
+
+impl CopyOrderKind {
+    /// The policy object.
+    pub fn policy(self) -> Box<dyn CopyOrder> {
+        match self {
+            CopyOrderKind::Ascending => Box::new(Ascending),
+            CopyOrderKind::Asymmetric => Box::new(Asymmetric),
+        }
     }
 }
 
@@ -348,6 +516,8 @@ pub enum PlacementKind {
     Striped,
     /// [`HintStreams`].
     HintStreams,
+    /// [`MsbCritical`].
+    MsbCritical,
 }
 
 impl PlacementKind {
@@ -356,6 +526,7 @@ impl PlacementKind {
         match self {
             PlacementKind::Striped => Box::new(Striped::default()),
             PlacementKind::HintStreams => Box::new(HintStreams::default()),
+            PlacementKind::MsbCritical => Box::new(MsbCritical::default()),
         }
     }
 }

@@ -285,6 +285,8 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         refresh_alarms: a.refresh_alarms - b.refresh_alarms,
         slc_blocks: a.slc_blocks - b.slc_blocks,
         region_swaps: a.region_swaps - b.region_swaps,
+        pairing_lookups: a.pairing_lookups - b.pairing_lookups,
+        placement_pads: a.placement_pads - b.placement_pads,
     }
 }
 

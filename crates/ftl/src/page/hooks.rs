@@ -56,6 +56,10 @@ impl<S: Storage, M: ErrorModel> super::recovery::Rebuildable for PageFtl<S, M> {
         Ok(())
     }
 
+    fn set_critical(&mut self, lpn: u64, critical: bool) {
+        PageFtl::set_critical(self, lpn, critical)
+    }
+
     fn checkpoint_gen(&self) -> u64 {
         self.region.cp.gen
     }
@@ -79,6 +83,11 @@ impl<S: Storage, M: ErrorModel> Kernel for PageFtl<S, M> {
     fn owner(&self, phys: u32) -> Option<u64> {
         let l = self.p2l[phys as usize];
         (l != INVALID).then_some(l as u64)
+    }
+
+    #[inline]
+    fn critical(&self, lpn: u64) -> bool {
+        self.is_critical(lpn)
     }
 
     #[inline]

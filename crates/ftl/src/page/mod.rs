@@ -51,7 +51,7 @@ mod snapshot;
 
 use crate::gc::VictimKind;
 use crate::policy::{
-    Ascending, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
+    CopyOrderKind, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
 };
 use crate::substrate::gc::{erase_dirty, gc_step, paced, run_pending};
 use crate::substrate::meta::WholePage;
@@ -89,8 +89,11 @@ pub struct PageFtlConfig {
     pub gc_threshold: u32,
     /// Victim policy.
     pub victim: VictimKind,
-    /// Placement policy (`"striped"` or `"hint-streams"`).
+    /// Placement policy (`"striped"`, `"hint-streams"` or AP's `"msb-critical"`).
     pub placement: PlacementKind,
+    /// Which valid page of a victim GC copies next (`"ascending"` or AP's
+    /// `"asymmetric"`).
+    pub copy_order: CopyOrderKind,
     /// GC pacing (`"foreground"`, or `{ incremental = { steps = N } }`).
     pub gc_pacing: PacingKind,
     /// Static wear levelling (off when `None`).
@@ -134,7 +137,9 @@ impl PageFtlConfig {
             let blocks = geo.total_blocks() as u64;
             let logical =
                 (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
-            let bytes = 32 + ndies as u64 * 16 + blocks * 5 + logical * 4;
+            // Header, frontiers, block states and erase counts, the map, the critical
+            // pages (at most a bitmap).
+            let bytes = 32 + ndies as u64 * 16 + blocks * 5 + logical * 4 + 8 + logical / 8;
             let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
             let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
             // Two generations, a block of trim log, a spare for a bad block.
@@ -160,6 +165,7 @@ impl Default for PageFtlConfig {
             gc_threshold: 3,
             victim: VictimKind::Greedy,
             placement: PlacementKind::Striped,
+            copy_order: CopyOrderKind::Ascending,
             gc_pacing: PacingKind::Foreground,
             wear_leveling: Some(WearLevelConfig {
                 spread: 64,
@@ -206,6 +212,10 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     region: Region<S, M>,
     /// Trims not yet in the trim log.
     pending_trims: Vec<(u32, u64)>,
+    /// One bit per logical page: its last write was critical (the class in its page's
+    /// record, kept in RAM for GC's copy order and the placement invariant; checkpointed
+    /// as ranges, rebuilt from records by recovery).
+    critical: Vec<u64>,
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
 }
@@ -351,6 +361,15 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         ctl.layout(cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
+        if cfg.placement.policy().protects_critical()
+            && ctl.chip().config().cell == nand::CellType::Slc
+        {
+            return Err(FtlError::Config(format!(
+                "placement = \"{}\" keeps critical pages in MSB pages, but chip {} is single-level (it has no MSB pages)",
+                cfg.placement.policy().name(),
+                ctl.chip().config().name
+            )));
+        }
         let geo = *ctl.chip().geometry();
         if geo.total_pages() >= LOST as u64 {
             return Err(FtlError::Config(format!(
@@ -375,7 +394,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             placement: cfg.placement.policy(),
             ecc: Box::new(FixedStrength(cfg.ecc_t)),
             pacing: cfg.gc_pacing.policy(),
-            copy_order: Box::new(Ascending),
+            copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
         let writer = Box::new(WholePage::new(&s));
@@ -392,6 +411,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             p2l: vec![INVALID; geo.total_pages() as usize],
             region,
             pending_trims: Vec::new(),
+            critical: Vec::new(),
             recovery: None,
         }
     }
@@ -430,7 +450,33 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
         }
         self.map.resize(logical);
+        self.critical.resize(logical.div_ceil(64) as usize, 0);
+        if !logical.is_multiple_of(64) {
+            let last = self.critical.len() - 1;
+            self.critical[last] &= (1u64 << (logical % 64)) - 1;
+        }
         Ok(())
+    }
+
+    /// Whether logical page `lpn`'s last write was critical.
+    #[inline]
+    pub(crate) fn is_critical(&self, lpn: u64) -> bool {
+        self.critical
+            .get((lpn / 64) as usize)
+            .is_some_and(|w| w >> (lpn % 64) & 1 == 1)
+    }
+
+    /// Records the class of `lpn`'s last write.
+    #[inline]
+    pub(crate) fn set_critical(&mut self, lpn: u64, critical: bool) {
+        if let Some(w) = self.critical.get_mut((lpn / 64) as usize) {
+            let bit = 1u64 << (lpn % 64);
+            if critical {
+                *w |= bit;
+            } else {
+                *w &= !bit;
+            }
+        }
     }
 
     /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
@@ -497,6 +543,15 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ));
         }
         let mut valid = vec![0u32; self.s.state.len()];
+        // No critical page in an LSB page (AP), for placements that promise it.
+        let protect = self.s.placement.protects_critical();
+        if self.critical.len() as u64 != self.logical.div_ceil(64) {
+            return Err(format!(
+                "the critical-page bitmap has {} words for {} pages",
+                self.critical.len(),
+                self.logical
+            ));
+        }
         for lpn in 0..self.logical {
             let Some(p) = self.map.peek(lpn) else {
                 continue;
@@ -510,6 +565,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 ));
             }
             let b = self.s.block_of(p);
+            if protect && self.is_critical(lpn) && !self.s.slot(p).reliable() {
+                return Err(format!(
+                    "critical logical page {lpn} sits in page {} of block {b}, an unreliable ({:?}) page",
+                    p % self.s.ppb,
+                    self.s.slot(p).bit
+                ));
+            }
             let st = self.s.state[b as usize];
             if !matches!(
                 st,
@@ -615,6 +677,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 match self.program_host(now, die, data, lpn, class) {
                     Ok(Some((phys, seq))) => {
                         self.map(now, lpn, phys, seq)?;
+                        self.set_critical(lpn, class.critical);
                         self.s.close_if_full(phys);
                         paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
@@ -757,6 +820,36 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn prefetch(&self, lpn: u64) {
         self.map.prefetch(lpn);
+    }
+
+    fn feedback_wanted(&self, lpn: u64, class: DataClass) -> bool {
+        if !self.s.judge_slots || lpn >= self.logical {
+            return false;
+        }
+        let s = &self.s;
+        let ndies = s.dies.len();
+        let die = s.placement.peek_die(ndies, lpn, class) % ndies;
+        let stream = match s.placement.host_stream(class) {
+            Stream::Host => HOST,
+            Stream::Cold => COLD,
+        };
+        // The slot the write would be offered first: its frontier's next page, or the
+        // first page of the block that opens next (page 0, or the first LSB page of an
+        // SLC-mode host block).
+        let slot = match s.dies[die].frontier[stream] {
+            Some(f) if f.next < s.ppb => s.slot(f.block * s.ppb + f.next),
+            _ => {
+                let slc = s.window == 0 || (stream == HOST && s.host_slc);
+                crate::policy::Slot {
+                    die: die as u32,
+                    block: u32::MAX,
+                    page: 0,
+                    bit: s.bits[0],
+                    slc,
+                }
+            }
+        };
+        s.placement.slot(&slot, WriteKind::Host(class)) == crate::policy::SlotChoice::Pad
     }
 
     fn prefetch_mapped(&self, lpn: u64) {

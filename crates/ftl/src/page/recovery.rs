@@ -125,6 +125,8 @@ pub(crate) trait Rebuildable: Kernel {
     /// Rebuilds the reverse map and every block's valid count from the map (a physical page
     /// claimed twice makes the later claimant `LOST`).
     fn rebuild_reverse(&mut self, now: Nanos) -> Result<(), FtlError>;
+    /// Records whether `lpn`'s newest version (the one its map entry names) is critical.
+    fn set_critical(&mut self, lpn: u64, critical: bool);
     /// The generation of the checkpoint loaded.
     fn checkpoint_gen(&self) -> u64;
 }
@@ -193,6 +195,10 @@ impl Recovery for RollForward {
             ftl.set_entry(now, lpn as u64, p)?;
             if p != INVALID && p != LOST {
                 ftl.sub_mut().valid[(p / ppb) as usize] += 1;
+            }
+            let critical = r.snap.critical[lpn / 64] >> (lpn % 64) & 1 == 1;
+            if critical {
+                ftl.set_critical(lpn as u64, true);
             }
         }
         r.apply_trims(ftl)?;
@@ -343,6 +349,16 @@ impl Rebuild {
         {
             return Err(FtlError::Corrupt("checkpoint does not match the geometry"));
         }
+        // Blocks in use at the checkpoint in SLC mode (the flush buffer's): known without
+        // a header read (a block erased and reopened since has its header read anyway).
+        for (b, &slc) in snap.slc.iter().enumerate() {
+            if slc
+                && ftl.sub().state[b] != BState::Region
+                && matches!(snap.states[b], code::FULL | code::OPEN | code::RETIRING)
+            {
+                ftl.sub_mut().slc[b] = Some(true);
+            }
+        }
         // Region blocks the checkpoint knows as bad stay bad.
         for (b, &st) in snap.states.iter().enumerate() {
             if ftl.sub_mut().state[b] == BState::Region && st == code::BAD {
@@ -432,20 +448,22 @@ impl Rebuild {
         let trims = core::mem::take(&mut self.trims);
         for &(lpn, seq) in &trims {
             if (lpn as u64) < ftl.logical() {
-                self.apply(ftl, lpn as u64, INVALID, seq)?;
+                self.apply(ftl, lpn as u64, INVALID, seq, false)?;
             }
         }
         self.trims = trims;
         Ok(())
     }
 
-    /// Makes `phys` (or INVALID for a trim) the mapping of `lpn` if `seq` is newer.
+    /// Makes `phys` (or INVALID for a trim) the mapping of `lpn` if `seq` is newer, with
+    /// the class its record carries.
     fn apply<K: Rebuildable>(
         &mut self,
         ftl: &mut K,
         lpn: u64,
         phys: u32,
         seq: u64,
+        critical: bool,
     ) -> Result<(), FtlError> {
         let i = lpn as usize;
         if seq <= self.best[i] {
@@ -461,6 +479,7 @@ impl Rebuild {
             }
         }
         ftl.set_entry(self.now, lpn, phys)?;
+        ftl.set_critical(lpn, critical);
         if phys != INVALID {
             let ppb = ftl.sub().ppb;
             ftl.sub_mut().valid[(phys / ppb) as usize] += 1;
@@ -486,7 +505,7 @@ impl Rebuild {
         // skipped, and its write point is its first erased LSB page. The header says which
         // (read once, charged, and already read on every path that scans a block).
         let slc = self.header(ftl, now, b)?.slc_mode && ftl.sub().window > 0;
-        let mut found: Vec<(u32, u64, u64)> = Vec::new();
+        let mut found: Vec<(u32, u64, u64, bool)> = Vec::new();
         let mut seqs: Vec<u64> = vec![0; ppb as usize];
         let mut wp = ppb;
         // A page that does not decode, or fails verification, makes the block unfit to
@@ -508,11 +527,10 @@ impl Rebuild {
                     if rec.seq >= self.snap.seq {
                         self.young.insert(b);
                     }
-                    if rec.kind.data_class().is_some()
-                        && rec.lpn < ftl.logical()
-                        && rec.seq >= min_seq
-                    {
-                        found.push((p, rec.lpn, rec.seq));
+                    if let Some(class) = rec.kind.data_class() {
+                        if rec.lpn < ftl.logical() && rec.seq >= min_seq {
+                            found.push((p, rec.lpn, rec.seq, class.critical));
+                        }
                     }
                 }
                 Ok(PageRead::Erased { timing }) => {
@@ -530,7 +548,7 @@ impl Rebuild {
             self.full.insert(b);
         }
         let tail = wp.saturating_sub(ftl.sub_mut().window + 1);
-        for (p, lpn, seq) in found {
+        for (p, lpn, seq, critical) in found {
             // Pages at the write point are read in full whether or not they win: a damaged
             // one rules out resuming the block.
             #[cfg(feature = "sabotage")]
@@ -543,7 +561,7 @@ impl Rebuild {
                 continue;
             }
             if seq > self.best[lpn as usize] {
-                self.apply(ftl, lpn, b * ppb + p, seq)?;
+                self.apply(ftl, lpn, b * ppb + p, seq, critical)?;
             }
         }
         self.partial.retain(|x| x.0 != b);

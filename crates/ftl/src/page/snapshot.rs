@@ -12,6 +12,7 @@ use super::map::MapStore;
 use super::{PageFtl, INVALID};
 use crate::substrate::{BState, COLD, HOST};
 use crate::FtlError;
+use alloc::vec;
 use alloc::vec::Vec;
 use nand::{ErrorModel, Nanos, Storage};
 
@@ -28,6 +29,8 @@ pub(crate) mod code {
     pub const RETIRING: u8 = 3;
     pub const BAD: u8 = 4;
     pub const REGION: u8 = 5;
+    /// Flag on a state byte: the block is in SLC mode.
+    pub const SLC: u8 = 0x40;
 }
 
 /// What a checkpoint holds: everything needed to resume without scanning the data blocks.
@@ -45,6 +48,37 @@ pub(crate) struct Snapshot {
     pub erase: Vec<u32>,
     /// The logical-to-physical map.
     pub l2p: Vec<u32>,
+    /// Per block: in SLC mode (the flush buffer's host blocks; stored as flag
+    /// [`code::SLC`] of the state byte).
+    pub slc: Vec<bool>,
+    /// Logical pages whose last write was critical, one bit each (stored as ranges or
+    /// as the bitmap, whichever is shorter; a snapshot without the section has none).
+    pub critical: Vec<u64>,
+}
+
+/// Critical-page section encodings.
+const CRIT_RANGES: u32 = 0;
+const CRIT_BITMAP: u32 = 1;
+
+/// Runs of set bits in a bitmap of `n` bits: (first, length).
+fn runs(bits: &[u64], n: u64) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut start: Option<u64> = None;
+    for i in 0..n {
+        let set = bits[(i / 64) as usize] >> (i % 64) & 1 == 1;
+        match (set, start) {
+            (true, None) => start = Some(i),
+            (false, Some(a)) => {
+                out.push((a as u32, (i - a) as u32));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(a) = start {
+        out.push((a as u32, (n - a) as u32));
+    }
+    out
 }
 
 impl Snapshot {
@@ -63,12 +97,31 @@ impl Snapshot {
                 out.extend_from_slice(&n.to_le_bytes());
             }
         }
-        out.extend_from_slice(&self.states);
+        out.extend(
+            self.states
+                .iter()
+                .zip(&self.slc)
+                .map(|(&st, &slc)| if slc { st | code::SLC } else { st }),
+        );
         for e in &self.erase {
             out.extend_from_slice(&e.to_le_bytes());
         }
         for p in &self.l2p {
             out.extend_from_slice(&p.to_le_bytes());
+        }
+        let runs = runs(&self.critical, self.logical);
+        if runs.len() as u64 * 8 <= self.logical.div_ceil(64) * 8 {
+            out.extend_from_slice(&CRIT_RANGES.to_le_bytes());
+            out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+            for (a, n) in runs {
+                out.extend_from_slice(&a.to_le_bytes());
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+        } else {
+            out.extend_from_slice(&CRIT_BITMAP.to_le_bytes());
+            for w in &self.critical {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
         }
         let c = crc(&out);
         out.extend_from_slice(&c.to_le_bytes());
@@ -93,19 +146,49 @@ impl Snapshot {
         for _ in 0..dies {
             frontiers.push([(r.u32()?, r.u32()?), (r.u32()?, r.u32()?)]);
         }
-        let states = r.take(blocks)?.to_vec();
+        let raw = r.take(blocks)?;
+        let states = raw.iter().map(|&b| b & !code::SLC).collect();
+        let slc = raw.iter().map(|&b| b & code::SLC != 0).collect();
         let mut erase = Vec::with_capacity(blocks);
         for _ in 0..blocks {
             erase.push(r.u32()?);
         }
-        let rest = r.0;
-        if rest.len() as u64 != logical.checked_mul(4)? {
-            return None;
-        }
-        let l2p = rest
+        let map_bytes = usize::try_from(logical.checked_mul(4)?).ok()?;
+        let l2p = r
+            .take(map_bytes)?
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
+        let words = logical.div_ceil(64) as usize;
+        let mut critical = vec![0u64; words];
+        // Snapshots written before the section existed end here: nothing is critical.
+        if !r.0.is_empty() {
+            match r.u32()? {
+                CRIT_RANGES => {
+                    for _ in 0..r.u32()? {
+                        let (a, n) = (r.u32()? as u64, r.u32()? as u64);
+                        if a + n > logical {
+                            return None;
+                        }
+                        for i in a..a + n {
+                            critical[(i / 64) as usize] |= 1 << (i % 64);
+                        }
+                    }
+                }
+                CRIT_BITMAP => {
+                    for w in critical.iter_mut() {
+                        *w = r.u64()?;
+                    }
+                    if !logical.is_multiple_of(64) && critical[words - 1] >> (logical % 64) != 0 {
+                        return None;
+                    }
+                }
+                _ => return None,
+            }
+            if !r.0.is_empty() {
+                return None;
+            }
+        }
         Some(Snapshot {
             seq,
             logical,
@@ -113,6 +196,8 @@ impl Snapshot {
             states,
             erase,
             l2p,
+            slc,
+            critical,
         })
     }
 }
@@ -185,6 +270,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             frontiers,
             states,
             erase: self.s.erase.clone(),
+            slc: self.s.slc.iter().map(|&m| m == Some(true)).collect(),
+            critical: self.critical.clone(),
             l2p: self
                 .map
                 .entries()

@@ -316,10 +316,16 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let mut phys = self.allocate(now, die, stream)?;
         for _ in 0..self.ppb {
             let slot = self.slot(phys);
+            if write.class().critical {
+                // One search of the shared-pages table per slot judged for a critical page.
+                self.log.counters.pairing_lookups += 1;
+            }
             if self.placement.slot(&slot, write) == SlotChoice::Take {
                 break;
             }
-            self.pad_page(now, die, phys)?;
+            if self.pad_page(now, die, phys)? {
+                self.log.counters.placement_pads += 1;
+            }
             phys = self.allocate(now, die, stream)?;
         }
         Ok(phys)
@@ -416,6 +422,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             let die = self.die_of(b) as usize;
             self.state[b as usize] = BState::Retiring;
             self.dies[die].background.push_front(Job {
+                next_critical: 0,
                 victim: b,
                 next: 0,
                 cause: Cause::Relocate,

@@ -13,7 +13,9 @@
 
 use super::{BState, Job, Payload, Pending, Substrate, COLD, NIL};
 use crate::gc::{Candidate, SelectContext};
-use crate::policy::{Alarm, Ascending, DieSpace, GcBudget, ReadFeedback, WriteKind};
+use crate::policy::{
+    Alarm, Ascending, CopyCursor, DieSpace, GcBudget, ReadFeedback, Slot, VictimPage, WriteKind,
+};
 use crate::{Cause, FtlError, OpKind};
 use ::alloc::boxed::Box;
 use controller::{CtlError, OobRecord, PageKind, PageRead};
@@ -34,6 +36,9 @@ pub(crate) trait Kernel {
     fn sub_mut(&mut self) -> &mut Substrate<Self::S, Self::M>;
     /// The logical page whose valid copy is flat page `phys`, if any.
     fn owner(&self, phys: u32) -> Option<u64>;
+    /// Whether logical page `lpn` is critical (its last write's class, kept in RAM: what an
+    /// asymmetric copy order sorts by without reading the page).
+    fn critical(&self, lpn: u64) -> bool;
     /// A hint that `phys` will be copied soon: start loading its map entry. Returns whether
     /// it holds a valid page (then the substrate prefetches the chip's state of it too).
     fn prefetch_owner(&self, phys: u32) -> bool;
@@ -90,6 +95,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         self.policy.select(&ctx, &mut cands)
     }
 
+    /// The slot a GC copy on `die` is offered first: the cold frontier's next page, `None`
+    /// when a new block opens for it.
+    pub fn cold_slot(&self, die: usize) -> Option<Slot> {
+        let f = self.dies[die].frontier[COLD]?;
+        (f.next < self.ppb).then(|| self.slot(f.block * self.ppb + f.next))
+    }
+
     /// Tells the ECC-strength policy how a read of flat page `phys` decoded, and acts on
     /// its alarm: a refresh queues the block for background relocation (if it is full and
     /// not written since the last checkpoint) and is counted.
@@ -124,6 +136,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         Job {
             victim,
             next: 0,
+            next_critical: 0,
             cause,
             erase: true,
         }
@@ -196,25 +209,52 @@ pub(crate) fn gc_step<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bo
         while job.next < ppb && k.owner(base + job.next).is_none() {
             job.next += 1;
         }
-    } else {
-        let mut order = core::mem::replace(&mut k.sub_mut().copy_order, Box::new(Ascending));
-        job.next = order
-            .next(job.next, ppb, &mut |p| k.owner(base + p).is_some())
-            .unwrap_or(ppb);
-        k.sub_mut().copy_order = order;
     }
-    if job.next < ppb {
-        let src = base + job.next;
+    let chosen = if s.ascending {
+        job.next
+    } else {
+        let dest = s.cold_slot(die);
+        let asymmetric = s.asymmetric;
+        let mut order = core::mem::replace(&mut k.sub_mut().copy_order, Box::new(Ascending));
+        let mut cursor = CopyCursor {
+            next: job.next,
+            next_critical: job.next_critical,
+        };
+        let chosen = order
+            .next(&mut cursor, ppb, dest, &mut |p| match k.owner(base + p) {
+                None => VictimPage::Invalid,
+                Some(lpn) => VictimPage::Valid {
+                    critical: k.critical(lpn),
+                },
+            })
+            .unwrap_or(ppb);
+        let s = k.sub_mut();
+        s.copy_order = order;
+        if asymmetric && chosen < ppb {
+            // Alg. 2 searches the shared-pages table once per valid page it places.
+            s.log.counters.pairing_lookups += 1;
+        }
+        (job.next, job.next_critical) = (cursor.next, cursor.next_critical);
+        if chosen == ppb {
+            // Both cursors exhausted: the job is done.
+            job.next = ppb;
+        }
+        chosen
+    };
+    if chosen < ppb {
+        let src = base + chosen;
         // The copy updates the map entry of the page's logical page, a random place in a
         // large table: start loading the entry of a page a few copies ahead. Likewise the
         // chip's state and stored spare area of the page it will read.
-        if job.next + PREFETCH_AHEAD < ppb && k.prefetch_owner(src + PREFETCH_AHEAD) {
+        if chosen + PREFETCH_AHEAD < ppb && k.prefetch_owner(src + PREFETCH_AHEAD) {
             let s = k.sub();
             s.ctl
                 .chip()
                 .prefetch_page(s.phys_addr(src + PREFETCH_AHEAD));
         }
-        job.next += 1;
+        if k.sub().ascending {
+            job.next += 1;
+        }
         // Save progress first: the copy may retire blocks and queue more jobs.
         let s = k.sub_mut();
         if from_gc {

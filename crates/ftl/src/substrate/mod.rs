@@ -127,6 +127,8 @@ pub(crate) struct Frontier {
 pub(crate) struct Job {
     pub victim: u32,
     pub next: u32,
+    /// The copy order's cursor over critical pages (see `policy::CopyCursor`).
+    pub next_critical: u32,
     pub cause: crate::Cause,
     /// Erase the victim at the end (false for a retiring block).
     pub erase: bool,
@@ -167,6 +169,8 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub fixed_t: Option<u32>,
     pub judge_slots: bool,
     pub ascending: bool,
+    /// The copy order sorts by destination slot and class (AP's Alg. 2).
+    pub asymmetric: bool,
     pub foreground: bool,
     pub geo: Geometry,
     /// Packed address of every flat block index (cached: the hot paths convert often).
@@ -288,6 +292,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             fixed_t: policies.ecc.fixed(),
             judge_slots: policies.placement.wants_slots(),
             ascending: policies.copy_order.ascending(),
+            asymmetric: policies.copy_order.asymmetric(),
             foreground: policies.pacing.is_foreground(),
             placement: policies.placement,
             ecc: policies.ecc,
@@ -418,6 +423,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             block: b,
             page,
             bit: self.bits[page as usize],
+            slc: self.window == 0 || self.slc[b as usize] == Some(true),
         }
     }
 

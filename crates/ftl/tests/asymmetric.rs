@@ -1,0 +1,278 @@
+//! AP's placement (MSB allocation, Alg. 1) and asymmetric GC (Alg. 2): no critical page
+//! ever sits in an LSB page of a multi-level block — after every operation, across GC,
+//! power cuts and both recovery procedures — checked against the chip itself (each mapped
+//! page's record read back, its bit kind from the chip's pairing table).
+
+use controller::{Controller, ControllerConfig, PageRead};
+use ftl::policy::{CopyOrderKind, PlacementKind};
+use ftl::{
+    BoxedVolume, DataClass, PageFtlConfig, RecoveryKind, SchemeConfig, VictimKind, WearLevelConfig,
+};
+use nand::{BitKind, Chip, ChipConfig, ConstantRber, CutMode, Lpn, Nanos, RamStorage};
+
+type Dev = BoxedVolume<RamStorage, ConstantRber>;
+
+fn scheme(placement: PlacementKind, order: CopyOrderKind, recovery: RecoveryKind) -> SchemeConfig {
+    SchemeConfig::Page(PageFtlConfig {
+        over_provisioning: 0.25,
+        victim: VictimKind::ApWeighted,
+        placement,
+        copy_order: order,
+        wear_leveling: Some(WearLevelConfig {
+            spread: 4,
+            check_every: 4,
+        }),
+        ecc_t: 4,
+        recovery,
+        ..Default::default()
+    })
+}
+
+fn device(preset: &str, scheme: &SchemeConfig, seed: u64) -> Dev {
+    let mut cfg = ChipConfig::preset(preset).unwrap();
+    cfg.geometry.blocks_per_plane = 24;
+    cfg.reliability.wear_fail_rate = 0.0;
+    cfg.reliability.wear_fail_growth = 0.0;
+    cfg.seed = seed;
+    let ctl = Controller::new(
+        Chip::ram(cfg).unwrap(),
+        ConstantRber(0.0),
+        ControllerConfig {
+            seed,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let dev = scheme.format(ctl, Nanos::ZERO).unwrap();
+    dev.verify().unwrap();
+    dev
+}
+
+/// Critical: the first eighth of the volume, and every seventh page.
+fn critical(l: u64, n: u64) -> bool {
+    l < n / 8 || l % 7 == 0
+}
+
+/// Reads every mapped page's record back from the chip: its class must be the one last
+/// written, and a critical page must sit in an MSB page or an SLC-mode block. Returns
+/// (critical pages checked, critical pages found in LSB pages).
+fn audit(dev: &mut Dev, classes: &[Option<bool>], now: Nanos) -> (u32, u32) {
+    let (mut seen, mut lsb) = (0, 0);
+    for (l, c) in classes.iter().enumerate() {
+        let Some(at) = dev.mapping(l as u64) else {
+            continue;
+        };
+        let rec = match dev.controller_mut().read_record(now, at).unwrap() {
+            PageRead::Data(i) => i.record,
+            other => panic!("lpn {l}: {other:?}"),
+        };
+        let class = rec.kind.data_class().expect("a data page");
+        assert_eq!(Some(class.critical), *c, "lpn {l}: class in the record");
+        if class.critical {
+            seen += 1;
+            let chip = dev.controller().chip();
+            let block = at.block_addr();
+            let slc = chip.block_info(block).unwrap().slc_mode;
+            if !slc && chip.pairing().kind(at.page()) != BitKind::Msb {
+                lsb += 1;
+            }
+        }
+    }
+    (seen, lsb)
+}
+
+/// Random writes (a fifth of them critical), trims and flushes; `verify` after every
+/// operation. Returns the class last written per logical page (`None`: unmapped).
+fn churn(dev: &mut Dev, seed: u64, ops: u64, classes: &mut Vec<Option<bool>>) {
+    let n = dev.logical_pages();
+    let ps = dev.page_size();
+    classes.resize(n as usize, None);
+    let mut x = seed | 1;
+    for v in 1..=ops {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let l = x % n;
+        let lpn = Lpn::checked(l, n).unwrap();
+        let now = Nanos(v * 1000);
+        match x >> 60 {
+            0 => {
+                dev.trim(now, lpn).unwrap();
+                classes[l as usize] = None;
+            }
+            1 => dev.flush(now).unwrap(),
+            _ => {
+                let c = critical(l, n);
+                let class = if c {
+                    DataClass::CRITICAL
+                } else {
+                    DataClass::NORMAL
+                };
+                dev.write_with(now, lpn, &vec![l as u8; ps], class).unwrap();
+                classes[l as usize] = Some(c);
+            }
+        }
+        dev.verify()
+            .unwrap_or_else(|e| panic!("op {v} (lpn {l}): {e}"));
+    }
+}
+
+#[test]
+fn critical_pages_never_sit_in_lsb_pages() {
+    for preset in ["tiny-mlc", "tiny-mlc-4die"] {
+        for order in [CopyOrderKind::Asymmetric, CopyOrderKind::Ascending] {
+            for recovery in [RecoveryKind::RollForward, RecoveryKind::FullScan] {
+                let s = scheme(PlacementKind::MsbCritical, order, recovery);
+                let mut dev = device(preset, &s, 3);
+                let mut classes = Vec::new();
+                churn(&mut dev, 11, 6000, &mut classes);
+                let c = *dev.counters();
+                assert!(c.gc_victims > 30, "{preset}: GC ran ({})", c.gc_victims);
+                assert!(c.placement_pads > 0 && c.pairing_lookups > 0, "{c:?}");
+                let (seen, lsb) = audit(&mut dev, &classes, Nanos(1 << 40));
+                assert!(seen > 50, "{seen} critical pages");
+                assert_eq!(lsb, 0, "{preset} {order:?}: critical pages in LSB pages");
+                // A power cut in the middle of a critical write, then mount.
+                dev.flush(Nanos(1 << 40)).unwrap();
+                dev.controller_mut()
+                    .chip_mut()
+                    .arm_cut(2, CutMode::PairedPage);
+                let n = dev.logical_pages();
+                let _ = dev.write_with(
+                    Nanos((1 << 40) + 1),
+                    Lpn::checked(0, n).unwrap(),
+                    &vec![0; dev.page_size()],
+                    DataClass::CRITICAL,
+                );
+                let mut ctl = dev.into_controller();
+                ctl.chip_mut().disarm_cut();
+                ctl.chip_mut().power_on();
+                let mut dev = s.mount(ctl, Nanos(1 << 41)).unwrap();
+                dev.verify().unwrap();
+                // Page 0 was written (critical) or not: either is a critical page.
+                let (_, lsb) = audit(&mut dev, &classes_after_cut(&classes), Nanos(1 << 41));
+                assert_eq!(lsb, 0, "{preset} {order:?} {recovery:?}: after mount");
+                // The class survives mount: the bitmap drives GC and the invariant.
+                churn(&mut dev, 12, 1500, &mut classes);
+                let (_, lsb) = audit(&mut dev, &classes, Nanos(1 << 42));
+                assert_eq!(lsb, 0, "{preset} {order:?} {recovery:?}: after more GC");
+            }
+        }
+    }
+}
+
+/// Logical page 0 is critical whether the cut write landed or not.
+fn classes_after_cut(classes: &[Option<bool>]) -> Vec<Option<bool>> {
+    let mut c = classes.to_vec();
+    c[0] = Some(true);
+    c
+}
+
+/// The invariant means something: without AP's placement critical pages do land in LSB
+/// pages; asymmetric GC pads fewer pages than copying in ascending order.
+#[test]
+fn baseline_places_critical_pages_anywhere_and_asymmetric_gc_pads_less() {
+    let bl = scheme(
+        PlacementKind::Striped,
+        CopyOrderKind::Ascending,
+        RecoveryKind::RollForward,
+    );
+    let mut dev = device("tiny-mlc", &bl, 5);
+    let mut classes = Vec::new();
+    churn(&mut dev, 21, 4000, &mut classes);
+    let (seen, lsb) = audit(&mut dev, &classes, Nanos(1 << 40));
+    assert!(
+        lsb * 4 > seen,
+        "{lsb} of {seen} critical pages in LSB pages"
+    );
+    assert_eq!(dev.counters().placement_pads, 0);
+
+    let mut pads = Vec::new();
+    for order in [CopyOrderKind::Asymmetric, CopyOrderKind::Ascending] {
+        let s = scheme(PlacementKind::MsbCritical, order, RecoveryKind::RollForward);
+        let mut dev = device("tiny-mlc", &s, 5);
+        let mut classes = Vec::new();
+        churn(&mut dev, 21, 4000, &mut classes);
+        pads.push(dev.counters().placement_pads);
+    }
+    assert!(
+        pads[0] < pads[1],
+        "asymmetric {} vs ascending {}",
+        pads[0],
+        pads[1]
+    );
+}
+
+/// Request feedback's question: a critical write is "wanting" exactly when its next slot is
+/// an LSB page of a native block; a non-critical write never is.
+#[test]
+fn feedback_is_wanted_before_an_lsb_slot() {
+    let s = scheme(
+        PlacementKind::MsbCritical,
+        CopyOrderKind::Asymmetric,
+        RecoveryKind::RollForward,
+    );
+    let mut dev = device("tiny-mlc", &s, 7);
+    let n = dev.logical_pages();
+    let ps = dev.page_size();
+    let (mut wanted, mut not) = (0, 0);
+    for v in 0..64u64 {
+        let want = dev.feedback_wanted(1, DataClass::CRITICAL);
+        assert!(!dev.feedback_wanted(1, DataClass::NORMAL));
+        let pads = dev.counters().placement_pads;
+        // A non-critical write fills the slot: no pad.
+        let l = 100 + v;
+        dev.write_with(
+            Nanos(v),
+            Lpn::checked(l, n).unwrap(),
+            &vec![0; ps],
+            DataClass::NORMAL,
+        )
+        .unwrap();
+        assert_eq!(dev.counters().placement_pads, pads);
+        if want {
+            wanted += 1;
+        } else {
+            not += 1;
+            // An MSB slot next: a critical write takes it without padding.
+            if !dev.feedback_wanted(1, DataClass::CRITICAL) {
+                let pads = dev.counters().placement_pads;
+                dev.write_with(
+                    Nanos(v),
+                    Lpn::checked(1, n).unwrap(),
+                    &vec![1; ps],
+                    DataClass::CRITICAL,
+                )
+                .unwrap();
+                assert_eq!(dev.counters().placement_pads, pads);
+            }
+        }
+    }
+    assert!(wanted > 10 && not > 10, "{wanted} / {not}");
+}
+
+#[test]
+fn msb_placement_on_a_single_level_chip_is_refused() {
+    let mut cfg = ChipConfig::preset("tiny-slc").unwrap();
+    cfg.seed = 1;
+    let ctl = Controller::new(
+        Chip::ram(cfg).unwrap(),
+        ConstantRber(0.0),
+        ControllerConfig::default(),
+    )
+    .unwrap();
+    let s = scheme(
+        PlacementKind::MsbCritical,
+        CopyOrderKind::Asymmetric,
+        RecoveryKind::RollForward,
+    );
+    let e = s
+        .format(ctl, Nanos::ZERO)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("msb-critical") && e.contains("single-level"),
+        "{e}"
+    );
+}
