@@ -50,7 +50,7 @@ fn device(preset: &str, scheme: &SchemeConfig, seed: u64) -> Dev {
 
 /// Critical: the first eighth of the volume, and every seventh page.
 fn critical(l: u64, n: u64) -> bool {
-    l < n / 8 || l % 7 == 0
+    l < n / 8 || l.is_multiple_of(7)
 }
 
 /// Reads every mapped page's record back from the chip: its class must be the one last
