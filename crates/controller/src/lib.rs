@@ -79,7 +79,26 @@ pub enum CtlError {
         addr: PhysAddr,
         /// Its kind, if the record still decoded.
         kind: Option<PageKind>,
+        /// What the failed read took on the chip (it happened: an FTL charges it).
+        timing: OpTiming,
+        /// Decoder time spent finding out (a failed decode runs to the strength's limit).
+        ecc: Nanos,
     },
+}
+
+impl CtlError {
+    /// An uncorrectable error with the read's chip time and decoder time filled in.
+    fn timed(self, t: OpTiming, e: Nanos) -> CtlError {
+        match self {
+            CtlError::Uncorrectable { addr, kind, .. } => CtlError::Uncorrectable {
+                addr,
+                kind,
+                timing: t,
+                ecc: e,
+            },
+            other => other,
+        }
+    }
 }
 
 /// Whether pages carry real bytes.
@@ -530,7 +549,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             Some(k) if k.is_meta() => self.stats.uncorrectable_critical += 1,
             _ => self.stats.uncorrectable_normal += 1,
         }
-        CtlError::Uncorrectable { addr, kind }
+        CtlError::Uncorrectable {
+            addr,
+            kind,
+            timing: OpTiming::default(),
+            ecc: Nanos::ZERO,
+        }
     }
 
     /// Reads a page: `data` receives the corrected data area (page size in bytes mode,
@@ -747,7 +771,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                     let mut counts = [0u64; 2];
                     let regions = self.meta_regions();
                     split_errors(&mut self.rng, &self.model, &age, &regions, &mut counts);
+                    let failed = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, RECORD_T);
                     self.decode_header_and_record(addr, &mut spare, counts[0], counts[1], damaged)
+                        .map_err(|e| e.timed(timing, failed))
                         .map(|(record, corrected, _)| {
                             PageRead::Data(ReadInfo {
                                 record,
@@ -839,9 +865,42 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         damaged || (self.cfg.verify_stored && self.cfg.mode == PayloadMode::Bytes)
     }
 
-    /// Decodes a page just read (`st`: its state after the read).
+    /// Decodes a page just read (`st`: its state after the read). A failure carries the
+    /// read's chip time and the time a decode of the page's strength takes to fail (every
+    /// sector at its limit).
     #[allow(clippy::too_many_arguments)]
     fn finish_read(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        st: nand::PageState,
+        data: &mut [u8],
+        spare: &mut [u8],
+        timing: OpTiming,
+        state: &mut Data,
+    ) -> Result<PageRead, CtlError> {
+        let stored_t = majority(spare[0], spare[1], spare[2]) as u32;
+        match self.decode_page(now, addr, st, data, spare, timing, state) {
+            Err(e @ CtlError::Uncorrectable { .. }) => {
+                let mut failed = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, RECORD_T);
+                if let Ok(l) = self.layout(stored_t) {
+                    let t = l.t;
+                    failed += self.cfg.latency.decode_sectors(
+                        l.sector_size,
+                        l.sectors,
+                        t,
+                        t * l.sectors as u32,
+                    );
+                }
+                Err(e.timed(timing, failed))
+            }
+            r => r,
+        }
+    }
+
+    /// [`finish_read`](Self::finish_read) without the failure's timing.
+    #[allow(clippy::too_many_arguments)]
+    fn decode_page(
         &mut self,
         now: Nanos,
         addr: PhysAddr,

@@ -210,6 +210,9 @@ pub struct FtlCounters {
     /// critical page skipped); also counted in `pad_pages`.
     #[serde(default)]
     pub placement_pads: u64,
+    /// GC and relocation reads retried after a page did not decode (each a charged read).
+    #[serde(default)]
+    pub read_retries: u64,
 }
 
 /// Metadata bytes programmed, by kind.

@@ -60,7 +60,7 @@ pub use fault::{CutEffect, CutMode, CutRecord, CutTarget, TornFill};
 pub use geometry::{CellType, Geometry};
 pub use pairing::{BitKind, PageInfo, PairingLayout, PairingTable};
 pub use rber::{
-    CachedFlares, ConstantRber, ErrorModel, FlaresRber, KindRatio, PageAge, ReadDisturb,
+    CachedFlares, ConstantRber, ErrorModel, FlaresRber, KindRatio, PageAge, ReadDisturb, WearExp,
 };
 pub use state::Usage;
 pub use time::Nanos;

@@ -68,6 +68,14 @@ pub struct CrashArgs {
     /// Victim policy: greedy, cost-benefit, ap-weighted.
     #[arg(long)]
     victim: Option<String>,
+    /// Asymmetric Programming: critical pages kept out of LSB pages (MSB-critical
+    /// placement, asymmetric GC copy order), every `--critical-every`-th logical page
+    /// written critical; the invariant is checked after every operation and mount.
+    #[arg(long)]
+    ap: bool,
+    /// Writes of every N-th logical page carry the critical hint (default 3 with `--ap`).
+    #[arg(long)]
+    critical_every: Option<u64>,
     /// Static wear levelling as SPREAD:CHECK_EVERY (e.g. 3:2), or `off`.
     #[arg(long)]
     wear_leveling: Option<String>,
@@ -94,6 +102,14 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         cfg.span = s;
     }
     let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+    if args.ap {
+        p.placement = ftl::policy::PlacementKind::MsbCritical;
+        p.copy_order = ftl::policy::CopyOrderKind::Asymmetric;
+        cfg.critical_every = 3;
+    }
+    if let Some(n) = args.critical_every {
+        cfg.critical_every = n;
+    }
     if let Some(i) = args.checkpoint_interval {
         p.checkpoint_interval = i;
     }

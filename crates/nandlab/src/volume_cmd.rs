@@ -250,7 +250,7 @@ fn stress(a: StressArgs) -> Result<()> {
     let mut t = Nanos::ZERO;
     for (i, &op) in ops.iter().enumerate() {
         t += Nanos::from_us(50);
-        apply_op(&mut *vol, op, t)?;
+        apply_op(&mut *vol, op, t, 0)?;
         if op == HostOp::Flush {
             vol.controller_mut().chip_mut().sync()?;
             writeln!(out, "flushed {}", i + 1)?;

@@ -13,8 +13,8 @@
 //! sector_size = 512
 //! mode = "bytes"              # or "digest"
 //! [errors]
-//! model = "flares"            # "none", "constant" (with rber), "flares"
-//! msb_ratio = 0.5             # AP's σ
+//! model = "flares"            # "none", "constant" (with rber), "flares", "ap"
+//! msb_ratio = 0.5             # AP's σ (default 0.5 with "ap", else 1)
 //! [ftl]
 //! scheme = "page"
 //! [ftl.page]
@@ -60,6 +60,8 @@ pub struct ControllerSection {
     pub latency: EccLatency,
     /// Firmware time to drop one mapped page on a trim, ns (see `sim::engine`).
     pub map_update_ns: u64,
+    /// Firmware time per search of the shared-pages table (AP's placement and GC), ns.
+    pub pairing_lookup_ns: u64,
 }
 
 impl Default for ControllerSection {
@@ -69,6 +71,7 @@ impl Default for ControllerSection {
             mode: PayloadMode::Bytes,
             latency: EccLatency::default(),
             map_update_ns: crate::engine::DEFAULT_MAP_UPDATE.0,
+            pairing_lookup_ns: crate::engine::DEFAULT_PAIRING_LOOKUP.0,
         }
     }
 }
@@ -84,6 +87,10 @@ pub enum ModelKind {
     /// FLARES eq. 5 with Table III parameters.
     #[default]
     Flares,
+    /// AP's Micron 29F64G: LSB RBER from 2e-6 fresh to 8e-5 at 3000 P/E, exponential in
+    /// P/E cycles ([`nand::WearExp::AP_MICRON_29F64G`]); MSB pages σ = `msb_ratio` (default
+    /// 0.5) times that.
+    Ap,
 }
 
 /// `[errors]`.
@@ -94,10 +101,22 @@ pub struct ErrorSection {
     pub model: ModelKind,
     /// RBER of the constant model.
     pub rber: f64,
-    /// RBER of MSB pages relative to LSB pages (AP's σ; 1 = no asymmetry).
-    pub msb_ratio: f64,
+    /// RBER of MSB pages relative to LSB pages (AP's σ, in (0, 1]; default 0.5 with the
+    /// `ap` model, else 1: no asymmetry).
+    pub msb_ratio: Option<f64>,
     /// RBER added per read since program (read disturb).
     pub read_disturb: f64,
+}
+
+impl ErrorSection {
+    /// AP's σ in effect: `msb_ratio`, or its default (0.5 with the `ap` model, else 1).
+    pub fn sigma(&self) -> f64 {
+        self.msb_ratio.unwrap_or(if self.model == ModelKind::Ap {
+            0.5
+        } else {
+            1.0
+        })
+    }
 }
 
 impl Default for ErrorSection {
@@ -105,7 +124,7 @@ impl Default for ErrorSection {
         ErrorSection {
             model: ModelKind::Flares,
             rber: 0.0,
-            msb_ratio: 1.0,
+            msb_ratio: None,
             read_disturb: 0.0,
         }
     }
@@ -356,7 +375,7 @@ impl ExperimentConfig {
             chip,
             controller: ControllerSection::default(),
             errors: ErrorSection {
-                msb_ratio: 0.5,
+                msb_ratio: Some(0.5),
                 ..ErrorSection::default()
             },
             ftl: FtlSection::default(),
@@ -478,6 +497,7 @@ impl ExperimentConfig {
         engine.set_critical_ranges(&ranges)?;
         engine.set_background(self.load.background);
         engine.set_map_update_cost(Nanos(self.controller.map_update_ns));
+        engine.set_pairing_lookup_cost(Nanos(self.controller.pairing_lookup_ns));
         engine.set_device_slots(self.load.device_queue.map(|n| n as usize));
         let trace = self.trace.as_ref().zip(trace_path.zip(trace_opts));
         let source: Box<dyn RequestSource> = match (&self.workload, trace) {
@@ -539,8 +559,9 @@ impl ExperimentConfig {
                 ModelKind::None => "none".into(),
                 ModelKind::Constant => format!("constant RBER {}", errors.rber),
                 ModelKind::Flares => "FLARES (P/E cycles and retention)".into(),
-            } + &if errors.msb_ratio != 1.0 {
-                format!(", MSB pages × {}", errors.msb_ratio)
+                ModelKind::Ap => "AP's 29F64G (LSB RBER 2e-6 fresh to 8e-5 at 3000 P/E)".into(),
+            } + &if errors.sigma() != 1.0 {
+                format!(", MSB pages × {}", errors.sigma())
             } else {
                 String::new()
             } + &if errors.read_disturb > 0.0 {
@@ -625,8 +646,11 @@ impl ExperimentConfig {
         if !(0.0..1.0).contains(&e.rber) {
             return bad("rber", e.rber);
         }
-        if !(e.msb_ratio > 0.0 && e.msb_ratio.is_finite()) {
-            return bad("msb_ratio", e.msb_ratio);
+        let sigma = e.sigma();
+        if !(sigma > 0.0 && sigma <= 1.0) {
+            return Err(SimError::Config(format!(
+                "errors.msb_ratio: {sigma} out of range (AP's σ, the MSB pages' share of the LSB pages' RBER, is in (0, 1])"
+            )));
         }
         if !(e.read_disturb >= 0.0 && e.read_disturb < 1.0) {
             return bad("read_disturb", e.read_disturb);
@@ -635,9 +659,10 @@ impl ExperimentConfig {
             ModelKind::None => Box::new(ConstantRber(0.0)),
             ModelKind::Constant => Box::new(ConstantRber(e.rber)),
             ModelKind::Flares => Box::new(CachedFlares::new(FlaresRber::default())),
+            ModelKind::Ap => Box::new(nand::WearExp::AP_MICRON_29F64G),
         };
-        let kinded: Box<dyn ErrorModel + Send> = if e.msb_ratio != 1.0 {
-            Box::new(KindRatio::ap(base, e.msb_ratio))
+        let kinded: Box<dyn ErrorModel + Send> = if sigma != 1.0 {
+            Box::new(KindRatio::ap(base, sigma))
         } else {
             base
         };

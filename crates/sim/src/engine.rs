@@ -34,6 +34,27 @@ use std::collections::{BinaryHeap, VecDeque};
 /// (a RAM update; the trim-log page, when one fills, is a real program on the timeline).
 pub const DEFAULT_MAP_UPDATE: Nanos = Nanos(100);
 
+/// Default firmware time of one search of the chip's shared-pages table: AP §6.1's figure
+/// (~300 ns per entry on its 800 MHz Cortex-A9), charged per look-up the FTL counts.
+pub const DEFAULT_PAIRING_LOOKUP: Nanos = Nanos(300);
+
+/// At most this many queued writes are served ahead of one critical page (request
+/// feedback); a block's LSB run is far shorter on every pairing layout.
+const FEEDBACK_LIMIT: u32 = 64;
+
+/// Whether request `q` writes any critical page (its hint, or a page in `ranges`).
+fn writes_critical(ranges: &[(u64, u64)], page: u64, q: &Request) -> bool {
+    if q.class.critical {
+        return true;
+    }
+    if q.len == 0 || ranges.is_empty() {
+        return false;
+    }
+    let (first, last) = (q.offset / page, (q.offset + q.len - 1) / page);
+    let i = ranges.partition_point(|r| r.1 <= first);
+    ranges.get(i).is_some_and(|r| r.0 <= last)
+}
+
 /// Chooses which queued request the FTL serves next.
 pub trait Scheduler {
     /// Short name.
@@ -217,6 +238,11 @@ pub struct Engine {
     ftl: Box<dyn Ftl>,
     /// Firmware time per mapped page a trim drops.
     map_update: Nanos,
+    /// Firmware time per shared-pages table look-up.
+    pairing_lookup: Nanos,
+    /// Completion times of requests served ahead of their turn by request feedback since
+    /// the run loop last collected them (they occupy device slots like any other).
+    fed: Vec<Nanos>,
     timeline: Timeline,
     sched: Box<dyn Scheduler>,
     page: u64,
@@ -261,6 +287,8 @@ impl Engine {
         let logical = ftl.logical_pages();
         Engine {
             map_update: DEFAULT_MAP_UPDATE,
+            pairing_lookup: DEFAULT_PAIRING_LOOKUP,
+            fed: Vec::new(),
             timeline: Timeline::new(dies, channels),
             sched: Box::new(Fifo::default()),
             page,
@@ -301,6 +329,12 @@ impl Engine {
     /// count, trim list); default [`DEFAULT_MAP_UPDATE`].
     pub fn set_map_update_cost(&mut self, t: Nanos) {
         self.map_update = t;
+    }
+
+    /// The controller's firmware time per search of the shared-pages table (AP's
+    /// placement and GC; the FTL counts them); default [`DEFAULT_PAIRING_LOOKUP`].
+    pub fn set_pairing_lookup_cost(&mut self, t: Nanos) {
+        self.pairing_lookup = t;
     }
 
     /// Total time requests have waited in the scheduler for a device slot.
@@ -499,6 +533,10 @@ impl Engine {
 
     fn read_page(&mut self, now: Nanos, lpn: u64) -> Result<(), SimError> {
         let l = Lpn::checked(lpn, self.logical).expect("engine keeps pages in range");
+        let critical = self.class_of(lpn, DataClass::NORMAL).critical;
+        if critical {
+            self.metrics.critical_reads += 1;
+        }
         let r = if self.bytes_mode {
             self.ftl.read(now, l, &mut self.buf)
         } else {
@@ -522,6 +560,9 @@ impl Engine {
             }
             Err(FtlError::Unreadable(_)) => {
                 self.metrics.read_errors += 1;
+                if critical {
+                    self.metrics.critical_read_errors += 1;
+                }
                 Ok(())
             }
             Err(e) => Err(e.into()),
@@ -542,12 +583,18 @@ impl Engine {
         let ps = self.page;
         self.ftl.sync_dies(self.timeline.die_free());
         let mut dropped = 0;
+        let lookups = self.ftl.counters().pairing_lookups;
+        // Completion of this request's operations scheduled before a feedback request.
+        let mut partial = at;
+        // Look-ups of the requests served ahead of this one (charged to them).
+        let mut fed_lookups = 0;
         match r.kind {
             ReqKind::Write | ReqKind::Read => {
                 let first = r.offset / ps;
                 let last = (r.offset + r.len - 1) / ps;
                 for lpn in first..=last {
                     if r.kind == ReqKind::Write {
+                        fed_lookups += self.feedback(lpn, r.class, at, &mut partial)?;
                         self.write_page(at, lpn, r.class)?;
                     } else {
                         self.read_page(at, lpn)?;
@@ -578,7 +625,11 @@ impl Engine {
                 self.timeline.schedule(&self.ops, start).max(start)
                     + Nanos(self.map_update.0.saturating_mul(dropped))
             }
-            _ => self.timeline.schedule(&self.ops, at),
+            _ => {
+                let firmware = self.ftl.counters().pairing_lookups - lookups - fed_lookups;
+                partial.max(self.timeline.schedule(&self.ops, at))
+                    + Nanos(self.pairing_lookup.0.saturating_mul(firmware))
+            }
         };
         self.metrics.record(r.kind, r.len, r.arrival, done);
         self.queue_wait += at.saturating_sub(r.arrival);
@@ -587,6 +638,46 @@ impl Engine {
             self.background_work(at)?;
         }
         Ok(done)
+    }
+
+    /// AP's request feedback before a write of `lpn` with hint `hint` dispatched at `at`:
+    /// while the page is critical and the FTL says its next slot would be refused (an LSB
+    /// page), serve the first queued write that holds no critical page ahead of it, so it
+    /// fills the slot instead of a pad. The current request's operations so far go on the
+    /// timelines first (`partial`: their completion). Returns the look-ups the served
+    /// requests were charged.
+    fn feedback(
+        &mut self,
+        lpn: u64,
+        hint: DataClass,
+        at: Nanos,
+        partial: &mut Nanos,
+    ) -> Result<u64, SimError> {
+        let class = self.class_of(lpn, hint);
+        let mut charged = 0;
+        if !class.critical || self.sched.is_empty() {
+            return Ok(0);
+        }
+        for _ in 0..FEEDBACK_LIMIT {
+            if !self.ftl.feedback_wanted(lpn, class) {
+                break;
+            }
+            let (ranges, page) = (&self.critical, self.page);
+            let Some(q) = self.sched.take_first(&mut |q| {
+                q.kind == ReqKind::Write && q.arrival <= at && !writes_critical(ranges, page, q)
+            }) else {
+                break;
+            };
+            self.ops.clear();
+            self.ftl.take_ops(&mut self.ops);
+            *partial = (*partial).max(self.timeline.schedule(&self.ops, at));
+            let before = self.ftl.counters().pairing_lookups;
+            let done = self.dispatch(&q, at)?;
+            charged += self.ftl.counters().pairing_lookups - before;
+            self.fed.push(done);
+            self.metrics.request_feedbacks += 1;
+        }
+        Ok(charged)
     }
 
     /// Runs every request of `source`. Arrival times are offset by the engine's clock at
@@ -636,6 +727,11 @@ impl Engine {
                         self.sched.push(r);
                         continue;
                     };
+                    // Requests served ahead by request feedback can leave more than
+                    // `slots` in flight: the slot frees when enough of them have completed.
+                    while inflight.len() > slots {
+                        inflight.pop();
+                    }
                     let slot = if inflight.len() < slots {
                         self.clock
                     } else {
@@ -660,7 +756,8 @@ impl Engine {
                     let q = self.sched.pop().expect("the head is queued");
                     let c = self.dispatch(&q, at)?;
                     inflight.push(Reverse(c));
-                    done += 1;
+                    done += 1 + self.fed.len() as u64;
+                    inflight.extend(self.fed.drain(..).map(Reverse));
                     report(done, self.clock, source.remaining(), progress);
                 }
             }
@@ -673,7 +770,8 @@ impl Engine {
                     while let Some(q) = self.sched.pop() {
                         let at = q.arrival.max(self.clock);
                         self.dispatch(&q, at)?;
-                        done += 1;
+                        done += 1 + self.fed.len() as u64;
+                        self.fed.clear();
                         report(done, self.clock, source.remaining(), progress);
                     }
                 }
@@ -716,7 +814,8 @@ impl Engine {
                         let Some(q) = self.sched.pop() else { break };
                         let c = self.dispatch(&q, now)?;
                         inflight.push(Reverse(c));
-                        done += 1;
+                        done += 1 + self.fed.len() as u64;
+                        inflight.extend(self.fed.drain(..).map(Reverse));
                         report(done, now, source.remaining(), progress);
                     }
                     match inflight.pop() {

@@ -18,6 +18,13 @@ pub struct Metrics {
     sum_ns: [u128; 4],
     /// Host pages that could not be read (uncorrectable).
     pub read_errors: u64,
+    /// Host page reads of critical pages (inside the experiment's critical ranges).
+    pub critical_reads: u64,
+    /// Critical pages that could not be read (AP's "uncorrectable critical page errors").
+    pub critical_read_errors: u64,
+    /// Queued non-critical writes served ahead of a critical write to fill the LSB slot it
+    /// skips (AP's request feedback).
+    pub request_feedbacks: u64,
     /// Host reads checked against the engine's shadow copy (bytes mode).
     pub verified_reads: u64,
     /// Reads whose data differed from what was written.
@@ -40,6 +47,9 @@ impl Default for Metrics {
             bytes: [0; 4],
             sum_ns: [0; 4],
             read_errors: 0,
+            critical_reads: 0,
+            critical_read_errors: 0,
+            request_feedbacks: 0,
             verified_reads: 0,
             mismatches: 0,
             start: None,
@@ -113,6 +123,12 @@ pub struct HostStats {
     pub flushes: u64,
     /// Pages that could not be read back (uncorrectable).
     pub read_errors: u64,
+    /// Reads of critical pages (the experiment's `[hints] critical` ranges).
+    pub critical_pages_read: u64,
+    /// Critical pages that could not be read back (uncorrectable).
+    pub critical_read_errors: u64,
+    /// Queued non-critical writes served ahead of a critical write (AP's request feedback).
+    pub request_feedbacks: u64,
     /// Reads checked against the written data (bytes mode).
     pub verified_reads: u64,
     /// Reads that returned other data than written (must be 0).
@@ -152,6 +168,11 @@ pub struct NandStats {
     pub slc_blocks: u64,
     /// Checkpoint-region blocks swapped for less-worn free blocks.
     pub region_swaps: u64,
+    /// Padding pages programmed because the placement refused a slot (AP: LSB pages a
+    /// critical page skipped; part of `pad_pages`).
+    pub placement_pads: u64,
+    /// Searches of the shared-pages table (AP; each charged `pairing_lookup_ns`).
+    pub pairing_lookups: u64,
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
@@ -250,6 +271,9 @@ pub struct Report {
     pub ecc: EccReport,
     /// IOPS over the measured phase (simulated time).
     pub iops: f64,
+    /// Mean response time over every request of the measured phase (arrival to
+    /// completion, queueing included), µs.
+    pub mean_response_us: f64,
     /// Host throughput in MiB/s (simulated time).
     pub throughput_mib_s: f64,
     /// What the request source skipped, clamped or changed in its input (a trace's
@@ -287,6 +311,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         region_swaps: a.region_swaps - b.region_swaps,
         pairing_lookups: a.pairing_lookups - b.pairing_lookups,
         placement_pads: a.placement_pads - b.placement_pads,
+        read_retries: a.read_retries - b.read_retries,
     }
 }
 
@@ -386,6 +411,9 @@ impl Report {
                 pages_unmapped_by_trim: c.trimmed_pages,
                 flushes: c.flushes,
                 read_errors: m.read_errors,
+                critical_pages_read: m.critical_reads,
+                critical_read_errors: m.critical_read_errors,
+                request_feedbacks: m.request_feedbacks,
                 verified_reads: m.verified_reads,
                 mismatches: m.mismatches,
             },
@@ -403,6 +431,8 @@ impl Report {
                 checkpoints: c.checkpoints,
                 meta_bytes: c.meta_bytes,
                 pad_pages: c.pad_pages,
+                placement_pads: c.placement_pads,
+                pairing_lookups: c.pairing_lookups,
                 slc_blocks: c.slc_blocks,
                 region_swaps: c.region_swaps,
             },
@@ -438,6 +468,11 @@ impl Report {
             },
             iops: if span > 0.0 {
                 requests as f64 / span
+            } else {
+                0.0
+            },
+            mean_response_us: if requests > 0 {
+                m.sum_ns.iter().sum::<u128>() as f64 / requests as f64 / 1000.0
             } else {
                 0.0
             },
@@ -522,6 +557,9 @@ impl Report {
                 pages_unmapped_by_trim: 0,
                 flushes: 0,
                 read_errors: 0,
+                critical_pages_read: 0,
+                critical_read_errors: 0,
+                request_feedbacks: 0,
                 verified_reads: 0,
                 mismatches: 0,
             },
@@ -539,6 +577,8 @@ impl Report {
                 checkpoints: 0,
                 meta_bytes: 0,
                 pad_pages: 0,
+                placement_pads: 0,
+                pairing_lookups: 0,
                 slc_blocks: 0,
                 region_swaps: 0,
             },
@@ -565,6 +605,7 @@ impl Report {
                 decode_us: 0.0,
             },
             iops: 0.0,
+            mean_response_us: 0.0,
             throughput_mib_s: 0.0,
             input_notes: Vec::new(),
         };
@@ -612,6 +653,10 @@ impl Report {
         let h = &self.host;
         let _ = writeln!(w, "host        {} requests: {} pages written, {} read, {} flushes; {} unreadable; {} reads verified, {} mismatches",
             h.requests, h.pages_written, h.pages_read, h.flushes, h.read_errors, h.verified_reads, h.mismatches);
+        if h.critical_pages_read > 0 || h.request_feedbacks > 0 {
+            let _ = writeln!(w, "critical    {} critical pages read, {} unreadable; {} request feedbacks (queued writes served ahead of a critical write)",
+                h.critical_pages_read, h.critical_read_errors, h.request_feedbacks);
+        }
         if h.trim_requests > 0 {
             let _ = writeln!(w, "trims       {} requests over {} bytes: {} whole pages covered, {} mapped pages dropped (distinct; pages already unmapped are not counted again)",
                 h.trim_requests, h.trimmed_bytes, h.pages_trimmed, h.pages_unmapped_by_trim);
@@ -652,6 +697,13 @@ impl Report {
             "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer); {} region blocks swapped for less-worn ones",
             n.checkpoints, n.meta_bytes, n.pad_pages, n.slc_blocks, n.region_swaps
         );
+        if n.pairing_lookups > 0 || n.placement_pads > 0 {
+            let _ = writeln!(
+                w,
+                "placement   {} padding pages for refused slots (of the {} above); {} shared-pages table look-ups",
+                n.placement_pads, n.pad_pages, n.pairing_lookups
+            );
+        }
         let we = &self.wear;
         let _ = writeln!(
             w,

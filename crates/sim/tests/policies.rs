@@ -336,3 +336,94 @@ fn background_work_after_every_request() {
     .to_string();
     assert!(e.contains("sometimes"), "{e}");
 }
+
+/// AP's request feedback in the engine: with requests waiting in the device queue, a
+/// critical write that would meet an LSB page lets a queued non-critical write take it
+/// (counted, and fewer LSB pages padded than with no queue to draw from); bytes mode
+/// verifies every read, so the writes served out of turn are the data the host wrote. The
+/// Baseline has neither feedback nor placement pads.
+#[test]
+fn request_feedback_fills_lsb_pages_from_the_queue() {
+    let text = |placement: &str, order: &str, device_queue: &str| {
+        experiment_text(
+            "feedback",
+            23,
+            &format!(
+                r#"
+[errors]
+model = "none"
+[ftl.page]
+over_provisioning = 0.25
+ecc_t = 8
+placement = "{placement}"
+copy_order = "{order}"
+[precondition]
+max_overwrite = 1.0
+[workload]
+requests = 6000
+read_pct = 30
+random_pct = 100
+size = 4096
+[hints]
+critical = [{{ offset = 0, len = 262144 }}]
+[load]
+mode = "closed"
+queue_depth = 8
+{device_queue}
+"#
+            ),
+        )
+    };
+    let go = |t: String| run(ExperimentConfig::from_toml_str(&t, "feedback.toml").unwrap());
+    let ap = go(text("msb-critical", "asymmetric", "device_queue = 1"));
+    let alone = go(text("msb-critical", "asymmetric", ""));
+    let bl = go(text("striped", "ascending", "device_queue = 1"));
+    for r in [&ap, &alone, &bl] {
+        assert_eq!(r.host.mismatches, 0);
+        assert!(r.host.verified_reads > 1000);
+        assert!(r.host.critical_pages_read > 20, "{:?}", r.host);
+    }
+    assert!(ap.host.request_feedbacks > 20, "{:?}", ap.host);
+    assert!(ap.nand.pairing_lookups > ap.host.request_feedbacks);
+    // Without a device queue every request is dispatched at once: nothing waits to be
+    // drawn on (the FTL still pads).
+    assert_eq!(alone.host.request_feedbacks, 0);
+    assert!(
+        ap.nand.placement_pads < alone.nand.placement_pads,
+        "{} vs {}",
+        ap.nand.placement_pads,
+        alone.nand.placement_pads
+    );
+    assert_eq!(bl.host.request_feedbacks, 0);
+    assert_eq!(bl.nand.placement_pads, 0);
+    assert_eq!(ap.host.requests, bl.host.requests);
+}
+
+/// AP's bad input: σ outside (0, 1], MSB placement on a single-level chip.
+#[test]
+fn ap_configuration_errors_name_the_key() {
+    let base = experiment_text("bad", 1, "[errors]\nmodel = \"ap\"\n");
+    for sigma in ["0.0", "1.5", "-0.5"] {
+        let t = base.replace(
+            "model = \"ap\"",
+            &format!("model = \"ap\"\nmsb_ratio = {sigma}"),
+        );
+        let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
+            .and_then(|c| c.build(Path::new(".")))
+            .err()
+            .expect("refused")
+            .to_string();
+        let shown = sigma.parse::<f64>().unwrap().to_string();
+        assert!(e.contains("errors.msb_ratio") && e.contains(&shown), "{e}");
+    }
+    let t = "name = \"bad\"\nseed = 1\n[chip]\npreset = \"tiny-slc\"\n[ftl.page]\necc_t = 2\nplacement = \"msb-critical\"\n";
+    let e = ExperimentConfig::from_toml_str(t, "bad.toml")
+        .and_then(|c| c.build(Path::new(".")))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("msb-critical") && e.contains("single-level"),
+        "{e}"
+    );
+}

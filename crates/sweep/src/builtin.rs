@@ -13,6 +13,15 @@ const FILES: &[(&str, &str)] = &[
         "ap-table1.toml",
         include_str!("../../../experiments/ap-table1.toml"),
     ),
+    ("ap.toml", include_str!("../../../experiments/ap.toml")),
+    (
+        "ap-base.toml",
+        include_str!("../../../experiments/ap-base.toml"),
+    ),
+    (
+        "ap-io.toml",
+        include_str!("../../../experiments/ap-io.toml"),
+    ),
     (
         "recovery.toml",
         include_str!("../../../experiments/recovery.toml"),
@@ -20,7 +29,7 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 /// The shipped matrices, in `--list` order.
-const MATRICES: &[&str] = &["waf", "ap-table1", "recovery"];
+const MATRICES: &[&str] = &["waf", "ap-table1", "ap", "ap-io", "recovery"];
 
 /// Names of the shipped matrices.
 pub fn names() -> Vec<&'static str> {

@@ -102,6 +102,9 @@ pub enum TrendKind {
         loser: Value,
         /// Which way is better.
         better: Better,
+        /// A loss by at most this fraction still counts (`tolerance`: "no more than 1 %
+        /// worse" is `wins` with `tolerance = 0.01`); 0 = a strict win or a tie.
+        slack: f64,
     },
     /// The trend's metric beats metric `than` at every point (two columns of one cell,
     /// e.g. a scheme's time against its baseline's, measured on the same run).
@@ -362,6 +365,15 @@ impl Scope<'_> {
                     better: t.better.ok_or_else(|| {
                         self.err(format!("{what}: kind = \"wins\" needs better = \"lower\" or \"higher\""))
                     })?,
+                    slack: match t.tolerance {
+                        Some(x) if (0.0..1.0).contains(&x) => x,
+                        Some(x) => {
+                            return Err(self.err(format!(
+                                "{what}: tolerance = {x} must be in [0, 1)"
+                            )))
+                        }
+                        None => 0.0,
+                    },
                     axis,
                 }
             }

@@ -56,7 +56,7 @@ use crate::claims::{PlotFile, PublishedFile, TrendFile};
 use crate::kinds::Kind;
 use crate::SweepError;
 use serde::Deserialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use toml::Value;
 
@@ -190,6 +190,10 @@ struct AxisFile {
     quick: Option<Vec<Value>>,
     #[serde(default)]
     average: bool,
+    /// Named settings: each value of the axis names one, whose dotted keys a cell sets
+    /// (a scheme and its baselines differ in several keys at once).
+    #[serde(default)]
+    profiles: BTreeMap<String, toml::Table>,
 }
 
 /// One axis of the matrix.
@@ -207,6 +211,25 @@ pub struct Axis {
     pub full_values: Vec<Value>,
     /// A replicate axis: tables and plots show the mean over it.
     pub average: bool,
+    /// Profile axes: the dotted keys each value sets (empty: the value goes to `key`).
+    pub profiles: BTreeMap<String, Vec<(String, Value)>>,
+}
+
+/// A profile's settings as dotted keys: `{ ftl = { page = { victim = "greedy" } } }` and
+/// `{ "ftl.page.victim" = "greedy" }` both give `ftl.page.victim`. A table whose keys are
+/// dotted paths is kept as one value only where it is a leaf (not a table).
+fn flatten_keys(prefix: &str, t: &toml::Table, out: &mut Vec<(String, Value)>) {
+    for (k, v) in t {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            Value::Table(inner) => flatten_keys(&key, inner, out),
+            _ => out.push((key, v.clone())),
+        }
+    }
 }
 
 /// One cell: a point of the matrix.
@@ -416,6 +439,35 @@ impl Matrix {
                     "{here}: values = [] expands the matrix to zero cells"
                 )));
             }
+            let mut profiles = BTreeMap::new();
+            if !a.profiles.is_empty() {
+                if a.key.is_some() {
+                    return Err(err(format!(
+                        "{here}: key and profiles exclude each other (a profile names its keys)"
+                    )));
+                }
+                for v in &a.values {
+                    let name = v.as_str().unwrap_or_default();
+                    if !a.profiles.contains_key(name) {
+                        return Err(err(format!(
+                            "{here}: value {v} names no profile (have: {})",
+                            a.profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+                        )));
+                    }
+                }
+                for (name, t) in &a.profiles {
+                    let mut keys = Vec::new();
+                    flatten_keys("", t, &mut keys);
+                    for (k, _) in &keys {
+                        if !ensure_key_name(k) {
+                            return Err(err(format!(
+                                "{here}: profile {name}: key {k:?} is not a dotted key path"
+                            )));
+                        }
+                    }
+                    profiles.insert(name.clone(), keys);
+                }
+            }
             let values = match (&a.quick, quick) {
                 (Some(q), true) => {
                     if q.is_empty() {
@@ -442,6 +494,7 @@ impl Matrix {
                 values,
                 full_values: a.values.clone(),
                 average: a.average,
+                profiles,
             });
         }
         // [set] then [quick.set]: dotted keys.
@@ -486,8 +539,17 @@ impl Matrix {
                 .map(|(a, &i)| (a.name.clone(), a.values[i].clone()))
                 .collect();
             for (a, (_, v)) in axes.iter().zip(&cell_axes) {
-                set_path(&mut config, &a.key, v.clone())
-                    .map_err(|m| err(format!("axis {} = {v}: {m}", a.name)))?;
+                match a.profiles.get(v.as_str().unwrap_or_default()) {
+                    Some(keys) => {
+                        for (k, pv) in keys {
+                            set_path(&mut config, k, pv.clone()).map_err(|m| {
+                                err(format!("axis {} = {v}: {k} = {pv}: {m}", a.name))
+                            })?;
+                        }
+                    }
+                    None => set_path(&mut config, &a.key, v.clone())
+                        .map_err(|m| err(format!("axis {} = {v}: {m}", a.name)))?,
+                }
             }
             let canon = format!(
                 "{}\n{}",

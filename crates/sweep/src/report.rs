@@ -186,6 +186,7 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                     winner,
                     loser,
                     better,
+                    slack,
                 } => {
                     let mut ours = Vec::new();
                     let mut paper = Vec::new();
@@ -202,7 +203,7 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                             if ratio.is_finite() && ratio > 0.0 {
                                 ours.push(ratio);
                             }
-                            if ratio < 1.0 {
+                            if ratio < 1.0 - slack {
                                 lost.push(label(p));
                             }
                         }
@@ -236,6 +237,13 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                             fmt_num(lo),
                             fmt_num(hi)
                         );
+                        if *slack > 0.0 {
+                            let _ = write!(
+                                d,
+                                " (a point counts if at most {}% worse)",
+                                fmt_num(slack * 100.0)
+                            );
+                        }
                         if !paper.is_empty() {
                             let _ = write!(d, "; paper: by {}×", fmt_num(geo_mean(&paper)));
                         }

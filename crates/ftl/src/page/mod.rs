@@ -100,6 +100,11 @@ pub struct PageFtlConfig {
     pub wear_leveling: Option<WearLevelConfig>,
     /// BCH correction capability of every page.
     pub ecc_t: u32,
+    /// A GC or relocation read that does not decode is retried (the page sensed again, as
+    /// a controller's read-retry does) up to this many times before its page counts as
+    /// lost; each retry is a charged read (`read_retries`). Host reads are not retried:
+    /// their failures are reported as they happen (what AP and FLARES count).
+    pub read_retries: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
     /// last one (bounds roll-forward recovery); 0 = automatic: 4 per die, or as many
     /// blocks as hold 4 checkpoint bodies if that is more (a checkpoint then costs at most
@@ -172,6 +177,7 @@ impl Default for PageFtlConfig {
                 check_every: 32,
             }),
             ecc_t: 8,
+            read_retries: 2,
             checkpoint_interval: 0,
             region_blocks_per_die: 0,
             recovery: recovery::RecoveryKind::RollForward,
@@ -385,6 +391,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let chip_cfg = ctl.chip().config().clone();
         let scfg = SubstrateConfig {
             ecc_t: cfg.ecc_t,
+            read_retries: cfg.read_retries,
             gc_threshold: cfg.gc_threshold,
             wear_leveling: cfg.wear_leveling,
             #[cfg(feature = "sabotage")]
@@ -739,7 +746,18 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                     .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
                 Ok(())
             }
-            Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
+            Ok(PageRead::Erased { timing }) => {
+                self.s.occupy(die, at, timing);
+                self.s
+                    .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
+                self.s.read_feedback(now, phys, 0, true);
+                Err(FtlError::Unreadable(lpn))
+            }
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                // The failed read happened: its chip and decoder time are charged.
+                self.s.occupy(die, at, timing);
+                self.s
+                    .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
                 self.s.read_feedback(now, phys, 0, true);
                 Err(FtlError::Unreadable(lpn))
             }

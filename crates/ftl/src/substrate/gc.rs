@@ -351,8 +351,23 @@ fn relocate<K: Kernel>(
     let addr = s.phys_addr(src);
     let b = s.block_of(src);
     let die_of_src = s.die_of(b);
-    let at = s.op_time(die_of_src, now);
-    let (read_op, class) = match s.ctl.read_for_relocation(at, addr) {
+    let mut at = s.op_time(die_of_src, now);
+    let mut retries = s.cfg.read_retries;
+    let read = loop {
+        match s.ctl.read_for_relocation(at, addr) {
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) if retries > 0 => {
+                // Sense the page again (read-retry); the failed read is charged.
+                retries -= 1;
+                s.log.counters.read_retries += 1;
+                s.occupy(die_of_src, at, timing);
+                s.push_op(b, OpKind::Read, cause, timing, ecc, None);
+                s.read_feedback(now, src, 0, true);
+                at = s.op_time(die_of_src, now);
+            }
+            r => break r,
+        }
+    };
+    let (read_op, class) = match read {
         Ok(PageRead::Data(info)) => {
             s.occupy(die_of_src, at, info.timing);
             s.read_feedback(now, src, info.corrected, false);
@@ -361,7 +376,9 @@ fn relocate<K: Kernel>(
                 info.record.kind.data_class().unwrap_or_default(),
             )
         }
-        Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
+        Ok(PageRead::Erased { timing }) | Err(CtlError::Uncorrectable { timing, .. }) => {
+            s.occupy(die_of_src, at, timing);
+            s.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
             s.read_feedback(now, src, 0, true);
             // The only copy is gone: remember it, so reads fail rather than return stale or
             // zero data.

@@ -79,6 +79,8 @@ pub struct WearLevelConfig {
 pub(crate) struct SubstrateConfig {
     /// BCH correction capability of every data and metadata page.
     pub ecc_t: u32,
+    /// Re-reads of a GC or relocation read that does not decode.
+    pub read_retries: u32,
     /// Foreground GC runs on a die while it has fewer free blocks than this.
     pub gc_threshold: u32,
     /// Static wear levelling.

@@ -76,6 +76,9 @@ pub struct CrashConfig {
     pub warmup: bool,
     /// Host operations of the after-recovery workload.
     pub tail_ops: usize,
+    /// Writes of every this-many-th logical page carry the critical hint (0: none); with
+    /// AP's placement, `verify` then checks that no critical page sits in an LSB page.
+    pub critical_every: u64,
     /// Wraps every volume the harness formats or mounts (none: the scheme's own). The
     /// harness's self-test swaps in deliberately broken behaviour here and checks that the
     /// harness catches it.
@@ -110,6 +113,7 @@ impl CrashConfig {
             span: 0.9,
             warmup: true,
             tail_ops: 60,
+            critical_every: 0,
             wrap: None,
             checker: Checker::Contract,
         }
@@ -355,14 +359,26 @@ fn is_power_loss(e: &FtlError) -> bool {
     )
 }
 
-/// Performs one host operation on a volume (writes store [`pattern`] bytes).
-pub fn apply_op(dev: &mut dyn Ftl, op: HostOp, t: Nanos) -> Result<(), FtlError> {
+/// Performs one host operation on a volume (writes store [`pattern`] bytes; with
+/// `critical_every` > 0, writes of every `critical_every`-th logical page carry the
+/// critical hint).
+pub fn apply_op(
+    dev: &mut dyn Ftl,
+    op: HostOp,
+    t: Nanos,
+    critical_every: u64,
+) -> Result<(), FtlError> {
     let n = dev.logical_pages();
     let lpn = |l: u64| Lpn::checked(l, n).map_err(|_| FtlError::OutOfRange { lpn: l, count: n });
     match op {
         HostOp::Write(l, v) => {
             let data = pattern(dev.page_size(), l, v);
-            dev.write(t, lpn(l)?, &data)
+            let class = if critical_every > 0 && l.is_multiple_of(critical_every) {
+                ftl::DataClass::CRITICAL
+            } else {
+                ftl::DataClass::NORMAL
+            };
+            dev.write_with(t, lpn(l)?, &data, class)
         }
         HostOp::Trim(l) => dev.trim(t, lpn(l)?),
         HostOp::Flush => dev.flush(t),
@@ -376,12 +392,13 @@ fn run_ops(
     model: &mut Model,
     ops: &[HostOp],
     t: &mut Nanos,
-    check: bool,
+    cfg: &CrashConfig,
 ) -> Result<bool, String> {
+    let (check, critical_every) = (cfg.verify, cfg.critical_every);
     for (i, &op) in ops.iter().enumerate() {
         *t += Nanos::from_us(50);
         model.issue(op);
-        let r = apply_op(&mut **dev, op, *t);
+        let r = apply_op(&mut **dev, op, *t, critical_every);
         match r {
             Ok(()) if op == HostOp::Flush => model.flushed(),
             Ok(()) => {}
@@ -483,18 +500,12 @@ fn case_inner(
     let mut dev = cfg.formatted(t)?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical).with_checker(cfg.checker);
-    if !run_ops(
-        &mut dev,
-        &mut model,
-        &cfg.warmup_ops(logical),
-        &mut t,
-        cfg.verify,
-    )? {
+    if !run_ops(&mut dev, &mut model, &cfg.warmup_ops(logical), &mut t, cfg)? {
         return Err("power loss during the warm-up".into());
     }
     dev.controller_mut().chip_mut().arm_cut(id.at, id.mode);
     let ops = cfg.workload(0, logical);
-    let completed = run_ops(&mut dev, &mut model, &ops, &mut t, cfg.verify)?;
+    let completed = run_ops(&mut dev, &mut model, &ops, &mut t, cfg)?;
     if completed {
         return Ok(Outcome::NotReached);
     }
@@ -531,7 +542,7 @@ fn case_inner(
                 dev.controller_mut()
                     .chip_mut()
                     .arm_cut(n.at.saturating_sub(used), n.mode);
-                second = !run_ops(&mut dev, &mut model, &tail, &mut t, cfg.verify)?;
+                second = !run_ops(&mut dev, &mut model, &tail, &mut t, cfg)?;
                 dev.into_controller()
             }
             // Cut during recovery: power on and recover again.
@@ -554,7 +565,7 @@ fn case_inner(
     debug_dump(&mut dev, t, "first mount");
     verify(&mut *dev, &mut model, t)?;
     // The volume keeps working: more writes, a flush, a remount.
-    if !run_ops(&mut dev, &mut model, &tail, &mut t, cfg.verify)? {
+    if !run_ops(&mut dev, &mut model, &tail, &mut t, cfg)? {
         return Err("power loss without a cut".into());
     }
     dev.flush(t)
@@ -578,32 +589,14 @@ fn dry_run(cfg: &CrashConfig) -> Result<(u64, u64, ftl::FtlCounters), String> {
     let mut dev = cfg.formatted(t)?;
     let logical = dev.logical_pages();
     let mut model = Model::new(logical);
-    run_ops(
-        &mut dev,
-        &mut model,
-        &cfg.warmup_ops(logical),
-        &mut t,
-        cfg.verify,
-    )?;
+    run_ops(&mut dev, &mut model, &cfg.warmup_ops(logical), &mut t, cfg)?;
     let start = dev.controller().chip().ops();
-    run_ops(
-        &mut dev,
-        &mut model,
-        &cfg.workload(0, logical),
-        &mut t,
-        cfg.verify,
-    )?;
+    run_ops(&mut dev, &mut model, &cfg.workload(0, logical), &mut t, cfg)?;
     let mid = dev.controller().chip().ops();
     let counters = *dev.counters();
     let ctl = dev.into_controller();
     let mut dev = mount(ctl, cfg, t).map_err(|e| e.to_string())?;
-    run_ops(
-        &mut dev,
-        &mut model,
-        &cfg.workload(1, logical),
-        &mut t,
-        cfg.verify,
-    )?;
+    run_ops(&mut dev, &mut model, &cfg.workload(1, logical), &mut t, cfg)?;
     let end = dev.controller().chip().ops();
     Ok((mid - start, end - mid, counters))
 }
