@@ -410,8 +410,7 @@ fn ap_configuration_errors_name_the_key() {
         );
         let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
             .and_then(|c| c.build(Path::new(".")))
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string();
         let shown = sigma.parse::<f64>().unwrap().to_string();
         assert!(e.contains("errors.msb_ratio") && e.contains(&shown), "{e}");
@@ -419,8 +418,7 @@ fn ap_configuration_errors_name_the_key() {
     let t = "name = \"bad\"\nseed = 1\n[chip]\npreset = \"tiny-slc\"\n[ftl.page]\necc_t = 2\nplacement = \"msb-critical\"\n";
     let e = ExperimentConfig::from_toml_str(t, "bad.toml")
         .and_then(|c| c.build(Path::new(".")))
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(
         e.contains("msb-critical") && e.contains("single-level"),
