@@ -76,7 +76,7 @@ impl ErrorModel for ConstantRber {
 /// no retention term. [`WearExp::AP_MICRON_29F64G`] is AP's chip: the RBER range of AP
 /// Table 1 (2e-6 … 8e-5) spanning the rated life of 3000 P/E cycles (§3, Fig. 3). The paper
 /// gives the range and the endpoint behaviour, not the curve; exponential growth in P/E
-/// cycles is the usual shape of measured MLC wear (Mielke et al. 2008, AP's ref. [37]).
+/// cycles is the usual shape of measured MLC wear (Mielke et al. 2008, AP's reference 37).
 /// The model's values are for LSB pages; AP's MSB pages see σ times that ([`KindRatio`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

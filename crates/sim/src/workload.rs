@@ -57,6 +57,21 @@ pub struct HotCold {
     pub hint: bool,
 }
 
+/// A file system's metadata traffic beside its data (AP's NTFS setting, where the metadata
+/// lives at fixed addresses at the start of the volume): `pct` % of reads and writes are one
+/// aligned unit at a uniformly random place in the first `bytes` of the volume; every other
+/// request (random or sequential) lands in the footprint after them. Mark the region
+/// critical with `[hints] critical` to have its pages treated as metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetadataStream {
+    /// Share of reads and writes that are metadata accesses (0..100).
+    pub pct: f64,
+    /// Size of the metadata region at the start of the volume, bytes (a multiple of
+    /// `align`).
+    pub bytes: u64,
+}
+
 /// Host idle periods: after every `every` requests, no I/O for `seconds` of simulated time
 /// (hours or days let retention age the data).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -109,6 +124,8 @@ pub struct SyntheticConfig {
     pub arrival: Arrival,
     /// Host idle periods.
     pub idle: Option<IdlePeriods>,
+    /// A metadata stream at the start of the volume (data requests then go after it).
+    pub metadata: Option<MetadataStream>,
 }
 
 impl Default for SyntheticConfig {
@@ -127,6 +144,7 @@ impl Default for SyntheticConfig {
             interarrival_us: 0.0,
             arrival: Arrival::Fixed,
             idle: None,
+            metadata: None,
         }
     }
 }
@@ -205,6 +223,20 @@ impl SyntheticConfig {
                 );
             }
         }
+        if let Some(m) = self.metadata {
+            if !(0.0..=100.0).contains(&m.pct) {
+                bad("metadata.pct", format!("{} is not a percentage", m.pct));
+            }
+            if m.bytes == 0 || self.align == 0 || !m.bytes.is_multiple_of(self.align) {
+                bad(
+                    "metadata.bytes",
+                    format!(
+                        "{} must be a positive multiple of align ({})",
+                        m.bytes, self.align
+                    ),
+                );
+            }
+        }
         if let Some(h) = self.hot {
             if !(h.data_pct > 0.0 && h.data_pct < 100.0 && (0.0..=100.0).contains(&h.access_pct)) {
                 bad(
@@ -238,7 +270,10 @@ impl SyntheticConfig {
 pub struct Synthetic {
     cfg: SyntheticConfig,
     rng: ChaCha8Rng,
+    /// Bytes data requests range over (after `base`).
     footprint: u64,
+    /// Where data requests start: the metadata region's size (0 without one).
+    base: u64,
     cursor: u64,
     issued: u64,
     now: Nanos,
@@ -260,9 +295,18 @@ impl Synthetic {
                 "workload.footprint: less than one aligned unit".into(),
             ));
         }
+        // Data requests go after the metadata region.
+        let base = cfg.metadata.map_or(0, |m| m.bytes);
+        if base > 0 && base + cfg.max_size() > footprint {
+            return Err(SimError::Config(format!(
+                "workload.metadata.bytes: {base} leaves no room for a {}-byte data request in the {footprint}-byte footprint",
+                cfg.max_size()
+            )));
+        }
         Ok(Synthetic {
             rng: ChaCha8Rng::seed_from_u64(seed),
-            footprint,
+            footprint: footprint - base,
+            base,
             cfg,
             cursor: 0,
             issued: 0,
@@ -342,6 +386,19 @@ impl RequestSource for Synthetic {
         } else {
             ReqKind::Write
         };
+        if let Some(m) = self.cfg.metadata {
+            if kind != ReqKind::Trim && self.unit() * 100.0 < m.pct {
+                let a = self.cfg.align;
+                return Some(Ok(Request {
+                    arrival: self.now,
+                    kind,
+                    offset: self.below(m.bytes / a) * a,
+                    len: a,
+                    class: DataClass::NORMAL,
+                    idle_before,
+                }));
+            }
+        }
         let a = self.cfg.align;
         let slots = (self.footprint - len) / a + 1;
         let mut class = DataClass::NORMAL;
@@ -376,7 +433,7 @@ impl RequestSource for Synthetic {
         Some(Ok(Request {
             arrival: self.now,
             kind,
-            offset,
+            offset: self.base + offset,
             len,
             class,
             idle_before,

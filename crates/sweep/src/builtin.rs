@@ -23,13 +23,17 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/ap-io.toml"),
     ),
     (
+        "ap-sensor.toml",
+        include_str!("../../../experiments/ap-sensor.toml"),
+    ),
+    (
         "recovery.toml",
         include_str!("../../../experiments/recovery.toml"),
     ),
 ];
 
 /// The shipped matrices, in `--list` order.
-const MATRICES: &[&str] = &["waf", "ap-table1", "ap", "ap-io", "recovery"];
+const MATRICES: &[&str] = &["waf", "ap-table1", "ap", "ap-io", "ap-sensor", "recovery"];
 
 /// Names of the shipped matrices.
 pub fn names() -> Vec<&'static str> {

@@ -114,7 +114,8 @@ pub enum TrendKind {
         /// Which way is better.
         better: Better,
     },
-    /// The metric moves one way along the axis, in every series.
+    /// The metric moves one way along the axis, in every series: never the other way
+    /// (plateaus allowed, e.g. an error count at zero), and its last value beyond its first.
     Monotone {
         /// The axis.
         axis: String,

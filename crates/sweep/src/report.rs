@@ -317,10 +317,17 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                         if ys.len() < 2 {
                             continue;
                         }
-                        let ok = ys.windows(2).all(|w| match direction {
-                            Direction::Increasing => w[1].1 > w[0].1,
-                            Direction::Decreasing => w[1].1 < w[0].1,
-                        });
+                        // Never the other way (a plateau, such as a count at its floor
+                        // of zero, is allowed), and a net move the claimed way.
+                        let (first, last) = (ys[0].1, ys[ys.len() - 1].1);
+                        let ok = match direction {
+                            Direction::Increasing => {
+                                ys.windows(2).all(|w| w[1].1 >= w[0].1) && last > first
+                            }
+                            Direction::Decreasing => {
+                                ys.windows(2).all(|w| w[1].1 <= w[0].1) && last < first
+                            }
+                        };
                         let trace = format!(
                             "{}{}",
                             if p.is_empty() {
