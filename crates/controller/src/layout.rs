@@ -125,8 +125,8 @@ impl MetaTag {
 /// What a page holds, for the FTL and for statistics.
 ///
 /// Record code (one byte, injective): bits 0–1 the variant (0 user, 1 GC copy, 2 metadata,
-/// 3 invalid); user and copy pages keep their [`DataClass`] in bits 2–4 (bits 5–7 zero),
-/// metadata pages their [`MetaTag`] in bits 2–7. A byte that is no valid code makes the
+/// 3 replica); user, copy and replica pages keep their [`DataClass`] in bits 2–4 (bits 5–7
+/// zero), metadata pages their [`MetaTag`] in bits 2–7. A byte that is no valid code makes the
 /// record invalid (the page reads as uncorrectable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PageKind {
@@ -136,6 +136,12 @@ pub enum PageKind {
     GcCopy(DataClass),
     /// FTL metadata of the given type (map page, block table, checkpoint, …).
     Meta(MetaTag),
+    /// A backup copy of a host page (Meta-Cure's replicas), written beside it or moved by
+    /// GC. Its record's `lpn` field packs the logical page (low 32 bits) with the version
+    /// it copies (high 32 bits: the low half of the sequence number of the host write that
+    /// created the data; see [`OobRecord::replica`]). Never the page a logical page maps
+    /// to: recovery does not take it for one.
+    Replica(DataClass),
 }
 
 impl PageKind {
@@ -145,6 +151,7 @@ impl PageKind {
             PageKind::User(c) => c.bits() << 2,
             PageKind::GcCopy(c) => 1 | (c.bits() << 2),
             PageKind::Meta(t) => 2 | (t.0 << 2),
+            PageKind::Replica(c) => 3 | (c.bits() << 2),
         }
     }
 
@@ -163,23 +170,28 @@ impl PageKind {
                 None => None,
             },
             2 => Some(PageKind::Meta(MetaTag(v >> 2))),
-            _ => None,
+            _ => match DataClass::from_bits(v >> 2) {
+                Some(c) => Some(PageKind::Replica(c)),
+                None => None,
+            },
         }
     }
 
-    /// Host data (written by the host or copied): its class.
+    /// Host data a logical page can map to (written by the host or copied): its class.
+    /// `None` for metadata and for replicas.
     pub const fn data_class(self) -> Option<DataClass> {
         match self {
             PageKind::User(c) | PageKind::GcCopy(c) => Some(c),
-            PageKind::Meta(_) => None,
+            PageKind::Meta(_) | PageKind::Replica(_) => None,
         }
     }
 
-    /// Whether this is metadata or a host page marked critical (AP's "critical" pages).
+    /// Whether this is metadata or a host page (or replica) marked critical (AP's
+    /// "critical" pages).
     pub fn is_meta(self) -> bool {
         match self {
             PageKind::Meta(_) => true,
-            PageKind::User(c) | PageKind::GcCopy(c) => c.critical,
+            PageKind::User(c) | PageKind::GcCopy(c) | PageKind::Replica(c) => c.critical,
         }
     }
 }
@@ -291,6 +303,25 @@ impl OobRecord {
             kind,
             t: 0,
             crc: 0,
+        }
+    }
+
+    /// A replica's record: logical page `lpn` (below 2^32) and `version`, the sequence
+    /// number of the host write whose data it copies (its low 32 bits are kept), packed
+    /// into the `lpn` field.
+    pub fn replica(lpn: u64, version: u64, seq: u64, class: DataClass) -> Self {
+        Self::new(
+            (lpn & 0xFFFF_FFFF) | (version << 32),
+            seq,
+            PageKind::Replica(class),
+        )
+    }
+
+    /// A replica record's (logical page, low 32 bits of the version it copies).
+    pub fn replica_of(&self) -> Option<(u64, u32)> {
+        match self.kind {
+            PageKind::Replica(_) => Some((self.lpn & 0xFFFF_FFFF, (self.lpn >> 32) as u32)),
+            _ => None,
         }
     }
 

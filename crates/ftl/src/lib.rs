@@ -213,6 +213,16 @@ pub struct FtlCounters {
     /// GC and relocation reads retried after a page did not decode (each a charged read).
     #[serde(default)]
     pub read_retries: u64,
+    /// Replica pages programmed (Meta-Cure's backup copies of critical host writes; also
+    /// counted as host programs).
+    #[serde(default)]
+    pub replica_programs: u64,
+    /// Replica pages read because a primary did not decode.
+    #[serde(default)]
+    pub replica_reads: u64,
+    /// Reads answered by a replica, and primaries GC could not read replaced by one.
+    #[serde(default)]
+    pub replica_rescues: u64,
 }
 
 /// Metadata bytes programmed, by kind.

@@ -312,6 +312,9 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         pairing_lookups: a.pairing_lookups - b.pairing_lookups,
         placement_pads: a.placement_pads - b.placement_pads,
         read_retries: a.read_retries - b.read_retries,
+        replica_programs: a.replica_programs - b.replica_programs,
+        replica_reads: a.replica_reads - b.replica_reads,
+        replica_rescues: a.replica_rescues - b.replica_rescues,
     }
 }
 

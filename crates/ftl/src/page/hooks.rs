@@ -5,6 +5,7 @@ use super::map::MapStore;
 use super::{snapshot, PageFtl, INVALID, LOST};
 use crate::substrate::{Kernel, Substrate};
 use crate::FtlError;
+use alloc::vec::Vec;
 use nand::{ErrorModel, Nanos, Storage};
 
 impl<S: Storage, M: ErrorModel> super::recovery::Rebuildable for PageFtl<S, M> {
@@ -60,6 +61,20 @@ impl<S: Storage, M: ErrorModel> super::recovery::Rebuildable for PageFtl<S, M> {
         PageFtl::set_critical(self, lpn, critical)
     }
 
+    fn replica_limit(&self) -> usize {
+        self.cfg.replicas as usize
+    }
+
+    fn install_replicas(&mut self, lpn: u64, version: u64, pages: Vec<u32>) {
+        for &p in &pages {
+            self.p2l[p as usize] = lpn as u32;
+            let b = self.s.block_of(p);
+            self.s.valid[b as usize] += 1;
+        }
+        self.replicas
+            .insert(lpn as u32, super::replica::ReplicaSet { version, pages });
+    }
+
     fn checkpoint_gen(&self) -> u64 {
         self.region.cp.gen
     }
@@ -102,11 +117,24 @@ impl<S: Storage, M: ErrorModel> Kernel for PageFtl<S, M> {
     }
 
     #[inline]
-    fn moved(&mut self, now: Nanos, lpn: u64, _src: u32, dst: u32) -> Result<(), FtlError> {
+    fn moved(&mut self, now: Nanos, lpn: u64, src: u32, dst: u32) -> Result<(), FtlError> {
+        if !self.replicas.is_empty() && self.moved_replica(lpn, src, dst) {
+            return Ok(());
+        }
         self.map(now, lpn, dst, 0)
     }
 
+    fn alternates(&self, lpn: u64, src: u32) -> Vec<u32> {
+        if self.replicas.is_empty() {
+            return Vec::new();
+        }
+        self.replicas_of_primary(lpn, src)
+    }
+
     fn lost(&mut self, now: Nanos, lpn: u64, src: u32) -> Result<(), FtlError> {
+        if self.lost_with_replicas(lpn, src) {
+            return Ok(());
+        }
         self.p2l[src as usize] = INVALID;
         self.map.set(&mut self.s, now, lpn, LOST)
     }

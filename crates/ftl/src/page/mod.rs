@@ -47,6 +47,7 @@
 mod hooks;
 mod map;
 pub(crate) mod recovery;
+mod replica;
 mod snapshot;
 
 use crate::gc::VictimKind;
@@ -70,6 +71,7 @@ use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
 
 pub use crate::substrate::WearLevelConfig;
+pub use replica::MAX_REPLICAS;
 
 /// No mapping / no valid data.
 const INVALID: u32 = u32::MAX;
@@ -105,6 +107,11 @@ pub struct PageFtlConfig {
     /// lost; each retry is a charged read (`read_retries`). Host reads are not retried:
     /// their failures are reported as they happen (what AP and FLARES count).
     pub read_retries: u32,
+    /// Meta-Cure: every critical host write also programs this many backup copies, each
+    /// in another block (the next dies' cold frontiers); a read whose page does not decode
+    /// reads them; GC moves them; recovery restores them (see the `replica` module). 0 (the
+    /// default): none; at most [`MAX_REPLICAS`].
+    pub replicas: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
     /// last one (bounds roll-forward recovery); 0 = automatic: 4 per die, or as many
     /// blocks as hold 4 checkpoint bodies if that is more (a checkpoint then costs at most
@@ -144,7 +151,13 @@ impl PageFtlConfig {
                 (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
             // Header, frontiers, block states and erase counts, the map, the critical
             // pages (at most a bitmap).
-            let bytes = 32 + ndies as u64 * 16 + blocks * 5 + logical * 4 + 8 + logical / 8;
+            let bytes = 32
+                + ndies as u64 * 16
+                + blocks * 5
+                + logical * 4
+                + 8
+                + logical / 8
+                + replica::worst_case_bytes(geo.total_pages(), self.replicas);
             let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
             let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
             // Two generations, a block of trim log, a spare for a bad block.
@@ -178,6 +191,7 @@ impl Default for PageFtlConfig {
             }),
             ecc_t: 8,
             read_retries: 2,
+            replicas: 0,
             checkpoint_interval: 0,
             region_blocks_per_die: 0,
             recovery: recovery::RecoveryKind::RollForward,
@@ -222,6 +236,8 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     /// record, kept in RAM for GC's copy order and the placement invariant; checkpointed
     /// as ranges, rebuilt from records by recovery).
     critical: Vec<u64>,
+    /// Meta-Cure's replica sets (empty unless `replicas` > 0).
+    replicas: replica::Replicas,
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
 }
@@ -367,6 +383,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         ctl.layout(cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
+        if cfg.replicas > MAX_REPLICAS {
+            return Err(FtlError::Config(format!(
+                "replicas = {} exceeds the {MAX_REPLICAS} backup copies a critical page may have",
+                cfg.replicas
+            )));
+        }
         if cfg.placement.policy().protects_critical()
             && ctl.chip().config().cell == nand::CellType::Slc
         {
@@ -419,6 +441,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             region,
             pending_trims: Vec::new(),
             critical: Vec::new(),
+            replicas: replica::Replicas::new(),
             recovery: None,
         }
     }
@@ -588,8 +611,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
             valid[b as usize] += 1;
         }
+        self.verify_replicas(&mut valid)?;
         for (p, &l) in self.p2l.iter().enumerate() {
-            if l != INVALID && self.map.peek(l as u64).is_some_and(|m| m != p as u32) {
+            if l != INVALID
+                && self.map.peek(l as u64).is_some_and(|m| m != p as u32)
+                && !self.is_replica(l, p as u32)
+            {
                 return Err(format!(
                     "physical page {p} claims logical page {l}, which maps elsewhere"
                 ));
@@ -685,6 +712,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     Ok(Some((phys, seq))) => {
                         self.map(now, lpn, phys, seq)?;
                         self.set_critical(lpn, class.critical);
+                        if self.cfg.replicas > 0 {
+                            self.drop_replicas(lpn, seq);
+                            if class.critical {
+                                self.s.close_if_full(phys);
+                                self.write_replicas(now, die, lpn, data, class, seq)?;
+                            }
+                        }
                         self.s.close_if_full(phys);
                         paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
@@ -751,6 +785,9 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
                 self.s.read_feedback(now, phys, 0, true);
+                if self.read_replicas(now, l, data)? {
+                    return Ok(());
+                }
                 Err(FtlError::Unreadable(lpn))
             }
             Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
@@ -759,6 +796,9 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
                 self.s.read_feedback(now, phys, 0, true);
+                if self.read_replicas(now, l, data)? {
+                    return Ok(());
+                }
                 Err(FtlError::Unreadable(lpn))
             }
             Err(e) => Err(e.into()),
@@ -777,6 +817,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if old != LOST {
             self.invalidate(old, seq);
         }
+        self.drop_replicas(l, seq);
         self.map.set(&mut self.s, now, l, INVALID)?;
         self.s.log.counters.trimmed_pages += 1;
         self.pending_trims.push((l as u32, seq));

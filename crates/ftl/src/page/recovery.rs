@@ -51,7 +51,7 @@ use crate::{Cause, FtlError, OpKind};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{CtlError, PageRead};
+use controller::{CtlError, PageKind, PageRead};
 use core::cmp::Reverse;
 use nand::{BlockInfo, BlockStatus, Nanos};
 use serde::{Deserialize, Serialize};
@@ -127,6 +127,11 @@ pub(crate) trait Rebuildable: Kernel {
     fn rebuild_reverse(&mut self, now: Nanos) -> Result<(), FtlError>;
     /// Records whether `lpn`'s newest version (the one its map entry names) is critical.
     fn set_critical(&mut self, lpn: u64, critical: bool);
+    /// Backup copies a critical page keeps (Meta-Cure; 0: none).
+    fn replica_limit(&self) -> usize;
+    /// Makes `pages` the replicas of `lpn` (version `version`): claimed in the reverse map,
+    /// counted valid. After `rebuild_reverse`.
+    fn install_replicas(&mut self, lpn: u64, version: u64, pages: Vec<u32>);
     /// The generation of the checkpoint loaded.
     fn checkpoint_gen(&self) -> u64;
 }
@@ -154,6 +159,7 @@ impl Recovery for FullScan {
 
     fn recover<K: Rebuildable>(&self, ftl: &mut K, now: Nanos) -> Result<RecoveryReport, FtlError> {
         let mut r = Rebuild::start(ftl, now)?;
+        r.full_scan = true;
         let c = r.snap.seq;
         // What only the checkpoint knows: pages unmapped or lost at its sequence number.
         for (lpn, &p) in r.snap.l2p.iter().enumerate() {
@@ -328,6 +334,27 @@ struct Rebuild {
     left_region: BTreeSet<u32>,
     /// Time of the mount.
     now: Nanos,
+    /// Newest host write or trim since the checkpoint, per logical page: the version its
+    /// replicas must copy.
+    versions: BTreeMap<u32, u64>,
+    /// Replica records found: (flat page, logical page, version's low 32 bits, sequence
+    /// number).
+    replicas: Vec<(u32, u32, u32, u64)>,
+    /// A full scan (every replica is found by reading it; the checkpoint's list is not
+    /// needed).
+    full_scan: bool,
+}
+
+/// A data or replica record a block scan found.
+struct Found {
+    page: u32,
+    lpn: u64,
+    seq: u64,
+    critical: bool,
+    /// Written by the host (not a GC copy).
+    user: bool,
+    /// A replica of this version (low 32 bits).
+    replica_of: Option<u32>,
 }
 
 impl Rebuild {
@@ -408,6 +435,9 @@ impl Rebuild {
             partial: Vec::new(),
             young: BTreeSet::new(),
             headers: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            replicas: Vec::new(),
+            full_scan: false,
             now,
         })
     }
@@ -448,6 +478,8 @@ impl Rebuild {
         let trims = core::mem::take(&mut self.trims);
         for &(lpn, seq) in &trims {
             if (lpn as u64) < ftl.logical() {
+                let v = self.versions.entry(lpn).or_insert(0);
+                *v = (*v).max(seq);
                 self.apply(ftl, lpn as u64, INVALID, seq, false)?;
             }
         }
@@ -505,7 +537,7 @@ impl Rebuild {
         // skipped, and its write point is its first erased LSB page. The header says which
         // (read once, charged, and already read on every path that scans a block).
         let slc = self.header(ftl, now, b)?.slc_mode && ftl.sub().window > 0;
-        let mut found: Vec<(u32, u64, u64, bool)> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         let mut seqs: Vec<u64> = vec![0; ppb as usize];
         let mut wp = ppb;
         // A page that does not decode, or fails verification, makes the block unfit to
@@ -527,9 +559,29 @@ impl Rebuild {
                     if rec.seq >= self.snap.seq {
                         self.young.insert(b);
                     }
-                    if let Some(class) = rec.kind.data_class() {
-                        if rec.lpn < ftl.logical() && rec.seq >= min_seq {
-                            found.push((p, rec.lpn, rec.seq, class.critical));
+                    if rec.seq >= min_seq {
+                        if let Some(class) = rec.kind.data_class() {
+                            if rec.lpn < ftl.logical() {
+                                found.push(Found {
+                                    page: p,
+                                    lpn: rec.lpn,
+                                    seq: rec.seq,
+                                    critical: class.critical,
+                                    user: matches!(rec.kind, PageKind::User(_)),
+                                    replica_of: None,
+                                });
+                            }
+                        } else if let Some((lpn, version)) = rec.replica_of() {
+                            if lpn < ftl.logical() {
+                                found.push(Found {
+                                    page: p,
+                                    lpn,
+                                    seq: rec.seq,
+                                    critical: true,
+                                    user: false,
+                                    replica_of: Some(version),
+                                });
+                            }
                         }
                     }
                 }
@@ -548,7 +600,15 @@ impl Rebuild {
             self.full.insert(b);
         }
         let tail = wp.saturating_sub(ftl.sub_mut().window + 1);
-        for (p, lpn, seq, critical) in found {
+        for Found {
+            page: p,
+            lpn,
+            seq,
+            critical,
+            user,
+            replica_of,
+        } in found
+        {
             // Pages at the write point are read in full whether or not they win: a damaged
             // one rules out resuming the block.
             #[cfg(feature = "sabotage")]
@@ -559,6 +619,15 @@ impl Rebuild {
             if p_checked && !self.verify(ftl, now, b, p)? {
                 clean = false;
                 continue;
+            }
+            if let Some(version) = replica_of {
+                self.replicas.push((b * ppb + p, lpn as u32, version, seq));
+                continue;
+            }
+            if user && seq >= self.snap.seq {
+                // A host write since the checkpoint: the version replicas must copy.
+                let v = self.versions.entry(lpn as u32).or_insert(0);
+                *v = (*v).max(seq);
             }
             if seq > self.best[lpn as usize] {
                 self.apply(ftl, lpn, b * ppb + p, seq, critical)?;
@@ -571,6 +640,71 @@ impl Rebuild {
         Ok(wp)
     }
 
+    /// Meta-Cure's replica sets after the map is final (see the `replica` module): for each
+    /// mapped critical page, the replicas of the version it ends up with — records found
+    /// by the scans whose version matches, and (roll-forward) the checkpoint's replicas
+    /// whose block was not erased since — newest first, at most the configured number.
+    fn install_replicas<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+    ) -> Result<(), FtlError> {
+        let limit = ftl.replica_limit();
+        let snap_sets = core::mem::take(&mut self.snap.replicas);
+        let mut lpns: BTreeSet<u32> = self.replicas.iter().map(|r| r.1).collect();
+        lpns.extend(snap_sets.keys().copied());
+        for l in lpns {
+            let lpn = l as u64;
+            let primary = ftl.entry(lpn);
+            if lpn >= ftl.logical() || primary == INVALID || primary == LOST || !ftl.critical(lpn) {
+                continue;
+            }
+            // The version the map ends up with.
+            let version = match (self.versions.get(&l), snap_sets.get(&l)) {
+                (Some(&v), _) => v,
+                (None, Some(set)) => set.version,
+                (None, None) => continue,
+            };
+            let tag = version as u32;
+            let mut pages: Vec<(u64, u32)> = self
+                .replicas
+                .iter()
+                .filter(|&&(_, rl, t, _)| rl == l && t == tag)
+                .map(|&(p, _, _, seq)| (seq, p))
+                .collect();
+            if !self.full_scan {
+                if let Some(set) = snap_sets.get(&l).filter(|s| s.version == version) {
+                    for &p in &set.pages {
+                        if !ftl.entry_ok(p) || p == INVALID || p == LOST {
+                            continue;
+                        }
+                        let b = p / ftl.sub().ppb;
+                        if self.headers.contains_key(&b) || self.scanned.contains(&b) {
+                            let h = self.header(ftl, now, b)?;
+                            if h.erase_count != self.snap.erase[b as usize] {
+                                continue;
+                            }
+                        }
+                        pages.push((0, p));
+                    }
+                }
+            }
+            pages.sort_unstable_by(|a, b| b.cmp(a));
+            let mut kept: Vec<u32> = Vec::new();
+            for (_, p) in pages {
+                if kept.len() < limit
+                    && p != primary
+                    && !kept.contains(&p)
+                    && ftl.owner(p).is_none()
+                {
+                    kept.push(p);
+                }
+            }
+            ftl.install_replicas(lpn, version, kept);
+        }
+        Ok(())
+    }
+
     /// Reads page `p` of block `b` in full: whether its data decodes and matches its CRC.
     fn verify<K: Rebuildable>(
         &mut self,
@@ -580,15 +714,33 @@ impl Rebuild {
         p: u32,
     ) -> Result<bool, FtlError> {
         let pa = ftl.sub_mut().block_addr(b).page(p).expect("page in block");
-        self.pages_scanned += 1;
-        match ftl.sub_mut().ctl.read(now, pa, &mut self.page) {
-            Ok(PageRead::Data(ri)) => {
-                ftl.sub_mut()
-                    .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
-                Ok(true)
+        // A page that does not decode is sensed again (read-retry) before it is taken for
+        // torn: dropping a good page here would bring back an older version of its data.
+        let mut retries = ftl.sub().cfg.read_retries;
+        loop {
+            self.pages_scanned += 1;
+            match ftl.sub_mut().ctl.read(now, pa, &mut self.page) {
+                Ok(PageRead::Data(ri)) => {
+                    ftl.sub_mut()
+                        .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+                    return Ok(true);
+                }
+                Ok(PageRead::Erased { timing }) => {
+                    ftl.sub_mut()
+                        .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                    return Ok(false);
+                }
+                Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                    ftl.sub_mut()
+                        .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+                    if retries == 0 {
+                        return Ok(false);
+                    }
+                    retries -= 1;
+                    ftl.sub_mut().log.counters.read_retries += 1;
+                }
+                Err(e) => return Err(e.into()),
             }
-            Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => Ok(false),
-            Err(e) => Err(e.into()),
         }
     }
 
@@ -601,6 +753,9 @@ impl Rebuild {
     ) -> Result<RecoveryReport, FtlError> {
         let nblocks = ftl.sub_mut().geo.total_blocks();
         ftl.rebuild_reverse(now)?;
+        if ftl.replica_limit() > 0 {
+            self.install_replicas(ftl, now)?;
+        }
         for b in 0..nblocks {
             let i = b as usize;
             // Erase count and bad-block status: from the header where it was read (every

@@ -54,6 +54,9 @@ pub(crate) struct Snapshot {
     /// Logical pages whose last write was critical, one bit each (stored as ranges or
     /// as the bitmap, whichever is shorter; a snapshot without the section has none).
     pub critical: Vec<u64>,
+    /// Meta-Cure's replica sets (logical page → version and pages); the section is absent
+    /// when there are none.
+    pub replicas: super::replica::Replicas,
 }
 
 /// Critical-page section encodings.
@@ -123,6 +126,9 @@ impl Snapshot {
                 out.extend_from_slice(&w.to_le_bytes());
             }
         }
+        if !self.replicas.is_empty() {
+            super::replica::encode(&self.replicas, &mut out);
+        }
         let c = crc(&out);
         out.extend_from_slice(&c.to_le_bytes());
         out
@@ -185,6 +191,18 @@ impl Snapshot {
                 }
                 _ => return None,
             }
+        }
+        // Then, if present, the replica sets.
+        let mut replicas = super::replica::Replicas::new();
+        if !r.0.is_empty() {
+            for _ in 0..r.u32()? {
+                let (l, version, n) = (r.u32()?, r.u64()?, r.u32()?);
+                if l as u64 >= logical || n > super::MAX_REPLICAS {
+                    return None;
+                }
+                let pages = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+                replicas.insert(l, super::replica::ReplicaSet { version, pages });
+            }
             if !r.0.is_empty() {
                 return None;
             }
@@ -198,6 +216,7 @@ impl Snapshot {
             l2p,
             slc,
             critical,
+            replicas,
         })
     }
 }
@@ -272,6 +291,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             erase: self.s.erase.clone(),
             slc: self.s.slc.iter().map(|&m| m == Some(true)).collect(),
             critical: self.critical.clone(),
+            replicas: self.replicas.clone(),
             l2p: self
                 .map
                 .entries()

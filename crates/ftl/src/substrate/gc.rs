@@ -46,6 +46,11 @@ pub(crate) trait Kernel {
     /// un-counts the source (`Substrate::drop_valid(_, 0)`: a copy supersedes nothing) and
     /// counts the copy (`Substrate::add_valid`).
     fn moved(&mut self, now: Nanos, lpn: u64, src: u32, dst: u32) -> Result<(), FtlError>;
+    /// Other pages holding the same data as `src`, `lpn`'s page GC could not read
+    /// (Meta-Cure's replicas of a primary); empty for most kernels.
+    fn alternates(&self, _lpn: u64, _src: u32) -> ::alloc::vec::Vec<u32> {
+        ::alloc::vec::Vec::new()
+    }
     /// `lpn`'s only copy at `src` is unreadable: remember it as lost (the substrate has
     /// already dropped it from its block's valid count).
     fn lost(&mut self, now: Nanos, lpn: u64, src: u32) -> Result<(), FtlError>;
@@ -336,6 +341,49 @@ pub(crate) fn erase_dirty<K: Kernel>(
     Ok(())
 }
 
+/// Reads flat page `phys` for a copy, retrying a read that does not decode up to
+/// `read_retries` times (every read charged). `None`: unreadable (or erased).
+fn read_for_copy<S: Storage, M: ErrorModel>(
+    s: &mut Substrate<S, M>,
+    now: Nanos,
+    phys: u32,
+    cause: Cause,
+) -> Result<Option<(u32, OobRecord)>, FtlError> {
+    let addr = s.phys_addr(phys);
+    let b = s.block_of(phys);
+    let die = s.die_of(b);
+    let mut retries = s.cfg.read_retries;
+    loop {
+        let at = s.op_time(die, now);
+        match s.ctl.read_for_relocation(at, addr) {
+            Ok(PageRead::Data(info)) => {
+                s.occupy(die, at, info.timing);
+                s.read_feedback(now, phys, info.corrected, false);
+                let op = s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
+                return Ok(Some((op, info.record)));
+            }
+            Ok(PageRead::Erased { timing }) => {
+                s.occupy(die, at, timing);
+                s.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
+                s.read_feedback(now, phys, 0, true);
+                return Ok(None);
+            }
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                s.occupy(die, at, timing);
+                s.push_op(b, OpKind::Read, cause, timing, ecc, None);
+                s.read_feedback(now, phys, 0, true);
+                if retries == 0 {
+                    return Ok(None);
+                }
+                // Sense the page again (read-retry).
+                retries -= 1;
+                s.log.counters.read_retries += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Copies the valid page `src` to the cold frontier of `die`. The controller moves the
 /// corrected data with its parity (no re-encoding); only the record is rewritten, keeping
 /// the page's class.
@@ -347,52 +395,44 @@ fn relocate<K: Kernel>(
     lpn: u64,
     cause: Cause,
 ) -> Result<(), FtlError> {
-    let s = k.sub_mut();
-    let addr = s.phys_addr(src);
-    let b = s.block_of(src);
-    let die_of_src = s.die_of(b);
-    let mut at = s.op_time(die_of_src, now);
-    let mut retries = s.cfg.read_retries;
-    let read = loop {
-        match s.ctl.read_for_relocation(at, addr) {
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) if retries > 0 => {
-                // Sense the page again (read-retry); the failed read is charged.
-                retries -= 1;
-                s.log.counters.read_retries += 1;
-                s.occupy(die_of_src, at, timing);
-                s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-                s.read_feedback(now, src, 0, true);
-                at = s.op_time(die_of_src, now);
+    let mut got = read_for_copy(k.sub_mut(), now, src, cause)?;
+    if got.is_none() {
+        // Another copy of the same data (a Meta-Cure replica) stands in for it: its data go
+        // to the copy, which becomes the page's primary.
+        for alt in k.alternates(lpn, src) {
+            got = read_for_copy(k.sub_mut(), now, alt, cause)?;
+            if let Some((_, rec)) = &mut got {
+                if let PageKind::Replica(c) = rec.kind {
+                    rec.kind = PageKind::GcCopy(c);
+                    k.sub_mut().log.counters.replica_rescues += 1;
+                    break;
+                }
+                got = None;
             }
-            r => break r,
         }
+    }
+    let s = k.sub_mut();
+    let b = s.block_of(src);
+    let Some((read_op, src_rec)) = got else {
+        // The only copy is gone: remember it, so reads fail rather than return stale or
+        // zero data.
+        let by = s.seq;
+        s.drop_valid(b, by);
+        s.log.counters.lost_pages += 1;
+        return k.lost(now, lpn, src);
     };
-    let (read_op, class) = match read {
-        Ok(PageRead::Data(info)) => {
-            s.occupy(die_of_src, at, info.timing);
-            s.read_feedback(now, src, info.corrected, false);
-            (
-                s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None),
-                info.record.kind.data_class().unwrap_or_default(),
-            )
-        }
-        Ok(PageRead::Erased { timing }) | Err(CtlError::Uncorrectable { timing, .. }) => {
-            s.occupy(die_of_src, at, timing);
-            s.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
-            s.read_feedback(now, src, 0, true);
-            // The only copy is gone: remember it, so reads fail rather than return stale or
-            // zero data.
-            let by = s.seq;
-            s.drop_valid(b, by);
-            s.log.counters.lost_pages += 1;
-            return k.lost(now, lpn, src);
-        }
-        Err(e) => return Err(e.into()),
+    // A replica stays a replica (its record's packed page and version kept).
+    let (class, replica) = match src_rec.kind {
+        PageKind::Replica(c) => (c, Some(src_rec.lpn)),
+        k => (k.data_class().unwrap_or_default(), None),
     };
     let dst = loop {
         let phys = s.allocate_for(now, die, COLD, WriteKind::Copy(class))?;
         let seq = s.next_seq();
-        let rec = OobRecord::new(lpn, seq, PageKind::GcCopy(class));
+        let rec = match replica {
+            Some(packed) => OobRecord::new(packed, seq, PageKind::Replica(class)),
+            None => OobRecord::new(lpn, seq, PageKind::GcCopy(class)),
+        };
         if s.program_page(now, phys, Payload::Relocated, rec, cause, Some(read_op))?
             .is_some()
         {

@@ -116,17 +116,30 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
             .block_addr(b)
             .page(self.pages[slot as usize])
             .expect("region page in block");
-        match sub.ctl.read_meta(now, addr, unit) {
-            Ok(PageRead::Data(info)) => {
-                sub.push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None);
-                Ok(Some(info.record))
+        // A unit that does not decode is sensed again (read-retry) before it counts as
+        // absent: a committed checkpoint page read once at a bad moment must not send
+        // mount back to an older generation. A torn page fails every time.
+        let mut retries = sub.cfg.read_retries;
+        loop {
+            match sub.ctl.read_meta(now, addr, unit) {
+                Ok(PageRead::Data(info)) => {
+                    sub.push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None);
+                    return Ok(Some(info.record));
+                }
+                Ok(PageRead::Erased { timing }) => {
+                    sub.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                    return Ok(None);
+                }
+                Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                    sub.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+                    if retries == 0 {
+                        return Ok(None);
+                    }
+                    retries -= 1;
+                    sub.log.counters.read_retries += 1;
+                }
+                Err(e) => return Err(e.into()),
             }
-            Ok(PageRead::Erased { timing }) => {
-                sub.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-                Ok(None)
-            }
-            Err(CtlError::Uncorrectable { .. }) => Ok(None),
-            Err(e) => Err(e.into()),
         }
     }
 }

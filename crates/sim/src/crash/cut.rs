@@ -16,11 +16,12 @@ pub struct CutInfo {
 impl CutInfo {
     /// The classes, in report order: a program of a host page, of a GC (or wear-levelling,
     /// relocation) copy, of a checkpoint body page, of a trim-log page, of an MLC padding
-    /// page, of another metadata page; an erase of a checkpoint-region block or of a data
-    /// block; a read.
-    pub const CLASSES: [&'static str; 9] = [
+    /// page, of another metadata page, of a replica (Meta-Cure's backup copy); an erase of a
+    /// checkpoint-region block or of a data block; a read.
+    pub const CLASSES: [&'static str; 10] = [
         "user",
         "gc-copy",
+        "replica",
         "checkpoint",
         "trim-log",
         "pad",
@@ -45,6 +46,7 @@ impl CutInfo {
                 let class = match kind {
                     Some(PageKind::User(_)) => "user",
                     Some(PageKind::GcCopy(_)) => "gc-copy",
+                    Some(PageKind::Replica(_)) => "replica",
                     Some(PageKind::Meta(t)) => ftl::meta_tag_name(t).unwrap_or("meta"),
                     None => "meta",
                 };
