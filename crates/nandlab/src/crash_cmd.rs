@@ -73,7 +73,14 @@ pub struct CrashArgs {
     /// written critical; the invariant is checked after every operation and mount.
     #[arg(long)]
     ap: bool,
-    /// Writes of every N-th logical page carry the critical hint (default 3 with `--ap`).
+    /// Meta-Cure: every critical page also written as a backup copy in another block,
+    /// every `--critical-every`-th logical page (default 6) written critical, the
+    /// over-provisioning raised to at least 0.35 for the copies; `verify` checks the replica
+    /// sets after every operation and mount.
+    #[arg(long)]
+    meta_cure: bool,
+    /// Writes of every N-th logical page carry the critical hint (default 3 with `--ap` or
+    /// `--meta-cure`).
     #[arg(long)]
     critical_every: Option<u64>,
     /// Static wear levelling as SPREAD:CHECK_EVERY (e.g. 3:2), or `off`.
@@ -106,6 +113,11 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         p.placement = ftl::policy::PlacementKind::MsbCritical;
         p.copy_order = ftl::policy::CopyOrderKind::Asymmetric;
         cfg.critical_every = 3;
+    }
+    if args.meta_cure {
+        p.replicas = 1;
+        p.over_provisioning = p.over_provisioning.max(0.35);
+        cfg.critical_every = 6;
     }
     if let Some(n) = args.critical_every {
         cfg.critical_every = n;

@@ -173,6 +173,14 @@ pub struct NandStats {
     pub placement_pads: u64,
     /// Searches of the shared-pages table (AP; each charged `pairing_lookup_ns`).
     pub pairing_lookups: u64,
+    /// Replica pages programmed (Meta-Cure's backup copies; part of the host programs).
+    pub replica_programs: u64,
+    /// Replica pages read because a primary did not decode.
+    pub replica_reads: u64,
+    /// Reads (and GC copies) a replica answered for an unreadable primary.
+    pub replica_rescues: u64,
+    /// GC, relocation, metadata and recovery reads retried after a page did not decode.
+    pub read_retries: u64,
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
@@ -436,6 +444,10 @@ impl Report {
                 pad_pages: c.pad_pages,
                 placement_pads: c.placement_pads,
                 pairing_lookups: c.pairing_lookups,
+                replica_programs: c.replica_programs,
+                replica_reads: c.replica_reads,
+                replica_rescues: c.replica_rescues,
+                read_retries: c.read_retries,
                 slc_blocks: c.slc_blocks,
                 region_swaps: c.region_swaps,
             },
@@ -582,6 +594,10 @@ impl Report {
                 pad_pages: 0,
                 placement_pads: 0,
                 pairing_lookups: 0,
+                replica_programs: 0,
+                replica_reads: 0,
+                replica_rescues: 0,
+                read_retries: 0,
                 slc_blocks: 0,
                 region_swaps: 0,
             },
@@ -705,6 +721,20 @@ impl Report {
                 w,
                 "placement   {} padding pages for refused slots (of the {} above); {} shared-pages table look-ups",
                 n.placement_pads, n.pad_pages, n.pairing_lookups
+            );
+        }
+        if n.replica_programs > 0 {
+            let _ = writeln!(
+                w,
+                "replicas    {} backup copies programmed; {} read for unreadable primaries, {} rescues",
+                n.replica_programs, n.replica_reads, n.replica_rescues
+            );
+        }
+        if n.read_retries > 0 {
+            let _ = writeln!(
+                w,
+                "retries     {} reads retried after a page did not decode (GC, metadata, recovery)",
+                n.read_retries
             );
         }
         let we = &self.wear;
