@@ -27,13 +27,29 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/ap-sensor.toml"),
     ),
     (
+        "ap-traces.toml",
+        include_str!("../../../experiments/ap-traces.toml"),
+    ),
+    (
+        "ap-trace-base.toml",
+        include_str!("../../../experiments/ap-trace-base.toml"),
+    ),
+    (
         "recovery.toml",
         include_str!("../../../experiments/recovery.toml"),
     ),
 ];
 
 /// The shipped matrices, in `--list` order.
-const MATRICES: &[&str] = &["waf", "ap-table1", "ap", "ap-io", "ap-sensor", "recovery"];
+const MATRICES: &[&str] = &[
+    "waf",
+    "ap-table1",
+    "ap",
+    "ap-io",
+    "ap-sensor",
+    "ap-traces",
+    "recovery",
+];
 
 /// Names of the shipped matrices.
 pub fn names() -> Vec<&'static str> {

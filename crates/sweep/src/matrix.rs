@@ -140,7 +140,12 @@ impl Source {
     fn base_dir(&self) -> PathBuf {
         match self {
             Source::File(p) => p.parent().map(Path::to_path_buf).unwrap_or_default(),
-            Source::Builtin(_) => PathBuf::new(),
+            // The `experiments/` folder of the source tree the binary was built from: a
+            // shipped matrix's relative paths (trace files) resolve there from any
+            // directory.
+            Source::Builtin(_) => {
+                PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments"))
+            }
         }
     }
 }

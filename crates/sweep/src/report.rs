@@ -191,11 +191,16 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                     let mut ours = Vec::new();
                     let mut paper = Vec::new();
                     let mut lost = Vec::new();
+                    // Points with both values: a ratio that is 0 against 0 (a tie) or
+                    // infinite (a zero against a positive count) counts here but not in the
+                    // geometric mean.
+                    let mut compared = 0usize;
                     let pts = points(m, &[axis], &t.at);
                     for p in &pts {
                         let (w, _, _) = mean_at(r, &with(p, axis, winner), &t.metric);
                         let (l, _, _) = mean_at(r, &with(p, axis, loser), &t.metric);
                         if let (Some(w), Some(l)) = (w, l) {
+                            compared += 1;
                             let ratio = match better {
                                 Better::Lower => l / w,
                                 Better::Higher => w / l,
@@ -216,8 +221,23 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                             });
                         }
                     }
-                    if ours.is_empty() {
+                    if compared == 0 {
                         (None, format!("no point has both {} and {}", show(winner), show(loser)))
+                    } else if ours.is_empty() {
+                        (
+                            Some(lost.is_empty()),
+                            format!(
+                                "{} against {} at {} points, none with both values non-zero{}",
+                                show(winner),
+                                show(loser),
+                                compared,
+                                if lost.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("; loses at {}", lost.join(", "))
+                                }
+                            ),
+                        )
                     } else {
                         let word = match better {
                             Better::Lower => "lower",
@@ -231,8 +251,8 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
                             show(winner),
                             word,
                             show(loser),
-                            ours.len() - lost.len(),
-                            ours.len(),
+                            compared - lost.len(),
+                            compared,
                             fmt_num(geo_mean(&ours)),
                             fmt_num(lo),
                             fmt_num(hi)
