@@ -44,7 +44,7 @@ mod substrate;
 
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{RecoveryKind, RecoveryReport};
-pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig};
+pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};
 pub use policy::Policies;
 pub use scheme::{BoxedVolume, SchemeConfig, Volume};
 pub use substrate::region::meta_tag_name;
