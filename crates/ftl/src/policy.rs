@@ -138,6 +138,18 @@ impl Placement for Striped {
     }
 }
 
+/// The die choice of a placement that stripes like [`Striped`] (its `stripe` field).
+macro_rules! striped_dies {
+    () => {
+        fn host_die(&mut self, dies: usize, lpn: u64, class: DataClass) -> usize {
+            self.stripe.host_die(dies, lpn, class)
+        }
+        fn peek_die(&self, dies: usize, lpn: u64, class: DataClass) -> usize {
+            self.stripe.peek_die(dies, lpn, class)
+        }
+    };
+}
+
 /// Striped over dies, but a host write hinted cold goes to the cold frontier (with GC
 /// copies, which are cold by survival): hot/cold separation from the host's own hints.
 #[derive(Debug, Clone, Copy, Default)]
@@ -149,12 +161,7 @@ impl Placement for HintStreams {
     fn name(&self) -> &'static str {
         "hint-streams"
     }
-    fn host_die(&mut self, dies: usize, lpn: u64, class: DataClass) -> usize {
-        self.stripe.host_die(dies, lpn, class)
-    }
-    fn peek_die(&self, dies: usize, lpn: u64, class: DataClass) -> usize {
-        self.stripe.peek_die(dies, lpn, class)
-    }
+    striped_dies!();
     fn host_stream(&self, class: DataClass) -> Stream {
         match class.temperature {
             crate::Temperature::Cold => Stream::Cold,
@@ -182,12 +189,7 @@ impl Placement for MsbCritical {
     fn name(&self) -> &'static str {
         "msb-critical"
     }
-    fn host_die(&mut self, dies: usize, lpn: u64, class: DataClass) -> usize {
-        self.stripe.host_die(dies, lpn, class)
-    }
-    fn peek_die(&self, dies: usize, lpn: u64, class: DataClass) -> usize {
-        self.stripe.peek_die(dies, lpn, class)
-    }
+    striped_dies!();
     fn wants_slots(&self) -> bool {
         true
     }
