@@ -518,6 +518,7 @@ mod tests {
                 };
                 kinds.push(PageKind::User(c));
                 kinds.push(PageKind::GcCopy(c));
+                kinds.push(PageKind::Replica(c));
             }
         }
         kinds.extend((0..=MetaTag::MAX).map(|t| PageKind::Meta(MetaTag::new(t))));
@@ -533,6 +534,13 @@ mod tests {
             }
         }
         assert_eq!(MetaTag::checked(64), None);
+        // A replica record packs its logical page and version and gives them back.
+        let c = DataClass::CRITICAL;
+        let r = OobRecord::replica(0x1234_5678, 0xAB_CDEF_0123, 9, c);
+        assert_eq!(r.replica_of(), Some((0x1234_5678, 0xCDEF_0123)));
+        assert_eq!(r.kind.data_class(), None);
+        assert!(r.kind.is_meta());
+        assert_eq!(OobRecord::new(5, 1, PageKind::User(c)).replica_of(), None);
     }
 
     #[test]
