@@ -36,8 +36,10 @@ fn every_cut_point_and_mode_roll_forward() {
     // The run says what its cuts hit, and it covered the metadata paths: checkpoint body
     // and trim-log pages, padding, region erases, as well as host and GC pages.
     for class in sim::crash::CutInfo::CLASSES {
-        if class == "meta" {
-            continue; // no other metadata page kind exists yet
+        if class == "meta" || class == "replica" {
+            // No other metadata page kind exists yet; replicas are Meta-Cure's only
+            // (every_cut_point_with_meta_cure requires them).
+            continue;
         }
         let n = s.cut_classes.get(class).copied().unwrap_or(0);
         assert!(n >= CutMode::ALL.len() as u64, "{class}: {n} cuts; {s:?}");
@@ -264,6 +266,8 @@ fn every_cut_point_with_meta_cure() {
         let s = holds("meta-cure", &cfg, Plan::Linear, 1000);
         assert!(s.workload.replica_programs > 20, "{:?}", s.workload);
         assert!(s.workload.gc_victims > 0, "{:?}", s.workload);
+        let replica_cuts = s.cut_classes.get("replica").copied().unwrap_or(0);
+        assert!(replica_cuts >= CutMode::ALL.len() as u64, "{s:?}");
         holds("meta-cure, nested", &cfg, Plan::Nested { samples: 100 }, 60);
     }
 }
