@@ -34,6 +34,7 @@
 
 extern crate alloc;
 
+pub mod flares;
 pub mod gc;
 mod page;
 pub mod policy;
