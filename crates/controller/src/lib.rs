@@ -728,6 +728,59 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         r
     }
 
+    /// Like [`program_relocated`](Controller::program_relocated), but the data are
+    /// re-encoded at strength `t` when it differs from the strength they were read with
+    /// (FLARES: a page moved by GC or refresh takes its new p). Re-encoding needs the
+    /// corrected data in the controller: a pristine page's data are clocked out of the
+    /// chip's page register first (charged as the page's bus transfer), then encoded and
+    /// programmed like a host page — no copy-back. At the same strength the stored parity
+    /// is exactly what re-encoding would produce, so that case is `program_relocated`.
+    pub fn program_relocated_as(
+        &mut self,
+        now: Nanos,
+        addr: PhysAddr,
+        record: OobRecord,
+        t: u32,
+    ) -> Result<OpTiming, CtlError> {
+        let src = self
+            .reloc
+            .expect("program_relocated_as follows a successful read_for_relocation");
+        if src.t as u32 == t {
+            return self.program_relocated(now, addr, record);
+        }
+        let mut extra = OpTiming::default();
+        let mut data = core::mem::take(&mut self.reloc_data);
+        let r = (|| {
+            if self.cfg.mode == PayloadMode::Bytes {
+                if let Some(from) = self.reloc_from {
+                    let g = *self.chip.geometry();
+                    data.resize(g.page_size as usize, 0);
+                    if self.chip.register_holds(from) {
+                        self.chip.data_out(from, &mut data)?;
+                        extra.transfer = self.chip.config().timing.transfer(g.page_size as usize);
+                    } else {
+                        // A failed program in between emptied the register: sense again.
+                        let mut raw_spare = vec![0u8; g.spare_size as usize];
+                        extra = self.chip.read(now, from, &mut data, &mut raw_spare)?;
+                    }
+                    self.reloc_from = None;
+                }
+            }
+            let payload: &[u8] = match self.cfg.mode {
+                PayloadMode::Bytes => &data,
+                PayloadMode::Digest => &[],
+            };
+            let bytes = self.cfg.mode == PayloadMode::Bytes;
+            let p = self.program_inner(now, addr, payload, record, t, bytes)?;
+            Ok(OpTiming {
+                array: p.array + extra.array,
+                transfer: p.transfer + extra.transfer,
+            })
+        })();
+        self.reloc_data = data;
+        r
+    }
+
     /// Erases a block (an FTL's admin operation: no data passes the controller).
     pub fn erase(&mut self, now: Nanos, block: BlockAddr) -> Result<OpTiming, NandError> {
         self.chip.erase(now, block)

@@ -510,6 +510,153 @@ impl FlaresCore {
     }
 }
 
+/// FLARES as the FTL's ECC-strength policy: one [`Pprof`] per physical page in controller
+/// RAM, Alg. 1 on every program and read, Alg. 2 every WSIZE operations, rewrite alarms
+/// for retention (on reads and by the idle-time scrub) and for the failure zone.
+///
+/// Storage of the profile: the strength a page was encoded with (p_cur) is in the page's
+/// spare area (the triplicated strength header and the OOB record, itself a BCH codeword),
+/// read before the data, so the decoder always knows it. The rest — p_next, pecycles,
+/// writestamp, errc, failc and the zone counters — is kept here, in RAM, and is lost at a
+/// power cut or remount: a page first read after mount takes p_cur from its header as
+/// p_next, the block's erase count as pecycles, and the mount time as its writestamp (so
+/// its retention clock restarts; see the issue notes: the spare-area copy of the
+/// writestamp that would make this exact is not built yet). Metadata pages (the checkpoint
+/// region) take the configured worst-case strength and are not watched.
+#[derive(Debug, Clone)]
+pub struct FlaresStrength {
+    core: FlaresCore,
+    prof: Vec<Pprof>,
+    ppb: u32,
+    meta_t: u32,
+    cursor: usize,
+}
+
+impl FlaresStrength {
+    /// A policy for a chip of `pages` pages, `ppb` per block, with `codeword_bits`-bit
+    /// codewords in pages of `page_bits` data bits; metadata pages at `meta_t`.
+    pub fn new(
+        cfg: FlaresConfig,
+        pages: u64,
+        ppb: u32,
+        codeword_bits: u64,
+        page_bits: u64,
+        meta_t: u32,
+    ) -> Self {
+        FlaresStrength {
+            core: FlaresCore::new(FlaresTables::new(cfg, codeword_bits, page_bits)),
+            prof: alloc::vec![Pprof::default(); pages as usize],
+            ppb,
+            meta_t,
+            cursor: 0,
+        }
+    }
+
+    /// The core (tables and counters).
+    pub fn core(&self) -> &FlaresCore {
+        &self.core
+    }
+
+    /// The profile of flat page `page`.
+    pub fn profile(&self, page: u32) -> Pprof {
+        self.prof[page as usize]
+    }
+}
+
+impl crate::policy::EccStrength for FlaresStrength {
+    fn name(&self) -> &'static str {
+        "flares"
+    }
+
+    fn t_for(&mut self, ctx: &crate::policy::ProgramContext) -> u32 {
+        if ctx.meta {
+            return self.meta_t;
+        }
+        let i = (ctx.slot.block * self.ppb + ctx.slot.page) as usize;
+        self.core
+            .program(&mut self.prof[i], ctx.erase_count, ctx.now)
+    }
+
+    fn on_read(
+        &mut self,
+        fb: &crate::policy::ReadFeedback,
+        c: &mut crate::policy::EccPolicyCounters,
+    ) -> Option<crate::policy::Alarm> {
+        let i = (fb.block * self.ppb + fb.page) as usize;
+        let p = &mut self.prof[i];
+        if p.p_cur == 0 {
+            // Not cached (first access since mount) or a metadata page.
+            let t = fb.t;
+            if t < self.core.tables.config().t_min || t > self.core.tables.config().t_max {
+                return None;
+            }
+            p.p_cur = t as u8;
+            p.p_next = t as u8;
+            p.pecycles = fb.erase_count.min((1 << width::PECYCLES) - 1) as u16;
+            p.writestamp = stamp(fb.now);
+        }
+        let (ra, fz) = (
+            self.core.retention_alarms,
+            self.core.zones[Zone::Fa.index()],
+        );
+        let out = self.core.read(p, fb.corrected, fb.failed, fb.now);
+        if let Outcome::Window(z) = out {
+            c.zones[z.index()] += 1;
+        }
+        c.retention_alarms += self.core.retention_alarms - ra;
+        let fa = self.core.zones[Zone::Fa.index()] - fz;
+        c.zones[Zone::Fa.index()] += fa;
+        c.failure_alarms += fa;
+        c.beyond_range = self.core.beyond_range;
+        (out == Outcome::Rewrite).then_some(crate::policy::Alarm::Rewrite { page: i as u32 })
+    }
+
+    fn on_erase(&mut self, block: u32) {
+        let b = (block * self.ppb) as usize;
+        for p in &mut self.prof[b..b + self.ppb as usize] {
+            // pecycles and p_next describe the cells and stay; the data are gone.
+            p.writestamp = 0;
+            p.p_cur = 0;
+            p.errc = 0;
+            p.ops = 0;
+            p.failc = 0;
+        }
+    }
+
+    fn forget(&mut self, page: u32) {
+        let p = &mut self.prof[page as usize];
+        p.writestamp = 0;
+        p.p_cur = 0;
+    }
+
+    fn scrub(
+        &mut self,
+        now: Nanos,
+        budget: u32,
+        out: &mut Vec<u32>,
+        c: &mut crate::policy::EccPolicyCounters,
+    ) {
+        let n = self.prof.len();
+        for _ in 0..(budget as usize).min(n) {
+            let i = self.cursor;
+            self.cursor = if i + 1 == n { 0 } else { i + 1 };
+            let p = &self.prof[i];
+            if p.writestamp == 0 {
+                continue;
+            }
+            c.scrubbed_pages += 1;
+            if self.core.past_retention(p, now) {
+                c.scrub_alarms += 1;
+                out.push(i as u32);
+            }
+        }
+    }
+
+    fn ram_bytes(&self) -> u64 {
+        (self.prof.len() * core::mem::size_of::<Pprof>()) as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,7 +710,11 @@ mod tests {
         let mut p = Pprof::default();
         let t0 = Nanos(0);
         let t = c.program(&mut p, pe, t0);
-        assert_eq!(t, c.tables.required_p(pe).0, "first program takes the model's p");
+        assert_eq!(
+            t,
+            c.tables.required_p(pe).0,
+            "first program takes the model's p"
+        );
         // Safe zone: the measured RBER equals the model's write part.
         let wr = c.tables.rber_wr(pe);
         let mut p2 = p;
@@ -589,7 +740,11 @@ mod tests {
         p4.p_next = 40;
         for i in 0..=c.tables.config().maxover {
             assert_eq!(window(&mut c, &mut p4, wr, t0), Outcome::Window(Zone::Oc));
-            let expect = if i == c.tables.config().maxover { 39 } else { 40 };
+            let expect = if i == c.tables.config().maxover {
+                39
+            } else {
+                40
+            };
             assert_eq!(p4.p_next, expect, "window {i}");
         }
         // Critical zone: a projected RBER just under p_cur's limit; after MAXCRITICAL + 1

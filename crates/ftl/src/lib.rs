@@ -84,18 +84,25 @@ pub enum Cause {
     Meta,
     /// Mount-time scanning.
     Mount,
+    /// Rewriting pages the ECC-strength policy raised an alarm for (FLARES's page
+    /// refresh).
+    Refresh,
 }
 
 impl Cause {
     /// Every cause, in report order.
-    pub const ALL: [Cause; 6] = [
+    pub const ALL: [Cause; Cause::COUNT] = [
         Cause::Host,
         Cause::Gc,
         Cause::WearLevel,
         Cause::Relocate,
         Cause::Meta,
         Cause::Mount,
+        Cause::Refresh,
     ];
+
+    /// Number of causes.
+    pub const COUNT: usize = 7;
 
     /// Index into per-cause arrays.
     pub const fn index(self) -> usize {
@@ -106,6 +113,7 @@ impl Cause {
             Cause::Relocate => 3,
             Cause::Meta => 4,
             Cause::Mount => 5,
+            Cause::Refresh => 6,
         }
     }
 
@@ -118,6 +126,7 @@ impl Cause {
             Cause::Relocate => "relocate",
             Cause::Meta => "meta",
             Cause::Mount => "mount",
+            Cause::Refresh => "refresh",
         }
     }
 }
@@ -162,11 +171,14 @@ pub struct FtlCounters {
     /// Flushes.
     pub flushes: u64,
     /// NAND page reads per cause (see [`Cause::index`]).
-    pub reads: [u64; 6],
+    #[serde(with = "per_cause")]
+    pub reads: [u64; Cause::COUNT],
     /// NAND page programs per cause.
-    pub programs: [u64; 6],
+    #[serde(with = "per_cause")]
+    pub programs: [u64; Cause::COUNT],
     /// NAND block erases per cause.
-    pub erases: [u64; 6],
+    #[serde(with = "per_cause")]
+    pub erases: [u64; Cause::COUNT],
     /// Valid pages copied by GC, wear levelling and relocation.
     pub valid_copies: u64,
     /// Victim blocks reclaimed by GC.
@@ -196,6 +208,9 @@ pub struct FtlCounters {
     /// Refresh alarms raised by the ECC-strength policy.
     #[serde(default)]
     pub refresh_alarms: u64,
+    /// What the ECC-strength policy counted (FLARES zones, alarms, scrub, strengths).
+    #[serde(default)]
+    pub ecc_policy: policy::EccPolicyCounters,
     /// Host blocks opened in SLC mode by the flush buffer.
     #[serde(default)]
     pub slc_blocks: u64,
@@ -380,4 +395,22 @@ pub trait Ftl {
     fn ecc_stats(&self) -> controller::EccStats;
     /// P/E cycles of every block (flat index).
     fn erase_counts(&self) -> &[u32];
+}
+
+/// Per-cause arrays in serialised counters: older files with fewer causes read with zeros
+/// for the missing ones.
+mod per_cause {
+    use super::Cause;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    pub fn serialize<S: Serializer>(v: &[u64; Cause::COUNT], s: S) -> Result<S::Ok, S::Error> {
+        v.as_slice().serialize(s)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u64; Cause::COUNT], D::Error> {
+        let v = alloc::vec::Vec::<u64>::deserialize(d)?;
+        let mut out = [0; Cause::COUNT];
+        for (o, x) in out.iter_mut().zip(v) {
+            *o = x;
+        }
+        Ok(out)
+    }
 }

@@ -212,6 +212,9 @@ pub struct ProgramContext {
     pub slot: Slot,
     /// P/E cycles of the block.
     pub erase_count: u32,
+    /// The page takes FTL metadata (a checkpoint-region page: the paper's reserved pages,
+    /// always at the worst-case strength).
+    pub meta: bool,
     /// Simulated time.
     pub now: Nanos,
 }
@@ -227,6 +230,10 @@ pub struct ReadFeedback {
     pub corrected: u32,
     /// The page could not be decoded.
     pub failed: bool,
+    /// The strength the page was encoded with, from its header (0 when the read failed).
+    pub t: u32,
+    /// P/E cycles of the block (the FTL's erase-count table).
+    pub erase_count: u32,
     /// Simulated time.
     pub now: Nanos,
 }
@@ -241,6 +248,62 @@ pub enum Alarm {
         /// Flat block index.
         block: u32,
     },
+    /// Rewrite one page elsewhere (FLARES's rewrite alarm: the page nears the retention
+    /// its strength allows, or failed too often): the FTL relocates it — re-encoded at
+    /// the strength the policy then gives its new page — if it still holds valid data.
+    Rewrite {
+        /// Flat page index.
+        page: u32,
+    },
+}
+
+/// What an ECC-strength policy counts (reported with the FTL's counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EccPolicyCounters {
+    /// Estimation windows closed per FLARES zone (FS, OC, CR, FA, SZ).
+    pub zones: [u64; 5],
+    /// Rewrite alarms for retention (on a read or by the scrub).
+    pub retention_alarms: u64,
+    /// Rewrite alarms of the failure zone.
+    pub failure_alarms: u64,
+    /// Estimations whose projected RBER was beyond the strongest t.
+    pub beyond_range: u64,
+    /// Pages the idle-time scrub checked.
+    pub scrubbed_pages: u64,
+    /// Pages the scrub found past their retention.
+    pub scrub_alarms: u64,
+    /// Programs per strength chosen (index = t, up to 63).
+    #[serde(with = "serde_t_hist")]
+    pub programs_by_t: [u64; 64],
+}
+
+impl Default for EccPolicyCounters {
+    fn default() -> Self {
+        EccPolicyCounters {
+            zones: [0; 5],
+            retention_alarms: 0,
+            failure_alarms: 0,
+            beyond_range: 0,
+            scrubbed_pages: 0,
+            scrub_alarms: 0,
+            programs_by_t: [0; 64],
+        }
+    }
+}
+
+mod serde_t_hist {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    pub fn serialize<S: Serializer>(v: &[u64; 64], s: S) -> Result<S::Ok, S::Error> {
+        v.as_slice().serialize(s)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u64; 64], D::Error> {
+        let v = alloc::vec::Vec::<u64>::deserialize(d)?;
+        let mut out = [0; 64];
+        for (o, x) in out.iter_mut().zip(v) {
+            *o = x;
+        }
+        Ok(out)
+    }
 }
 
 /// The BCH correction capability of each program.
@@ -253,11 +316,30 @@ pub enum Alarm {
 pub trait EccStrength: Send {
     /// Name in reports and configuration files.
     fn name(&self) -> &'static str;
-    /// The strength for a program.
+    /// The strength for a program (host data, metadata, or a relocated page that is
+    /// re-encoded when the policy is not fixed).
     fn t_for(&mut self, ctx: &ProgramContext) -> u32;
     /// Feedback after a read.
-    fn on_read(&mut self, _read: &ReadFeedback) -> Option<Alarm> {
+    fn on_read(&mut self, _read: &ReadFeedback, _c: &mut EccPolicyCounters) -> Option<Alarm> {
         None
+    }
+    /// Block `block` was erased: its pages hold no data any more.
+    fn on_erase(&mut self, _block: u32) {}
+    /// Flat page `page` holds no valid data (found by a scrub): stop watching it.
+    fn forget(&mut self, _page: u32) {}
+    /// Idle-time scrub: checks up to `budget` pages' retention (from what the policy keeps
+    /// in RAM; no flash read) and appends those that need a rewrite to `out`.
+    fn scrub(
+        &mut self,
+        _now: Nanos,
+        _budget: u32,
+        _out: &mut alloc::vec::Vec<u32>,
+        _c: &mut EccPolicyCounters,
+    ) {
+    }
+    /// Bytes of controller RAM the policy's per-page state takes.
+    fn ram_bytes(&self) -> u64 {
+        0
     }
     /// `Some(t)` if every program gets `t` whatever its context and reads are of no
     /// interest: the FTL then skips building contexts and calling the policy (asked once,
@@ -558,6 +640,19 @@ impl PacingKind {
             }),
         }
     }
+}
+
+/// ECC-strength policies by name (`ecc = "fixed"`: every page at `ecc_t`; or
+/// `ecc = { flares = { wsize = 100, mix = 0.5, … } }`: FLARES, with metadata pages at
+/// `ecc_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EccKind {
+    /// [`FixedStrength`] at `ecc_t`.
+    #[default]
+    Fixed,
+    /// [`crate::flares::FlaresStrength`].
+    Flares(crate::flares::FlaresConfig),
 }
 
 /// The policy objects of a scheme, beside its victim policy and recovery procedure.

@@ -215,6 +215,39 @@ pub struct EccReport {
     pub max_codeword_errors: u32,
     /// Total decode time, µs.
     pub decode_us: f64,
+    /// Mean ECC strength of the pages programmed in the phase (host data, copies,
+    /// refreshes and metadata).
+    pub mean_t: f64,
+    /// The ECC-strength policy's own counts (FLARES).
+    pub policy: PolicyReport,
+}
+
+/// What an adaptive ECC-strength policy (FLARES) did in the measured phase.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct PolicyReport {
+    /// Estimation windows closed per zone.
+    pub zone_fs: u64,
+    /// Over-correction windows.
+    pub zone_oc: u64,
+    /// Critical-zone windows.
+    pub zone_cr: u64,
+    /// Failure-zone windows.
+    pub zone_fa: u64,
+    /// Safe-zone windows.
+    pub zone_sz: u64,
+    /// Rewrite alarms for retention raised on reads.
+    pub retention_alarms: u64,
+    /// Rewrite alarms of the failure zone.
+    pub failure_alarms: u64,
+    /// Pages the idle-time scrub checked.
+    pub scrubbed_pages: u64,
+    /// Pages the scrub found past their retention.
+    pub scrub_alarms: u64,
+    /// Pages rewritten by refresh (programs of cause `refresh`).
+    pub refresh_writes: u64,
+    /// FLARES's write amplification: (host page writes + refresh writes) / host page
+    /// writes (1 = refresh added nothing; the paper's Fig. 6 measure).
+    pub refresh_wa: f64,
 }
 
 /// What produced a report, in words (the full experiment configuration is in
@@ -279,6 +312,9 @@ pub struct Report {
     pub ecc: EccReport,
     /// IOPS over the measured phase (simulated time).
     pub iops: f64,
+    /// NAND page reads and programs per second of the measured phase (FLARES's Fig. 7
+    /// throughput measure).
+    pub flash_ops_per_s: f64,
     /// Mean response time over every request of the measured phase (arrival to
     /// completion, queueing included), µs.
     pub mean_response_us: f64,
@@ -290,7 +326,8 @@ pub struct Report {
 }
 
 fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
-    let sub = |x: [u64; 6], y: [u64; 6]| core::array::from_fn(|i| x[i] - y[i]);
+    let sub =
+        |x: [u64; Cause::COUNT], y: [u64; Cause::COUNT]| core::array::from_fn(|i| x[i] - y[i]);
     FtlCounters {
         host_writes: a.host_writes - b.host_writes,
         host_reads: a.host_reads - b.host_reads,
@@ -323,6 +360,18 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         replica_programs: a.replica_programs - b.replica_programs,
         replica_reads: a.replica_reads - b.replica_reads,
         replica_rescues: a.replica_rescues - b.replica_rescues,
+        ecc_policy: {
+            let (x, y) = (&a.ecc_policy, &b.ecc_policy);
+            ftl::policy::EccPolicyCounters {
+                zones: core::array::from_fn(|i| x.zones[i] - y.zones[i]),
+                retention_alarms: x.retention_alarms - y.retention_alarms,
+                failure_alarms: x.failure_alarms - y.failure_alarms,
+                beyond_range: x.beyond_range.saturating_sub(y.beyond_range),
+                scrubbed_pages: x.scrubbed_pages - y.scrubbed_pages,
+                scrub_alarms: x.scrub_alarms - y.scrub_alarms,
+                programs_by_t: core::array::from_fn(|i| x.programs_by_t[i] - y.programs_by_t[i]),
+            }
+        },
     }
 }
 
@@ -367,7 +416,7 @@ impl Report {
     pub fn build(i: ReportInput<'_>) -> Report {
         let m = i.metrics;
         let c = diff(i.counters, i.baseline);
-        let by_cause = |a: [u64; 6]| -> BTreeMap<&'static str, u64> {
+        let by_cause = |a: [u64; Cause::COUNT]| -> BTreeMap<&'static str, u64> {
             Cause::ALL
                 .iter()
                 .filter(|k| a[k.index()] > 0)
@@ -480,9 +529,45 @@ impl Report {
                 miscorrections_caught: e.miscorrections_caught - b.miscorrections_caught,
                 max_codeword_errors: e.max_codeword_errors,
                 decode_us: (e.decode_ns - b.decode_ns) as f64 / 1000.0,
+                mean_t: {
+                    let h = &c.ecc_policy.programs_by_t;
+                    let n: u64 = h.iter().sum();
+                    let sum: u64 = h.iter().enumerate().map(|(t, &k)| t as u64 * k).sum();
+                    if n > 0 {
+                        sum as f64 / n as f64
+                    } else {
+                        0.0
+                    }
+                },
+                policy: {
+                    let p = &c.ecc_policy;
+                    let refresh = c.programs[Cause::Refresh.index()];
+                    PolicyReport {
+                        zone_fs: p.zones[0],
+                        zone_oc: p.zones[1],
+                        zone_cr: p.zones[2],
+                        zone_fa: p.zones[3],
+                        zone_sz: p.zones[4],
+                        retention_alarms: p.retention_alarms,
+                        failure_alarms: p.failure_alarms,
+                        scrubbed_pages: p.scrubbed_pages,
+                        scrub_alarms: p.scrub_alarms,
+                        refresh_writes: refresh,
+                        refresh_wa: if c.host_writes > 0 {
+                            (c.host_writes + refresh) as f64 / c.host_writes as f64
+                        } else {
+                            1.0
+                        },
+                    }
+                },
             },
             iops: if span > 0.0 {
                 requests as f64 / span
+            } else {
+                0.0
+            },
+            flash_ops_per_s: if span > 0.0 {
+                (c.reads.iter().sum::<u64>() + c.programs.iter().sum::<u64>()) as f64 / span
             } else {
                 0.0
             },
@@ -622,8 +707,11 @@ impl Report {
                 miscorrections_caught: 0,
                 max_codeword_errors: 0,
                 decode_us: 0.0,
+                mean_t: 0.0,
+                policy: PolicyReport::default(),
             },
             iops: 0.0,
+            flash_ops_per_s: 0.0,
             mean_response_us: 0.0,
             throughput_mib_s: 0.0,
             input_notes: Vec::new(),
@@ -772,6 +860,22 @@ impl Report {
         };
         let _ = writeln!(w, "ecc         {} pages decoded, {} bits corrected{most}, uncorrectable: {} critical, {} normal; {} miscorrections caught by CRC",
             e.reads, e.corrected_bits, e.uncorrectable_critical, e.uncorrectable_normal, e.miscorrections_caught);
+        let p = &e.policy;
+        if e.mean_t > 0.0 {
+            let _ = writeln!(w, "strength    mean t {:.2} over the pages programmed; flash {:.0} operations/s (reads and programs)", e.mean_t, self.flash_ops_per_s);
+        }
+        if p.zone_fs
+            + p.zone_oc
+            + p.zone_cr
+            + p.zone_fa
+            + p.zone_sz
+            + p.scrubbed_pages
+            + p.refresh_writes
+            > 0
+        {
+            let _ = writeln!(w, "flares      windows FS {} OC {} CR {} FA {} SZ {}; alarms: {} retention, {} failure, {} by scrub ({} pages checked); {} refresh writes, refresh WA {:.3}",
+                p.zone_fs, p.zone_oc, p.zone_cr, p.zone_fa, p.zone_sz, p.retention_alarms, p.failure_alarms, p.scrub_alarms, p.scrubbed_pages, p.refresh_writes, p.refresh_wa);
+        }
         s
     }
 }

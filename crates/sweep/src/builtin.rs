@@ -35,6 +35,18 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/ap-trace-base.toml"),
     ),
     (
+        "flares.toml",
+        include_str!("../../../experiments/flares.toml"),
+    ),
+    (
+        "flares-base.toml",
+        include_str!("../../../experiments/flares-base.toml"),
+    ),
+    (
+        "flares-refresh.toml",
+        include_str!("../../../experiments/flares-refresh.toml"),
+    ),
+    (
         "recovery.toml",
         include_str!("../../../experiments/recovery.toml"),
     ),
@@ -48,6 +60,8 @@ const MATRICES: &[&str] = &[
     "ap-io",
     "ap-sensor",
     "ap-traces",
+    "flares",
+    "flares-refresh",
     "recovery",
 ];
 

@@ -54,7 +54,7 @@ use crate::gc::VictimKind;
 use crate::policy::{
     CopyOrderKind, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
 };
-use crate::substrate::gc::{erase_dirty, gc_step, paced, run_pending};
+use crate::substrate::gc::{erase_dirty, gc_step, paced, run_pending, run_refresh};
 use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Payload, Substrate, SubstrateConfig, COLD, HOST};
@@ -72,6 +72,9 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::substrate::WearLevelConfig;
 pub use replica::MAX_REPLICAS;
+
+/// Page rewrites per die per idle-time `tick` (bounds one call's work).
+const TICK_REFRESH: usize = 64;
 
 /// No mapping / no valid data.
 const INVALID: u32 = u32::MAX;
@@ -100,8 +103,12 @@ pub struct PageFtlConfig {
     pub gc_pacing: PacingKind,
     /// Static wear levelling (off when `None`).
     pub wear_leveling: Option<WearLevelConfig>,
-    /// BCH correction capability of every page.
+    /// BCH correction capability of every page (with `ecc = "fixed"`), of metadata pages
+    /// (with FLARES).
     pub ecc_t: u32,
+    /// The ECC-strength policy: `"fixed"` (every page at `ecc_t`) or
+    /// `{ flares = { … } }` (FLARES: per-page strength, rewrite alarms, scrub).
+    pub ecc: crate::policy::EccKind,
     /// A GC or relocation read that does not decode is retried (the page sensed again, as
     /// a controller's read-retry does) up to this many times before its page counts as
     /// lost; each retry is a charged read (`read_retries`). Host reads are not retried:
@@ -190,6 +197,7 @@ impl Default for PageFtlConfig {
                 check_every: 32,
             }),
             ecc_t: 8,
+            ecc: crate::policy::EccKind::Fixed,
             read_retries: 2,
             replicas: 0,
             checkpoint_interval: 0,
@@ -383,6 +391,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         ctl.layout(cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
+        if let crate::policy::EccKind::Flares(f) = &cfg.ecc {
+            f.validate().map_err(FtlError::Config)?;
+            for t in [f.t_min, f.t_max] {
+                ctl.layout(t).map_err(|e| {
+                    FtlError::Config(format!(
+                        "flares t range {}..={}: t = {t} does not fit this chip's spare area ({e})",
+                        f.t_min, f.t_max
+                    ))
+                })?;
+            }
+        }
         if cfg.replicas > MAX_REPLICAS {
             return Err(FtlError::Config(format!(
                 "replicas = {} exceeds the {MAX_REPLICAS} backup copies a critical page may have",
@@ -421,7 +440,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         let policies = Policies {
             placement: cfg.placement.policy(),
-            ecc: Box::new(FixedStrength(cfg.ecc_t)),
+            ecc: match cfg.ecc {
+                crate::policy::EccKind::Fixed => Box::new(FixedStrength(cfg.ecc_t)),
+                crate::policy::EccKind::Flares(f) => Box::new(crate::flares::FlaresStrength::new(
+                    f,
+                    geo.total_pages(),
+                    geo.pages_per_block,
+                    (ctl.config().sector_size * 8) as u64,
+                    geo.page_size as u64 * 8,
+                    cfg.ecc_t,
+                )),
+            },
             pacing: cfg.gc_pacing.policy(),
             copy_order: cfg.copy_order.policy(),
         };
@@ -722,6 +751,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                         self.s.close_if_full(phys);
                         paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
+                        if !self.s.dies[die].refresh.is_empty() {
+                            // Rewrites wait for idle time, but at most one per host write
+                            // also runs here, so they cannot starve under a busy host.
+                            run_refresh(self, now, die, 1)?;
+                        }
                         return Ok(());
                     }
                     Ok(None) => continue,
@@ -778,13 +812,15 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 self.s.occupy(die, at, info.timing);
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
+                self.s
+                    .read_feedback(now, phys, info.corrected, false, info.record.t as u32);
                 Ok(())
             }
             Ok(PageRead::Erased { timing }) => {
                 self.s.occupy(die, at, timing);
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
-                self.s.read_feedback(now, phys, 0, true);
+                self.s.read_feedback(now, phys, 0, true, 0);
                 if self.read_replicas(now, l, data)? {
                     return Ok(());
                 }
@@ -795,7 +831,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 self.s.occupy(die, at, timing);
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
-                self.s.read_feedback(now, phys, 0, true);
+                self.s.read_feedback(now, phys, 0, true, 0);
                 if self.read_replicas(now, l, data)? {
                     return Ok(());
                 }
@@ -854,10 +890,28 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
         let mut worked = false;
+        if self.s.fixed_t.is_none() {
+            // FLARES's idle-time scrub: pages past their retention queue for a rewrite.
+            let mut due = Vec::new();
+            let budget = match self.cfg.ecc {
+                crate::policy::EccKind::Flares(f) => f.scrub_pages,
+                crate::policy::EccKind::Fixed => 0,
+            };
+            let s = &mut self.s;
+            s.ecc
+                .scrub(now, budget, &mut due, &mut s.log.counters.ecc_policy);
+            worked |= !due.is_empty();
+            for phys in due {
+                self.s.queue_rewrite(phys);
+            }
+        }
         for die in 0..self.s.dies.len() {
             if !self.s.dies[die].background.is_empty() {
                 run_pending(self, now, die)?;
                 worked = true;
+            }
+            if !self.s.dies[die].refresh.is_empty() {
+                worked |= run_refresh(self, now, die, TICK_REFRESH)? > 0;
             }
             if !self.s.dies[die].dirty.is_empty() {
                 let before = self.s.dies[die].dirty.len();

@@ -137,7 +137,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     self.s.occupy(die, at, info.timing);
                     self.s
                         .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
-                    self.s.read_feedback(now, p, info.corrected, false);
+                    self.s
+                        .read_feedback(now, p, info.corrected, false, info.record.t as u32);
                     self.s.log.counters.replica_rescues += 1;
                     return Ok(true);
                 }
@@ -150,7 +151,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     self.s.occupy(die, at, timing);
                     self.s
                         .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
-                    self.s.read_feedback(now, p, 0, true);
+                    self.s.read_feedback(now, p, 0, true, 0);
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -73,20 +73,31 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let die = self.die_of(b);
         let now = self.op_time(die, now);
         let t = match payload {
-            Payload::Relocated => 0,
-            _ if self.fixed_t.is_some() => self.fixed_t.unwrap_or_default(),
+            _ if self.fixed_t.is_some() => {
+                let t = self.fixed_t.unwrap_or_default();
+                self.log.counters.ecc_policy.programs_by_t[(t as usize).min(63)] += 1;
+                t
+            }
             _ => {
                 let ctx = ProgramContext {
                     slot: self.slot(phys),
                     erase_count: self.erase[self.block_of(phys) as usize],
+                    meta: matches!(payload, Payload::Meta(_)),
                     now,
                 };
-                self.ecc.t_for(&ctx)
+                let t = self.ecc.t_for(&ctx);
+                self.log.counters.ecc_policy.programs_by_t[(t as usize).min(63)] += 1;
+                t
             }
         };
         let r = match payload {
             Payload::Data(d) => self.ctl.program(now, addr, d, rec, t),
-            Payload::Relocated => self.ctl.program_relocated(now, addr, rec),
+            // A fixed strength moves data with their parity; an adaptive one re-encodes
+            // at the destination page's strength.
+            Payload::Relocated if self.fixed_t.is_some() => {
+                self.ctl.program_relocated(now, addr, rec)
+            }
+            Payload::Relocated => self.ctl.program_relocated_as(now, addr, rec, t),
             Payload::Meta(d) => self.ctl.program_meta(now, addr, d, rec, t),
         };
         match r {
@@ -123,6 +134,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 self.occupy(die, now, t);
                 self.push_erase(b, cause, t);
                 self.erase[b as usize] += 1;
+                if self.fixed_t.is_none() {
+                    self.ecc.on_erase(b);
+                }
                 Ok(true)
             }
             // A block that went bad since the last checkpoint is found bad on use.

@@ -111,7 +111,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// its alarm: a refresh queues the block for background relocation (if it is full and
     /// not written since the last checkpoint) and is counted.
     #[inline]
-    pub fn read_feedback(&mut self, now: Nanos, phys: u32, corrected: u32, failed: bool) {
+    pub fn read_feedback(&mut self, now: Nanos, phys: u32, corrected: u32, failed: bool, t: u32) {
         if self.fixed_t.is_some() {
             return;
         }
@@ -121,16 +121,47 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             page,
             corrected,
             failed,
+            t,
+            erase_count: self.erase[block as usize],
             now,
         };
-        if let Some(Alarm::Refresh { block }) = self.ecc.on_read(&fb) {
-            self.log.counters.refresh_alarms += 1;
-            let i = block as usize;
-            if i < self.state.len() && self.state[i] == BState::Full && !self.young[i] {
-                let die = self.die_of(block) as usize;
-                let job = self.claim_victim(block, Cause::Relocate);
-                self.dies[die].background.push_back(job);
+        match self.ecc.on_read(&fb, &mut self.log.counters.ecc_policy) {
+            Some(Alarm::Refresh { block }) => {
+                self.log.counters.refresh_alarms += 1;
+                let i = block as usize;
+                if i < self.state.len() && self.state[i] == BState::Full && !self.young[i] {
+                    let die = self.die_of(block) as usize;
+                    let job = self.claim_victim(block, Cause::Relocate);
+                    self.dies[die].background.push_back(job);
+                }
             }
+            Some(Alarm::Rewrite { page }) => {
+                self.log.counters.refresh_alarms += 1;
+                self.queue_rewrite(page);
+            }
+            None => {}
+        }
+    }
+
+    /// Queues flat page `phys` for a background rewrite on its die (once).
+    pub fn queue_rewrite(&mut self, phys: u32) {
+        let die = self.die_of(self.block_of(phys)) as usize;
+        if self.rewrite_queued.is_empty() {
+            self.rewrite_queued =
+                alloc::vec![0; (self.state.len() * self.ppb as usize).div_ceil(64)];
+        }
+        let (w, bit) = (phys as usize / 64, 1u64 << (phys % 64));
+        let q = &mut self.dies[die].refresh;
+        if q.len() < REFRESH_QUEUE && self.rewrite_queued[w] & bit == 0 {
+            self.rewrite_queued[w] |= bit;
+            q.push_back(phys);
+        }
+    }
+
+    /// Takes flat page `phys` off the set of queued rewrites.
+    pub fn unqueue_rewrite(&mut self, phys: u32) {
+        if let Some(w) = self.rewrite_queued.get_mut(phys as usize / 64) {
+            *w &= !(1u64 << (phys % 64));
         }
     }
 
@@ -358,20 +389,20 @@ fn read_for_copy<S: Storage, M: ErrorModel>(
         match s.ctl.read_for_relocation(at, addr) {
             Ok(PageRead::Data(info)) => {
                 s.occupy(die, at, info.timing);
-                s.read_feedback(now, phys, info.corrected, false);
+                s.read_feedback(now, phys, info.corrected, false, info.record.t as u32);
                 let op = s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
                 return Ok(Some((op, info.record)));
             }
             Ok(PageRead::Erased { timing }) => {
                 s.occupy(die, at, timing);
                 s.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
-                s.read_feedback(now, phys, 0, true);
+                s.read_feedback(now, phys, 0, true, 0);
                 return Ok(None);
             }
             Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
                 s.occupy(die, at, timing);
                 s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-                s.read_feedback(now, phys, 0, true);
+                s.read_feedback(now, phys, 0, true, 0);
                 if retries == 0 {
                     return Ok(None);
                 }
@@ -577,6 +608,47 @@ pub(crate) fn paced<K: Kernel>(
         GcBudget::Steps(n) => gc_steps(k, now, die, n),
         GcBudget::UntilThreshold => ensure_space(k, now, die),
     }
+}
+
+/// Most pages waiting for a rewrite per die; alarms beyond it are dropped (the page
+/// alarms again at its next read or scrub visit). Bounds the queue's RAM.
+pub(crate) const REFRESH_QUEUE: usize = 4096;
+
+/// Rewrites the pages the ECC-strength policy asked for on `die` (while it has free blocks
+/// to spare), at most `budget` of them: each still valid page is relocated (cause
+/// `refresh`, re-encoded at its new page's strength); pages no longer valid are
+/// forgotten.
+pub(crate) fn run_refresh<K: Kernel>(
+    k: &mut K,
+    now: Nanos,
+    die: usize,
+    budget: usize,
+) -> Result<usize, FtlError> {
+    let threshold = k.sub().cfg.gc_threshold as usize;
+    let mut done = 0;
+    while done < budget && !k.sub().dies[die].refresh.is_empty() {
+        if k.sub().dies[die].free.len() < threshold {
+            // Refresh is background work of its own: collect first, as a host write would.
+            ensure_space(k, now, die)?;
+            if k.sub().dies[die].free.len() < threshold {
+                break;
+            }
+        }
+        let Some(phys) = k.sub_mut().dies[die].refresh.pop_front() else {
+            break;
+        };
+        k.sub_mut().unqueue_rewrite(phys);
+        let b = k.sub().block_of(phys) as usize;
+        let live = matches!(k.sub().state[b], BState::Full | BState::Open);
+        match k.owner(phys).filter(|_| live) {
+            Some(lpn) => {
+                relocate(k, now, die, phys, lpn, Cause::Refresh)?;
+                done += 1;
+            }
+            None => k.sub_mut().ecc.forget(phys),
+        }
+    }
+    Ok(done)
 }
 
 /// Runs relocation and wear-levelling jobs on `die` while it has free blocks to spare (a

@@ -145,6 +145,9 @@ pub(crate) struct DieState {
     pub gc: Option<Job>,
     /// Relocation (front) and wear-levelling (back) jobs, run when space allows.
     pub background: VecDeque<Job>,
+    /// Pages the ECC-strength policy asked to rewrite (flat indices), relocated as
+    /// background work like `background` jobs.
+    pub refresh: VecDeque<u32>,
     /// Victims waiting for their erase.
     pub dirty: VecDeque<Pending>,
     pub erases_since_check: u32,
@@ -196,6 +199,8 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub prev: Vec<u32>,
     pub head: Vec<u32>,
     pub dies: Vec<DieState>,
+    /// One bit per flat page: queued in a die's `refresh` (allocated on first use).
+    pub rewrite_queued: Vec<u64>,
     /// Next sequence number (every data page, copy, pad and trim takes one).
     pub seq: u64,
     pub log: OpLog,
@@ -317,12 +322,14 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             next: vec![NIL; nblocks],
             prev: vec![NIL; nblocks],
             head: vec![NIL; ndies * (ppb as usize + 1)],
+            rewrite_queued: Vec::new(),
             dies: (0..ndies)
                 .map(|_| DieState {
                     free: BinaryHeap::new(),
                     frontier: [None; 2],
                     gc: None,
                     background: VecDeque::new(),
+                    refresh: VecDeque::new(),
                     dirty: VecDeque::new(),
                     erases_since_check: 0,
                 })
