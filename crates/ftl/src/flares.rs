@@ -15,7 +15,7 @@
 //!   (saturating).
 //! - [`FlaresCore`]: Alg. 1 (`upPage`) and Alg. 2 (`FLARES`) over one profile, as pure
 //!   functions of the profile, the tables and the time: the simulator's validation runs
-//!   (the paper's Fig. 5) and the FTL policy ([`crate::policy::Flares`]) share them.
+//!   (the paper's Fig. 5) and the FTL policy ([`FlaresStrength`]) share them.
 //!
 //! Choices the paper leaves open (a careful firmware engineer's, written down):
 //!
