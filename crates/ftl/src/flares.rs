@@ -41,9 +41,11 @@
 //!   resets `overc`: p falls only after MAXOVER + 1 *consecutive* over-correction windows
 //!   (§3's "the current correction capability is overestimated"), which the smooth-aging
 //!   test showed is what keeps FLARES from under-correcting.
-//! - **A program starts a new window**: errc and the window count are reset when the
-//!   page is programmed (the errors measured belonged to the old data and its retention);
-//!   the zone counters (overc, criticalc) and failc are kept, they describe the cells.
+//! - **A window is WSIZE reads**: programs carry no error measurement, so they neither
+//!   count in the window nor reset it (Alg. 1 only updates pecycles and the writestamp
+//!   on a program); dividing errc by operations that include programs would understate
+//!   the RBER by the read share. The retention subtracted at the window's end is the one
+//!   since the page's last program.
 //! - **p outside the RBER table**: a projected RBER above what t_max corrects selects
 //!   t_max (and is counted as `beyond_range`); the FTL relies on refresh alarms then.
 //! - **max_ret_time** is tabulated on a P/E grid of [`PE_STEP`] cycles, each entry
@@ -423,8 +425,6 @@ impl FlaresCore {
         p.p_next = t as u8;
         p.pecycles = pecycles.min((1 << width::PECYCLES) - 1) as u16;
         p.writestamp = stamp(now);
-        p.errc = 0;
-        p.ops = 0;
         t
     }
 

@@ -862,7 +862,7 @@ impl Report {
             e.reads, e.corrected_bits, e.uncorrectable_critical, e.uncorrectable_normal, e.miscorrections_caught);
         let p = &e.policy;
         if e.mean_t > 0.0 {
-            let _ = writeln!(w, "strength    mean t {:.2} over the pages programmed; flash {:.0} operations/s (reads and programs)", e.mean_t, self.flash_ops_per_s);
+            let _ = writeln!(w, "strength    mean t {:.2} over the pages programmed; flash {:.4} operations/s (reads and programs)", e.mean_t, self.flash_ops_per_s);
         }
         if p.zone_fs
             + p.zone_oc

@@ -39,6 +39,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/flares.toml"),
     ),
     (
+        "flares-fig5.toml",
+        include_str!("../../../experiments/flares-fig5.toml"),
+    ),
+    (
         "flares-base.toml",
         include_str!("../../../experiments/flares-base.toml"),
     ),
@@ -61,6 +65,7 @@ const MATRICES: &[&str] = &[
     "ap-sensor",
     "ap-traces",
     "flares",
+    "flares-fig5",
     "flares-refresh",
     "recovery",
 ];

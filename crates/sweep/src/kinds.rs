@@ -36,6 +36,9 @@ pub enum Kind {
     ApTable1,
     /// Full scan against roll-forward recovery on one chip size.
     Recovery,
+    /// FLARES Fig. 5: Alg. 1 and 2 on one page through operating points of growing wear.
+    #[serde(rename = "flares-fig5")]
+    FlaresFig5,
 }
 
 impl Kind {
@@ -45,6 +48,7 @@ impl Kind {
             Kind::Experiment => "experiment",
             Kind::ApTable1 => "ap-table1",
             Kind::Recovery => "recovery",
+            Kind::FlaresFig5 => "flares-fig5",
         }
     }
 
@@ -80,6 +84,7 @@ impl Kind {
             Kind::Experiment => sim::Report::metric_names(),
             Kind::ApTable1 => AP_METRICS.iter().map(|s| s.to_string()).collect(),
             Kind::Recovery => RECOVERY_METRICS.iter().map(|s| s.to_string()).collect(),
+            Kind::FlaresFig5 => crate::fig5::METRICS.iter().map(|s| s.to_string()).collect(),
         }
     }
 
@@ -94,6 +99,7 @@ impl Kind {
             }
             Kind::ApTable1 => ap_params(config).map(drop),
             Kind::Recovery => recovery_params(config).map(drop),
+            Kind::FlaresFig5 => crate::fig5::params(config).map(drop),
         }
     }
 
@@ -119,6 +125,7 @@ impl Kind {
                     measure_recovery(p.capacity_mib, p.work, p.seed).map_err(|e| e.to_string())?;
                 Ok(m.metrics())
             }
+            Kind::FlaresFig5 => Ok(crate::fig5::run(&crate::fig5::params(config)?)),
         }
     }
 }
