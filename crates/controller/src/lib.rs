@@ -728,6 +728,12 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         r
     }
 
+    /// The strength of the page last read by
+    /// [`read_for_relocation`](Controller::read_for_relocation), if that read decoded.
+    pub fn relocation_t(&self) -> Option<u32> {
+        self.reloc.map(|r| r.t as u32)
+    }
+
     /// Like [`program_relocated`](Controller::program_relocated), but the data are
     /// re-encoded at strength `t` when it differs from the strength they were read with
     /// (FLARES: a page moved by GC or refresh takes its new p). Re-encoding needs the

@@ -272,6 +272,10 @@ pub struct EccPolicyCounters {
     pub scrubbed_pages: u64,
     /// Pages the scrub found past their retention.
     pub scrub_alarms: u64,
+    /// Relocated pages (GC, refresh, wear levelling) re-encoded at another strength than
+    /// their source's.
+    #[serde(default)]
+    pub reencoded_copies: u64,
     /// Programs per strength chosen (index = t, up to 63).
     #[serde(with = "serde_t_hist")]
     pub programs_by_t: [u64; 64],
@@ -286,6 +290,7 @@ impl Default for EccPolicyCounters {
             beyond_range: 0,
             scrubbed_pages: 0,
             scrub_alarms: 0,
+            reencoded_copies: 0,
             programs_by_t: [0; 64],
         }
     }

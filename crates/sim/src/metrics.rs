@@ -245,6 +245,8 @@ pub struct PolicyReport {
     pub scrub_alarms: u64,
     /// Pages rewritten by refresh (programs of cause `refresh`).
     pub refresh_writes: u64,
+    /// Relocated pages re-encoded at another strength than their source's.
+    pub reencoded_copies: u64,
     /// FLARES's write amplification: (host page writes + refresh writes) / host page
     /// writes (1 = refresh added nothing; the paper's Fig. 6 measure).
     pub refresh_wa: f64,
@@ -369,6 +371,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
                 beyond_range: x.beyond_range.saturating_sub(y.beyond_range),
                 scrubbed_pages: x.scrubbed_pages - y.scrubbed_pages,
                 scrub_alarms: x.scrub_alarms - y.scrub_alarms,
+                reencoded_copies: x.reencoded_copies - y.reencoded_copies,
                 programs_by_t: core::array::from_fn(|i| x.programs_by_t[i] - y.programs_by_t[i]),
             }
         },
@@ -553,6 +556,7 @@ impl Report {
                         scrubbed_pages: p.scrubbed_pages,
                         scrub_alarms: p.scrub_alarms,
                         refresh_writes: refresh,
+                        reencoded_copies: p.reencoded_copies,
                         refresh_wa: if c.host_writes > 0 {
                             (c.host_writes + refresh) as f64 / c.host_writes as f64
                         } else {
@@ -873,8 +877,8 @@ impl Report {
             + p.refresh_writes
             > 0
         {
-            let _ = writeln!(w, "flares      windows FS {} OC {} CR {} FA {} SZ {}; alarms: {} retention, {} failure, {} by scrub ({} pages checked); {} refresh writes, refresh WA {:.3}",
-                p.zone_fs, p.zone_oc, p.zone_cr, p.zone_fa, p.zone_sz, p.retention_alarms, p.failure_alarms, p.scrub_alarms, p.scrubbed_pages, p.refresh_writes, p.refresh_wa);
+            let _ = writeln!(w, "flares      windows FS {} OC {} CR {} FA {} SZ {}; alarms: {} retention, {} failure, {} by scrub ({} pages checked); {} refresh writes, refresh WA {:.3}; {} copies re-encoded",
+                p.zone_fs, p.zone_oc, p.zone_cr, p.zone_fa, p.zone_sz, p.retention_alarms, p.failure_alarms, p.scrub_alarms, p.scrubbed_pages, p.refresh_writes, p.refresh_wa, p.reencoded_copies);
         }
         s
     }

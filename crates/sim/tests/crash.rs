@@ -271,3 +271,41 @@ fn every_cut_point_with_meta_cure() {
         holds("meta-cure, nested", &cfg, Plan::Nested { samples: 100 }, 60);
     }
 }
+
+/// FLARES under power cuts: a per-page strength from a wear model steep enough that the
+/// tiny chip's blocks need different strengths, so GC copies are re-encoded at their new
+/// page's t (data clocked out of the page register, new parity) — every cut in every mode,
+/// both recoveries, and nested cuts, with pages of several strengths on the chip.
+#[test]
+fn every_cut_point_with_flares() {
+    for recovery in [ftl::RecoveryKind::RollForward, ftl::RecoveryKind::FullScan] {
+        let mut cfg = CrashConfig::small(61);
+        cfg.ops = 150;
+        cfg.scheme.set_recovery(recovery);
+        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+        let mut f = ftl::flares::FlaresConfig {
+            t_min: 1,
+            t_max: 8,
+            wsize: 4,
+            ..Default::default()
+        };
+        // RBER_wr grows ~e^(0.08·PE): the tiny chip's few cycles span several strengths.
+        f.model.a = 2e-5;
+        f.model.b = 0.08;
+        f.model.c = -2e-5;
+        p.ecc = ftl::policy::EccKind::Flares(f);
+        let s = holds("flares", &cfg, Plan::Linear, 2000);
+        let used = s.workload.ecc_policy.programs_by_t[1..=8]
+            .iter()
+            .filter(|&&n| n > 0)
+            .count();
+        assert!(used >= 3, "{:?}", s.workload.ecc_policy.programs_by_t);
+        assert!(
+            s.workload.ecc_policy.reencoded_copies > 10,
+            "{:?}",
+            s.workload
+        );
+        assert!(s.workload.gc_victims > 5, "{:?}", s.workload);
+        holds("flares, nested", &cfg, Plan::Nested { samples: 150 }, 100);
+    }
+}

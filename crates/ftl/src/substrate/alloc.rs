@@ -97,7 +97,12 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             Payload::Relocated if self.fixed_t.is_some() => {
                 self.ctl.program_relocated(now, addr, rec)
             }
-            Payload::Relocated => self.ctl.program_relocated_as(now, addr, rec, t),
+            Payload::Relocated => {
+                if self.ctl.relocation_t() != Some(t) {
+                    self.log.counters.ecc_policy.reencoded_copies += 1;
+                }
+                self.ctl.program_relocated_as(now, addr, rec, t)
+            }
             Payload::Meta(d) => self.ctl.program_meta(now, addr, d, rec, t),
         };
         match r {
