@@ -432,3 +432,60 @@ fn relocation_moves_corrected_data_with_or_without_errors() {
         );
     }
 }
+
+/// FLARES's relocation: a page read at one strength and programmed at another is
+/// re-encoded — its new parity is exactly a fresh encode at the new strength (what a host
+/// program of the same bytes writes), its record names the new strength, and a read at an
+/// error rate the new strength corrects returns the original bytes; both for a pristine
+/// read (data clocked out of the page register) and one with bit errors.
+#[test]
+fn relocation_at_another_strength_reencodes() {
+    for (rber, t_from, t_to) in [(0.0, 4, 12), (2e-4, 12, 4), (1e-4, 8, 12)] {
+        let mut c = ctl("tiny-mlc", ConstantRber(rber), 9);
+        for p in 0..6 {
+            let (src, dst, host) = (
+                page(c.chip(), 1, p),
+                page(c.chip(), 2, p),
+                page(c.chip(), 3, p),
+            );
+            let d = data(4096, 300 + p as u64);
+            let rec = OobRecord::new(p as u64, 1, PageKind::User(DataClass::NORMAL));
+            c.program(Nanos::ZERO, src, &d, rec, t_from).unwrap();
+            let PageRead::Data(_) = c.read_for_relocation(Nanos::from_ms(1), src).unwrap() else {
+                panic!("erased")
+            };
+            assert_eq!(c.relocation_t(), Some(t_from));
+            let new = OobRecord::new(p as u64, 2, PageKind::GcCopy(DataClass::NORMAL));
+            c.program_relocated_as(Nanos::from_ms(2), dst, new, t_to)
+                .unwrap();
+            // The reference: the same bytes programmed by the host path at t_to.
+            c.program(Nanos::from_ms(2), host, &d, new, t_to).unwrap();
+            let g = *c.chip().geometry();
+            let raw = |c: &mut Controller<RamStorage, ConstantRber>, a| {
+                let mut out = vec![0u8; g.page_size as usize];
+                let mut spare = vec![0u8; g.spare_size as usize];
+                c.chip_mut()
+                    .read(Nanos::ZERO, a, &mut out, &mut spare)
+                    .unwrap();
+                (out, spare)
+            };
+            let (dd, ds) = raw(&mut c, dst);
+            let (hd, hs) = raw(&mut c, host);
+            assert_eq!(dd, d, "the corrected bytes moved");
+            assert_eq!(dd, hd);
+            let l = c.layout(t_to).unwrap();
+            let parity = l.parity_offset..l.parity_offset + l.sectors * l.parity_bytes;
+            assert_eq!(
+                ds[parity.clone()],
+                hs[parity],
+                "parity of a fresh encode at {t_to}"
+            );
+            let mut out = vec![0u8; 4096];
+            let PageRead::Data(info) = c.read(Nanos::from_ms(3), dst, &mut out).unwrap() else {
+                panic!("erased")
+            };
+            assert_eq!(info.record.t as u32, t_to);
+            assert_eq!(out, d);
+        }
+    }
+}
