@@ -201,6 +201,9 @@ pub struct FlaresTables {
     /// Retention the whole table horizon allows (a page that holds this long holds for
     /// good as far as the tables know).
     horizon: Nanos,
+    /// `required[row]`: the model's p for REQ_RET_TIME at the row's upper P/E end, and
+    /// whether it was beyond t_max (a program's look-up).
+    required: Vec<(u8, bool)>,
 }
 
 /// Horizon of the retention table: 100 years.
@@ -230,14 +233,22 @@ impl FlaresTables {
                 ret.push(Nanos((hours * NS_PER_HOUR) as u64));
             }
         }
-        FlaresTables {
+        let mut t = FlaresTables {
             cfg,
             codeword_bits,
             page_bits,
             max_rber,
             ret,
             horizon: Nanos((HORIZON_HOURS * NS_PER_HOUR) as u64),
-        }
+            required: Vec::new(),
+        };
+        t.required = (0..PE_ROWS)
+            .map(|row| {
+                let (p, beyond) = t.required_p_exact((row + 1) * PE_STEP);
+                (p as u8, beyond)
+            })
+            .collect();
+        t
     }
 
     /// The configuration.
@@ -292,8 +303,18 @@ impl FlaresTables {
     }
 
     /// The p the model alone requires at `pecycles` after REQ_RET_TIME (the "required t"
-    /// of the paper's Fig. 5), and whether it lies beyond t_max.
+    /// of the paper's Fig. 5), and whether it lies beyond t_max: a table look-up, at the
+    /// upper P/E end of `pecycles`' row (never less than the exact value).
+    #[inline]
     pub fn required_p(&self, pecycles: u32) -> (u32, bool) {
+        match self.required.get((pecycles / PE_STEP) as usize) {
+            Some(&(p, beyond)) => (p as u32, beyond),
+            None => self.required_p_exact(pecycles),
+        }
+    }
+
+    /// [`required_p`](Self::required_p) computed from the model at exactly `pecycles`.
+    pub fn required_p_exact(&self, pecycles: u32) -> (u32, bool) {
         let proj = self.rber_wr(pecycles)
             + self
                 .cfg
@@ -729,7 +750,8 @@ mod tests {
     #[test]
     fn a_page_walks_through_every_zone() {
         let mut c = core();
-        let pe = 1000;
+        // (A row's upper end: the program's table look-up is the exact requirement.)
+        let pe = 1023;
         let mut p = Pprof::default();
         let t0 = Nanos(0);
         let t = c.program(&mut p, pe, t0);
@@ -895,7 +917,7 @@ mod tests {
             while pe < 4000 {
                 let t = c.program(&mut p, pe, now);
                 programs += 1;
-                let (need, beyond) = c.tables.required_p(pe);
+                let (need, beyond) = c.tables.required_p_exact(pe);
                 if !beyond && t < need {
                     assert!(
                         t + 1 >= need,

@@ -31,6 +31,9 @@ pub struct BenchArgs {
     /// Requests per phase of the bytes-vs-digest comparison.
     #[arg(long, default_value_t = 300_000)]
     small_requests: u64,
+    /// Capacity of the FLARES-vs-fixed-t comparison device in MiB (digest mode); 0 skips it.
+    #[arg(long, default_value_t = 1024)]
+    flares_mib: u64,
     /// Instead: the recovery benchmark (full scan vs checkpoint + roll-forward, simulated
     /// recovery time) on chips of these sizes in MiB.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_missing_value = "128,512,2048,8192,32768")]
@@ -38,6 +41,11 @@ pub struct BenchArgs {
 }
 
 fn device(capacity: u64, bytes_mode: bool, op: f64) -> Result<sim::Experiment> {
+    device_with(capacity, bytes_mode, op, "\"fixed\"")
+}
+
+/// The benchmark device with ECC-strength policy `ecc` (a TOML value for `ftl.page.ecc`).
+fn device_with(capacity: u64, bytes_mode: bool, op: f64, ecc: &str) -> Result<sim::Experiment> {
     // 8 × 4 × 2 planes of 256-page blocks of 4 KiB: 64 MiB per block across the device.
     let per_block_row = 8 * 4 * 2 * 256 * 4096u64;
     let blocks = (capacity / per_block_row).max(8);
@@ -61,6 +69,7 @@ model = "flares"
 [ftl.page]
 over_provisioning = {op}
 ecc_t = 8
+ecc = {ecc}
 [precondition]
 enabled = false
 [workload]
@@ -168,6 +177,51 @@ pub fn run(a: BenchArgs) -> Result<()> {
     }
     if a.small_mib > 0 {
         bytes_vs_digest(&a)?;
+    }
+    if a.flares_mib > 0 {
+        flares_vs_fixed(&a)?;
+    }
+    Ok(())
+}
+
+/// FLARES against a fixed t on one device size, side by side: the policy's cost per
+/// simulated chip operation (a strength per program from the page's profile, Alg. 1 on
+/// every read, re-encoded copies).
+fn flares_vs_fixed(a: &BenchArgs) -> Result<()> {
+    let cap = a.flares_mib << 20;
+    println!(
+        "\n== FLARES vs fixed t = 8, {} MiB digest-mode device (512-byte sectors: t up to 14)",
+        a.flares_mib
+    );
+    let mut fixed = device_with(cap, false, 0.25, "\"fixed\"")?;
+    let mut flares = device_with(cap, false, 0.25, "{ flares = { t_max = 14 } }")?;
+    precondition(&mut fixed.engine)?;
+    precondition(&mut flares.engine)?;
+    let rates = phases(
+        &mut [&mut fixed.engine, &mut flares.engine],
+        a.small_requests,
+        1,
+    )?;
+    for (label, r) in [("fixed", &rates[0]), ("flares", &rates[1])] {
+        println!(
+            "{label:<7} {}",
+            r.iter()
+                .map(|p| format!(
+                    "{}: {:.0} req/s, {:.2}M chip ops/s",
+                    p.name,
+                    p.rate,
+                    p.chip_ops / 1e6
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    for (f, x) in rates[0].iter().zip(&rates[1]) {
+        println!(
+            "ratio       {}: FLARES/fixed = {:.2}× chip ops/s",
+            f.name,
+            x.chip_ops / f.chip_ops
+        );
     }
     Ok(())
 }
