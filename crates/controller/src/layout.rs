@@ -29,6 +29,61 @@ pub const RECORD_M: u32 = 8;
 pub const RECORD_PARITY_BYTES: usize = 4;
 /// Spare bytes a digest-mode store must keep per page: header, record and record parity.
 pub const DIGEST_SPARE_BYTES: usize = HEADER_BYTES + RECORD_BYTES + RECORD_PARITY_BYTES;
+/// Layout version of pages that carry a [`PprofRecord`].
+pub const LAYOUT_VERSION_PPROF: u8 = 2;
+/// Data bytes of the PPROF codeword.
+pub const PPROF_DATA_BYTES: usize = 8;
+/// Field of the PPROF codeword (FLARES §4.2: GF(2^7)).
+pub const PPROF_M: u32 = 7;
+/// Correction capability of the PPROF codeword (FLARES §4.2: 5).
+pub const PPROF_T: u32 = 5;
+/// Parity bytes of the PPROF codeword (⌈7·5/8⌉).
+pub const PPROF_PARITY_BYTES: usize = 5;
+/// Bytes of the PPROF codeword in the spare area.
+pub const PPROF_BYTES: usize = PPROF_DATA_BYTES + PPROF_PARITY_BYTES;
+/// Spare bytes a digest-mode store must keep per page when pages carry a PPROF codeword.
+pub const DIGEST_SPARE_BYTES_PPROF: usize = DIGEST_SPARE_BYTES + PPROF_BYTES;
+
+/// The critical part of FLARES's page profile, written in the spare area with every program
+/// (Table II widths): the strength the page was encoded with, the strength for its next
+/// program, its P/E cycles and its program time. Its own BCH codeword (GF(2^7), t = 5, 35
+/// parity bits) protects it, so it decodes before the data and survives a power cut.
+///
+/// Encoding: one little-endian `u64`, bits 0–5 `p_cur`, 6–11 `p_next`, 12–25 `pecycles`
+/// (saturating), 26–57 `writestamp` (whole seconds + 1; 0 = unknown), 58–63 zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PprofRecord {
+    /// Strength of this page's data.
+    pub p_cur: u8,
+    /// Strength chosen for the next program of this page.
+    pub p_next: u8,
+    /// P/E cycles of the block when the page was programmed (14 bits).
+    pub pecycles: u16,
+    /// Program time in seconds + 1 (32 bits).
+    pub writestamp: u32,
+}
+
+impl PprofRecord {
+    /// The 8 data bytes.
+    pub fn encode(&self) -> [u8; PPROF_DATA_BYTES] {
+        let v = (self.p_cur as u64 & 0x3F)
+            | (self.p_next as u64 & 0x3F) << 6
+            | (self.pecycles.min(0x3FFF) as u64) << 12
+            | (self.writestamp as u64) << 26;
+        v.to_le_bytes()
+    }
+
+    /// Parses the data bytes (`None` if the reserved bits are not zero).
+    pub fn decode(b: &[u8; PPROF_DATA_BYTES]) -> Option<Self> {
+        let v = u64::from_le_bytes(*b);
+        (v >> 58 == 0).then_some(PprofRecord {
+            p_cur: (v & 0x3F) as u8,
+            p_next: (v >> 6 & 0x3F) as u8,
+            pecycles: (v >> 12 & 0x3FFF) as u16,
+            writestamp: (v >> 26) as u32,
+        })
+    }
+}
 
 /// How hot a host page is expected to be (a write hint's stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -433,6 +488,8 @@ pub struct Layout {
     pub record_offset: usize,
     /// Offset of the record's parity in the spare area.
     pub record_parity_offset: usize,
+    /// Offset of the PPROF codeword, when pages carry one.
+    pub pprof_offset: Option<usize>,
     /// Offset of sector 0's parity in the spare area.
     pub parity_offset: usize,
     /// Spare bytes used in total.
@@ -441,12 +498,14 @@ pub struct Layout {
 
 impl Layout {
     /// The layout of `geometry`'s pages with `sector_size`-byte sectors at strength `code.t()`
-    /// and a record code `record`; fails if the parity does not fit the spare area.
+    /// and a record code `record`, with a PPROF codeword after the record's parity if
+    /// `pprof`; fails if the parity does not fit the spare area.
     pub fn new(
         geometry: &Geometry,
         sector_size: usize,
         code: &Bch,
         record: &Bch,
+        pprof: bool,
     ) -> Result<Layout, CtlError> {
         let page = geometry.page_size as usize;
         if sector_size == 0 || !page.is_multiple_of(sector_size) {
@@ -464,7 +523,9 @@ impl Layout {
         }
         let record_offset = HEADER_BYTES;
         let record_parity_offset = record_offset + RECORD_BYTES;
-        let parity_offset = record_parity_offset + record.ecc_bytes();
+        let pprof_offset = pprof.then_some(record_parity_offset + record.ecc_bytes());
+        let parity_offset =
+            record_parity_offset + record.ecc_bytes() + if pprof { PPROF_BYTES } else { 0 };
         let spare_used = parity_offset + sectors * code.ecc_bytes();
         if spare_used > geometry.spare_size as usize {
             return Err(CtlError::ParityTooLarge {
@@ -481,6 +542,7 @@ impl Layout {
             parity_bits: code.ecc_bits() as usize,
             record_offset,
             record_parity_offset,
+            pprof_offset,
             parity_offset,
             spare_used,
         })

@@ -29,6 +29,7 @@ use alloc::vec::Vec;
 use ecc::{Bch, EccError, FixedEncoder};
 use inject::{flip, split_errors};
 use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
+pub use layout::PprofRecord;
 use nand::rber::{sample_page_errors, ErrorModel};
 use nand::{BlockAddr, Chip, NandError, Nanos, OpTiming, PhysAddr, RamStorage, Storage};
 use rand_chacha::ChaCha8Rng;
@@ -211,6 +212,8 @@ pub struct EccStats {
     /// Reads that BCH "corrected" to a wrong codeword (more than t errors) and the CRC
     /// caught; counted within the uncorrectable totals too.
     pub miscorrections_caught: u64,
+    /// Reads whose PPROF codeword (FLARES) did not decode: the FTL falls back to its model.
+    pub pprof_failures: u64,
 }
 
 /// A successful page read.
@@ -236,6 +239,8 @@ pub struct ReadInfo {
     pub timing: OpTiming,
     /// Decode time.
     pub ecc: Nanos,
+    /// The page's PPROF codeword, when pages carry one and it decoded.
+    pub pprof: Option<PprofRecord>,
 }
 
 impl ReadInfo {
@@ -276,6 +281,10 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     /// The address and kind of the last page program issued (see
     /// [`Controller::last_program`]).
     last_program: Option<(PhysAddr, PageKind)>,
+    /// The PPROF codeword's code, when pages carry one (see `enable_pprof`).
+    pprof_code: Option<Bch>,
+    /// P/E cycles the next program's PPROF records.
+    next_pecycles: u32,
 }
 
 pub use layout::crc32c_software;
@@ -321,6 +330,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             reloc_from: None,
             crc32c: crc32c_software,
             last_program: None,
+            pprof_code: None,
+            next_pecycles: 0,
             chip,
             model,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -411,6 +422,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             self.cfg.sector_size,
             code,
             &self.record_code,
+            self.pprof_code.is_some(),
         )?;
         if self.layouts.len() <= t as usize {
             self.layouts.resize(t as usize + 1, None);
@@ -421,7 +433,13 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         }
         // Decode time of a page read without errors: the record and every sector clean.
         let lat = &self.cfg.latency;
+        let pprof = if self.pprof_code.is_some() {
+            lat.decode(layout::PPROF_DATA_BYTES, layout::PPROF_T, 0)
+        } else {
+            Nanos::ZERO
+        };
         self.clean_ecc[t as usize] = lat.decode(RECORD_BYTES, RECORD_T, 0)
+            + pprof
             + lat.decode_sectors(l.sector_size, l.sectors, t, 0);
         Ok(l)
     }
@@ -438,9 +456,57 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         best
     }
 
-    /// Writes header, record and record parity of `record` at layout `l` into `spare`.
-    fn put_record(&self, spare: &mut [u8], l: &Layout, record: &OobRecord) -> Result<(), CtlError> {
+    /// Pages carry FLARES's PPROF codeword from now on (the layouts are rebuilt with it).
+    /// A volume's pages are all written one way: an FTL turns this on before it formats
+    /// or mounts.
+    pub fn enable_pprof(&mut self) -> Result<(), CtlError> {
+        if self.pprof_code.is_none() {
+            let code = Bch::new(layout::PPROF_M, layout::PPROF_T).map_err(CtlError::Ecc)?;
+            debug_assert_eq!(code.ecc_bytes(), layout::PPROF_PARITY_BYTES);
+            self.pprof_code = Some(code);
+            self.layouts.clear();
+            self.clean_ecc.clear();
+        }
+        Ok(())
+    }
+
+    /// Whether pages carry the PPROF codeword.
+    pub fn pprof_enabled(&self) -> bool {
+        self.pprof_code.is_some()
+    }
+
+    /// The P/E cycles the next program's PPROF records (the FTL's erase count of the
+    /// block; the controller keeps no wear table of its own).
+    pub fn set_next_pecycles(&mut self, pecycles: u32) {
+        self.next_pecycles = pecycles;
+    }
+
+    /// Writes header, record and record parity of `record` at layout `l` into `spare`, and
+    /// the PPROF codeword if the layout has one (program time `now`).
+    fn put_record(
+        &self,
+        spare: &mut [u8],
+        l: &Layout,
+        record: &OobRecord,
+        now: Nanos,
+    ) -> Result<(), CtlError> {
         spare[..HEADER_BYTES].copy_from_slice(&header(l.t));
+        if let (Some(po), Some(code)) = (l.pprof_offset, &self.pprof_code) {
+            spare[HEADER_BYTES - 1] = layout::LAYOUT_VERSION_PPROF;
+            let p = PprofRecord {
+                p_cur: l.t as u8,
+                p_next: l.t as u8,
+                pecycles: self.next_pecycles.min(0x3FFF) as u16,
+                writestamp: ((now.0 / 1_000_000_000).min(u32::MAX as u64 - 1) + 1) as u32,
+            };
+            let d = p.encode();
+            spare[po..po + layout::PPROF_DATA_BYTES].copy_from_slice(&d);
+            code.encode(
+                &d,
+                &mut spare[po + layout::PPROF_DATA_BYTES..po + layout::PPROF_BYTES],
+            )
+            .map_err(CtlError::Ecc)?;
+        }
         let rec = record.encode();
         spare[l.record_offset..l.record_offset + RECORD_BYTES].copy_from_slice(&rec);
         let rp = l.record_parity_offset;
@@ -527,7 +593,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let mut spare = core::mem::take(&mut self.spare);
         spare.fill(0xFF);
         let r = self
-            .put_record(&mut spare, &layout, &record)
+            .put_record(&mut spare, &layout, &record, now)
             .and_then(|()| {
                 if bytes {
                     // Every sector's parity, in consecutive slots (see `Layout`).
@@ -695,7 +761,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         record.crc = src.crc;
         let mut spare = core::mem::take(&mut self.reloc_spare);
         let r = self
-            .put_record(&mut spare, &layout, &record)
+            .put_record(&mut spare, &layout, &record, now)
             .and_then(|()| {
                 Ok(match (self.cfg.mode, self.reloc_from) {
                     (PayloadMode::Digest, _) => {
@@ -827,18 +893,20 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 } else {
                     let st = self.chip.page_state(addr)?;
                     let (age, damaged) = (st.age(now), self.suspect(st.damaged));
-                    let mut counts = [0u64; 2];
+                    let mut counts = [0u64; 3];
                     let regions = self.meta_regions();
                     split_errors(&mut self.rng, &self.model, &age, &regions, &mut counts);
                     let failed = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, RECORD_T);
                     self.decode_header_and_record(addr, &mut spare, counts[0], counts[1], damaged)
                         .map_err(|e| e.timed(timing, failed))
-                        .map(|(record, corrected, _)| {
+                        .map(|(record, corrected, layout)| {
+                            let pprof = self.decode_pprof(&mut spare, &layout, counts[2], damaged);
                             PageRead::Data(ReadInfo {
                                 record,
                                 corrected,
                                 timing,
                                 ecc: self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected),
+                                pprof,
                             })
                         })
                 }
@@ -848,12 +916,43 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         result
     }
 
-    /// Bits of the header and of the record codeword.
-    fn meta_regions(&self) -> [u64; 2] {
+    /// Bits of the header, of the record codeword and of the PPROF codeword (0 without).
+    fn meta_regions(&self) -> [u64; 3] {
         [
             (HEADER_BYTES * 8) as u64,
             (RECORD_BYTES * 8) as u64 + self.record_code.ecc_bits() as u64,
+            self.pprof_code
+                .as_ref()
+                .map_or(0, |c| (layout::PPROF_DATA_BYTES * 8) as u64 + c.ecc_bits() as u64),
         ]
+    }
+
+    /// Injects `k` errors into the PPROF codeword of a page at layout `l` and decodes it.
+    /// `None` (counted in `pprof_failures` when the page has one): no codeword, or it did
+    /// not decode, or it names another strength than the page's header.
+    fn decode_pprof(
+        &mut self,
+        spare: &mut [u8],
+        l: &Layout,
+        k: u64,
+        damaged: bool,
+    ) -> Option<PprofRecord> {
+        let po = l.pprof_offset?;
+        let code = self.pprof_code.take()?;
+        let (d, p) = spare[po..po + layout::PPROF_BYTES].split_at_mut(layout::PPROF_DATA_BYTES);
+        if k > 0 {
+            flip(&mut self.rng, d, layout::PPROF_DATA_BYTES * 8, p, code.ecc_bits() as usize, k);
+        }
+        let ok = !(k > 0 || damaged) || code.decode(d, p).is_ok();
+        self.pprof_code = Some(code);
+        let rec = ok
+            .then(|| PprofRecord::decode(&(&*d).try_into().expect("8 bytes")))
+            .flatten()
+            .filter(|r| r.p_cur as u32 == l.t);
+        if rec.is_none() {
+            self.stats.pprof_failures += 1;
+        }
+        rec
     }
 
     /// Injects errors into, and decodes, the header and the record. Returns the record, the
@@ -985,9 +1084,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let Ok(stored) = self.layout(stored_t) else {
             return Err(self.uncorrectable(addr, None));
         };
-        let [h, r] = self.meta_regions();
+        let [h, r, q] = self.meta_regions();
         let c = stored.codeword_bits();
-        let bits = h + r + c * stored.sectors as u64;
+        let bits = h + r + q + c * stored.sectors as u64;
         let total = sample_page_errors(&mut self.rng, bits, &self.model, &age);
         if total == 0 && !damaged {
             // No bit flipped and no fault touched the page: it holds what was programmed.
@@ -1000,6 +1099,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 _ => return Err(self.uncorrectable(addr, None)),
             };
             let ecc = self.clean_ecc[layout.t as usize];
+            let pprof = self.decode_pprof(spare, &layout, 0, false);
             self.stats.reads += 1;
             self.stats.decode_ns += ecc.0;
             return Ok(PageRead::Data(ReadInfo {
@@ -1007,24 +1107,27 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 corrected: 0,
                 timing,
                 ecc,
+                pprof,
             }));
         }
         let mut per = [0u64; MAX_SECTORS];
-        let (mut k_header, mut k_record) = (0, 0);
+        let (mut k_header, mut k_record, mut k_pprof) = (0, 0, 0);
         for _ in 0..total {
             // Each error lands on a uniformly random bit of the page.
-            let x = ((self.rng.next_u64() as u128 * (h + r + c * stored.sectors as u64) as u128)
-                >> 64) as u64;
+            let x = ((self.rng.next_u64() as u128 * bits as u128) >> 64) as u64;
             if x < h {
                 k_header += 1;
             } else if x < h + r {
                 k_record += 1;
+            } else if x < h + r + q {
+                k_pprof += 1;
             } else {
-                per[((x - h - r) / c) as usize] += 1;
+                per[((x - h - r - q) / c) as usize] += 1;
             }
         }
         let (record, mut corrected, layout) =
             self.decode_header_and_record(addr, spare, k_header, k_record, damaged)?;
+        let pprof = self.decode_pprof(spare, &layout, k_pprof, damaged);
         // (The record names the same strength, or decoding failed above.)
         let kind = Some(record.kind);
         let t = layout.t;
@@ -1101,6 +1204,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             corrected,
             timing,
             ecc,
+            pprof,
         }))
     }
 }

@@ -557,15 +557,19 @@ impl FlaresCore {
 /// RAM, Alg. 1 on every program and read, Alg. 2 every WSIZE operations, rewrite alarms
 /// for retention (on reads and by the idle-time scrub) and for the failure zone.
 ///
-/// Storage of the profile: the strength a page was encoded with (p_cur) is in the page's
-/// spare area (the triplicated strength header and the OOB record, itself a BCH codeword),
-/// read before the data, so the decoder always knows it. The rest — p_next, pecycles,
-/// writestamp, errc, failc and the zone counters — is kept here, in RAM, and is lost at a
-/// power cut or remount: a page first read after mount takes p_cur from its header as
-/// p_next, the block's erase count as pecycles, and the mount time as its writestamp (so
-/// its retention clock restarts; see the issue notes: the spare-area copy of the
-/// writestamp that would make this exact is not built yet). Metadata pages (the checkpoint
-/// region) take the configured worst-case strength and are not watched.
+/// Storage of the profile (§4.2): the critical part — p_cur, p_next, pecycles and the
+/// writestamp, 58 bits — is written with every program into the page's spare area as its
+/// own BCH codeword (GF(2^7), t = 5: [`controller::PprofRecord`], enabled on the controller
+/// by the FTL at format and mount), read with the page (its errors drawn and decoded like
+/// the rest of the spare) so nothing extra is read; the strength is also in the
+/// triplicated header, which the decoder reads first. The non-critical part — errc, failc
+/// and the zone counters, plus p_next's later updates — lives here in controller RAM
+/// ([`Pprof`], loaded on demand: a page's entry fills from its PPROF at its first read
+/// after mount) and is lost at a power cut or remount, which FLARES tolerates (it is
+/// rebuilt over the next windows); it is not written to reserved pages at unmount. A PPROF
+/// that fails its own ECC falls back to the header's t, the block's erase count and the
+/// read's time (counted as `pprof_fallbacks`). Metadata pages (the checkpoint region)
+/// take the configured worst-case strength and are not watched.
 #[derive(Debug, Clone)]
 pub struct FlaresStrength {
     core: FlaresCore,
@@ -628,15 +632,29 @@ impl crate::policy::EccStrength for FlaresStrength {
         let i = (fb.block * self.ppb + fb.page) as usize;
         let p = &mut self.prof[i];
         if p.p_cur == 0 {
-            // Not cached (first access since mount) or a metadata page.
+            // Not cached (first access since mount) or a metadata page: load the critical
+            // part from the page's spare-area PPROF (read with the page, no extra
+            // operation); without one (it failed its own ECC, counted by the controller)
+            // fall back to the header's t, the block's erase count and the read's time.
             let t = fb.t;
             if t < self.core.tables.config().t_min || t > self.core.tables.config().t_max {
                 return None;
             }
-            p.p_cur = t as u8;
-            p.p_next = t as u8;
-            p.pecycles = fb.erase_count.min((1 << width::PECYCLES) - 1) as u16;
-            p.writestamp = stamp(fb.now);
+            match fb.pprof {
+                Some(r) => {
+                    p.p_cur = r.p_cur;
+                    p.p_next = r.p_next;
+                    p.pecycles = r.pecycles;
+                    p.writestamp = r.writestamp;
+                }
+                None => {
+                    c.pprof_fallbacks += 1;
+                    p.p_cur = t as u8;
+                    p.p_next = t as u8;
+                    p.pecycles = fb.erase_count.min((1 << width::PECYCLES) - 1) as u16;
+                    p.writestamp = stamp(fb.now);
+                }
+            }
         }
         let (ra, fz) = (
             self.core.retention_alarms,

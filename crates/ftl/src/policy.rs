@@ -234,6 +234,9 @@ pub struct ReadFeedback {
     pub t: u32,
     /// P/E cycles of the block (the FTL's erase-count table).
     pub erase_count: u32,
+    /// The page's PPROF codeword from its spare area (FLARES: strength, P/E cycles and
+    /// time of its program), when the controller writes one and it decoded.
+    pub pprof: Option<controller::PprofRecord>,
     /// Simulated time.
     pub now: Nanos,
 }
@@ -270,6 +273,10 @@ pub struct EccPolicyCounters {
     pub beyond_range: u64,
     /// Pages the idle-time scrub checked.
     pub scrubbed_pages: u64,
+    /// Profiles loaded after mount without a decodable spare-area PPROF (rebuilt from the
+    /// header's t, the block's erase count and the read's time).
+    #[serde(default)]
+    pub pprof_fallbacks: u64,
     /// Pages the scrub found past their retention.
     pub scrub_alarms: u64,
     /// Relocated pages (GC, refresh, wear levelling) re-encoded at another strength than
@@ -289,6 +296,7 @@ impl Default for EccPolicyCounters {
             failure_alarms: 0,
             beyond_range: 0,
             scrubbed_pages: 0,
+            pprof_fallbacks: 0,
             scrub_alarms: 0,
             reencoded_copies: 0,
             programs_by_t: [0; 64],

@@ -170,7 +170,13 @@ impl SchemeConfig {
         for b in self.keep_whole_blocks(chip) {
             mask[b as usize] = true;
         }
-        nand::RamStorage::digest(&g, controller::layout::DIGEST_SPARE_BYTES)
+        let prefix = match self {
+            SchemeConfig::Page(p) if matches!(p.ecc, crate::policy::EccKind::Flares(_)) => {
+                controller::layout::DIGEST_SPARE_BYTES_PPROF
+            }
+            _ => controller::layout::DIGEST_SPARE_BYTES,
+        };
+        nand::RamStorage::digest(&g, prefix)
             .with_full_blocks(&g, mask)
     }
 }

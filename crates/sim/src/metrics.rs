@@ -370,6 +370,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
                 failure_alarms: x.failure_alarms - y.failure_alarms,
                 beyond_range: x.beyond_range.saturating_sub(y.beyond_range),
                 scrubbed_pages: x.scrubbed_pages - y.scrubbed_pages,
+                pprof_fallbacks: x.pprof_fallbacks - y.pprof_fallbacks,
                 scrub_alarms: x.scrub_alarms - y.scrub_alarms,
                 reencoded_copies: x.reencoded_copies - y.reencoded_copies,
                 programs_by_t: core::array::from_fn(|i| x.programs_by_t[i] - y.programs_by_t[i]),

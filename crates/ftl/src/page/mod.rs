@@ -393,6 +393,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
         if let crate::policy::EccKind::Flares(f) = &cfg.ecc {
             f.validate().map_err(FtlError::Config)?;
+            // FLARES's critical profile part lives in every page's spare area.
+            ctl.enable_pprof()
+                .map_err(|e| FtlError::Config(format!("flares: {e}")))?;
             for t in [f.t_min, f.t_max] {
                 ctl.layout(t).map_err(|e| {
                     FtlError::Config(format!(
@@ -813,14 +816,14 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
                 self.s
-                    .read_feedback(now, phys, info.corrected, false, info.record.t as u32);
+                    .read_feedback(now, phys, info.corrected, false, Some(&info));
                 Ok(())
             }
             Ok(PageRead::Erased { timing }) => {
                 self.s.occupy(die, at, timing);
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
-                self.s.read_feedback(now, phys, 0, true, 0);
+                self.s.read_feedback(now, phys, 0, true, None);
                 if self.read_replicas(now, l, data)? {
                     return Ok(());
                 }
@@ -831,7 +834,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 self.s.occupy(die, at, timing);
                 self.s
                     .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
-                self.s.read_feedback(now, phys, 0, true, 0);
+                self.s.read_feedback(now, phys, 0, true, None);
                 if self.read_replicas(now, l, data)? {
                     return Ok(());
                 }

@@ -138,7 +138,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     self.s
                         .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
                     self.s
-                        .read_feedback(now, p, info.corrected, false, info.record.t as u32);
+                        .read_feedback(now, p, info.corrected, false, Some(&info));
                     self.s.log.counters.replica_rescues += 1;
                     return Ok(true);
                 }
@@ -151,7 +151,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     self.s.occupy(die, at, timing);
                     self.s
                         .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
-                    self.s.read_feedback(now, p, 0, true, 0);
+                    self.s.read_feedback(now, p, 0, true, None);
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -86,6 +86,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                     now,
                 };
                 let t = self.ecc.t_for(&ctx);
+                self.ctl.set_next_pecycles(ctx.erase_count);
                 self.log.counters.ecc_policy.programs_by_t[(t as usize).min(63)] += 1;
                 t
             }

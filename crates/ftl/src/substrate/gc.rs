@@ -111,7 +111,14 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// its alarm: a refresh queues the block for background relocation (if it is full and
     /// not written since the last checkpoint) and is counted.
     #[inline]
-    pub fn read_feedback(&mut self, now: Nanos, phys: u32, corrected: u32, failed: bool, t: u32) {
+    pub fn read_feedback(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        corrected: u32,
+        failed: bool,
+        info: Option<&controller::ReadInfo>,
+    ) {
         if self.fixed_t.is_some() {
             return;
         }
@@ -121,8 +128,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             page,
             corrected,
             failed,
-            t,
+            t: info.map_or(0, |i| i.record.t as u32),
             erase_count: self.erase[block as usize],
+            pprof: info.and_then(|i| i.pprof),
             now,
         };
         match self.ecc.on_read(&fb, &mut self.log.counters.ecc_policy) {
@@ -389,20 +397,20 @@ fn read_for_copy<S: Storage, M: ErrorModel>(
         match s.ctl.read_for_relocation(at, addr) {
             Ok(PageRead::Data(info)) => {
                 s.occupy(die, at, info.timing);
-                s.read_feedback(now, phys, info.corrected, false, info.record.t as u32);
+                s.read_feedback(now, phys, info.corrected, false, Some(&info));
                 let op = s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
                 return Ok(Some((op, info.record)));
             }
             Ok(PageRead::Erased { timing }) => {
                 s.occupy(die, at, timing);
                 s.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
-                s.read_feedback(now, phys, 0, true, 0);
+                s.read_feedback(now, phys, 0, true, None);
                 return Ok(None);
             }
             Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
                 s.occupy(die, at, timing);
                 s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-                s.read_feedback(now, phys, 0, true, 0);
+                s.read_feedback(now, phys, 0, true, None);
                 if retries == 0 {
                     return Ok(None);
                 }
