@@ -28,8 +28,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use ecc::{Bch, EccError, FixedEncoder};
 use inject::{flip, split_errors};
-use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
 pub use layout::PprofRecord;
+use layout::{majority, HEADER_BYTES, LAYOUT_VERSION, RECORD_BYTES, RECORD_M, RECORD_T};
 use nand::rber::{sample_page_errors, ErrorModel};
 use nand::{BlockAddr, Chip, NandError, Nanos, OpTiming, PhysAddr, RamStorage, Storage};
 use rand_chacha::ChaCha8Rng;
@@ -921,9 +921,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         [
             (HEADER_BYTES * 8) as u64,
             (RECORD_BYTES * 8) as u64 + self.record_code.ecc_bits() as u64,
-            self.pprof_code
-                .as_ref()
-                .map_or(0, |c| (layout::PPROF_DATA_BYTES * 8) as u64 + c.ecc_bits() as u64),
+            self.pprof_code.as_ref().map_or(0, |c| {
+                (layout::PPROF_DATA_BYTES * 8) as u64 + c.ecc_bits() as u64
+            }),
         ]
     }
 
@@ -941,7 +941,14 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let code = self.pprof_code.take()?;
         let (d, p) = spare[po..po + layout::PPROF_BYTES].split_at_mut(layout::PPROF_DATA_BYTES);
         if k > 0 {
-            flip(&mut self.rng, d, layout::PPROF_DATA_BYTES * 8, p, code.ecc_bits() as usize, k);
+            flip(
+                &mut self.rng,
+                d,
+                layout::PPROF_DATA_BYTES * 8,
+                p,
+                code.ecc_bits() as usize,
+                k,
+            );
         }
         let ok = !(k > 0 || damaged) || code.decode(d, p).is_ok();
         self.pprof_code = Some(code);

@@ -176,7 +176,6 @@ impl SchemeConfig {
             }
             _ => controller::layout::DIGEST_SPARE_BYTES,
         };
-        nand::RamStorage::digest(&g, prefix)
-            .with_full_blocks(&g, mask)
+        nand::RamStorage::digest(&g, prefix).with_full_blocks(&g, mask)
     }
 }

@@ -62,7 +62,8 @@ fn the_profile_survives_a_remount_and_its_retention_clock_keeps_running() {
     let mut dev: Dev = s.mount(ctl, t2).unwrap();
     let mut buf = vec![0u8; 4096];
     for l in 0..64u64 {
-        dev.read(t2, Lpn::checked(l, 64).unwrap(), &mut buf).unwrap();
+        dev.read(t2, Lpn::checked(l, 64).unwrap(), &mut buf)
+            .unwrap();
     }
     let c = dev.counters();
     assert_eq!(c.ecc_policy.pprof_fallbacks, 0, "{:?}", c.ecc_policy);
@@ -71,9 +72,14 @@ fn the_profile_survives_a_remount_and_its_retention_clock_keeps_running() {
     // The alarms relocate the pages in idle time (cause `refresh`), re-encoded.
     while dev.tick(t2).unwrap() {}
     let c = dev.counters();
-    assert!(c.programs[ftl::Cause::Refresh.index()] >= 64, "{:?}", c.programs);
+    assert!(
+        c.programs[ftl::Cause::Refresh.index()] >= 64,
+        "{:?}",
+        c.programs
+    );
     for l in 0..64u64 {
-        dev.read(t2, Lpn::checked(l, 64).unwrap(), &mut buf).unwrap();
+        dev.read(t2, Lpn::checked(l, 64).unwrap(), &mut buf)
+            .unwrap();
         assert_eq!(buf, page);
     }
     dev.verify().unwrap();
