@@ -48,7 +48,7 @@
 //!   since the page's last program.
 //! - **p outside the RBER table**: a projected RBER above what t_max corrects selects
 //!   t_max (and is counted as `beyond_range`); the FTL relies on refresh alarms then.
-//! - **max_ret_time** is tabulated on a P/E grid of [`PE_STEP`] cycles, each entry
+//! - **max_ret_time** is tabulated on a P/E grid of `pe_step` cycles (default [`PE_STEP`]), each entry
 //!   computed at the grid point *above* (more wear, shorter retention), so the table never
 //!   promises more retention than the model; beyond the grid the page gets zero retention
 //!   (an immediate alarm): the chip is past any endurance the tables were built for.
@@ -57,11 +57,10 @@ use alloc::vec::Vec;
 use nand::{FlaresRber, Nanos};
 use serde::{Deserialize, Serialize};
 
-/// P/E cycles per row of the `max_ret_time` table.
+/// Default P/E cycles per row of the precomputed tables (`FlaresConfig::pe_step`).
 pub const PE_STEP: u32 = 64;
-/// Rows of the `max_ret_time` table: P/E up to `PE_ROWS · PE_STEP` (2^14, Table II's
-/// pecycles width).
-pub const PE_ROWS: u32 = (1 << 14) / PE_STEP;
+/// P/E cycles the tables cover: 2^14, Table II's pecycles width.
+pub const PE_SPAN: u32 = 1 << 14;
 /// Nanoseconds per hour.
 const NS_PER_HOUR: f64 = 3.6e12;
 
@@ -111,6 +110,10 @@ pub struct FlaresConfig {
     pub model: FlaresRber,
     /// Pages whose retention the idle-time scrub checks per call of the FTL's `tick`.
     pub scrub_pages: u32,
+    /// P/E cycles per row of the precomputed tables (1..=1024; each row computed at its
+    /// upper end). 64 keeps them at ~100 KiB for t up to 50; chips that cycle fast relative
+    /// to their wear curve (test chips) want finer rows.
+    pub pe_step: u32,
 }
 
 impl Default for FlaresConfig {
@@ -128,6 +131,7 @@ impl Default for FlaresConfig {
             t_max: 50,
             model: FlaresRber::default(),
             scrub_pages: 4096,
+            pe_step: PE_STEP,
         }
     }
 }
@@ -170,6 +174,12 @@ impl FlaresConfig {
                 self.t_min,
                 self.t_max,
                 width::P
+            ));
+        }
+        if self.pe_step == 0 || self.pe_step > 1024 {
+            return Err(format!(
+                "flares.pe_step = {} must be in 1..=1024",
+                self.pe_step
             ));
         }
         if self.maxfail > (1 << width::FAILC) {
@@ -217,9 +227,10 @@ impl FlaresTables {
         let rows = ecc::reliability::corr_table(codeword_bits, 1, np as u64, cfg.target_uber);
         let max_rber: Vec<f64> = rows.iter().map(|r| r.max_rber).collect();
         let m = cfg.model;
-        let mut ret = Vec::with_capacity(PE_ROWS as usize * np);
-        for row in 0..PE_ROWS {
-            let pe = ((row + 1) * PE_STEP) as f64;
+        let (step, rows) = (cfg.pe_step.max(1), PE_SPAN / cfg.pe_step.max(1));
+        let mut ret = Vec::with_capacity(rows as usize * np);
+        for row in 0..rows {
+            let pe = ((row + 1) * step) as f64;
             let wr = m.write_part(pe);
             for &limit in &max_rber {
                 // eq. 5 inverted: RBER_wr(pe) + Bo·(pe^n·t)^m = limit.
@@ -242,9 +253,9 @@ impl FlaresTables {
             horizon: Nanos((HORIZON_HOURS * NS_PER_HOUR) as u64),
             required: Vec::new(),
         };
-        t.required = (0..PE_ROWS)
+        t.required = (0..rows)
             .map(|row| {
-                let (p, beyond) = t.required_p_exact((row + 1) * PE_STEP);
+                let (p, beyond) = t.required_p_exact((row + 1) * step);
                 (p as u8, beyond)
             })
             .collect();
@@ -277,8 +288,8 @@ impl FlaresTables {
     /// `max_ret_time(p, pecycles)` (table look-up; see the module docs for the rounding).
     #[inline]
     pub fn max_ret(&self, p: u32, pecycles: u32) -> Nanos {
-        let row = pecycles / PE_STEP;
-        if row >= PE_ROWS {
+        let row = pecycles / self.cfg.pe_step;
+        if row >= PE_SPAN / self.cfg.pe_step {
             return Nanos::ZERO;
         }
         let np = self.cfg.t_max as usize;
@@ -307,7 +318,7 @@ impl FlaresTables {
     /// upper P/E end of `pecycles`' row (never less than the exact value).
     #[inline]
     pub fn required_p(&self, pecycles: u32) -> (u32, bool) {
-        match self.required.get((pecycles / PE_STEP) as usize) {
+        match self.required.get((pecycles / self.cfg.pe_step) as usize) {
             Some(&(p, beyond)) => (p as u32, beyond),
             None => self.required_p_exact(pecycles),
         }

@@ -287,11 +287,14 @@ fn every_cut_point_with_flares() {
             t_min: 1,
             t_max: 8,
             wsize: 4,
+            pe_step: 1,
+            // The chip here draws no bit errors: the model alone sets the strength.
+            mix: 0.0,
             ..Default::default()
         };
-        // RBER_wr grows ~e^(0.08·PE): the tiny chip's few cycles span several strengths.
+        // RBER_wr grows ~e^(0.3·PE): the tiny chip's few cycles span several strengths.
         f.model.a = 2e-5;
-        f.model.b = 0.08;
+        f.model.b = 0.3;
         f.model.c = -2e-5;
         p.ecc = ftl::policy::EccKind::Flares(f);
         let s = holds("flares", &cfg, Plan::Linear, 2000);
