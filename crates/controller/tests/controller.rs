@@ -8,7 +8,7 @@ use controller::{
 };
 use nand::{
     Chip, ChipConfig, ConstantRber, CutMode, ErrorModel, KindRatio, Nanos, PhysAddr, RamStorage,
-    TornFill,
+    Storage, TornFill,
 };
 
 fn chip(preset: &str) -> Chip {
@@ -486,6 +486,65 @@ fn relocation_at_another_strength_reencodes() {
             };
             assert_eq!(info.record.t as u32, t_to);
             assert_eq!(out, d);
+        }
+    }
+}
+
+/// FLARES's PPROF codeword: written with every program when enabled, read back with the
+/// page; bit rot in it within its t = 5 is corrected, beyond it the read still returns
+/// the data and reports no profile (the FTL then falls back to its model), never a wrong
+/// one.
+#[test]
+fn pprof_codeword_round_trips_corrects_and_fails_safe() {
+    let mut c = Controller::new(
+        chip("tiny-mlc"),
+        ConstantRber(0.0),
+        ControllerConfig {
+            verify_stored: true,
+            ..ControllerConfig::default()
+        },
+    )
+    .unwrap();
+    c.enable_pprof().unwrap();
+    assert!(c.pprof_enabled());
+    let l = c.layout(4).unwrap();
+    let po = l.pprof_offset.expect("a PPROF slot");
+    let g = *c.chip().geometry();
+    for (n, (flips, expect)) in [(0usize, true), (3, true), (5, true), (12, false)]
+        .into_iter()
+        .enumerate()
+    {
+        let p = page(c.chip(), 1, n as u32);
+        let d = data(4096, 700 + flips as u64);
+        c.set_next_pecycles(1234);
+        let rec = OobRecord::new(9, 1, PageKind::User(DataClass::NORMAL));
+        c.program(Nanos(77 * 1_000_000_000), p, &d, rec, 4).unwrap();
+        // Rot `flips` bits of the stored PPROF codeword behind the controller's back.
+        let i = g.page_index(p).unwrap();
+        let (mut sd, mut ss) = (vec![0u8; 4096], vec![0u8; g.spare_size as usize]);
+        c.chip_mut()
+            .storage_mut()
+            .read_split(i, &mut sd, &mut ss)
+            .unwrap();
+        for f in 0..flips {
+            ss[po + f * 7 / 8 % 13] ^= 1 << (f % 8);
+        }
+        c.chip_mut().storage_mut().write_split(i, &sd, &ss).unwrap();
+        let before = c.stats().pprof_failures;
+        let mut out = vec![0u8; 4096];
+        let PageRead::Data(info) = c.read(Nanos(80 * 1_000_000_000), p, &mut out).unwrap() else {
+            panic!("erased")
+        };
+        assert_eq!(out, d, "{flips} flips: the data are intact");
+        if expect {
+            let r = info.pprof.expect("decoded");
+            assert_eq!(
+                (r.p_cur, r.p_next, r.pecycles, r.writestamp),
+                (4, 4, 1234, 78)
+            );
+        } else {
+            assert_eq!(info.pprof, None, "{flips} flips");
+            assert_eq!(c.stats().pprof_failures, before + 1);
         }
     }
 }

@@ -392,6 +392,15 @@ pub trait Ftl {
     /// Counters.
     fn counters(&self) -> &FtlCounters;
     /// The controller's ECC statistics.
+    /// Whether the controller writes FLARES's PPROF codeword in every page's spare area.
+    fn controller_pprof(&self) -> bool {
+        false
+    }
+    /// Controller RAM the ECC-strength policy's per-page state takes (FLARES's cached
+    /// profiles; 0 for a fixed strength).
+    fn policy_ram_bytes(&self) -> u64 {
+        0
+    }
     fn ecc_stats(&self) -> controller::EccStats;
     /// P/E cycles of every block (flat index).
     fn erase_counts(&self) -> &[u32];

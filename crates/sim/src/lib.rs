@@ -94,6 +94,12 @@ impl Experiment {
             baseline: &baseline,
             ecc: ftl.ecc_stats(),
             ecc_baseline,
+            policy_ram_bytes: ftl.policy_ram_bytes(),
+            pprof_spare_bytes: if ftl.controller_pprof() {
+                controller::layout::PPROF_BYTES as u64
+            } else {
+                0
+            },
             erase_counts: ftl.erase_counts(),
             page_size: self.chip.geometry.page_size as u64,
             open_loop: matches!(self.mode, engine::LoadMode::OpenLoop),

@@ -250,6 +250,14 @@ pub struct PolicyReport {
     /// FLARES's write amplification: (host page writes + refresh writes) / host page
     /// writes (1 = refresh added nothing; the paper's Fig. 6 measure).
     pub refresh_wa: f64,
+    /// Controller RAM of the per-page profiles (bytes).
+    pub pprof_ram_bytes: u64,
+    /// Spare-area bytes per page of the profile's critical part (its own codeword).
+    pub pprof_spare_bytes: u64,
+    /// Page profiles whose spare-area codeword did not decode (the controller's count).
+    pub pprof_failures: u64,
+    /// Profiles rebuilt without their spare-area codeword.
+    pub pprof_fallbacks: u64,
 }
 
 /// What produced a report, in words (the full experiment configuration is in
@@ -403,6 +411,10 @@ pub struct ReportInput<'a> {
     pub ecc: EccStats,
     /// ECC stats at the start of the measured phase.
     pub ecc_baseline: EccStats,
+    /// Controller RAM of the ECC-strength policy's per-page state.
+    pub policy_ram_bytes: u64,
+    /// Spare bytes per page of the policy's own record (FLARES's PPROF codeword).
+    pub pprof_spare_bytes: u64,
     /// Erase counts of all blocks.
     pub erase_counts: &'a [u32],
     /// Page size in bytes (for the per-byte WAF).
@@ -558,6 +570,10 @@ impl Report {
                         scrub_alarms: p.scrub_alarms,
                         refresh_writes: refresh,
                         reencoded_copies: p.reencoded_copies,
+                        pprof_ram_bytes: i.policy_ram_bytes,
+                        pprof_spare_bytes: i.pprof_spare_bytes,
+                        pprof_failures: e.pprof_failures - b.pprof_failures,
+                        pprof_fallbacks: p.pprof_fallbacks,
                         refresh_wa: if c.host_writes > 0 {
                             (c.host_writes + refresh) as f64 / c.host_writes as f64
                         } else {
@@ -880,6 +896,10 @@ impl Report {
         {
             let _ = writeln!(w, "flares      windows FS {} OC {} CR {} FA {} SZ {}; alarms: {} retention, {} failure, {} by scrub ({} pages checked); {} refresh writes, refresh WA {:.3}; {} copies re-encoded",
                 p.zone_fs, p.zone_oc, p.zone_cr, p.zone_fa, p.zone_sz, p.retention_alarms, p.failure_alarms, p.scrub_alarms, p.scrubbed_pages, p.refresh_writes, p.refresh_wa, p.reencoded_copies);
+        }
+        if p.pprof_ram_bytes + p.pprof_spare_bytes > 0 {
+            let _ = writeln!(w, "pprof       {} spare bytes per page (p_cur, p_next, pecycles, writestamp in a BCH GF(2^7) t = 5 codeword); {:.1} KiB controller RAM for the cached profiles; {} codewords failed to decode, {} profiles rebuilt from the model",
+                p.pprof_spare_bytes, p.pprof_ram_bytes as f64 / 1024.0, p.pprof_failures, p.pprof_fallbacks);
         }
         s
     }

@@ -999,6 +999,14 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         &self.s.log.counters
     }
 
+    fn policy_ram_bytes(&self) -> u64 {
+        self.s.pprof_ram
+    }
+
+    fn controller_pprof(&self) -> bool {
+        self.s.ctl.pprof_enabled()
+    }
+
     fn ecc_stats(&self) -> controller::EccStats {
         *self.s.ctl.stats()
     }
