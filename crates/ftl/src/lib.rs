@@ -391,7 +391,6 @@ pub trait Ftl {
     fn take_ops(&mut self, out: &mut alloc::vec::Vec<FlashOp>);
     /// Counters.
     fn counters(&self) -> &FtlCounters;
-    /// The controller's ECC statistics.
     /// Whether the controller writes FLARES's PPROF codeword in every page's spare area.
     fn controller_pprof(&self) -> bool {
         false
@@ -401,6 +400,7 @@ pub trait Ftl {
     fn policy_ram_bytes(&self) -> u64 {
         0
     }
+    /// The controller's ECC statistics.
     fn ecc_stats(&self) -> controller::EccStats;
     /// P/E cycles of every block (flat index).
     fn erase_counts(&self) -> &[u32];
