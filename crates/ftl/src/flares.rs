@@ -576,8 +576,10 @@ impl FlaresCore {
 /// triplicated header, which the decoder reads first. The non-critical part — errc, failc
 /// and the zone counters, plus p_next's later updates — lives here in controller RAM
 /// ([`Pprof`], loaded on demand: a page's entry fills from its PPROF at its first read
-/// after mount) and is lost at a power cut or remount, which FLARES tolerates (it is
-/// rebuilt over the next windows); it is not written to reserved pages at unmount. A PPROF
+/// after mount). A clean shutdown saves it — 3 bytes per page (p_next, errc, failc: 21
+/// bits) — in its checkpoint, in the checkpoint region, whose pages take the worst-case
+/// strength (`ecc_t`): the paper's reserved pages; mount restores it. A power cut loses
+/// it, which FLARES tolerates (it is re-measured over the next windows). A PPROF
 /// that fails its own ECC falls back to the header's t, the block's erase count and the
 /// read's time (counted as `pprof_fallbacks`). Metadata pages (the checkpoint region)
 /// take the configured worst-case strength and are not watched.
@@ -651,17 +653,20 @@ impl crate::policy::EccStrength for FlaresStrength {
             if t < self.core.tables.config().t_min || t > self.core.tables.config().t_max {
                 return None;
             }
+            // A p_next restored from a clean shutdown's checkpoint is newer than the one
+            // written with the page.
+            let restored = p.p_next;
             match fb.pprof {
                 Some(r) => {
                     p.p_cur = r.p_cur;
-                    p.p_next = r.p_next;
+                    p.p_next = if restored != 0 { restored } else { r.p_next };
                     p.pecycles = r.pecycles;
                     p.writestamp = r.writestamp;
                 }
                 None => {
                     c.pprof_fallbacks += 1;
                     p.p_cur = t as u8;
-                    p.p_next = t as u8;
+                    p.p_next = if restored != 0 { restored } else { t as u8 };
                     p.pecycles = fb.erase_count.min((1 << width::PECYCLES) - 1) as u16;
                     p.writestamp = stamp(fb.now);
                 }
@@ -726,6 +731,31 @@ impl crate::policy::EccStrength for FlaresStrength {
 
     fn ram_bytes(&self) -> u64 {
         (self.prof.len() * core::mem::size_of::<Pprof>()) as u64
+    }
+
+    /// Three bytes per physical page: p_next (6 bits), errc (13), failc (2) — Table II's
+    /// non-critical part, 21 bits.
+    fn stash(&self) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.prof.len() * 3);
+        for p in &self.prof {
+            let v = (p.p_next as u32 & 0x3F)
+                | (p.errc as u32 & 0x1FFF) << 6
+                | (p.failc.min(3) as u32) << 19;
+            out.extend_from_slice(&v.to_le_bytes()[..3]);
+        }
+        Some(out)
+    }
+
+    fn restore(&mut self, bytes: &[u8]) {
+        if bytes.len() != self.prof.len() * 3 {
+            return;
+        }
+        for (p, b) in self.prof.iter_mut().zip(bytes.chunks_exact(3)) {
+            let v = u32::from_le_bytes([b[0], b[1], b[2], 0]);
+            p.p_next = (v & 0x3F) as u8;
+            p.errc = (v >> 6 & 0x1FFF) as u16;
+            p.failc = (v >> 19 & 0x3) as u8;
+        }
     }
 }
 
@@ -1010,5 +1040,31 @@ mod tests {
             "{zones:?} {:?}",
             c.zones
         );
+    }
+
+    #[test]
+    fn stash_and_restore_round_trip() {
+        use crate::policy::EccStrength;
+        let mut a = FlaresStrength::new(FlaresConfig::default(), 8, 4, 32768, 32768, 50);
+        for (i, p) in a.prof.iter_mut().enumerate() {
+            p.p_next = (i as u8 * 7) % 64;
+            p.errc = (i as u16 * 1000) % 8192;
+            p.failc = i as u8 % 4;
+            p.p_cur = 9;
+            p.writestamp = 5;
+        }
+        let bytes = a.stash().unwrap();
+        assert_eq!(bytes.len(), 8 * 3);
+        let mut b = FlaresStrength::new(FlaresConfig::default(), 8, 4, 32768, 32768, 50);
+        b.restore(&bytes);
+        for (x, y) in a.prof.iter().zip(&b.prof) {
+            assert_eq!((x.p_next, x.errc, x.failc), (y.p_next, y.errc, y.failc));
+            // The critical part comes from the pages themselves, not the stash.
+            assert_eq!((y.p_cur, y.writestamp), (0, 0));
+        }
+        // Bytes of another shape are ignored.
+        let mut c = FlaresStrength::new(FlaresConfig::default(), 8, 4, 32768, 32768, 50);
+        c.restore(&bytes[..5]);
+        assert!(c.prof.iter().all(|p| p.p_next == 0));
     }
 }

@@ -354,6 +354,14 @@ pub trait EccStrength: Send {
     fn ram_bytes(&self) -> u64 {
         0
     }
+    /// The state a clean shutdown saves in the checkpoint (FLARES: the non-critical part
+    /// of every page's profile); `None`: nothing to save.
+    fn stash(&self) -> Option<alloc::vec::Vec<u8>> {
+        None
+    }
+    /// Takes back what [`stash`](EccStrength::stash) saved (at mount; bytes of another
+    /// shape are ignored).
+    fn restore(&mut self, _bytes: &[u8]) {}
     /// `Some(t)` if every program gets `t` whatever its context and reads are of no
     /// interest: the FTL then skips building contexts and calling the policy (asked once,
     /// when the scheme is built).

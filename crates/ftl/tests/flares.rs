@@ -84,3 +84,39 @@ fn the_profile_survives_a_remount_and_its_retention_clock_keeps_running() {
     }
     dev.verify().unwrap();
 }
+
+/// A clean shutdown saves the non-critical part (p_next, errc, failc of every page) in
+/// its checkpoint, and the volume mounts from it and reads every page with its profile
+/// (the restore itself: `flares::tests::stash_and_restore_round_trip`).
+#[test]
+fn a_clean_shutdown_keeps_the_non_critical_part() {
+    let s = scheme();
+    let mut ctl = controller();
+    ctl.enable_pprof().unwrap();
+    let mut dev: Dev = s.format(ctl, Nanos::ZERO).unwrap();
+    let page = vec![0u8; 4096];
+    let n = 64;
+    for l in 0..n {
+        dev.write(Nanos(SEC), Lpn::checked(l, n).unwrap(), &page)
+            .unwrap();
+    }
+    dev.flush(Nanos(SEC)).unwrap();
+    // The shutdown checkpoint carries 3 bytes per physical page more than a flush's.
+    let before = dev.counters().meta_bytes;
+    dev.flush(Nanos(SEC)).unwrap();
+    dev.shutdown(Nanos(2 * SEC)).unwrap();
+    let cp = dev.counters().meta_bytes - before;
+    let pages = dev.controller().chip().geometry().total_pages();
+    assert!(cp >= 3 * pages, "{cp} bytes written for {pages} pages");
+    let c1 = dev.counters().checkpoints;
+    assert!(c1 >= 1);
+    let ctl = dev.into_controller();
+    let mut dev: Dev = s.mount(ctl, Nanos(3 * SEC)).unwrap();
+    let mut buf = vec![0u8; 4096];
+    for l in 0..n {
+        dev.read(Nanos(3 * SEC), Lpn::checked(l, n).unwrap(), &mut buf)
+            .unwrap();
+    }
+    assert_eq!(dev.counters().ecc_policy.pprof_fallbacks, 0);
+    dev.verify().unwrap();
+}

@@ -164,7 +164,13 @@ impl PageFtlConfig {
                 + logical * 4
                 + 8
                 + logical / 8
-                + replica::worst_case_bytes(geo.total_pages(), self.replicas);
+                + replica::worst_case_bytes(geo.total_pages(), self.replicas)
+                + match self.ecc {
+                    // FLARES's stash at shutdown: 3 bytes per physical page, and the
+                    // (then always written) replica section's count.
+                    crate::policy::EccKind::Flares(_) => 12 + 3 * geo.total_pages(),
+                    crate::policy::EccKind::Fixed => 0,
+                };
             let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
             let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
             // Two generations, a block of trim log, a spare for a bad block.
@@ -888,7 +894,8 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.s.log.counters.flushes += 1;
-        self.write_checkpoint(now)
+        let stash = self.s.ecc.stash();
+        self.write_checkpoint_with(now, stash)
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {

@@ -57,7 +57,14 @@ pub(crate) struct Snapshot {
     /// Meta-Cure's replica sets (logical page → version and pages); the section is absent
     /// when there are none.
     pub replicas: super::replica::Replicas,
+    /// The ECC-strength policy's non-critical per-page state (FLARES: p_next, errc, failc
+    /// of every physical page), written by a clean shutdown only; absent otherwise.
+    pub policy: Option<Vec<u8>>,
 }
+
+/// Tag of the policy-state section (after the replica section, which is then always
+/// written, possibly empty).
+const POLICY_TAG: u32 = 0x4652_5050; // "PPRF"
 
 /// Critical-page section encodings.
 const CRIT_RANGES: u32 = 0;
@@ -126,8 +133,13 @@ impl Snapshot {
                 out.extend_from_slice(&w.to_le_bytes());
             }
         }
-        if !self.replicas.is_empty() {
+        if !self.replicas.is_empty() || self.policy.is_some() {
             super::replica::encode(&self.replicas, &mut out);
+        }
+        if let Some(p) = &self.policy {
+            out.extend_from_slice(&POLICY_TAG.to_le_bytes());
+            out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+            out.extend_from_slice(p);
         }
         let c = crc(&out);
         out.extend_from_slice(&c.to_le_bytes());
@@ -203,6 +215,15 @@ impl Snapshot {
                 let pages = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
                 replicas.insert(l, super::replica::ReplicaSet { version, pages });
             }
+        }
+        // Then, if present, the policy's state.
+        let mut policy = None;
+        if !r.0.is_empty() {
+            if r.u32()? != POLICY_TAG {
+                return None;
+            }
+            let n = r.u32()? as usize;
+            policy = Some(r.take(n)?.to_vec());
             if !r.0.is_empty() {
                 return None;
             }
@@ -217,6 +238,7 @@ impl Snapshot {
             slc,
             critical,
             replicas,
+            policy,
         })
     }
 }
@@ -292,6 +314,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             slc: self.s.slc.iter().map(|&m| m == Some(true)).collect(),
             critical: self.critical.clone(),
             replicas: self.replicas.clone(),
+            policy: None,
             l2p: self
                 .map
                 .entries()
@@ -304,9 +327,28 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// snapshot maps can later be damaged by a paired-page program). Pending trims are
     /// part of the snapshot and are dropped.
     pub(crate) fn write_checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.write_checkpoint_with(now, None)
+    }
+
+    /// [`write_checkpoint`](Self::write_checkpoint) carrying the policy's state `policy`
+    /// (a clean shutdown's).
+    pub(crate) fn write_checkpoint_with(
+        &mut self,
+        now: Nanos,
+        policy: Option<Vec<u8>>,
+    ) -> Result<(), FtlError> {
         self.s.seal_all(now)?;
         let crc = self.s.ctl.crc32c_fn();
-        let bytes = self.snapshot().encode(crc);
+        let mut snap = self.snapshot();
+        snap.policy = policy;
+        let mut bytes = snap.encode(crc);
+        let room = self.region.capacity(&self.s);
+        if snap.policy.is_some() && bytes.len() > room {
+            // A region sized by hand too small for the policy's state: it is advice, the
+            // checkpoint goes without it.
+            snap.policy = None;
+            bytes = snap.encode(crc);
+        }
         self.region.write_generation(&mut self.s, now, &bytes)?;
         self.pending_trims.clear();
         self.s.opened_since_cp = 0;
@@ -355,6 +397,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             return Err(FtlError::Corrupt(
                 "the checkpoint region is damaged: it holds checkpoint pages but no complete generation",
             ));
+        }
+        if let Some((snap, _)) = &loaded {
+            if let Some(p) = &snap.policy {
+                // The non-critical profile part a clean shutdown left (stale pages are
+                // harmless: it is advice the policy re-measures).
+                self.s.ecc.restore(p);
+            }
         }
         Ok(loaded.map(|(snap, log)| (snap, decode_trims(&log).collect())))
     }

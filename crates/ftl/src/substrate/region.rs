@@ -463,6 +463,13 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         Ok(f)
     }
 
+    /// Bytes a new generation can hold: the blocks it may use (not the committed
+    /// generation's, not bad ones) less one kept for a block that goes bad mid-write.
+    pub fn capacity(&self, sub: &Substrate<S, M>) -> usize {
+        let blocks = self.order(sub).len().saturating_sub(1);
+        blocks * self.writer.slots() as usize * self.payload(sub)
+    }
+
     /// Payload bytes of a region unit.
     pub fn payload(&self, sub: &Substrate<S, M>) -> usize {
         self.writer.unit_bytes(sub) - HEADER
