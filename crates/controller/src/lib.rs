@@ -283,6 +283,8 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     last_program: Option<(PhysAddr, PageKind)>,
     /// The PPROF codeword's code, when pages carry one (see `enable_pprof`).
     pprof_code: Option<Bch>,
+    /// Its table-driven encoder (run on every program).
+    pprof_enc: Option<FixedEncoder<{ layout::PPROF_DATA_BYTES }>>,
     /// P/E cycles the next program's PPROF records.
     next_pecycles: u32,
 }
@@ -331,6 +333,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             crc32c: crc32c_software,
             last_program: None,
             pprof_code: None,
+            pprof_enc: None,
             next_pecycles: 0,
             chip,
             model,
@@ -463,6 +466,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         if self.pprof_code.is_none() {
             let code = Bch::new(layout::PPROF_M, layout::PPROF_T).map_err(CtlError::Ecc)?;
             debug_assert_eq!(code.ecc_bytes(), layout::PPROF_PARITY_BYTES);
+            self.pprof_enc = Some(code.fixed_encoder().map_err(CtlError::Ecc)?);
             self.pprof_code = Some(code);
             self.layouts.clear();
             self.clean_ecc.clear();
@@ -491,7 +495,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         now: Nanos,
     ) -> Result<(), CtlError> {
         spare[..HEADER_BYTES].copy_from_slice(&header(l.t));
-        if let (Some(po), Some(code)) = (l.pprof_offset, &self.pprof_code) {
+        if let (Some(po), Some(enc)) = (l.pprof_offset, &self.pprof_enc) {
             spare[HEADER_BYTES - 1] = layout::LAYOUT_VERSION_PPROF;
             let p = PprofRecord {
                 p_cur: l.t as u8,
@@ -501,7 +505,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             };
             let d = p.encode();
             spare[po..po + layout::PPROF_DATA_BYTES].copy_from_slice(&d);
-            code.encode(
+            enc.encode(
                 &d,
                 &mut spare[po + layout::PPROF_DATA_BYTES..po + layout::PPROF_BYTES],
             )

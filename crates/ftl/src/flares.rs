@@ -729,6 +729,10 @@ impl crate::policy::EccStrength for FlaresStrength {
         }
     }
 
+    fn prefetch(&self, page: u32) {
+        nand::hint::prefetch(&self.prof, page as usize);
+    }
+
     fn ram_bytes(&self) -> u64 {
         (self.prof.len() * core::mem::size_of::<Pprof>()) as u64
     }

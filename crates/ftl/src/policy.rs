@@ -350,6 +350,9 @@ pub trait EccStrength: Send {
         _c: &mut EccPolicyCounters,
     ) {
     }
+    /// A hint: flat page `page` will be read soon (load its state into the cache). No
+    /// effect on behaviour.
+    fn prefetch(&self, _page: u32) {}
     /// Bytes of controller RAM the policy's per-page state takes.
     fn ram_bytes(&self) -> u64 {
         0

@@ -190,11 +190,11 @@ pub fn run(a: BenchArgs) -> Result<()> {
 fn flares_vs_fixed(a: &BenchArgs) -> Result<()> {
     let cap = a.flares_mib << 20;
     println!(
-        "\n== FLARES vs fixed t = 8, {} MiB digest-mode device (512-byte sectors: t up to 14)",
+        "\n== FLARES vs fixed t = 8, {} MiB digest-mode device (512-byte sectors: t up to 13)",
         a.flares_mib
     );
     let mut fixed = device_with(cap, false, 0.25, "\"fixed\"")?;
-    let mut flares = device_with(cap, false, 0.25, "{ flares = { t_max = 14 } }")?;
+    let mut flares = device_with(cap, false, 0.25, "{ flares = { t_max = 13 } }")?;
     precondition(&mut fixed.engine)?;
     precondition(&mut flares.engine)?;
     let rates = phases(

@@ -994,6 +994,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
                 let (b, page) = self.s.split(p);
                 // (A digest-mode store holds no data area: the data hint is a no-op there.)
                 self.s.ctl.chip().prefetch_flat(b as usize, page, true);
+                if self.s.fixed_t.is_none() {
+                    // The read's feedback will touch the page's cached profile.
+                    self.s.ecc.prefetch(p);
+                }
             }
         }
     }
