@@ -494,6 +494,20 @@ impl ExperimentConfig {
                 )));
             }
         }
+        let replicas = self.ftl.page.replicas as u64;
+        if replicas > 0 {
+            // Meta-Cure's copies live in the over-provisioned space: more than half of it
+            // would leave GC nothing to work with (the device fills up and fails).
+            let critical: u64 = self.hints.critical.iter().map(|r| r.len).sum();
+            let physical = g.total_pages() * g.page_size as u64;
+            let spare = physical.saturating_sub(capacity);
+            if critical * replicas > spare / 2 {
+                return Err(SimError::Config(format!(
+                    "ftl.page.replicas = {replicas}: {replicas} backup copies of the {critical} critical bytes ([hints] critical) need {} bytes, more than half of the device's {spare} bytes of over-provisioned space; lower the replicas or the critical ranges, or raise ftl.page.over_provisioning",
+                    critical * replicas
+                )));
+            }
+        }
         engine.set_critical_ranges(&ranges)?;
         engine.set_background(self.load.background);
         engine.set_map_update_cost(Nanos(self.controller.map_update_ns));

@@ -424,4 +424,20 @@ fn ap_configuration_errors_name_the_key() {
         e.contains("msb-critical") && e.contains("single-level"),
         "{e}"
     );
+    // A replica count that cannot fit the device: 3 copies of half the volume.
+    let mut cfg4 = config("\"foreground\"", "\"striped\"");
+    cfg4.ftl.page.replicas = 3;
+    let cap = cfg4
+        .clone()
+        .build(Path::new("."))
+        .unwrap()
+        .engine
+        .capacity();
+    cfg4.hints.critical[0].len = cap / 2;
+    let e = cfg4
+        .build(Path::new("."))
+        .map(drop)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ftl.page.replicas = 3"), "{e}");
 }
