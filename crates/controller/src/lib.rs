@@ -21,6 +21,8 @@ extern crate alloc;
 
 mod inject;
 pub mod layout;
+mod pprof;
+mod relocate;
 
 pub use layout::{DataClass, Layout, MetaTag, OobRecord, PageKind, Temperature};
 
@@ -459,32 +461,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         best
     }
 
-    /// Pages carry FLARES's PPROF codeword from now on (the layouts are rebuilt with it).
-    /// A volume's pages are all written one way: an FTL turns this on before it formats
-    /// or mounts.
-    pub fn enable_pprof(&mut self) -> Result<(), CtlError> {
-        if self.pprof_code.is_none() {
-            let code = Bch::new(layout::PPROF_M, layout::PPROF_T).map_err(CtlError::Ecc)?;
-            debug_assert_eq!(code.ecc_bytes(), layout::PPROF_PARITY_BYTES);
-            self.pprof_enc = Some(code.fixed_encoder().map_err(CtlError::Ecc)?);
-            self.pprof_code = Some(code);
-            self.layouts.clear();
-            self.clean_ecc.clear();
-        }
-        Ok(())
-    }
-
-    /// Whether pages carry the PPROF codeword.
-    pub fn pprof_enabled(&self) -> bool {
-        self.pprof_code.is_some()
-    }
-
-    /// The P/E cycles the next program's PPROF records (the FTL's erase count of the
-    /// block; the controller keeps no wear table of its own).
-    pub fn set_next_pecycles(&mut self, pecycles: u32) {
-        self.next_pecycles = pecycles;
-    }
-
     /// Writes header, record and record parity of `record` at layout `l` into `spare`, and
     /// the PPROF codeword if the layout has one (program time `now`).
     fn put_record(
@@ -495,22 +471,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         now: Nanos,
     ) -> Result<(), CtlError> {
         spare[..HEADER_BYTES].copy_from_slice(&header(l.t));
-        if let (Some(po), Some(enc)) = (l.pprof_offset, &self.pprof_enc) {
-            spare[HEADER_BYTES - 1] = layout::LAYOUT_VERSION_PPROF;
-            let p = PprofRecord {
-                p_cur: l.t as u8,
-                p_next: l.t as u8,
-                pecycles: self.next_pecycles.min(0x3FFF) as u16,
-                writestamp: ((now.0 / 1_000_000_000).min(u32::MAX as u64 - 1) + 1) as u32,
-            };
-            let d = p.encode();
-            spare[po..po + layout::PPROF_DATA_BYTES].copy_from_slice(&d);
-            enc.encode(
-                &d,
-                &mut spare[po + layout::PPROF_DATA_BYTES..po + layout::PPROF_BYTES],
-            )
-            .map_err(CtlError::Ecc)?;
-        }
+        self.put_pprof(spare, l, now)?;
         let rec = record.encode();
         spare[l.record_offset..l.record_offset + RECORD_BYTES].copy_from_slice(&rec);
         let rp = l.record_parity_offset;
@@ -692,169 +653,11 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         }
     }
 
-    /// Reads a page to move it elsewhere: like [`read`](Controller::read), but the corrected
-    /// data and parity stay in the controller for
-    /// [`program_relocated`](Controller::program_relocated), which writes them to a new page
-    /// without re-encoding.
-    ///
-    /// In bytes mode the chip reads the page into its register and the controller takes
-    /// the spare area first; the data are clocked out only when the error draw flipped a
-    /// bit or a fault touched the page. A pristine page's data are, by then, exactly what
-    /// it holds, so they are programmed as a copy of it ([`Chip::program_copy`]) without
-    /// passing through the controller's memory. Timing, error draws and statistics are
-    /// those of a full read.
-    pub fn read_for_relocation(
-        &mut self,
-        now: Nanos,
-        addr: PhysAddr,
-    ) -> Result<PageRead, CtlError> {
-        self.reloc = None;
-        self.reloc_from = None;
-        let mut data = core::mem::take(&mut self.reloc_data);
-        let mut spare = core::mem::take(&mut self.reloc_spare);
-        let mut state = match self.cfg.mode {
-            PayloadMode::Digest => Data::Digest,
-            PayloadMode::Bytes => Data::InRegister,
-        };
-        let r = if state == Data::Digest {
-            self.read_into(now, addr, &mut data, &mut spare)
-        } else {
-            match self.chip.read_spare_with_state(now, addr, &mut spare) {
-                Err(e) => Err(e.into()),
-                Ok((mut timing, st)) => {
-                    timing.transfer = self.full_transfer();
-                    self.finish_read(now, addr, st, &mut data, &mut spare, timing, &mut state)
-                }
-            }
-        };
-        self.reloc_data = data;
-        self.reloc_spare = spare;
-        let read = r?;
-        if let PageRead::Data(info) = read {
-            self.reloc = Some(info.record);
-            if state == Data::InRegister {
-                self.reloc_from = Some(addr);
-            }
-        }
-        Ok(read)
-    }
-
     /// Bus time of a whole page (data and spare).
     fn full_transfer(&self) -> Nanos {
         let g = self.chip.geometry();
         let full = g.page_size as usize + g.spare_size as usize;
         self.chip.config().timing.transfer(full)
-    }
-
-    /// Programs the page last read by [`read_for_relocation`](Controller::read_for_relocation)
-    /// at `addr` with a new record (logical page, sequence number, kind); data, parity,
-    /// strength and data CRC are kept. May be retried at another address after a program
-    /// failure.
-    pub fn program_relocated(
-        &mut self,
-        now: Nanos,
-        addr: PhysAddr,
-        mut record: OobRecord,
-    ) -> Result<OpTiming, CtlError> {
-        let src = self
-            .reloc
-            .expect("program_relocated follows a successful read_for_relocation");
-        let layout = self.layout(src.t as u32)?;
-        self.last_program = Some((addr, record.kind));
-        record.t = src.t;
-        record.crc = src.crc;
-        let mut spare = core::mem::take(&mut self.reloc_spare);
-        let r = self
-            .put_record(&mut spare, &layout, &record, now)
-            .and_then(|()| {
-                Ok(match (self.cfg.mode, self.reloc_from) {
-                    (PayloadMode::Digest, _) => {
-                        self.chip.program(now, addr, &self.zeros, &spare)?
-                    }
-                    (PayloadMode::Bytes, Some(from)) if self.chip.register_holds(from) => {
-                        self.chip.program_copy(now, addr, from, &spare)?
-                    }
-                    (PayloadMode::Bytes, Some(from)) => {
-                        // A program in between (one that failed: this is a retry) emptied
-                        // the page register: read the pristine source again, then program
-                        // its bytes; both operations are charged to this one.
-                        let mut raw_spare = vec![0u8; self.chip.geometry().spare_size as usize];
-                        let r = self
-                            .chip
-                            .read(now, from, &mut self.reloc_data, &mut raw_spare)?;
-                        self.reloc_from = None;
-                        let p = self.chip.program(now, addr, &self.reloc_data, &spare)?;
-                        OpTiming {
-                            array: r.array + p.array,
-                            transfer: r.transfer + p.transfer,
-                        }
-                    }
-                    (PayloadMode::Bytes, None) => {
-                        self.chip.program(now, addr, &self.reloc_data, &spare)?
-                    }
-                })
-            });
-        self.reloc_spare = spare;
-        r
-    }
-
-    /// The strength of the page last read by
-    /// [`read_for_relocation`](Controller::read_for_relocation), if that read decoded.
-    pub fn relocation_t(&self) -> Option<u32> {
-        self.reloc.map(|r| r.t as u32)
-    }
-
-    /// Like [`program_relocated`](Controller::program_relocated), but the data are
-    /// re-encoded at strength `t` when it differs from the strength they were read with
-    /// (FLARES: a page moved by GC or refresh takes its new p). Re-encoding needs the
-    /// corrected data in the controller: a pristine page's data are clocked out of the
-    /// chip's page register first (charged as the page's bus transfer), then encoded and
-    /// programmed like a host page — no copy-back. At the same strength the stored parity
-    /// is exactly what re-encoding would produce, so that case is `program_relocated`.
-    pub fn program_relocated_as(
-        &mut self,
-        now: Nanos,
-        addr: PhysAddr,
-        record: OobRecord,
-        t: u32,
-    ) -> Result<OpTiming, CtlError> {
-        let src = self
-            .reloc
-            .expect("program_relocated_as follows a successful read_for_relocation");
-        if src.t as u32 == t {
-            return self.program_relocated(now, addr, record);
-        }
-        let mut extra = OpTiming::default();
-        let mut data = core::mem::take(&mut self.reloc_data);
-        let r = (|| {
-            if self.cfg.mode == PayloadMode::Bytes {
-                if let Some(from) = self.reloc_from {
-                    let g = *self.chip.geometry();
-                    data.resize(g.page_size as usize, 0);
-                    if self.chip.register_holds(from) {
-                        self.chip.data_out(from, &mut data)?;
-                        extra.transfer = self.chip.config().timing.transfer(g.page_size as usize);
-                    } else {
-                        // A failed program in between emptied the register: sense again.
-                        let mut raw_spare = vec![0u8; g.spare_size as usize];
-                        extra = self.chip.read(now, from, &mut data, &mut raw_spare)?;
-                    }
-                    self.reloc_from = None;
-                }
-            }
-            let payload: &[u8] = match self.cfg.mode {
-                PayloadMode::Bytes => &data,
-                PayloadMode::Digest => &[],
-            };
-            let bytes = self.cfg.mode == PayloadMode::Bytes;
-            let p = self.program_inner(now, addr, payload, record, t, bytes)?;
-            Ok(OpTiming {
-                array: p.array + extra.array,
-                transfer: p.transfer + extra.transfer,
-            })
-        })();
-        self.reloc_data = data;
-        r
     }
 
     /// Erases a block (an FTL's admin operation: no data passes the controller).
@@ -929,41 +732,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 (layout::PPROF_DATA_BYTES * 8) as u64 + c.ecc_bits() as u64
             }),
         ]
-    }
-
-    /// Injects `k` errors into the PPROF codeword of a page at layout `l` and decodes it.
-    /// `None` (counted in `pprof_failures` when the page has one): no codeword, or it did
-    /// not decode, or it names another strength than the page's header.
-    fn decode_pprof(
-        &mut self,
-        spare: &mut [u8],
-        l: &Layout,
-        k: u64,
-        damaged: bool,
-    ) -> Option<PprofRecord> {
-        let po = l.pprof_offset?;
-        let code = self.pprof_code.take()?;
-        let (d, p) = spare[po..po + layout::PPROF_BYTES].split_at_mut(layout::PPROF_DATA_BYTES);
-        if k > 0 {
-            flip(
-                &mut self.rng,
-                d,
-                layout::PPROF_DATA_BYTES * 8,
-                p,
-                code.ecc_bits() as usize,
-                k,
-            );
-        }
-        let ok = !(k > 0 || damaged) || code.decode(d, p).is_ok();
-        self.pprof_code = Some(code);
-        let rec = ok
-            .then(|| PprofRecord::decode(&(&*d).try_into().expect("8 bytes")))
-            .flatten()
-            .filter(|r| r.p_cur as u32 == l.t);
-        if rec.is_none() {
-            self.stats.pprof_failures += 1;
-        }
-        rec
     }
 
     /// Injects errors into, and decodes, the header and the record. Returns the record, the

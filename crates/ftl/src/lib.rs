@@ -171,13 +171,10 @@ pub struct FtlCounters {
     /// Flushes.
     pub flushes: u64,
     /// NAND page reads per cause (see [`Cause::index`]).
-    #[serde(with = "per_cause")]
     pub reads: [u64; Cause::COUNT],
     /// NAND page programs per cause.
-    #[serde(with = "per_cause")]
     pub programs: [u64; Cause::COUNT],
     /// NAND block erases per cause.
-    #[serde(with = "per_cause")]
     pub erases: [u64; Cause::COUNT],
     /// Valid pages copied by GC, wear levelling and relocation.
     pub valid_copies: u64,
@@ -404,22 +401,4 @@ pub trait Ftl {
     fn ecc_stats(&self) -> controller::EccStats;
     /// P/E cycles of every block (flat index).
     fn erase_counts(&self) -> &[u32];
-}
-
-/// Per-cause arrays in serialised counters: older files with fewer causes read with zeros
-/// for the missing ones.
-mod per_cause {
-    use super::Cause;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-    pub fn serialize<S: Serializer>(v: &[u64; Cause::COUNT], s: S) -> Result<S::Ok, S::Error> {
-        v.as_slice().serialize(s)
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u64; Cause::COUNT], D::Error> {
-        let v = alloc::vec::Vec::<u64>::deserialize(d)?;
-        let mut out = [0; Cause::COUNT];
-        for (o, x) in out.iter_mut().zip(v) {
-            *o = x;
-        }
-        Ok(out)
-    }
 }

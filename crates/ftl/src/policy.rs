@@ -288,6 +288,26 @@ pub struct EccPolicyCounters {
     pub programs_by_t: [u64; 64],
 }
 
+impl EccPolicyCounters {
+    /// What was counted since `before` (an earlier copy of these counters).
+    pub fn since(&self, before: &Self) -> Self {
+        let d = |x: u64, y: u64| x.saturating_sub(y);
+        EccPolicyCounters {
+            zones: core::array::from_fn(|i| d(self.zones[i], before.zones[i])),
+            retention_alarms: d(self.retention_alarms, before.retention_alarms),
+            failure_alarms: d(self.failure_alarms, before.failure_alarms),
+            beyond_range: d(self.beyond_range, before.beyond_range),
+            scrubbed_pages: d(self.scrubbed_pages, before.scrubbed_pages),
+            pprof_fallbacks: d(self.pprof_fallbacks, before.pprof_fallbacks),
+            scrub_alarms: d(self.scrub_alarms, before.scrub_alarms),
+            reencoded_copies: d(self.reencoded_copies, before.reencoded_copies),
+            programs_by_t: core::array::from_fn(|i| {
+                d(self.programs_by_t[i], before.programs_by_t[i])
+            }),
+        }
+    }
+}
+
 impl Default for EccPolicyCounters {
     fn default() -> Self {
         EccPolicyCounters {
@@ -340,16 +360,9 @@ pub trait EccStrength: Send {
     fn on_erase(&mut self, _block: u32) {}
     /// Flat page `page` holds no valid data (found by a scrub): stop watching it.
     fn forget(&mut self, _page: u32) {}
-    /// Idle-time scrub: checks up to `budget` pages' retention (from what the policy keeps
-    /// in RAM; no flash read) and appends those that need a rewrite to `out`.
-    fn scrub(
-        &mut self,
-        _now: Nanos,
-        _budget: u32,
-        _out: &mut alloc::vec::Vec<u32>,
-        _c: &mut EccPolicyCounters,
-    ) {
-    }
+    /// Idle-time scrub: checks a bounded number of pages' retention (from what the policy
+    /// keeps in RAM; no flash read) and appends those that need a rewrite to `out`.
+    fn scrub(&mut self, _now: Nanos, _out: &mut alloc::vec::Vec<u32>, _c: &mut EccPolicyCounters) {}
     /// A hint: flat page `page` will be read soon (load its state into the cache). No
     /// effect on behaviour.
     fn prefetch(&self, _page: u32) {}

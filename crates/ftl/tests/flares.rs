@@ -87,7 +87,7 @@ fn the_profile_survives_a_remount_and_its_retention_clock_keeps_running() {
 
 /// A clean shutdown saves the non-critical part (p_next, errc, failc of every page) in
 /// its checkpoint, and the volume mounts from it and reads every page with its profile
-/// (the restore itself: `flares::tests::stash_and_restore_round_trip`).
+/// (the restore itself: `flares::strength::tests::stash_and_restore_round_trip`).
 #[test]
 fn a_clean_shutdown_keeps_the_non_critical_part() {
     let s = scheme();

@@ -370,20 +370,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         replica_programs: a.replica_programs - b.replica_programs,
         replica_reads: a.replica_reads - b.replica_reads,
         replica_rescues: a.replica_rescues - b.replica_rescues,
-        ecc_policy: {
-            let (x, y) = (&a.ecc_policy, &b.ecc_policy);
-            ftl::policy::EccPolicyCounters {
-                zones: core::array::from_fn(|i| x.zones[i] - y.zones[i]),
-                retention_alarms: x.retention_alarms - y.retention_alarms,
-                failure_alarms: x.failure_alarms - y.failure_alarms,
-                beyond_range: x.beyond_range.saturating_sub(y.beyond_range),
-                scrubbed_pages: x.scrubbed_pages - y.scrubbed_pages,
-                pprof_fallbacks: x.pprof_fallbacks - y.pprof_fallbacks,
-                scrub_alarms: x.scrub_alarms - y.scrub_alarms,
-                reencoded_copies: x.reencoded_copies - y.reencoded_copies,
-                programs_by_t: core::array::from_fn(|i| x.programs_by_t[i] - y.programs_by_t[i]),
-            }
-        },
+        ecc_policy: a.ecc_policy.since(&b.ecc_policy),
     }
 }
 

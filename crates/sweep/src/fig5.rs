@@ -118,7 +118,8 @@ fn config_of(p: &Fig5Params) -> FlaresConfig {
 pub fn run(p: &Fig5Params) -> Metrics {
     const BITS: u64 = 32768;
     let cfg = config_of(p);
-    let mut core = FlaresCore::new(FlaresTables::new(cfg, BITS, BITS));
+    let core = FlaresCore::new(FlaresTables::new(cfg, BITS, BITS));
+    let mut counts = ftl::policy::EccPolicyCounters::default();
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     let mut unit = move || ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
     let hour = 3_600_000_000_000u64;
@@ -159,7 +160,7 @@ pub fn run(p: &Fig5Params) -> Metrics {
                     q *= mean / k as f64;
                     cdf += q;
                 }
-                if core.read(&mut page, k.min(cur), k > cur, now) == Outcome::Rewrite {
+                if core.read(&mut page, k.min(cur), k > cur, now, &mut counts) == Outcome::Rewrite {
                     alarms += 1;
                     core.program(&mut page, pe, Nanos::ZERO);
                 }

@@ -903,13 +903,8 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if self.s.fixed_t.is_none() {
             // FLARES's idle-time scrub: pages past their retention queue for a rewrite.
             let mut due = Vec::new();
-            let budget = match self.cfg.ecc {
-                crate::policy::EccKind::Flares(f) => f.scrub_pages,
-                crate::policy::EccKind::Fixed => 0,
-            };
             let s = &mut self.s;
-            s.ecc
-                .scrub(now, budget, &mut due, &mut s.log.counters.ecc_policy);
+            s.ecc.scrub(now, &mut due, &mut s.log.counters.ecc_policy);
             worked |= !due.is_empty();
             for phys in due {
                 self.s.queue_rewrite(phys);
@@ -1011,7 +1006,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn policy_ram_bytes(&self) -> u64 {
-        self.s.pprof_ram
+        self.s.ecc.ram_bytes()
     }
 
     fn controller_pprof(&self) -> bool {

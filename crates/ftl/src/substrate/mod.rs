@@ -171,8 +171,6 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// What the policies answered once, so the hot paths skip calls for the defaults:
     /// the ECC policy's fixed strength, whether placement judges slots, whether copies go
     /// in ascending order, whether pacing is the foreground rule.
-    /// Controller RAM the ECC-strength policy's per-page state takes (reported).
-    pub pprof_ram: u64,
     pub fixed_t: Option<u32>,
     pub judge_slots: bool,
     pub ascending: bool,
@@ -299,7 +297,6 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             cfg,
             policy,
             fixed_t: policies.ecc.fixed(),
-            pprof_ram: policies.ecc.ram_bytes(),
             judge_slots: policies.placement.wants_slots(),
             ascending: policies.copy_order.ascending(),
             asymmetric: policies.copy_order.asymmetric(),

@@ -53,6 +53,7 @@
 //!   promises more retention than the model; beyond the grid the page gets zero retention
 //!   (an immediate alarm): the chip is past any endurance the tables were built for.
 
+use crate::policy::EccPolicyCounters;
 use alloc::vec::Vec;
 use nand::{FlaresRber, Nanos};
 use serde::{Deserialize, Serialize};
@@ -408,17 +409,12 @@ pub enum Outcome {
     Nothing,
 }
 
-/// Alg. 1 and Alg. 2 over profiles.
+/// Alg. 1 and Alg. 2 over profiles; what they decide is counted in the caller's
+/// [`EccPolicyCounters`] (the FTL's own, or a validation run's).
 #[derive(Debug, Clone)]
 pub struct FlaresCore {
     /// The tables.
     pub tables: FlaresTables,
-    /// Windows closed per zone.
-    pub zones: [u64; 5],
-    /// Estimations whose projected RBER exceeded t_max's limit.
-    pub beyond_range: u64,
-    /// Rewrite alarms raised for retention.
-    pub retention_alarms: u64,
 }
 
 fn stamp(now: Nanos) -> u32 {
@@ -428,17 +424,12 @@ fn stamp(now: Nanos) -> u32 {
 impl FlaresCore {
     /// A core over `tables`.
     pub fn new(tables: FlaresTables) -> Self {
-        FlaresCore {
-            tables,
-            zones: [0; 5],
-            beyond_range: 0,
-            retention_alarms: 0,
-        }
+        FlaresCore { tables }
     }
 
     /// Alg. 1 for a program at `now` of a page on a block with `pecycles` cycles: returns
     /// the strength to encode with (p_next, or the model's p for a page with no profile).
-    pub fn program(&mut self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
+    pub fn program(&self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
         let t = if p.p_next == 0 {
             self.tables.required_p(pecycles).0
         } else if pecycles > p.pecycles as u32 {
@@ -479,7 +470,14 @@ impl FlaresCore {
 
     /// Alg. 1 for a read (`deterr` corrected bits, or a failed decode) and then, every
     /// WSIZE operations, Alg. 2; the retention check runs on every read.
-    pub fn read(&mut self, p: &mut Pprof, deterr: u32, fail: bool, now: Nanos) -> Outcome {
+    pub fn read(
+        &self,
+        p: &mut Pprof,
+        deterr: u32,
+        fail: bool,
+        now: Nanos,
+        c: &mut EccPolicyCounters,
+    ) -> Outcome {
         if p.p_cur == 0 {
             return Outcome::Nothing;
         }
@@ -492,13 +490,13 @@ impl FlaresCore {
         }
         p.ops = p.ops.saturating_add(1);
         if self.past_retention(p, now) {
-            self.retention_alarms += 1;
+            c.retention_alarms += 1;
             return Outcome::Rewrite;
         }
         if (p.ops as u32) < self.tables.cfg.wsize {
             return Outcome::Nothing;
         }
-        let zone = self.estimate(p, now);
+        let zone = self.estimate(p, now, c);
         if zone == Zone::Fa {
             Outcome::Rewrite
         } else {
@@ -507,7 +505,7 @@ impl FlaresCore {
     }
 
     /// Alg. 2 rows 5–31 over the window just closed.
-    pub fn estimate(&mut self, p: &mut Pprof, now: Nanos) -> Zone {
+    pub fn estimate(&self, p: &mut Pprof, now: Nanos, counts: &mut EccPolicyCounters) -> Zone {
         let c = self.tables.cfg;
         let pe = p.pecycles as u32;
         let ret = Self::retention(p, now);
@@ -519,7 +517,7 @@ impl FlaresCore {
         let proj = avg + c.model.retention_part(pe as f64, c.req_ret_hours);
         let (need, beyond) = self.tables.p_for(proj);
         if beyond {
-            self.beyond_range += 1;
+            counts.beyond_range += 1;
         }
         let max_rber = self.tables.max_rber(need);
         let cur = p.p_cur as u32;
@@ -559,516 +557,16 @@ impl FlaresCore {
         };
         p.errc = 0;
         p.ops = 0;
-        self.zones[zone.index()] += 1;
+        counts.zones[zone.index()] += 1;
+        if zone == Zone::Fa {
+            counts.failure_alarms += 1;
+        }
         zone
     }
 }
 
-/// FLARES as the FTL's ECC-strength policy: one [`Pprof`] per physical page in controller
-/// RAM, Alg. 1 on every program and read, Alg. 2 every WSIZE operations, rewrite alarms
-/// for retention (on reads and by the idle-time scrub) and for the failure zone.
-///
-/// Storage of the profile (§4.2): the critical part — p_cur, p_next, pecycles and the
-/// writestamp, 58 bits — is written with every program into the page's spare area as its
-/// own BCH codeword (GF(2^7), t = 5: [`controller::PprofRecord`], enabled on the controller
-/// by the FTL at format and mount), read with the page (its errors drawn and decoded like
-/// the rest of the spare) so nothing extra is read; the strength is also in the
-/// triplicated header, which the decoder reads first. The non-critical part — errc, failc
-/// and the zone counters, plus p_next's later updates — lives here in controller RAM
-/// ([`Pprof`], loaded on demand: a page's entry fills from its PPROF at its first read
-/// after mount). A clean shutdown saves it — 3 bytes per page (p_next, errc, failc: 21
-/// bits) — in its checkpoint, in the checkpoint region, whose pages take the worst-case
-/// strength (`ecc_t`): the paper's reserved pages; mount restores it. A power cut loses
-/// it, which FLARES tolerates (it is re-measured over the next windows). A PPROF
-/// that fails its own ECC falls back to the header's t, the block's erase count and the
-/// read's time (counted as `pprof_fallbacks`). Metadata pages (the checkpoint region)
-/// take the configured worst-case strength and are not watched.
-#[derive(Debug, Clone)]
-pub struct FlaresStrength {
-    core: FlaresCore,
-    prof: Vec<Pprof>,
-    ppb: u32,
-    meta_t: u32,
-    cursor: usize,
-}
-
-impl FlaresStrength {
-    /// A policy for a chip of `pages` pages, `ppb` per block, with `codeword_bits`-bit
-    /// codewords in pages of `page_bits` data bits; metadata pages at `meta_t`.
-    pub fn new(
-        cfg: FlaresConfig,
-        pages: u64,
-        ppb: u32,
-        codeword_bits: u64,
-        page_bits: u64,
-        meta_t: u32,
-    ) -> Self {
-        FlaresStrength {
-            core: FlaresCore::new(FlaresTables::new(cfg, codeword_bits, page_bits)),
-            prof: alloc::vec![Pprof::default(); pages as usize],
-            ppb,
-            meta_t,
-            cursor: 0,
-        }
-    }
-
-    /// The core (tables and counters).
-    pub fn core(&self) -> &FlaresCore {
-        &self.core
-    }
-
-    /// The profile of flat page `page`.
-    pub fn profile(&self, page: u32) -> Pprof {
-        self.prof[page as usize]
-    }
-}
-
-impl crate::policy::EccStrength for FlaresStrength {
-    fn name(&self) -> &'static str {
-        "flares"
-    }
-
-    fn t_for(&mut self, ctx: &crate::policy::ProgramContext) -> u32 {
-        if ctx.meta {
-            return self.meta_t;
-        }
-        let i = (ctx.slot.block * self.ppb + ctx.slot.page) as usize;
-        self.core
-            .program(&mut self.prof[i], ctx.erase_count, ctx.now)
-    }
-
-    fn on_read(
-        &mut self,
-        fb: &crate::policy::ReadFeedback,
-        c: &mut crate::policy::EccPolicyCounters,
-    ) -> Option<crate::policy::Alarm> {
-        let i = (fb.block * self.ppb + fb.page) as usize;
-        let p = &mut self.prof[i];
-        if p.p_cur == 0 {
-            // Not cached (first access since mount) or a metadata page: load the critical
-            // part from the page's spare-area PPROF (read with the page, no extra
-            // operation); without one (it failed its own ECC, counted by the controller)
-            // fall back to the header's t, the block's erase count and the read's time.
-            let t = fb.t;
-            if t < self.core.tables.config().t_min || t > self.core.tables.config().t_max {
-                return None;
-            }
-            // A p_next restored from a clean shutdown's checkpoint is newer than the one
-            // written with the page.
-            let restored = p.p_next;
-            match fb.pprof {
-                Some(r) => {
-                    p.p_cur = r.p_cur;
-                    p.p_next = if restored != 0 { restored } else { r.p_next };
-                    p.pecycles = r.pecycles;
-                    p.writestamp = r.writestamp;
-                }
-                None => {
-                    c.pprof_fallbacks += 1;
-                    p.p_cur = t as u8;
-                    p.p_next = if restored != 0 { restored } else { t as u8 };
-                    p.pecycles = fb.erase_count.min((1 << width::PECYCLES) - 1) as u16;
-                    p.writestamp = stamp(fb.now);
-                }
-            }
-        }
-        let (ra, fz) = (
-            self.core.retention_alarms,
-            self.core.zones[Zone::Fa.index()],
-        );
-        let out = self.core.read(p, fb.corrected, fb.failed, fb.now);
-        if let Outcome::Window(z) = out {
-            c.zones[z.index()] += 1;
-        }
-        c.retention_alarms += self.core.retention_alarms - ra;
-        let fa = self.core.zones[Zone::Fa.index()] - fz;
-        c.zones[Zone::Fa.index()] += fa;
-        c.failure_alarms += fa;
-        c.beyond_range = self.core.beyond_range;
-        (out == Outcome::Rewrite).then_some(crate::policy::Alarm::Rewrite { page: i as u32 })
-    }
-
-    fn on_erase(&mut self, block: u32) {
-        let b = (block * self.ppb) as usize;
-        for p in &mut self.prof[b..b + self.ppb as usize] {
-            // pecycles and p_next describe the cells and stay; the data are gone.
-            p.writestamp = 0;
-            p.p_cur = 0;
-            p.errc = 0;
-            p.ops = 0;
-            p.failc = 0;
-        }
-    }
-
-    fn forget(&mut self, page: u32) {
-        let p = &mut self.prof[page as usize];
-        p.writestamp = 0;
-        p.p_cur = 0;
-    }
-
-    fn scrub(
-        &mut self,
-        now: Nanos,
-        budget: u32,
-        out: &mut Vec<u32>,
-        c: &mut crate::policy::EccPolicyCounters,
-    ) {
-        let n = self.prof.len();
-        for _ in 0..(budget as usize).min(n) {
-            let i = self.cursor;
-            self.cursor = if i + 1 == n { 0 } else { i + 1 };
-            let p = &self.prof[i];
-            if p.writestamp == 0 {
-                continue;
-            }
-            c.scrubbed_pages += 1;
-            if self.core.past_retention(p, now) {
-                c.scrub_alarms += 1;
-                out.push(i as u32);
-            }
-        }
-    }
-
-    fn prefetch(&self, page: u32) {
-        nand::hint::prefetch(&self.prof, page as usize);
-    }
-
-    fn ram_bytes(&self) -> u64 {
-        (self.prof.len() * core::mem::size_of::<Pprof>()) as u64
-    }
-
-    /// Three bytes per physical page: p_next (6 bits), errc (13), failc (2) — Table II's
-    /// non-critical part, 21 bits.
-    fn stash(&self) -> Option<Vec<u8>> {
-        let mut out = Vec::with_capacity(self.prof.len() * 3);
-        for p in &self.prof {
-            let v = (p.p_next as u32 & 0x3F)
-                | (p.errc as u32 & 0x1FFF) << 6
-                | (p.failc.min(3) as u32) << 19;
-            out.extend_from_slice(&v.to_le_bytes()[..3]);
-        }
-        Some(out)
-    }
-
-    fn restore(&mut self, bytes: &[u8]) {
-        if bytes.len() != self.prof.len() * 3 {
-            return;
-        }
-        for (p, b) in self.prof.iter_mut().zip(bytes.chunks_exact(3)) {
-            let v = u32::from_le_bytes([b[0], b[1], b[2], 0]);
-            p.p_next = (v & 0x3F) as u8;
-            p.errc = (v >> 6 & 0x1FFF) as u16;
-            p.failc = (v >> 19 & 0x3) as u8;
-        }
-    }
-}
+mod strength;
+pub use strength::FlaresStrength;
 
 #[cfg(test)]
-mod tests {
-    extern crate std;
-    use super::*;
-
-    fn core() -> FlaresCore {
-        FlaresCore::new(FlaresTables::new(FlaresConfig::default(), 32768, 32768))
-    }
-
-    /// A page read `reads` times at `rber` (expected errors, no noise) from a profile
-    /// programmed at `pe` with `p_cur`.
-    fn window(c: &mut FlaresCore, p: &mut Pprof, rber: f64, now: Nanos) -> Outcome {
-        let e = (rber * 32768.0).round() as u32;
-        let mut last = Outcome::Nothing;
-        for _ in 0..c.tables.config().wsize {
-            last = c.read(p, e, false, now);
-        }
-        last
-    }
-
-    #[test]
-    fn corr_table_matches_the_reliability_crate() {
-        let c = core();
-        // p = 3 sustains 1.634e-6 (`nandlab ecc flares`'s table).
-        assert!((c.tables.max_rber(3) / 1.634e-6 - 1.0).abs() < 1e-3);
-        assert_eq!(c.tables.p_for(1.0e-6), (3, false));
-        assert_eq!(c.tables.p_for(1.0e-9), (3, false), "t_min bounds below");
-        assert_eq!(c.tables.p_for(1.0), (50, true));
-        assert_eq!(c.tables.p_for(c.tables.max_rber(7)), (7, false));
-    }
-
-    #[test]
-    fn retention_table_never_promises_more_than_the_model() {
-        let c = core();
-        let m = FlaresRber::default();
-        for pe in [1u32, 63, 64, 65, 999, 1000, 3000, 9999] {
-            for p in [3u32, 10, 30, 50] {
-                let ret = c.tables.max_ret(p, pe);
-                let hours = ret.0 as f64 / NS_PER_HOUR;
-                if ret > Nanos::ZERO && hours < HORIZON_HOURS {
-                    assert!(m.at(pe as f64, hours) <= c.tables.max_rber(p) * (1.0 + 1e-9));
-                }
-            }
-        }
-        assert_eq!(c.tables.max_ret(10, 1 << 14), Nanos::ZERO);
-    }
-
-    #[test]
-    fn a_page_walks_through_every_zone() {
-        let mut c = core();
-        // (A row's upper end: the program's table look-up is the exact requirement.)
-        let pe = 1023;
-        let mut p = Pprof::default();
-        let t0 = Nanos(0);
-        let t = c.program(&mut p, pe, t0);
-        assert_eq!(
-            t,
-            c.tables.required_p(pe).0,
-            "first program takes the model's p"
-        );
-        // Safe zone: the measured RBER equals the model's write part.
-        let wr = c.tables.rber_wr(pe);
-        let mut p2 = p;
-        let mut sz = false;
-        for _ in 0..5 {
-            if window(&mut c, &mut p2, wr, t0) == Outcome::Window(Zone::Sz) {
-                sz = true;
-            }
-        }
-        // (The model's p may sit near its limit: then CR, which is also a valid walk.)
-        assert!(sz || c.zones[Zone::Cr.index()] > 0, "{:?}", c.zones);
-        // Fast zone: ten times the errors.
-        let mut p3 = p;
-        assert_eq!(
-            window(&mut c, &mut p3, wr * 10.0 + 2e-5, t0),
-            Outcome::Window(Zone::Fs)
-        );
-        assert!(p3.p_next > p3.p_cur);
-        // Over-correction: a page encoded far stronger than needed steps down by one only
-        // after MAXOVER + 1 windows.
-        let mut p4 = p;
-        p4.p_cur = 40;
-        p4.p_next = 40;
-        for i in 0..=c.tables.config().maxover {
-            assert_eq!(window(&mut c, &mut p4, wr, t0), Outcome::Window(Zone::Oc));
-            let expect = if i == c.tables.config().maxover {
-                39
-            } else {
-                40
-            };
-            assert_eq!(p4.p_next, expect, "window {i}");
-        }
-        // Critical zone: a projected RBER just under p_cur's limit; after MAXCRITICAL + 1
-        // windows p_next grows by one.
-        let mut p5 = p;
-        let cur = p5.p_cur as u32;
-        let limit = c.tables.max_rber(cur);
-        let proj_rd = FlaresRber::default().retention_part(pe as f64, 8760.0);
-        // avg = 0.5·meas + 0.5·wr must equal 0.99·limit − proj_rd.
-        let meas = 2.0 * (0.99 * limit - proj_rd) - wr;
-        assert!(meas > 0.0);
-        let mut zones = alloc::vec::Vec::new();
-        for _ in 0..=c.tables.config().maxcritical {
-            // Exact errors per read would round: set errc directly for the window.
-            p5.errc = (meas * 32768.0 * 100.0).round() as u16;
-            p5.ops = 100;
-            zones.push(c.estimate(&mut p5, t0));
-        }
-        assert!(zones.iter().all(|&z| z == Zone::Cr), "{zones:?}");
-        assert_eq!(p5.p_next as u32, cur + 1);
-        // Failure zone: MAXFAIL + 1 failed decodes in a window.
-        let mut p6 = p;
-        let mut out = Outcome::Nothing;
-        for _ in 0..=c.tables.config().maxfail {
-            out = c.read(&mut p6, 0, true, t0);
-        }
-        for _ in c.tables.config().maxfail + 1..c.tables.config().wsize {
-            out = c.read(&mut p6, 0, false, t0);
-        }
-        assert_eq!(out, Outcome::Rewrite);
-        assert!(p6.p_next > p6.p_cur);
-        assert_eq!(c.zones[Zone::Fa.index()], 1);
-    }
-
-    #[test]
-    fn retention_past_the_limit_raises_a_rewrite_alarm() {
-        let mut c = core();
-        let mut p = Pprof::default();
-        // (On a row's upper end the table is exact.)
-        let pe = 3007;
-        c.program(&mut p, pe, Nanos(0));
-        let limit = c.tables.max_ret(p.p_cur as u32, pe);
-        assert!(limit > Nanos::ZERO);
-        let before = Nanos(limit.0.saturating_sub(2_000_000_000));
-        assert_ne!(c.read(&mut p, 0, false, before), Outcome::Rewrite);
-        assert_eq!(
-            c.read(&mut p, 0, false, Nanos(limit.0 + 2_000_000_000)),
-            Outcome::Rewrite
-        );
-        // A page chosen for one year must hold one year.
-        assert!(limit.0 as f64 / NS_PER_HOUR >= 8760.0 * 0.999, "{limit:?}");
-    }
-
-    #[test]
-    fn bad_constants_are_named() {
-        let mut cfg = FlaresConfig {
-            mix: 1.5,
-            ..FlaresConfig::default()
-        };
-        assert!(cfg.validate().unwrap_err().contains("flares.mix"));
-        cfg.mix = 0.5;
-        cfg.wsize = 0;
-        assert!(cfg.validate().unwrap_err().contains("flares.wsize"));
-        cfg.wsize = 100;
-        cfg.target_uber = 0.0;
-        assert!(cfg.validate().unwrap_err().contains("flares.target_uber"));
-        cfg.target_uber = 1e-11;
-        cfg.req_ret_hours = 0.0;
-        assert!(cfg.validate().unwrap_err().contains("flares.req_ret_hours"));
-        cfg.req_ret_hours = 720.0;
-        cfg.t_max = 70;
-        assert!(cfg.validate().unwrap_err().contains("flares.t_max"));
-        cfg.t_max = 50;
-        assert!(cfg.validate().is_ok());
-    }
-
-    /// Deterministic Gaussian-noised RBER draws (Box–Muller over a small LCG).
-    struct Noise(u64);
-    impl Noise {
-        fn unit(&mut self) -> f64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-        /// A Poisson draw of mean `mean` (inversion): the bit errors of a 32768-bit page.
-        fn poisson(&mut self, mean: f64) -> u32 {
-            let (mut k, mut p) = (0u32, libm::exp(-mean));
-            let (mut cdf, u) = (p, self.unit());
-            while u > cdf && k < 1000 {
-                k += 1;
-                p *= mean / k as f64;
-                cdf += p;
-            }
-            k
-        }
-        fn gauss(&mut self) -> f64 {
-            let (u, v) = (self.unit(), self.unit());
-            libm::sqrt(-2.0 * libm::log(u)) * libm::cos(2.0 * core::f64::consts::PI * v)
-        }
-    }
-
-    /// The paper's smooth-aging check (§5.1): P/E and retention grow together from 1,000
-    /// cycles; every read sees the model's RBER at the page's age with Gaussian noise
-    /// (σ = 5e-7); the page is reprogrammed whenever FLARES asks (a rewrite alarm) and
-    /// otherwise every 100 reads. The strength FLARES encodes with is never below what the
-    /// analytic model requires for one year at that wear.
-    #[test]
-    fn never_under_corrects_on_smooth_aging() {
-        for wsize in [100, 10] {
-            let mut under = 0;
-            let cfg = FlaresConfig {
-                wsize,
-                ..FlaresConfig::default()
-            };
-            let mut c = FlaresCore::new(FlaresTables::new(cfg, 32768, 32768));
-            let m = FlaresRber::default();
-            let mut noise = Noise(wsize as u64);
-            let mut p = Pprof::default();
-            let mut pe = 1000u32;
-            let mut now = Nanos(0);
-            let hour = Nanos(3_600_000_000_000);
-            let mut programs = 0;
-            while pe < 4000 {
-                let t = c.program(&mut p, pe, now);
-                programs += 1;
-                let (need, beyond) = c.tables.required_p_exact(pe);
-                if !beyond && t < need {
-                    assert!(
-                        t + 1 >= need,
-                        "wsize {wsize}, pe {pe}: chose {t}, the model needs {need}; {p:?} {:?}",
-                        c.zones
-                    );
-                    under += 1;
-                }
-                for _ in 0..100 {
-                    now = Nanos(now.0 + hour.0);
-                    let ret = FlaresCore::retention(&p, now).0 as f64 / 3.6e12;
-                    let rber = (m.at(pe as f64, ret) + 5e-7 * noise.gauss()).max(0.0);
-                    let e = noise.poisson(rber * 32768.0);
-                    let cur = p.p_cur as u32;
-                    if c.read(&mut p, e.min(cur), e > cur, now) == Outcome::Rewrite {
-                        break;
-                    }
-                }
-                // One P/E cycle per 10 programs of the page: wear and retention grow together.
-                if programs % 10 == 0 {
-                    pe += 10;
-                }
-            }
-            // The paper finds no under-correction at all; here a page is, rarely, one unit
-            // short right where the model's requirement steps up (a window's estimate is
-            // made at the wear and retention it saw; see the issue notes). Bounded: never
-            // more than one unit, in at most 2 % of the programs.
-            assert!(
-                under * 50 <= programs,
-                "wsize {wsize}: {under} of {programs} programs under-corrected"
-            );
-            std::eprintln!("wsize {wsize}: {under} of {programs} programs one unit short");
-        }
-    }
-
-    /// A sharp one-decade step of the measured RBER (the paper's operating-point jumps):
-    /// the failure zone and the fast or critical zones react, and p_next rises.
-    #[test]
-    fn a_one_decade_rber_step_moves_p_up() {
-        let mut c = core();
-        let pe = 1000;
-        let mut p = Pprof::default();
-        c.program(&mut p, pe, Nanos(0));
-        let before = p.p_cur;
-        // Ten times the model's RBER after one year, measured on every read.
-        let proj = c.tables.rber_wr(pe) + FlaresRber::default().retention_part(pe as f64, 8760.0);
-        let e = (proj * 10.0 * 32768.0).round() as u32;
-        let mut zones = alloc::vec::Vec::new();
-        for _ in 0..4 {
-            for _ in 0..100 {
-                let cur = p.p_cur as u32;
-                if let Outcome::Window(z) = c.read(&mut p, e.min(cur), e > cur, Nanos(0)) {
-                    zones.push(z);
-                }
-            }
-            c.program(&mut p, pe, Nanos(0));
-        }
-        assert!(p.p_cur > before + 5, "{before} -> {}", p.p_cur);
-        assert!(
-            c.zones[Zone::Fa.index()] + c.zones[Zone::Fs.index()] > 0,
-            "{zones:?} {:?}",
-            c.zones
-        );
-    }
-
-    #[test]
-    fn stash_and_restore_round_trip() {
-        use crate::policy::EccStrength;
-        let mut a = FlaresStrength::new(FlaresConfig::default(), 8, 4, 32768, 32768, 50);
-        for (i, p) in a.prof.iter_mut().enumerate() {
-            p.p_next = (i as u8 * 7) % 64;
-            p.errc = (i as u16 * 1000) % 8192;
-            p.failc = i as u8 % 4;
-            p.p_cur = 9;
-            p.writestamp = 5;
-        }
-        let bytes = a.stash().unwrap();
-        assert_eq!(bytes.len(), 8 * 3);
-        let mut b = FlaresStrength::new(FlaresConfig::default(), 8, 4, 32768, 32768, 50);
-        b.restore(&bytes);
-        for (x, y) in a.prof.iter().zip(&b.prof) {
-            assert_eq!((x.p_next, x.errc, x.failc), (y.p_next, y.errc, y.failc));
-            // The critical part comes from the pages themselves, not the stash.
-            assert_eq!((y.p_cur, y.writestamp), (0, 0));
-        }
-        // Bytes of another shape are ignored.
-        let mut c = FlaresStrength::new(FlaresConfig::default(), 8, 4, 32768, 32768, 50);
-        c.restore(&bytes[..5]);
-        assert!(c.prof.iter().all(|p| p.p_next == 0));
-    }
-}
+mod tests;
