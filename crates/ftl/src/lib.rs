@@ -34,6 +34,8 @@
 
 extern crate alloc;
 
+mod block;
+mod bytes;
 pub mod flares;
 pub mod gc;
 mod page;
@@ -43,6 +45,7 @@ pub mod sabotage;
 pub mod scheme;
 mod substrate;
 
+pub use block::{BlockFtl, BlockFtlConfig};
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{RecoveryKind, RecoveryReport};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};

@@ -9,7 +9,7 @@
 //! changes.
 
 use crate::page::recovery::{RecoveryKind, RecoveryReport};
-use crate::{Ftl, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig};
+use crate::{BlockFtl, BlockFtlConfig, Ftl, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use controller::Controller;
@@ -64,6 +64,33 @@ impl<S: Storage, M: ErrorModel> Volume<S, M> for PageFtl<S, M> {
     }
 }
 
+impl<S: Storage, M: ErrorModel> Volume<S, M> for BlockFtl<S, M> {
+    fn scheme(&self) -> &'static str {
+        "block"
+    }
+    fn controller(&self) -> &Controller<S, M> {
+        BlockFtl::controller(self)
+    }
+    fn controller_mut(&mut self) -> &mut Controller<S, M> {
+        BlockFtl::controller_mut(self)
+    }
+    fn into_controller(self: Box<Self>) -> Controller<S, M> {
+        BlockFtl::into_controller(*self)
+    }
+    fn recovery_report(&self) -> Option<&RecoveryReport> {
+        BlockFtl::recovery_report(self)
+    }
+    fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        BlockFtl::mapping(self, lpn)
+    }
+    fn free_blocks(&self) -> Vec<usize> {
+        BlockFtl::free_blocks(self)
+    }
+    fn verify(&self) -> Result<(), Invariant> {
+        BlockFtl::verify(self)
+    }
+}
+
 /// A boxed volume over controller `Controller<S, M>` (`Send`: a server may hand it to
 /// another thread behind a lock).
 pub type BoxedVolume<S, M> = Box<dyn Volume<S, M> + Send>;
@@ -76,6 +103,8 @@ pub type BoxedVolume<S, M> = Box<dyn Volume<S, M> + Send>;
 pub enum SchemeConfig {
     /// The page-level mapping FTL ([`PageFtl`]).
     Page(PageFtlConfig),
+    /// The block-level mapping FTL ([`BlockFtl`]; DCR's setting).
+    Block(BlockFtlConfig),
 }
 
 impl Default for SchemeConfig {
@@ -89,6 +118,7 @@ impl SchemeConfig {
     pub fn name(&self) -> &'static str {
         match self {
             SchemeConfig::Page(_) => "page",
+            SchemeConfig::Block(_) => "block",
         }
     }
 
@@ -100,6 +130,7 @@ impl SchemeConfig {
     ) -> Result<BoxedVolume<S, M>, FtlError> {
         match *self {
             SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::format(ctl, cfg, now)?)),
+            SchemeConfig::Block(cfg) => Ok(Box::new(BlockFtl::format(ctl, cfg, now)?)),
         }
     }
 
@@ -121,6 +152,7 @@ impl SchemeConfig {
     ) -> Result<BoxedVolume<S, M>, Box<MountFailure<S, M>>> {
         match *self {
             SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::try_mount(ctl, cfg, now)?)),
+            SchemeConfig::Block(cfg) => Ok(Box::new(BlockFtl::try_mount(ctl, cfg, now)?)),
         }
     }
 
@@ -128,6 +160,7 @@ impl SchemeConfig {
     pub fn recovery(&self) -> RecoveryKind {
         match self {
             SchemeConfig::Page(cfg) => cfg.recovery,
+            SchemeConfig::Block(cfg) => cfg.recovery,
         }
     }
 
@@ -135,6 +168,7 @@ impl SchemeConfig {
     pub fn set_recovery(&mut self, kind: RecoveryKind) {
         match self {
             SchemeConfig::Page(cfg) => cfg.recovery = kind,
+            SchemeConfig::Block(cfg) => cfg.recovery = kind,
         }
     }
 
@@ -142,6 +176,7 @@ impl SchemeConfig {
     pub fn ecc_t(&self) -> u32 {
         match self {
             SchemeConfig::Page(cfg) => cfg.ecc_t,
+            SchemeConfig::Block(cfg) => cfg.ecc_t,
         }
     }
 
@@ -149,6 +184,7 @@ impl SchemeConfig {
     pub fn set_ecc_t(&mut self, t: u32) {
         match self {
             SchemeConfig::Page(cfg) => cfg.ecc_t = t,
+            SchemeConfig::Block(cfg) => cfg.ecc_t = t,
         }
     }
 
@@ -158,6 +194,7 @@ impl SchemeConfig {
     pub fn keep_whole_blocks(&self, chip: &ChipConfig) -> Vec<u32> {
         match self {
             SchemeConfig::Page(cfg) => cfg.region_blocks(chip),
+            SchemeConfig::Block(cfg) => cfg.region_blocks(chip),
         }
     }
 

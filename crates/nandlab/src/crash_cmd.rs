@@ -17,8 +17,20 @@ enum ModeArg {
     Nested,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemeArg {
+    /// The page-level mapping FTL.
+    Page,
+    /// The block-level mapping FTL (DCR's setting; `--recovery roll-forward` is DCR,
+    /// `full-scan` the version-based scan).
+    Block,
+}
+
 #[derive(Debug, Args)]
 pub struct CrashArgs {
+    /// FTL scheme under test.
+    #[arg(long, value_enum, default_value = "page")]
+    scheme: SchemeArg,
     /// Which cut points to try.
     #[arg(long, value_enum, default_value = "random")]
     mode: ModeArg,
@@ -108,7 +120,35 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         }
         cfg.span = s;
     }
-    let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+    if let ftl::SchemeConfig::Block(b) = &mut cfg.scheme {
+        for (set, flag) in [
+            (args.ap, "--ap"),
+            (args.meta_cure, "--meta-cure"),
+            (args.gc_threshold.is_some(), "--gc-threshold"),
+            (args.victim.is_some(), "--victim"),
+            (args.critical_every.is_some(), "--critical-every"),
+        ] {
+            if set {
+                bail!("{flag} applies to the page-level scheme, not --scheme block");
+            }
+        }
+        if let Some(i) = args.checkpoint_interval {
+            if i == 0 {
+                bail!("--checkpoint-interval 0: must be at least 1");
+            }
+            b.checkpoint_interval = i;
+        }
+        if let Some(r) = args.region_blocks_per_die {
+            b.region_blocks_per_die = r;
+        }
+        if let Some(w) = &args.wear_leveling {
+            b.wear_leveling = parse_wear_leveling(w)?;
+        }
+        return Ok(());
+    }
+    let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
+        unreachable!("block handled above")
+    };
     if args.ap {
         p.placement = ftl::policy::PlacementKind::MsbCritical;
         p.copy_order = ftl::policy::CopyOrderKind::Asymmetric;
@@ -143,27 +183,34 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         };
     }
     if let Some(w) = &args.wear_leveling {
-        p.wear_leveling = if w == "off" {
-            None
-        } else {
-            let parse = |x: Option<&str>| x.and_then(|v| v.parse::<u32>().ok());
-            let mut it = w.split(':');
-            match (parse(it.next()), parse(it.next()), it.next()) {
-                (Some(spread), Some(check_every), None) if check_every > 0 => {
-                    Some(ftl::WearLevelConfig {
-                        spread,
-                        check_every,
-                    })
-                }
-                _ => bail!("--wear-leveling {w:?}: SPREAD:CHECK_EVERY (e.g. 3:2) or off"),
-            }
-        };
+        p.wear_leveling = parse_wear_leveling(w)?;
     }
     Ok(())
 }
 
+/// `--wear-leveling SPREAD:CHECK_EVERY` or `off`.
+fn parse_wear_leveling(w: &str) -> Result<Option<ftl::WearLevelConfig>> {
+    if w == "off" {
+        return Ok(None);
+    }
+    let parse = |x: Option<&str>| x.and_then(|v| v.parse::<u32>().ok());
+    let mut it = w.split(':');
+    match (parse(it.next()), parse(it.next()), it.next()) {
+        (Some(spread), Some(check_every), None) if check_every > 0 => {
+            Ok(Some(ftl::WearLevelConfig {
+                spread,
+                check_every,
+            }))
+        }
+        _ => bail!("--wear-leveling {w:?}: SPREAD:CHECK_EVERY (e.g. 3:2) or off"),
+    }
+}
+
 pub fn run(args: CrashArgs) -> Result<()> {
-    let mut cfg = CrashConfig::small(args.seed);
+    let mut cfg = match args.scheme {
+        SchemeArg::Page => CrashConfig::small(args.seed),
+        SchemeArg::Block => CrashConfig::small_block(args.seed, &args.preset),
+    };
     let mut chip = ChipConfig::preset(&args.preset)
         .with_context(|| format!("unknown chip preset `{}`", args.preset))?;
     if let Some(b) = args.blocks_per_plane {

@@ -38,7 +38,7 @@ use crate::trace::{TraceFormat, TraceReader};
 use crate::workload::{RequestSource, Synthetic, SyntheticConfig};
 use crate::SimError;
 use controller::{Controller, ControllerConfig, EccLatency, PayloadMode};
-use ftl::{PageFtlConfig, SchemeConfig};
+use ftl::{BlockFtlConfig, PageFtlConfig, SchemeConfig};
 use nand::{
     CachedFlares, Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos,
     RamStorage, ReadDisturb,
@@ -137,6 +137,8 @@ pub enum FtlScheme {
     /// Page-level mapping, whole map in RAM.
     #[default]
     Page,
+    /// Block-level mapping (primary + replacement per logical block; DCR's setting).
+    Block,
 }
 
 /// `[ftl]`.
@@ -147,6 +149,8 @@ pub struct FtlSection {
     pub scheme: FtlScheme,
     /// `[ftl.page]` settings.
     pub page: PageFtlConfig,
+    /// `[ftl.block]` settings.
+    pub block: BlockFtlConfig,
 }
 
 impl FtlSection {
@@ -154,6 +158,7 @@ impl FtlSection {
     pub fn scheme_config(&self) -> SchemeConfig {
         match self.scheme {
             FtlScheme::Page => SchemeConfig::Page(self.page),
+            FtlScheme::Block => SchemeConfig::Block(self.block),
         }
     }
 }

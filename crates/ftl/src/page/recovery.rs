@@ -64,11 +64,11 @@ pub const SEQ_LIMIT: u64 = 1 << 62;
 #[serde(rename_all = "kebab-case")]
 pub enum RecoveryKind {
     /// Read every page's OOB record.
-    #[serde(alias = "full_scan")]
+    #[serde(alias = "full_scan", alias = "version-based")]
     FullScan,
     /// Checkpoint plus the blocks opened since.
     #[default]
-    #[serde(alias = "roll_forward")]
+    #[serde(alias = "roll_forward", alias = "dcr")]
     RollForward,
 }
 
@@ -847,23 +847,8 @@ impl Rebuild {
                 p != INVALID && p != LOST
             })
             .count() as u64;
-        // Simulated time: reads on one die serialize, dies overlap, a channel carries
-        // its dies' transfers one at a time.
-        let ndies = ftl.sub_mut().dies.len();
-        let nch = ftl.sub_mut().geo.channels as usize;
-        let mut die_t = vec![0u64; ndies];
-        let mut ch_t = vec![0u64; nch.max(1)];
-        let mut reads = 0u64;
-        for op in &ftl.sub_mut().log.ops {
-            if op.cause != Cause::Mount || op.kind != OpKind::Read {
-                continue;
-            }
-            reads += 1;
-            die_t[op.die as usize] += op.array.0 + op.transfer.0 + op.ecc.0;
-            let nc = ch_t.len();
-            ch_t[op.channel as usize % nc] += op.transfer.0;
-        }
-        let time = die_t.iter().chain(ch_t.iter()).copied().max().unwrap_or(0);
+        let channels = ftl.sub().geo.channels;
+        let (reads, time) = ftl.sub().log.read_time(Cause::Mount, channels);
         for &b in &self.young {
             ftl.sub_mut().young[b as usize] = true;
         }
@@ -875,7 +860,7 @@ impl Rebuild {
             blocks_scanned: self.scanned.len() as u64,
             pages_scanned: self.pages_scanned,
             pages_read: reads,
-            time: Nanos(time),
+            time,
             mapped_pages: mapped,
         })
     }

@@ -11,6 +11,7 @@
 use super::map::MapStore;
 use super::{PageFtl, INVALID};
 use crate::substrate::{BState, COLD, HOST};
+use crate::bytes::Reader;
 use crate::FtlError;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -240,25 +241,6 @@ impl Snapshot {
             replicas,
             policy,
         })
-    }
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 }
 

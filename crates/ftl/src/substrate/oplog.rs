@@ -3,6 +3,7 @@
 
 use super::Substrate;
 use crate::{Cause, FlashOp, FtlCounters, OpKind};
+use ::alloc::vec;
 use ::alloc::vec::Vec;
 use nand::{ErrorModel, Nanos, OpTiming, Storage};
 
@@ -52,6 +53,29 @@ impl OpLog {
             after,
         });
         (self.ops.len() - 1) as u32
+    }
+
+    /// Reads of `cause` logged and not yet drained, and the simulated time they take on a
+    /// chip of `channels` channels: reads on one die serialize, dies overlap, a channel
+    /// carries its dies' transfers one at a time (a mount's recovery time).
+    pub fn read_time(&self, cause: Cause, channels: u32) -> (u64, Nanos) {
+        let reads = || {
+            self.ops
+                .iter()
+                .filter(move |op| op.cause == cause && op.kind == OpKind::Read)
+        };
+        let ndies = reads().map(|op| op.die as usize + 1).max().unwrap_or(0);
+        let mut die_t = vec![0u64; ndies];
+        let mut ch_t = vec![0u64; channels.max(1) as usize];
+        let mut n = 0u64;
+        for op in reads() {
+            n += 1;
+            die_t[op.die as usize] += op.array.0 + op.transfer.0 + op.ecc.0;
+            let nc = ch_t.len();
+            ch_t[op.channel as usize % nc] += op.transfer.0;
+        }
+        let time = die_t.iter().chain(ch_t.iter()).copied().max().unwrap_or(0);
+        (n, Nanos(time))
     }
 
     /// Moves the logged operations into `out` (appending).

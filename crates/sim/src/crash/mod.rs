@@ -119,6 +119,30 @@ impl CrashConfig {
         }
     }
 
+    /// The block-level kernel ([`ftl::BlockFtl`]) on `preset` (`tiny-mlc` or `tiny-slc`):
+    /// 30 % over-provisioning (its replacements and lists), a checkpoint every 4 block
+    /// allocations, wear levelling every 4 erases at a spread of 3, and a workload of
+    /// runs of sequential writes mixed with random ones (merges, tombstones, wear
+    /// levelling and all three allocation lists get cut).
+    pub fn small_block(seed: u64, preset: &str) -> Self {
+        let mut cfg = CrashConfig::small(seed);
+        cfg.chip = ChipConfig::preset(preset).expect("preset");
+        cfg.chip.seed = seed;
+        cfg.chip.reliability.wear_fail_rate = 0.0;
+        cfg.chip.reliability.wear_fail_growth = 0.0;
+        cfg.scheme = SchemeConfig::Block(ftl::BlockFtlConfig {
+            over_provisioning: 0.3,
+            checkpoint_interval: 4,
+            ecc_t: 8,
+            wear_leveling: Some(ftl::WearLevelConfig {
+                spread: 3,
+                check_every: 4,
+            }),
+            ..ftl::BlockFtlConfig::default()
+        });
+        cfg
+    }
+
     /// `dev` through the configured wrapper, if any.
     fn wrapped(&self, dev: Dev) -> Dev {
         match self.wrap {

@@ -1,0 +1,848 @@
+//! The block-level kernel's operations: host reads, writes and trims, merges, wear
+//! levelling, allocation from the lists, checkpoints, sealing, and the on-demand scan of a
+//! block after a mount (`resolve`).
+
+use super::{rec, BlockFtl, Blk, Lists, Role, Use, NONE, ROFF_TOMB};
+use crate::substrate::region::PAD_KIND;
+use crate::substrate::{BState, Payload};
+use crate::{Cause, FtlError, OpKind};
+use alloc::vec;
+use alloc::vec::Vec;
+use controller::{CtlError, DataClass, OobRecord, PageKind, PageRead};
+use nand::{ErrorModel, Lpn, Nanos, Storage};
+
+/// How a program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prog {
+    Done,
+    /// The chip would not take the page (resumed after a crash: a torn program that reads
+    /// erased); the page is marked torn and the write pointer moved past it.
+    Conflict,
+    /// The program failed and the block went bad (its data stay readable).
+    Bad,
+}
+
+/// Where a merge takes an offset's data from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Src<'a> {
+    /// A page on the chip (flat index).
+    Page(u32),
+    /// The host page being written.
+    Host(&'a [u8], DataClass),
+}
+
+impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
+    fn multi(&self) -> bool {
+        self.s.window > 0
+    }
+
+    // ----- programs and reads ------------------------------------------------------------
+
+    /// Programs page `page` of block `b` with a record naming `lpn_field` (packed logical
+    /// page and flags) — every program of the kernel.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn program(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        page: u32,
+        payload: Payload<'_>,
+        lpn_field: u64,
+        kind: PageKind,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Prog, FtlError> {
+        let phys = b * self.ppb() + page;
+        let seq = self.s.next_seq();
+        let rec = OobRecord::new(lpn_field, seq, kind);
+        match self.s.program_page(now, phys, payload, rec, cause, after)? {
+            Some(_) => {
+                self.blk[b as usize].next = (page + 1) as u16;
+                if self.multi() && self.touched.last() != Some(&b) {
+                    self.touched.push(b);
+                }
+                Ok(Prog::Done)
+            }
+            None if self.s.state[b as usize] == BState::Bad => Ok(Prog::Bad),
+            None => {
+                self.torn.insert(phys);
+                self.blk[b as usize].next = (page + 1) as u16;
+                Ok(Prog::Conflict)
+            }
+        }
+    }
+
+    /// Programs a padding page (holds nothing) at page `page` of block `b`.
+    fn pad(&mut self, now: Nanos, b: u32, page: u32) -> Result<Prog, FtlError> {
+        let zeros = core::mem::take(&mut self.zeros);
+        let r = self.program(
+            now,
+            b,
+            page,
+            Payload::Data(&zeros),
+            u64::MAX,
+            PageKind::Meta(PAD_KIND),
+            Cause::Meta,
+            None,
+        );
+        self.zeros = zeros;
+        let r = r?;
+        if r == Prog::Done {
+            self.s.log.counters.pad_pages += 1;
+        }
+        Ok(r)
+    }
+
+    /// Pads block `b` from its write pointer up to (not including) page `to` (multi-level
+    /// blocks fill without gaps). Anything but `Done` stops.
+    fn pad_to(&mut self, now: Nanos, b: u32, to: u32) -> Result<Prog, FtlError> {
+        while (self.blk[b as usize].next as u32) < to {
+            let page = self.blk[b as usize].next as u32;
+            match self.pad(now, b, page)? {
+                Prog::Done | Prog::Conflict => {}
+                Prog::Bad => return Ok(Prog::Bad),
+            }
+        }
+        Ok(Prog::Done)
+    }
+
+    /// Reads flat page `phys` for the host into `data`: `Some(record)` if it holds data of
+    /// logical page `want` (zeros are left in `data` otherwise).
+    fn read_data(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        want: Lpn,
+        data: &mut [u8],
+    ) -> Result<bool, FtlError> {
+        let addr = self.s.phys_addr(phys);
+        let b = self.s.block_of(phys);
+        let now = self.s.op_time(self.s.die_of(b), now);
+        match self.s.ctl.read(now, addr, data) {
+            Ok(PageRead::Data(info)) => {
+                self.s
+                    .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
+                let r = info.record;
+                Ok(r.kind.data_class().is_some()
+                    && r.lpn & rec::TOMB == 0
+                    && r.lpn & rec::LPN == want.get())
+            }
+            Ok(PageRead::Erased { timing }) => {
+                self.s
+                    .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
+                Ok(false)
+            }
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                self.s.push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
+                Err(FtlError::Unreadable(want))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The page holding offset `o` of logical block `x` (resolved blocks): the
+    /// replacement's newest copy, else the primary's page; `None` if trimmed or never
+    /// written.
+    pub(crate) fn where_is(&self, x: u32, o: u32) -> Option<u32> {
+        let e = self.map[x as usize];
+        let ppb = self.ppb();
+        if e.r != NONE {
+            let v = self.roff.get(&e.r).map_or(0, |t| t[o as usize]);
+            if v & ROFF_TOMB != 0 {
+                return None;
+            }
+            if v != 0 {
+                return Some(e.r * ppb + (v as u32 - 1));
+            }
+        }
+        if e.p != NONE && o < self.blk[e.p as usize].next as u32 {
+            let phys = e.p * ppb + o;
+            if !self.torn.contains(&phys) {
+                return Some(phys);
+            }
+        }
+        None
+    }
+
+    // ----- host operations -------------------------------------------------------------
+
+    pub(crate) fn host_read(
+        &mut self,
+        now: Nanos,
+        x: u32,
+        o: u32,
+        lpn: Lpn,
+        data: &mut [u8],
+    ) -> Result<(), FtlError> {
+        let e = self.map[x as usize];
+        for b in [e.p, e.r] {
+            if b != NONE {
+                self.resolve(now, b)?;
+            }
+        }
+        if let Some(phys) = self.where_is(x, o) {
+            if self.read_data(now, phys, lpn, data)? {
+                return Ok(());
+            }
+        }
+        self.s.log.counters.unmapped_reads += 1;
+        data.fill(0);
+        Ok(())
+    }
+
+    pub(crate) fn host_trim(&mut self, now: Nanos, x: u32, o: u32) -> Result<(), FtlError> {
+        self.maybe_checkpoint(now)?;
+        let e = self.map[x as usize];
+        if e.p == NONE {
+            return Ok(());
+        }
+        for b in [e.p, e.r] {
+            if b != NONE {
+                self.resolve(now, b)?;
+            }
+        }
+        if self.where_is(x, o).is_none() {
+            return Ok(());
+        }
+        self.s.log.counters.trimmed_pages += 1;
+        self.append(now, x, o, None)?;
+        self.maybe_wear_level(now)
+    }
+
+    /// A host write (`data`) or trim (`None`) of offset `o` of logical block `x`.
+    pub(crate) fn host_write(
+        &mut self,
+        now: Nanos,
+        x: u32,
+        o: u32,
+        data: Option<&[u8]>,
+        hint: DataClass,
+    ) -> Result<(), FtlError> {
+        self.maybe_checkpoint(now)?;
+        let Some(d) = data else {
+            return self.host_trim(now, x, o);
+        };
+        if self.map[x as usize].p == NONE {
+            let b = self.alloc(now, Use::Fresh)?.ok_or(FtlError::NoSpace)?;
+            self.blk[b as usize].role = Role::Primary;
+            self.blk[b as usize].lbn = x;
+            self.map[x as usize].p = b;
+        }
+        let e = self.map[x as usize];
+        for b in [e.p, e.r] {
+            if b != NONE {
+                self.resolve(now, b)?;
+            }
+        }
+        if !self.write_primary(now, x, o, d, hint)? {
+            self.append(now, x, o, Some((d, hint)))?;
+        }
+        self.maybe_wear_level(now)
+    }
+
+    /// Writes offset `o` into the primary if the chip lets it (see the module docs).
+    /// `false`: it goes to the replacement.
+    fn write_primary(
+        &mut self,
+        now: Nanos,
+        x: u32,
+        o: u32,
+        d: &[u8],
+        hint: DataClass,
+    ) -> Result<bool, FtlError> {
+        let p = self.map[x as usize].p;
+        let next = self.blk[p as usize].next as u32;
+        if o < next || self.multi() && o - next > self.s.window {
+            return Ok(false);
+        }
+        if self.multi() && self.pad_to(now, p, o)? == Prog::Bad {
+            self.merge(now, x, None)?;
+            return Ok(false);
+        }
+        if (self.blk[p as usize].next as u32) != o {
+            return Ok(false);
+        }
+        let lpn = (x * self.ppb() + o) as u64;
+        match self.program(
+            now,
+            p,
+            o,
+            Payload::Data(d),
+            lpn,
+            PageKind::User(hint),
+            Cause::Host,
+            None,
+        )? {
+            Prog::Done => Ok(true),
+            Prog::Conflict => Ok(false),
+            Prog::Bad => {
+                // The write lands with the merge that moves the data off the bad block.
+                self.merge(now, x, Some((o, Some(Src::Host(d, hint)))))?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Appends offset `o` (data, or a tombstone) to logical block `x`'s replacement,
+    /// allocating one or merging a full one.
+    fn append(
+        &mut self,
+        now: Nanos,
+        x: u32,
+        o: u32,
+        data: Option<(&[u8], DataClass)>,
+    ) -> Result<(), FtlError> {
+        let ppb = self.ppb();
+        for _ in 0..ppb + 2 {
+            let mut r = self.map[x as usize].r;
+            if r == NONE {
+                let Some(b) = self.alloc(now, Use::Fresh)? else {
+                    return Err(FtlError::NoSpace);
+                };
+                // Allocation may have merged other blocks; `x` is unchanged.
+                self.blk[b as usize].role = Role::Replacement;
+                self.blk[b as usize].lbn = x;
+                self.map[x as usize].r = b;
+                self.roff.insert(b, vec![0; ppb as usize]);
+                r = b;
+            }
+            let page = self.blk[r as usize].next as u32;
+            if page >= ppb {
+                return self.merge(now, x, Some((o, self.src_of(data))));
+            }
+            let lpn = (x * ppb + o) as u64 | rec::REPL;
+            let (payload_data, lpn, class) = match data {
+                Some((d, c)) => (d, lpn, c),
+                None => (&[][..], lpn | rec::TOMB, DataClass::NORMAL),
+            };
+            let zeros = core::mem::take(&mut self.zeros);
+            let payload = if data.is_some() { payload_data } else { &zeros[..] };
+            let r2 = self.program(
+                now,
+                r,
+                page,
+                Payload::Data(payload),
+                lpn,
+                PageKind::User(class),
+                Cause::Host,
+                None,
+            );
+            self.zeros = zeros;
+            match r2? {
+                Prog::Done => {
+                    let tomb = if data.is_none() { ROFF_TOMB } else { 0 };
+                    if let Some(t) = self.roff.get_mut(&r) {
+                        t[o as usize] = (page + 1) as u16 | tomb;
+                    }
+                    return Ok(());
+                }
+                Prog::Conflict => continue,
+                Prog::Bad => return self.merge(now, x, Some((o, self.src_of(data)))),
+            }
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// The merge source of a host page (`None`: a trim).
+    fn src_of<'a>(&self, data: Option<(&'a [u8], DataClass)>) -> Option<Src<'a>> {
+        data.map(|(d, c)| Src::Host(d, c))
+    }
+
+    // ----- merge and wear levelling ----------------------------------------------------
+
+    /// Merges logical block `x`: its valid offsets (and `host`, the page being written:
+    /// `Some((o, None))` is a trim of `o`) into a new primary; the old blocks go.
+    pub(crate) fn merge(
+        &mut self,
+        now: Nanos,
+        x: u32,
+        host: Option<(u32, Option<Src<'_>>)>,
+    ) -> Result<(), FtlError> {
+        let e = self.map[x as usize];
+        for b in [e.p, e.r] {
+            if b != NONE {
+                self.resolve(now, b)?;
+            }
+        }
+        let ppb = self.ppb();
+        let mut entries: Vec<(u32, Src<'_>)> = Vec::new();
+        for o in 0..ppb {
+            match host {
+                Some((ho, s)) if ho == o => {
+                    if let Some(s) = s {
+                        entries.push((o, s));
+                    }
+                }
+                _ => {
+                    if let Some(p) = self.where_is(x, o) {
+                        entries.push((o, Src::Page(p)));
+                    }
+                }
+            }
+        }
+        self.s.log.counters.gc_victims += 1;
+        if entries.is_empty() {
+            self.map[x as usize] = super::Entry { p: NONE, r: NONE };
+            for v in [e.p, e.r] {
+                if v != NONE {
+                    self.drop_victim(now, v, true)?;
+                }
+            }
+            return Ok(());
+        }
+        let n = self.copy_into_new(now, x, &entries, Use::Merge)?;
+        self.map[x as usize] = super::Entry { p: n, r: NONE };
+        for v in [e.p, e.r] {
+            if v != NONE {
+                let young = self.blk[v as usize].young;
+                self.drop_victim(now, v, young)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `entries` into a block allocated for `use_` (retrying on a block that fails),
+    /// which becomes `x`'s primary-to-be; returns it.
+    fn copy_into_new(
+        &mut self,
+        now: Nanos,
+        x: u32,
+        entries: &[(u32, Src<'_>)],
+        use_: Use,
+    ) -> Result<u32, FtlError> {
+        for _ in 0..4 {
+            let Some(n) = self.alloc(now, use_)? else {
+                return Err(FtlError::NoSpace);
+            };
+            self.blk[n as usize].role = Role::Primary;
+            self.blk[n as usize].lbn = x;
+            match self.copy_into(now, n, x, entries)? {
+                Prog::Done => return Ok(n),
+                Prog::Bad => self.set_bad(n),
+                Prog::Conflict => {
+                    self.blk[n as usize] = Blk {
+                        role: Role::Dead,
+                        young: true,
+                        ..Blk::FREE
+                    };
+                    self.freed_since_cp += 1;
+                }
+            }
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// Programs `entries` at their offsets of the fresh block `n`, then its last page with
+    /// the commit flag (a tombstone if no entry is there). `Conflict` or `Bad`: `n` is
+    /// unusable.
+    fn copy_into(
+        &mut self,
+        now: Nanos,
+        n: u32,
+        x: u32,
+        entries: &[(u32, Src<'_>)],
+    ) -> Result<Prog, FtlError> {
+        let ppb = self.ppb();
+        let last = ppb - 1;
+        for &(o, src) in entries {
+            if self.multi() {
+                let r = self.pad_to(now, n, o)?;
+                if r != Prog::Done || self.blk[n as usize].next as u32 != o {
+                    return Ok(if r == Prog::Bad { Prog::Bad } else { Prog::Conflict });
+                }
+            }
+            let flags = rec::MERGE | if o == last { rec::LAST } else { 0 };
+            let lpn = (x * ppb + o) as u64 | flags;
+            let r = match src {
+                Src::Host(d, c) => self.program(
+                    now,
+                    n,
+                    o,
+                    Payload::Data(d),
+                    lpn,
+                    PageKind::User(c),
+                    Cause::Host,
+                    None,
+                )?,
+                Src::Page(phys) => {
+                    let b = self.s.block_of(phys);
+                    let addr = self.s.phys_addr(phys);
+                    let t = self.s.op_time(self.s.die_of(b), now);
+                    match self.s.ctl.read_for_relocation(t, addr) {
+                        Ok(PageRead::Data(info)) => {
+                            let op = self.s.push_op(
+                                b,
+                                OpKind::Read,
+                                Cause::Gc,
+                                info.timing,
+                                info.ecc,
+                                None,
+                            );
+                            let r = info.record;
+                            match r.kind.data_class() {
+                                Some(c) if r.lpn & rec::TOMB == 0 => {
+                                    self.s.log.counters.valid_copies += 1;
+                                    self.program(
+                                        now,
+                                        n,
+                                        o,
+                                        Payload::Relocated,
+                                        lpn,
+                                        PageKind::GcCopy(c),
+                                        Cause::Gc,
+                                        Some(op),
+                                    )?
+                                }
+                                _ => Prog::Done,
+                            }
+                        }
+                        Ok(PageRead::Erased { timing }) => {
+                            self.s
+                                .push_op(b, OpKind::Read, Cause::Gc, timing, Nanos::ZERO, None);
+                            Prog::Done
+                        }
+                        Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                            self.s.push_op(b, OpKind::Read, Cause::Gc, timing, ecc, None);
+                            self.s.log.counters.lost_pages += 1;
+                            Prog::Done
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            };
+            if r != Prog::Done {
+                return Ok(r);
+            }
+        }
+        // The commit page.
+        if (self.blk[n as usize].next as u32) <= last {
+            if self.multi() {
+                let r = self.pad_to(now, n, last)?;
+                if r != Prog::Done || self.blk[n as usize].next as u32 != last {
+                    return Ok(if r == Prog::Bad { Prog::Bad } else { Prog::Conflict });
+                }
+            }
+            let lpn = (x * ppb + last) as u64 | rec::MERGE | rec::LAST | rec::TOMB;
+            let zeros = core::mem::take(&mut self.zeros);
+            let r = self.program(
+                now,
+                n,
+                last,
+                Payload::Data(&zeros),
+                lpn,
+                PageKind::User(DataClass::NORMAL),
+                Cause::Gc,
+                None,
+            );
+            self.zeros = zeros;
+            return r;
+        }
+        Ok(Prog::Done)
+    }
+
+    /// A merge or wear-levelling victim leaves: erased now (`defer` false: recovery
+    /// infers the erase), or dead until the next checkpoint; a bad one stays bad.
+    fn drop_victim(&mut self, now: Nanos, v: u32, defer: bool) -> Result<(), FtlError> {
+        self.roff.remove(&v);
+        self.freed_since_cp += 1;
+        if self.s.state[v as usize] == BState::Bad {
+            self.set_bad(v);
+            return Ok(());
+        }
+        if defer {
+            self.blk[v as usize] = Blk {
+                role: Role::Dead,
+                young: true,
+                ..Blk::FREE
+            };
+            return Ok(());
+        }
+        if self.s.erase_block(now, v, Cause::Gc)? {
+            self.blk[v as usize] = Blk::FREE;
+            self.clear_torn(v);
+            self.erases_since_wl += 1;
+        } else {
+            self.set_bad(v);
+        }
+        Ok(())
+    }
+
+    /// Forgets the torn pages of block `b` (erased).
+    pub(crate) fn clear_torn(&mut self, b: u32) {
+        let ppb = self.ppb();
+        let gone: Vec<u32> = self
+            .torn
+            .range(b * ppb..(b + 1) * ppb)
+            .copied()
+            .collect();
+        for p in gone {
+            self.torn.remove(&p);
+        }
+    }
+
+    /// Static wear levelling, every `check_every` erases (see the module docs).
+    fn maybe_wear_level(&mut self, now: Nanos) -> Result<(), FtlError> {
+        let Some(wl) = self.cfg.wear_leveling else {
+            return Ok(());
+        };
+        if self.erases_since_wl < wl.check_every {
+            return Ok(());
+        }
+        self.erases_since_wl = 0;
+        let mut lo = u32::MAX;
+        let mut hi = 0;
+        let mut victim: Option<(u32, u32)> = None;
+        for (b, k) in self.blk.iter().enumerate() {
+            if matches!(k.role, Role::Bad | Role::Region) {
+                continue;
+            }
+            let ec = self.s.erase[b];
+            lo = lo.min(ec);
+            hi = hi.max(ec);
+            if k.role == Role::Primary
+                && !k.young
+                && !k.unresolved
+                && self.map[k.lbn as usize].r == NONE
+                && victim.is_none_or(|(_, e)| ec < e)
+            {
+                victim = Some((b as u32, ec));
+            }
+        }
+        let Some((p, ec)) = victim else {
+            return Ok(());
+        };
+        if hi - lo <= wl.spread || ec > lo + wl.spread / 2 || self.lists.hi >= self.lists.h.len() {
+            return Ok(());
+        }
+        let x = self.blk[p as usize].lbn;
+        let entries: Vec<(u32, Src<'_>)> = (0..self.ppb())
+            .filter_map(|o| self.where_is(x, o).map(|ph| (o, Src::Page(ph))))
+            .collect();
+        let n = self.copy_into_new(now, x, &entries, Use::Wl)?;
+        self.map[x as usize].p = n;
+        self.drop_victim(now, p, false)?;
+        self.s.log.counters.wl_migrations += 1;
+        Ok(())
+    }
+
+    // ----- allocation and checkpoints --------------------------------------------------
+
+    /// The next block of the list `use_` takes from (see the module docs), erased; `None`
+    /// for wear levelling when the hot list is used up. A fresh allocation keeps one block
+    /// for a merge: with fewer, a checkpoint returns the blocks freed since the last one to
+    /// the lists, and if that is not enough the logical block with the fullest replacement
+    /// is merged first.
+    pub(crate) fn alloc(&mut self, now: Nanos, use_: Use) -> Result<Option<u32>, FtlError> {
+        let need = if use_ == Use::Fresh { 2 } else { 1 };
+        let bound = self.blk.len() + 8;
+        for _ in 0..bound {
+            if use_ != Use::Wl && self.lists.left() < need {
+                if self.allocs_since_cp > 0 || self.freed_since_cp > 0 {
+                    self.write_checkpoint(now, false)?;
+                    continue;
+                }
+                if use_ == Use::Merge {
+                    return Err(FtlError::NoSpace);
+                }
+                let victim = (0..self.lbns)
+                    .filter(|&y| self.map[y as usize].r != NONE)
+                    .max_by_key(|&y| self.blk[self.map[y as usize].r as usize].next);
+                match victim {
+                    Some(y) => {
+                        self.merge(now, y, None)?;
+                        continue;
+                    }
+                    None => return Err(FtlError::NoSpace),
+                }
+            }
+            let l = &mut self.lists;
+            let b = match use_ {
+                Use::Fresh => {
+                    l.qi += 1;
+                    l.q[l.qi - 1]
+                }
+                Use::Merge if l.qi < l.q.len() => {
+                    l.qi += 1;
+                    l.q[l.qi - 1]
+                }
+                Use::Merge => {
+                    l.si += 1;
+                    l.s[l.si - 1]
+                }
+                Use::Wl => {
+                    if l.hi >= l.h.len() {
+                        return Ok(None);
+                    }
+                    l.hi += 1;
+                    l.h[l.hi - 1]
+                }
+            };
+            if self.blk[b as usize].role != Role::Free {
+                continue;
+            }
+            if self.blk[b as usize].needs_erase {
+                if !self.s.erase_block(now, b, Cause::Gc)? {
+                    self.set_bad(b);
+                    continue;
+                }
+                self.clear_torn(b);
+                self.erases_since_wl += 1;
+            }
+            self.allocs_since_cp += 1;
+            self.blk[b as usize] = Blk {
+                young: true,
+                ..Blk::FREE
+            };
+            return Ok(Some(b));
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// A checkpoint when `checkpoint_interval` blocks were allocated since the last.
+    pub(crate) fn maybe_checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.allocs_since_cp >= self.cfg.checkpoint_interval {
+            self.write_checkpoint(now, false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a checkpoint: dead blocks become free (needs-erase), nothing is young, the
+    /// lists are derived anew. `clean`: a shutdown's (nothing follows it).
+    pub(crate) fn write_checkpoint(&mut self, now: Nanos, clean: bool) -> Result<(), FtlError> {
+        for k in self.blk.iter_mut() {
+            if k.role == Role::Dead {
+                *k = Blk {
+                    needs_erase: true,
+                    ..Blk::FREE
+                };
+            }
+            k.young = false;
+        }
+        self.lists = Lists::derive(&self.blk, &self.s.erase, self.spare_len, self.hot_len);
+        self.allocs_since_cp = 0;
+        self.freed_since_cp = 0;
+        let bytes = self.snapshot(clean).encode(self.s.ctl.crc32c_fn());
+        self.region.write_generation(&mut self.s, now, &bytes)?;
+        self.s.log.counters.checkpoints += 1;
+        Ok(())
+    }
+
+    /// Seals multi-level blocks programmed since the last flush: pads the upper partners
+    /// of their lower pages below the write pointer.
+    pub(crate) fn seal(&mut self, now: Nanos) -> Result<(), FtlError> {
+        let touched = core::mem::take(&mut self.touched);
+        for b in touched {
+            let k = self.blk[b as usize];
+            if !matches!(k.role, Role::Primary | Role::Replacement | Role::Dead) {
+                continue;
+            }
+            let next = k.next as u32;
+            let from = next.saturating_sub(self.s.window);
+            let target = (from..next)
+                .map(|l| self.s.upper[l as usize])
+                .filter(|&u| u != crate::substrate::NO_UPPER && u >= next)
+                .max();
+            if let Some(u) = target {
+                if self.pad_to(now, b, u + 1)? == Prog::Bad && k.role != Role::Dead {
+                    self.merge(now, k.lbn, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ----- after a mount ---------------------------------------------------------------
+
+    /// Scans block `b` the first time it is touched after a mount (see the module docs):
+    /// write pointer, the replacement's offset table, torn pages at the write point.
+    pub(crate) fn resolve(&mut self, now: Nanos, b: u32) -> Result<(), FtlError> {
+        if !self.blk[b as usize].unresolved {
+            return Ok(());
+        }
+        let k = self.blk[b as usize];
+        let ppb = self.ppb();
+        let repl = k.role == Role::Replacement;
+        let contiguous = repl || self.multi();
+        let start = if repl { 0 } else { k.next as u32 };
+        let base = self.s.block_addr(b);
+        let mut last: Option<u32> = None;
+        let mut recs: Vec<(u32, u64)> = Vec::new();
+        for page in start..ppb {
+            let addr = base.page(page).expect("page in block");
+            let t = self.s.op_time(self.s.die_of(b), now);
+            match self.s.ctl.read_record(t, addr) {
+                Ok(PageRead::Data(ri)) => {
+                    self.s
+                        .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+                    last = Some(page);
+                    if ri.record.kind.data_class().is_some() {
+                        recs.push((page, ri.record.lpn));
+                    }
+                }
+                Ok(PageRead::Erased { timing }) => {
+                    self.s
+                        .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                    if contiguous {
+                        break;
+                    }
+                }
+                Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                    self.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+                    last = Some(page);
+                    self.torn.insert(b * ppb + page);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if let Some(h) = last {
+            self.blk[b as usize].next = self.blk[b as usize].next.max((h + 1) as u16);
+            // The page a cut may have torn, and the lower pages an upper-page cut scrambles.
+            let mut check: Vec<u32> = vec![h];
+            check.extend(self.s.ctl.chip().pairing().lower_pages(h));
+            let mut buf = vec![0u8; if self.s.digest { 0 } else { self.s.geo.page_size as usize }];
+            for page in check {
+                let phys = b * ppb + page;
+                if self.torn.contains(&phys) {
+                    continue;
+                }
+                let t = self.s.op_time(self.s.die_of(b), now);
+                match self.s.ctl.read(t, base.page(page).expect("page"), &mut buf) {
+                    Ok(PageRead::Data(info)) => self.s.push_op(
+                        b,
+                        OpKind::Read,
+                        Cause::Mount,
+                        info.timing,
+                        info.ecc,
+                        None,
+                    ),
+                    Ok(PageRead::Erased { timing }) => {
+                        self.s
+                            .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None)
+                    }
+                    Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                        self.torn.insert(phys);
+                        self.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None)
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+            }
+        }
+        if repl {
+            let mut table = vec![0u16; ppb as usize];
+            for (page, lpn) in recs {
+                let l = lpn & rec::LPN;
+                if lpn & rec::REPL == 0
+                    || l / ppb as u64 != k.lbn as u64
+                    || self.torn.contains(&(b * ppb + page))
+                {
+                    continue;
+                }
+                let tomb = if lpn & rec::TOMB != 0 { ROFF_TOMB } else { 0 };
+                table[(l % ppb as u64) as usize] = (page + 1) as u16 | tomb;
+            }
+            self.roff.insert(b, table);
+        }
+        self.blk[b as usize].unresolved = false;
+        Ok(())
+    }
+}

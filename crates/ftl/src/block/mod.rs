@@ -1,0 +1,761 @@
+//! The block-level mapping kernel (DCR's setting, paper 004; also what GFTL and RFTL build
+//! on): a tiny RAM map for the small controllers of embedded devices.
+//!
+//! ## Mapping
+//!
+//! Logical page `l` is offset `l % ppb` of logical block `l / ppb`. Each mapped logical
+//! block has a **primary** block, whose page `o` holds offset `o` (fixed offsets), and at
+//! most one **replacement** block, whose pages are appended in order, each naming its
+//! offset in its OOB record: the newest copy of an offset in the replacement wins over the
+//! primary. A host write of offset `o` goes to the primary when the chip lets it (its
+//! ascending-program rule: `o` at or after the primary's write pointer; on multi-level
+//! chips the primary fills without gaps — the pages between its write pointer and `o`,
+//! at most the pairing window of them, are padded — because an upper page needs its lower
+//! partners programmed), else it is appended to the replacement. A trim appends a
+//! *tombstone* (a page whose record marks the offset trimmed) to the replacement.
+//!
+//! **Merge** (GC): when the replacement is full, every valid offset (the replacement's
+//! newest copy, else the primary's page) is copied, in offset order and together with the
+//! host page that triggered it, into a new primary; the last page copied carries a *last*
+//! flag, the commit point recovery looks for; then the old primary and replacement go.
+//!
+//! **Block allocation is deterministic** (what DCR replays). At every checkpoint the free
+//! blocks, sorted by (erase count, index), are split into three lists: the **hot block
+//! list** (the `hot_blocks` most worn, which only wear levelling takes), the **spare free
+//! block list** (the `spare_blocks` before them, which only a merge takes, and only when
+//! the regular list is exhausted — the paper's *special GC*), and the **regular list**
+//! (the rest, least worn first: dynamic wear levelling). Until the next checkpoint each
+//! list is consumed in order; a block freed in between is not reused before it.
+//!
+//! **Erases.** A merge or wear-levelling victim allocated before the last checkpoint is
+//! erased at once (recovery infers that erase: Alg. 3.1/3.2's "+1"). One allocated since
+//! (*young*) is not: it becomes *dead* until the next checkpoint, which lists it free with
+//! a *needs-erase* flag (erased when next allocated). So no list has an erased block
+//! before its last allocated one, and recovery may stop each list at its first empty
+//! block (the paper scans the two reserved lists to their ends). A merge that finds no
+//! valid page leaves no new block to say so: its victims are kept dead as well (a
+//! recovery that maps the logical block to them again reads the same tombstones).
+//!
+//! **Wear levelling** (static): every `check_every` erases, if the spread of erase counts
+//! exceeds `spread`, the least-worn primary (allocated before the checkpoint, no
+//! replacement) is copied into the next hot-list block and erased: cold data onto a worn
+//! block, a little-worn block back into the pool.
+//!
+//! **Checkpoints** (periodic: every `checkpoint_interval` block allocations, and when the
+//! regular list runs out) store every block's role, logical block, write pointer, erase
+//! count and needs-erase flag, the pages known torn, and the sequence counter, in the
+//! substrate's checkpoint region; the map and the lists are derived from them.
+//!
+//! **Page state inside blocks is derived on demand.** The checkpoint does not record
+//! which offsets a replacement holds; after a mount every mapped block is *unresolved*
+//! and is scanned (charged spare reads, cause `mount`) the first time it is touched: the
+//! replacement's records give its offset table, the write pointer is found, and the last
+//! programmed page (and, on multi-level chips, its lower partners) is read in full — a
+//! page that fails is the one a power cut tore, and reads as never written.
+//!
+//! **Durability.** A data page is durable when programmed (its record names logical page,
+//! role and sequence); `flush` only seals multi-level blocks (pads the upper partners of
+//! lower pages programmed since, so a later upper-page program cannot scramble them).
+//!
+//! Recovery (`recovery`): DCR (checkpoint + the three lists in allocation order) or the
+//! version-based full scan; both end in the same replay and agree block for block.
+//!
+//! RAM: 8 bytes per logical block (primary, replacement), 8 per physical block (role and
+//! flags, logical block, write pointer; plus the substrate's erase count), and `2 · ppb`
+//! bytes per replacement's offset table.
+
+mod io;
+pub(crate) mod recovery;
+mod snapshot;
+#[cfg(test)]
+mod tests;
+
+use crate::page::recovery::{RecoveryKind, RecoveryReport};
+use crate::policy::{FixedStrength, Policies};
+use crate::substrate::meta::WholePage;
+use crate::substrate::region::{Region, HEADER};
+use crate::substrate::{BState, Substrate, SubstrateConfig};
+use crate::{
+    Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, MountFailure, WearLevelConfig,
+};
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use controller::{Controller, DataClass};
+use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
+use serde::{Deserialize, Serialize};
+
+/// No block.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Packing of a data page's record `lpn` field: the logical page in the low 40 bits and
+/// these flags above it.
+pub(crate) mod rec {
+    /// The logical page.
+    pub const LPN: u64 = (1 << 40) - 1;
+    /// The page is in a replacement block (appended; it names its offset).
+    pub const REPL: u64 = 1 << 40;
+    /// Written by a merge or wear-levelling copy into a new primary.
+    pub const MERGE: u64 = 1 << 41;
+    /// The last page of that copy (its commit point).
+    pub const LAST: u64 = 1 << 42;
+    /// A trim: the offset holds nothing.
+    pub const TOMB: u64 = 1 << 43;
+}
+
+/// Entry of a replacement's offset table: the flag of a tombstone.
+pub(crate) const ROFF_TOMB: u16 = 0x8000;
+
+/// Configuration of [`BlockFtl`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BlockFtlConfig {
+    /// Fraction of the data blocks not mapped to logical blocks (0 < op < 1): they hold
+    /// replacements, the two reserved lists and the free pool.
+    pub over_provisioning: f64,
+    /// Share of the data blocks the spare free block list and the hot block list take
+    /// together when their lengths are not given (the paper: about 1 %), split evenly.
+    pub lists: f64,
+    /// Length of the spare free block list (phase 2; at least 1).
+    pub spare_blocks: Option<u32>,
+    /// Length of the hot block list (phase 3; at least 1).
+    pub hot_blocks: Option<u32>,
+    /// A checkpoint is written after this many block allocations (≥ 1).
+    pub checkpoint_interval: u32,
+    /// Static wear levelling (off when `None`).
+    pub wear_leveling: Option<WearLevelConfig>,
+    /// BCH correction capability of every page.
+    pub ecc_t: u32,
+    /// How a mount rebuilds the volume: `roll-forward` (alias `dcr`) is DCR, `full-scan`
+    /// (alias `version-based`) the version-based scan.
+    pub recovery: RecoveryKind,
+    /// Blocks per die reserved for checkpoints; 0 = computed from the geometry.
+    pub region_blocks_per_die: u32,
+}
+
+impl Default for BlockFtlConfig {
+    fn default() -> Self {
+        BlockFtlConfig {
+            over_provisioning: 0.1,
+            lists: 0.01,
+            spare_blocks: None,
+            hot_blocks: None,
+            checkpoint_interval: 32,
+            wear_leveling: Some(WearLevelConfig {
+                spread: 64,
+                check_every: 64,
+            }),
+            ecc_t: 8,
+            recovery: RecoveryKind::RollForward,
+            region_blocks_per_die: 0,
+        }
+    }
+}
+
+impl BlockFtlConfig {
+    /// The checkpoint region (flat block indices, in use order: block `i` of every die,
+    /// then `i + 1`, …); depends only on the chip and this configuration.
+    pub fn region_blocks(&self, chip: &nand::ChipConfig) -> Vec<u32> {
+        let geo = chip.geometry;
+        let ndies = geo.total_dies();
+        let bpd = geo.planes_per_die * geo.blocks_per_plane;
+        let per_die = if self.region_blocks_per_die > 0 {
+            self.region_blocks_per_die
+        } else {
+            let usable = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1) as u64;
+            let bytes = snapshot::worst_case_bytes(geo.total_blocks() as u64);
+            let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
+            let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
+            // Two generations and a spare for a block gone bad.
+            (2 * body_blocks + 1).div_ceil(ndies as u64).max(1) as u32
+        };
+        let per_die = per_die.min(bpd);
+        (0..per_die)
+            .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
+            .collect()
+    }
+
+    /// (spare, hot) list lengths for `data_blocks` data blocks.
+    fn list_lengths(&self, data_blocks: u64) -> (u32, u32) {
+        let share = libm::round(data_blocks as f64 * self.lists.max(0.0) / 2.0) as u32;
+        (
+            self.spare_blocks.unwrap_or(share.max(1)),
+            self.hot_blocks.unwrap_or(share.max(1)),
+        )
+    }
+}
+
+/// What a physical block is to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// In the free pool (erased, unless `needs_erase`).
+    Free,
+    /// A logical block's primary.
+    Primary,
+    /// A logical block's replacement.
+    Replacement,
+    /// Collected since the last checkpoint but not erased (allocated since it, or an
+    /// emptied merge's victim): free at the next checkpoint.
+    Dead,
+    /// Bad (factory or grown).
+    Bad,
+    /// Checkpoint region.
+    Region,
+}
+
+/// Per physical block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Blk {
+    pub role: Role,
+    /// Logical block (primaries and replacements).
+    pub lbn: u32,
+    /// Write pointer: the lowest page the chip still lets the kernel program.
+    pub next: u16,
+    /// Free but holding data: erased when allocated.
+    pub needs_erase: bool,
+    /// Allocated since the last checkpoint.
+    pub young: bool,
+    /// Not scanned since the mount: write pointer and offsets unknown.
+    pub unresolved: bool,
+}
+
+impl Blk {
+    const FREE: Blk = Blk {
+        role: Role::Free,
+        lbn: NONE,
+        next: 0,
+        needs_erase: false,
+        young: false,
+        unresolved: false,
+    };
+}
+
+/// A logical block's blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub p: u32,
+    pub r: u32,
+}
+
+/// Which list an allocation may take from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// A new primary or replacement: the regular list.
+    Fresh,
+    /// A merge's new primary: the regular list, else the spare free block list.
+    Merge,
+    /// Wear levelling: the hot block list.
+    Wl,
+}
+
+/// The three allocation lists of the current checkpoint, and how far each is used.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Lists {
+    pub q: Vec<u32>,
+    pub s: Vec<u32>,
+    pub h: Vec<u32>,
+    pub qi: usize,
+    pub si: usize,
+    pub hi: usize,
+}
+
+impl Lists {
+    /// The lists a checkpoint with these block states and erase counts defines.
+    pub fn derive(blk: &[Blk], erase: &[u32], spare: u32, hot: u32) -> Lists {
+        let mut free: Vec<u32> = (0..blk.len() as u32)
+            .filter(|&b| blk[b as usize].role == Role::Free)
+            .collect();
+        free.sort_unstable_by_key(|&b| (erase[b as usize], b));
+        let h_len = (hot as usize).min(free.len());
+        let h = free.split_off(free.len() - h_len);
+        let s_len = (spare as usize).min(free.len());
+        let s = free.split_off(free.len() - s_len);
+        Lists {
+            q: free,
+            s,
+            h,
+            qi: 0,
+            si: 0,
+            hi: 0,
+        }
+    }
+
+    /// Blocks still to be handed out to host writes and merges.
+    pub fn left(&self) -> usize {
+        (self.q.len() - self.qi) + (self.s.len() - self.si)
+    }
+}
+
+/// The block-level mapping FTL (see the module docs).
+pub struct BlockFtl<S: Storage, M: ErrorModel> {
+    pub(crate) s: Substrate<S, M>,
+    pub(crate) cfg: BlockFtlConfig,
+    pub(crate) region: Region<S, M>,
+    /// Logical blocks.
+    pub(crate) lbns: u32,
+    pub(crate) map: Vec<Entry>,
+    pub(crate) blk: Vec<Blk>,
+    /// Replacement block → per offset: its newest page there + 1 (0: none), with
+    /// [`ROFF_TOMB`] for a tombstone.
+    pub(crate) roff: BTreeMap<u32, Vec<u16>>,
+    /// Flat pages a power cut tore (read as never written) in blocks not erased since.
+    pub(crate) torn: BTreeSet<u32>,
+    pub(crate) lists: Lists,
+    pub(crate) spare_len: u32,
+    pub(crate) hot_len: u32,
+    pub(crate) allocs_since_cp: u32,
+    /// Blocks collected since the last checkpoint (a checkpoint returns them to the lists).
+    pub(crate) freed_since_cp: u32,
+    /// Blocks programmed since the last flush (multi-level sealing).
+    pub(crate) touched: Vec<u32>,
+    pub(crate) erases_since_wl: u32,
+    pub(crate) recovery: Option<RecoveryReport>,
+    /// Zeros: tombstones and pads.
+    pub(crate) zeros: Vec<u8>,
+    /// The mount's recovery found nothing since a clean shutdown's checkpoint.
+    pub(crate) clean: bool,
+}
+
+impl<S: Storage, M: ErrorModel> core::fmt::Debug for BlockFtl<S, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BlockFtl")
+            .field("lbns", &self.lbns)
+            .field("cfg", &self.cfg)
+            .finish()
+    }
+}
+
+impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
+    /// Formats the chip behind `ctl` and builds an empty volume.
+    pub fn format(ctl: Controller<S, M>, cfg: BlockFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+        let mut ctl = ctl;
+        Self::check_config(&mut ctl, &cfg)?;
+        let mut ftl = Self::empty(ctl, cfg);
+        let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
+        for b in 0..ftl.s.geo.total_blocks() {
+            let info = ftl.s.read_header(now, b, Cause::Mount)?;
+            ftl.s.erase[b as usize] = info.erase_count;
+            let in_region = ftl.blk[b as usize].role == Role::Region;
+            if info.status != BlockStatus::Good {
+                ftl.set_bad(b);
+                continue;
+            }
+            if (info.next_page > 0 || info.needs_erase)
+                && !ftl.s.erase_block(now, b, Cause::Mount)?
+            {
+                ftl.set_bad(b);
+                continue;
+            }
+            if multi && info.slc_mode != in_region {
+                ftl.s.ctl.set_slc_mode(ftl.s.block_addr(b), in_region)?;
+            }
+        }
+        ftl.size_volume(None)?;
+        ftl.region.init_anchor(&mut ftl.s, now)?;
+        ftl.write_checkpoint(now, false)?;
+        Ok(ftl)
+    }
+
+    /// Mounts a volume with the configured recovery procedure.
+    pub fn mount(ctl: Controller<S, M>, cfg: BlockFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+        Self::try_mount(ctl, cfg, now).map_err(|f| f.error)
+    }
+
+    /// Like [`mount`](BlockFtl::mount), handing the controller back on failure.
+    pub fn try_mount(
+        ctl: Controller<S, M>,
+        cfg: BlockFtlConfig,
+        now: Nanos,
+    ) -> Result<Self, alloc::boxed::Box<MountFailure<S, M>>> {
+        let mut ctl = ctl;
+        if let Err(error) = Self::check_config(&mut ctl, &cfg) {
+            return Err(alloc::boxed::Box::new(MountFailure {
+                error,
+                controller: ctl,
+            }));
+        }
+        let mut ftl = Self::empty(ctl, cfg);
+        match recovery::recover(&mut ftl, now, cfg.recovery) {
+            Ok(report) => {
+                ftl.recovery = Some(report);
+                Ok(ftl)
+            }
+            Err(error) => Err(alloc::boxed::Box::new(MountFailure {
+                error,
+                controller: ftl.s.ctl,
+            })),
+        }
+    }
+
+    /// Rejects what this kernel cannot run with, naming the key.
+    fn check_config(ctl: &mut Controller<S, M>, cfg: &BlockFtlConfig) -> Result<(), FtlError> {
+        if !(cfg.over_provisioning > 0.0 && cfg.over_provisioning < 1.0) {
+            return Err(FtlError::Config(format!(
+                "over_provisioning = {} must be in (0, 1)",
+                cfg.over_provisioning
+            )));
+        }
+        if cfg.checkpoint_interval == 0 {
+            return Err(FtlError::Config(
+                "checkpoint_interval = 0: a checkpoint must come after at least one block allocation"
+                    .into(),
+            ));
+        }
+        for (key, v) in [("spare_blocks", cfg.spare_blocks), ("hot_blocks", cfg.hot_blocks)] {
+            if v == Some(0) {
+                return Err(FtlError::Config(format!(
+                    "{key} = 0: DCR's list needs at least one block"
+                )));
+            }
+        }
+        if let Some(wl) = cfg.wear_leveling {
+            if wl.check_every == 0 {
+                return Err(FtlError::Config(
+                    "wear_leveling.check_every = 0 must be at least 1".into(),
+                ));
+            }
+        }
+        ctl.layout(cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
+        let ppb = ctl.chip().geometry().pages_per_block;
+        if ppb >= ROFF_TOMB as u32 {
+            return Err(FtlError::Config(format!(
+                "{ppb} pages per block exceed the block-level kernel's 15-bit offsets"
+            )));
+        }
+        Ok(())
+    }
+
+    fn empty(ctl: Controller<S, M>, cfg: BlockFtlConfig) -> Self {
+        let geo = *ctl.chip().geometry();
+        let chip_cfg = ctl.chip().config().clone();
+        let scfg = SubstrateConfig {
+            ecc_t: cfg.ecc_t,
+            read_retries: 0,
+            gc_threshold: 2,
+            wear_leveling: None,
+            #[cfg(feature = "sabotage")]
+            sabotage: Default::default(),
+        };
+        let policies = Policies {
+            placement: crate::policy::PlacementKind::Striped.policy(),
+            ecc: alloc::boxed::Box::new(FixedStrength(cfg.ecc_t)),
+            pacing: crate::policy::PacingKind::Foreground.policy(),
+            copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
+        };
+        let mut s = Substrate::new(ctl, scfg, crate::VictimKind::Greedy.policy(), policies);
+        let writer = alloc::boxed::Box::new(WholePage::new(&s));
+        let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
+        region.fit_anchor(&s);
+        let nblocks = geo.total_blocks() as usize;
+        let mut blk = vec![Blk::FREE; nblocks];
+        for b in 0..nblocks {
+            // Data blocks are `Free` to the substrate (its own indexes stay empty: the
+            // kernel allocates), region blocks `Region`.
+            s.state[b] = BState::Free;
+        }
+        for b in region.all_blocks() {
+            s.state[b as usize] = BState::Region;
+            blk[b as usize].role = Role::Region;
+        }
+        let digest = s.digest;
+        BlockFtl {
+            zeros: vec![0; if digest { 0 } else { geo.page_size as usize }],
+            s,
+            cfg,
+            region,
+            lbns: 0,
+            map: Vec::new(),
+            blk,
+            roff: BTreeMap::new(),
+            torn: BTreeSet::new(),
+            lists: Lists::default(),
+            spare_len: 0,
+            hot_len: 0,
+            allocs_since_cp: 0,
+            freed_since_cp: 0,
+            touched: Vec::new(),
+            erases_since_wl: 0,
+            recovery: None,
+            clean: false,
+        }
+    }
+
+    /// Marks block `b` bad (kernel and substrate).
+    pub(crate) fn set_bad(&mut self, b: u32) {
+        self.blk[b as usize] = Blk {
+            role: Role::Bad,
+            ..Blk::FREE
+        };
+        self.s.state[b as usize] = BState::Bad;
+    }
+
+    /// Good data blocks.
+    fn data_blocks(&self) -> u64 {
+        self.blk
+            .iter()
+            .filter(|b| !matches!(b.role, Role::Bad | Role::Region))
+            .count() as u64
+    }
+
+    /// Sizes the volume from the good data blocks (or to `fixed` logical blocks, a
+    /// mounted volume's) and the list lengths; errors name the key.
+    pub(crate) fn size_volume(&mut self, fixed: Option<u32>) -> Result<(), FtlError> {
+        let data = self.data_blocks();
+        let (spare, hot) = self.cfg.list_lengths(data);
+        let lbns = fixed.unwrap_or((data as f64 * (1.0 - self.cfg.over_provisioning)) as u32);
+        // A merge needs a block to copy into and a new replacement one more.
+        const MIN_FREE: u64 = 2;
+        let pool = data.saturating_sub(lbns as u64);
+        if lbns == 0 || pool < MIN_FREE + 1 {
+            return Err(FtlError::Config(format!(
+                "over_provisioning = {}: a block-level FTL on {data} good data blocks needs at least {} blocks beside its {lbns} logical blocks",
+                self.cfg.over_provisioning,
+                MIN_FREE + 1
+            )));
+        }
+        if (spare + hot) as u64 + MIN_FREE > pool {
+            let key = if self.cfg.spare_blocks.is_some() || self.cfg.hot_blocks.is_none() {
+                "spare_blocks"
+            } else {
+                "hot_blocks"
+            };
+            return Err(FtlError::Config(format!(
+                "{key}: spare_blocks = {spare} and hot_blocks = {hot} exceed the free pool of {pool} blocks (less {MIN_FREE} a merge needs); raise over_provisioning or shorten the lists"
+            )));
+        }
+        self.lbns = lbns;
+        self.map = vec![Entry { p: NONE, r: NONE }; lbns as usize];
+        self.spare_len = spare;
+        self.hot_len = hot;
+        Ok(())
+    }
+
+    /// Pages per block.
+    #[inline]
+    pub(crate) fn ppb(&self) -> u32 {
+        self.s.ppb
+    }
+
+    /// Where logical page `lpn` lives, as far as RAM knows (`None` if unmapped, trimmed,
+    /// or in a block not scanned since the mount).
+    pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        let ppb = self.ppb() as u64;
+        let x = (lpn / ppb) as usize;
+        let o = (lpn % ppb) as u32;
+        let e = *self.map.get(x)?;
+        if e.r != NONE {
+            if let Some(t) = self.roff.get(&e.r) {
+                let v = t[o as usize];
+                if v & ROFF_TOMB != 0 {
+                    return None;
+                }
+                if v != 0 {
+                    return Some(self.s.phys_addr(e.r * self.ppb() + (v as u32 - 1)));
+                }
+            }
+        }
+        if e.p != NONE && o < self.blk[e.p as usize].next as u32 {
+            let phys = e.p * self.ppb() + o;
+            if !self.torn.contains(&phys) {
+                return Some(self.s.phys_addr(phys));
+            }
+        }
+        None
+    }
+
+    /// What the last mount did.
+    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
+    }
+
+    /// Free blocks on each die (unallocated list blocks and unlisted free blocks).
+    pub fn free_blocks(&self) -> Vec<usize> {
+        let mut out = vec![0; self.s.dies.len()];
+        for (b, k) in self.blk.iter().enumerate() {
+            if k.role == Role::Free {
+                out[self.s.die_of(b as u32) as usize] += 1;
+            }
+        }
+        out
+    }
+
+    /// Checks the kernel's invariants: every mapped logical block's primary (and
+    /// replacement) is a block of that role naming it, every such block is mapped once, a
+    /// replacement has a primary and (when resolved) an offset table, write pointers are
+    /// within the block, list cursors within their lists and list blocks free or
+    /// allocated since the checkpoint; the erase-count mirror equals the chip's.
+    pub fn verify(&self) -> Result<(), Invariant> {
+        let bad = |m: String| Err(Invariant::Structure(m));
+        let ppb = self.ppb();
+        let mut owner = vec![false; self.blk.len()];
+        for (x, e) in self.map.iter().enumerate() {
+            if e.r != NONE && e.p == NONE {
+                return bad(format!("logical block {x} has a replacement but no primary"));
+            }
+            for (b, role) in [(e.p, Role::Primary), (e.r, Role::Replacement)] {
+                if b == NONE {
+                    continue;
+                }
+                let k = self.blk.get(b as usize);
+                if k.is_none_or(|k| k.role != role || k.lbn != x as u32) {
+                    return bad(format!("logical block {x}: block {b} is {k:?}, not its {role:?}"));
+                }
+                if owner[b as usize] {
+                    return bad(format!("block {b} mapped twice"));
+                }
+                owner[b as usize] = true;
+            }
+            if e.r != NONE
+                && !self.blk[e.r as usize].unresolved
+                && !self.roff.contains_key(&e.r)
+            {
+                return bad(format!("replacement {} of {x} has no offset table", e.r));
+            }
+        }
+        for (b, k) in self.blk.iter().enumerate() {
+            if matches!(k.role, Role::Primary | Role::Replacement) && !owner[b] {
+                return bad(format!("block {b} is {:?} of {} but not mapped", k.role, k.lbn));
+            }
+            if k.next as u32 > ppb {
+                return bad(format!("block {b}: write pointer {} past the block", k.next));
+            }
+            let region = self.s.state[b] == BState::Region;
+            if region != (k.role == Role::Region) && !(k.role == Role::Bad) {
+                return bad(format!("block {b}: role {:?}, substrate {:?}", k.role, self.s.state[b]));
+            }
+        }
+        for r in self.roff.keys() {
+            if self.blk[*r as usize].role != Role::Replacement {
+                return bad(format!("offset table of block {r}, which is not a replacement"));
+            }
+        }
+        let l = &self.lists;
+        if l.qi > l.q.len() || l.si > l.s.len() || l.hi > l.h.len() {
+            return bad("list cursor past its list".into());
+        }
+        for (list, i) in [(&l.q, l.qi), (&l.s, l.si), (&l.h, l.hi)] {
+            for &b in &list[i..] {
+                let k = self.blk[b as usize];
+                if !matches!(k.role, Role::Free | Role::Bad) {
+                    return bad(format!("unallocated list block {b} is {:?}", k.role));
+                }
+            }
+        }
+        self.region
+            .verify(&self.s)
+            .map_err(Invariant::Structure)?;
+        let chip = self.s.ctl.chip();
+        for (b, (&mine, theirs)) in self.s.erase.iter().zip(chip.erase_counts()).enumerate() {
+            if self.blk[b].role != Role::Bad && mine != theirs {
+                return Err(Invariant::EraseCount(format!(
+                    "block {b}: erase count {mine}, the chip says {theirs}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &Controller<S, M> {
+        &self.s.ctl
+    }
+
+    /// The controller, mutably.
+    pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
+        &mut self.s.ctl
+    }
+
+    /// Consumes the volume, returning its controller.
+    pub fn into_controller(self) -> Controller<S, M> {
+        self.s.ctl
+    }
+
+    /// The logical block and offset of `lpn`, or `OutOfRange`.
+    fn locate(&self, lpn: Lpn) -> Result<(u32, u32), FtlError> {
+        let count = self.logical_pages();
+        if lpn.get() >= count {
+            return Err(FtlError::OutOfRange { lpn: lpn.get(), count });
+        }
+        let ppb = self.ppb() as u64;
+        Ok(((lpn.get() / ppb) as u32, (lpn.get() % ppb) as u32))
+    }
+}
+
+impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
+    fn logical_pages(&self) -> u64 {
+        self.lbns as u64 * self.ppb() as u64
+    }
+
+    fn page_size(&self) -> usize {
+        self.s.geo.page_size as usize
+    }
+
+    fn write_with(
+        &mut self,
+        now: Nanos,
+        lpn: Lpn,
+        data: &[u8],
+        hint: DataClass,
+    ) -> Result<(), FtlError> {
+        let (x, o) = self.locate(lpn)?;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_writes += 1;
+        self.host_write(now, x, o, Some(data), hint)
+    }
+
+    fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
+        let (x, o) = self.locate(lpn)?;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_reads += 1;
+        self.host_read(now, x, o, lpn, data)
+    }
+
+    fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+        let (x, o) = self.locate(lpn)?;
+        self.s.log.counters.trims += 1;
+        self.host_trim(now, x, o)
+    }
+
+    fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.log.counters.flushes += 1;
+        self.seal(now)
+    }
+
+    fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.log.counters.flushes += 1;
+        self.seal(now)?;
+        self.write_checkpoint(now, true)
+    }
+
+    fn sync_dies(&mut self, free: &[Nanos]) {
+        self.s.die_clock.clear();
+        self.s.die_clock.extend_from_slice(free);
+    }
+
+    fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
+        if self.allocs_since_cp >= self.cfg.checkpoint_interval {
+            self.write_checkpoint(now, false)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
+        self.s.log.take(out);
+    }
+
+    fn counters(&self) -> &FtlCounters {
+        &self.s.log.counters
+    }
+
+    fn ecc_stats(&self) -> controller::EccStats {
+        *self.s.ctl.stats()
+    }
+
+    fn erase_counts(&self) -> &[u32] {
+        &self.s.erase
+    }
+}
