@@ -11,9 +11,11 @@
 //!   allocated one: blocks allocated since a checkpoint are not erased before the next).
 //!   A block gone bad is passed over, as the allocator passed over it.
 //! - **Version-based** reads every data block's header and, for each block holding data,
-//!   the records of its first pages up to the first that decodes: its version (sequence
-//!   number). A block the checkpoint lists free (and erased) that holds data, or whose
-//!   version is newer than the checkpoint, was updated since.
+//!   free at the checkpoint but flagged needs-erase, the records of its first pages up to
+//!   the first that decodes: its version (sequence number). A block the checkpoint lists
+//!   free and erased that holds data, or free with a version newer than the checkpoint,
+//!   was updated since (a block allocated at the checkpoint cannot have been: blocks
+//!   freed since one are not reused before the next).
 //!
 //! Every updated block's pages are read (records only; the block's role, logical block,
 //! whether a merge's commit page is there), and the updated blocks are replayed in the
@@ -137,9 +139,12 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
         k.unresolved = matches!(k.role, Role::Replacement)
             || (k.role == Role::Primary && !clean);
     }
-    // The region's blocks: bad ones as the substrate found them.
+    // The region's blocks (erased by checkpoints, including the one loaded, since it was
+    // written): their headers give their counts and bad marks.
     for b in ftl.region.all_blocks().collect::<Vec<_>>() {
-        if ftl.s.state[b as usize] == BState::Bad {
+        let h = header(ftl, now, b, &mut tally)?;
+        ftl.s.erase[b as usize] = h.erase_count;
+        if h.status != BlockStatus::Good || ftl.s.state[b as usize] == BState::Bad {
             ftl.set_bad(b);
         }
     }
@@ -192,7 +197,11 @@ fn apply<S: Storage, M: ErrorModel>(
             ftl.s.state[b] = BState::Bad;
         }
     }
-    ftl.s.erase.copy_from_slice(&snap.erase);
+    for (b, &e) in snap.erase.iter().enumerate() {
+        if ftl.blk[b].role != Role::Region {
+            ftl.s.erase[b] = e;
+        }
+    }
     ftl.size_volume(Some(snap.lbns)).map_err(|_| {
         FtlError::Corrupt("the checkpoint's volume does not fit the chip's good blocks")
     })?;
@@ -249,12 +258,18 @@ fn dcr_candidates<S: Storage, M: ErrorModel>(
                 ftl.set_bad(b);
                 continue;
             }
-            if !has_data(&h) {
+            // Allocated since the checkpoint: a block erased then that holds data, or one
+            // flagged needs-erase holding a record newer than the checkpoint.
+            let allocated = has_data(&h)
+                && (!snap.blk[b as usize].needs_erase
+                    || version(ftl, now, b, tally)?.is_some_and(|v| v >= snap.seq));
+            if !allocated {
+                // Where the list stops. A needs-erase block here may have been erased by
+                // its allocation just before the cut (and be empty, or hold a torn first
+                // program): the one count inference cannot give, so its header's.
                 if snap.blk[b as usize].needs_erase {
-                    // Erased by its allocation, then the cut: the one count inference
-                    // cannot give.
                     ftl.s.erase[b as usize] = h.erase_count;
-                    ftl.blk[b as usize].needs_erase = false;
+                    ftl.blk[b as usize].needs_erase = has_data(&h);
                 }
                 break;
             }
@@ -295,10 +310,13 @@ fn version_candidates<S: Storage, M: ErrorModel>(
             }
             continue;
         }
-        let updated = if k.role == Role::Free && !k.needs_erase {
-            true
-        } else {
-            version(ftl, now, b, tally)?.is_some_and(|v| v >= snap.seq)
+        // Only a block free at the checkpoint can have been allocated since (a block
+        // freed since is not reused before the next one): if it was erased, any data on
+        // it is new; if it held data then, a record newer than the checkpoint says so.
+        let updated = match k.role {
+            Role::Free if !k.needs_erase => true,
+            Role::Free => version(ftl, now, b, tally)?.is_some_and(|v| v >= snap.seq),
+            _ => false,
         };
         if updated {
             out.push(scan(ftl, now, b, tally)?);
@@ -349,6 +367,34 @@ fn read_record<S: Storage, M: ErrorModel>(
         Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
             ftl.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
             Ok(Some(None))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads page `page` of block `b` in full (charged): whether it decodes.
+fn verify_page<S: Storage, M: ErrorModel>(
+    ftl: &mut BlockFtl<S, M>,
+    now: Nanos,
+    b: u32,
+    page: u32,
+) -> Result<bool, FtlError> {
+    let mut buf = alloc::vec![0u8; if ftl.s.digest { 0 } else { ftl.s.geo.page_size as usize }];
+    let addr = ftl.s.block_addr(b).page(page).expect("page");
+    match ftl.s.ctl.read(now, addr, &mut buf) {
+        Ok(PageRead::Data(i)) => {
+            ftl.s
+                .push_op(b, OpKind::Read, Cause::Mount, i.timing, i.ecc, None);
+            Ok(true)
+        }
+        Ok(PageRead::Erased { timing }) => {
+            ftl.s
+                .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+            Ok(false)
+        }
+        Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+            ftl.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+            Ok(false)
         }
         Err(e) => Err(e.into()),
     }
@@ -405,7 +451,9 @@ fn scan<S: Storage, M: ErrorModel>(
             }
         }
         if f.merge && r.lpn & rec::MERGE != 0 && r.lpn & rec::LAST != 0 && page == ppb - 1 {
-            f.complete = true;
+            // The commit page counts only if it reads back whole: a cut tearing it may
+            // land its record but not all its data.
+            f.complete = verify_page(ftl, now, b, page)?;
         }
     }
     Ok(f)
@@ -486,6 +534,11 @@ fn free_victim<S: Storage, M: ErrorModel>(
         return Ok(());
     }
     if has_data(&h) {
+        // Not erased, or caught by the cut mid-erase (which wore it a cycle: the header
+        // says the block needs an erase).
+        if dcr && h.needs_erase {
+            ftl.s.erase[v as usize] += 1;
+        }
         ftl.blk[v as usize] = Blk {
             needs_erase: true,
             ..Blk::FREE
