@@ -768,6 +768,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let mut last: Option<u32> = None;
         let mut recs: Vec<(u32, u64)> = Vec::new();
         for page in start..ppb {
+            if self.torn.contains(&(b * ppb + page)) {
+                // Torn by an earlier cut (it may read as erased): the block went on after it.
+                last = Some(page);
+                continue;
+            }
             let addr = base.page(page).expect("page in block");
             let t = self.s.op_time(self.s.die_of(b), now);
             match self.s.ctl.read_record(t, addr) {

@@ -451,9 +451,14 @@ fn scan<S: Storage, M: ErrorModel>(
             }
         }
         if f.merge && r.lpn & rec::MERGE != 0 && r.lpn & rec::LAST != 0 && page == ppb - 1 {
-            // The commit page counts only if it reads back whole: a cut tearing it may
-            // land its record but not all its data.
+            // The commit page counts only if it and its lower partners read back whole:
+            // a cut tearing it may land its record, or all but a few bits of it, and
+            // scramble its word line's lower pages.
+            let lower: Vec<u32> = ftl.s.ctl.chip().pairing().lower_pages(page).collect();
             f.complete = verify_page(ftl, now, b, page)?;
+            for q in lower {
+                f.complete = f.complete && verify_page(ftl, now, b, q)?;
+            }
         }
     }
     Ok(f)
