@@ -252,7 +252,9 @@ impl ReadInfo {
     }
 }
 
-/// The controller over a chip and an error model.
+/// The controller over a chip and an error model (a clone: the same controller over a
+/// copy of its chip).
+#[derive(Clone)]
 pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRber> {
     chip: Chip<S>,
     model: M,

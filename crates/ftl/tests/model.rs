@@ -18,7 +18,9 @@ fn device(preset: &str, victim: VictimKind, wl: bool, rber: f64, seed: u64) -> D
 fn device_alt(preset: &str, victim: VictimKind, seed: u64) -> Dev {
     let (dev, scheme) = device_with(preset, victim, true, 0.0, seed);
     let ctl = dev.into_controller();
-    let SchemeConfig::Page(mut cfg) = scheme;
+    let SchemeConfig::Page(mut cfg) = scheme else {
+        unreachable!("a page-level configuration")
+    };
     cfg.placement = ftl::policy::PlacementKind::HintStreams;
     cfg.gc_pacing = ftl::policy::PacingKind::Incremental { steps: 2 };
     SchemeConfig::Page(cfg).format(ctl, Nanos::ZERO).unwrap()
@@ -432,7 +434,9 @@ fn programs_are_stamped_with_die_time() {
 fn flush_buffer_cuts_padding_and_survives_gc_and_mount() {
     let run = |buffer: bool, recovery: ftl::RecoveryKind| {
         let (dev, scheme) = device_with("tiny-mlc", VictimKind::Greedy, true, 0.0, 5);
-        let SchemeConfig::Page(mut cfg) = scheme;
+        let SchemeConfig::Page(mut cfg) = scheme else {
+        unreachable!("a page-level configuration")
+    };
         cfg.flush_buffer = buffer;
         cfg.recovery = recovery;
         let scheme = SchemeConfig::Page(cfg);

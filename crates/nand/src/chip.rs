@@ -183,7 +183,9 @@ enum ReadPart {
     Subpage(u32),
 }
 
-/// An emulated NAND chip over a storage backend.
+/// An emulated NAND chip over a storage backend. A clone is a second chip in the same
+/// state (a simulator's copy of a crash image, to recover it more than one way).
+#[derive(Clone)]
 pub struct Chip<S: Storage = RamStorage> {
     config: ChipConfig,
     pairing: PairingTable,

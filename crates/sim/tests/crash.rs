@@ -133,7 +133,9 @@ fn multi_die_with_wear_levelling_and_trims() {
     cfg.chip.reliability.wear_fail_growth = 0.0;
     cfg.trim_pct = 15;
     cfg.span = 1.0;
-    let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+    let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
+        unreachable!("a page-level configuration")
+    };
     p.victim = ftl::VictimKind::CostBenefit;
     p.wear_leveling = Some(ftl::WearLevelConfig {
         spread: 3,
@@ -181,7 +183,9 @@ fn every_cut_point_with_region_rotation() {
         cfg.ops = 1000;
         cfg.flush_every = 2;
         cfg.scheme.set_recovery(recovery);
-        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
+        unreachable!("a page-level configuration")
+    };
         p.region_blocks_per_die = 8;
         p.checkpoint_interval = 1;
         let s = holds(
@@ -234,7 +238,9 @@ fn every_cut_point_with_asymmetric_programming() {
         cfg.ops = 90;
         cfg.critical_every = 3;
         cfg.scheme.set_recovery(recovery);
-        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
+        unreachable!("a page-level configuration")
+    };
         p.placement = ftl::policy::PlacementKind::MsbCritical;
         p.copy_order = ftl::policy::CopyOrderKind::Asymmetric;
         let s = holds("asymmetric programming", &cfg, Plan::Linear, 1000);
@@ -260,7 +266,9 @@ fn every_cut_point_with_meta_cure() {
         cfg.ops = 90;
         cfg.critical_every = 6;
         cfg.scheme.set_recovery(recovery);
-        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
+        unreachable!("a page-level configuration")
+    };
         p.replicas = 1;
         p.over_provisioning = 0.35;
         let s = holds("meta-cure", &cfg, Plan::Linear, 1000);
@@ -282,7 +290,9 @@ fn every_cut_point_with_flares() {
         let mut cfg = CrashConfig::small(61);
         cfg.ops = 150;
         cfg.scheme.set_recovery(recovery);
-        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme;
+        let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
+        unreachable!("a page-level configuration")
+    };
         let mut f = ftl::flares::FlaresConfig {
             t_min: 1,
             t_max: 8,

@@ -174,7 +174,9 @@ fn sabotaged(bug: Sabotage, checker: Checker, seed: u64, plan: Plan, modes: &[Cu
     // The invariant checks (`Volume::verify`) catch some of these bugs on their own, even in
     // the cut-free dry run; off, so what is measured is the contract checker.
     cfg.verify = false;
-    let SchemeConfig::Page(p) = &mut cfg.scheme;
+    let SchemeConfig::Page(p) = &mut cfg.scheme else {
+        unreachable!("a page-level configuration")
+    };
     p.sabotage = bug;
     let s = run_plan(&cfg, plan, modes, &mut |_, _| {}).unwrap();
     eprintln!("{bug:?} / {checker:?}:\n{s}");

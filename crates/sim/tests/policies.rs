@@ -66,7 +66,9 @@ fn two_schemes_from_one_file_differ_only_by_policy_objects() {
     // The same scheme and settings but for the pacing object.
     let (a, b) = (fg.ftl.scheme_config(), inc.ftl.scheme_config());
     assert_eq!(a.name(), b.name());
-    let (ftl::SchemeConfig::Page(pa), ftl::SchemeConfig::Page(pb)) = (a, b);
+    let (ftl::SchemeConfig::Page(pa), ftl::SchemeConfig::Page(pb)) = (a, b) else {
+        unreachable!("page-level configurations")
+    };
     assert_eq!(
         ftl::PageFtlConfig {
             gc_pacing: pb.gc_pacing,

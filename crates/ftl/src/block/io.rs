@@ -250,17 +250,27 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         d: &[u8],
         hint: DataClass,
     ) -> Result<bool, FtlError> {
-        let p = self.map[x as usize].p;
+        let e = self.map[x as usize];
+        let p = e.p;
         let next = self.blk[p as usize].next as u32;
-        if o < next || self.multi() && o - next > self.s.window {
+        // The replacement's copy (or tombstone) of `o`, if any, is newer than anything
+        // the primary could hold: a write there would be shadowed.
+        let in_repl = e.r != NONE && self.roff.get(&e.r).is_some_and(|t| t[o as usize] != 0);
+        // On a multi-level chip the primary fills without gaps: at most the pairing
+        // window of pages is padded — except in a fresh primary, which always takes its
+        // first write (an allocated block is programmed before the next allocation: DCR
+        // stops each list at its first empty block).
+        if o < next || in_repl || self.multi() && next > 0 && o - next > self.s.window {
             return Ok(false);
         }
-        if self.multi() && self.pad_to(now, p, o)? == Prog::Bad {
-            self.merge(now, x, None)?;
-            return Ok(false);
-        }
-        if (self.blk[p as usize].next as u32) != o {
-            return Ok(false);
+        if self.multi() {
+            if self.pad_to(now, p, o)? == Prog::Bad {
+                self.merge(now, x, Some((o, Some(Src::Host(d, hint)))))?;
+                return Ok(true);
+            }
+            if (self.blk[p as usize].next as u32) != o {
+                return Ok(false);
+            }
         }
         let lpn = (x * self.ppb() + o) as u64;
         match self.program(
