@@ -742,20 +742,26 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     pub(crate) fn seal(&mut self, now: Nanos) -> Result<(), FtlError> {
         let touched = core::mem::take(&mut self.touched);
         for b in touched {
-            let k = self.blk[b as usize];
-            if !matches!(k.role, Role::Primary | Role::Replacement | Role::Dead) {
-                continue;
-            }
-            let next = k.next as u32;
-            let from = next.saturating_sub(self.s.window);
-            let target = (from..next)
-                .map(|l| self.s.upper[l as usize])
-                .filter(|&u| u != crate::substrate::NO_UPPER && u >= next)
-                .max();
-            if let Some(u) = target {
-                if self.pad_to(now, b, u + 1)? == Prog::Bad && k.role != Role::Dead {
-                    self.merge(now, k.lbn, None)?;
-                }
+            self.seal_block(now, b)?;
+        }
+        Ok(())
+    }
+
+    /// Pads the upper partners of block `b`'s programmed lower pages at its write point.
+    fn seal_block(&mut self, now: Nanos, b: u32) -> Result<(), FtlError> {
+        let k = self.blk[b as usize];
+        if !matches!(k.role, Role::Primary | Role::Replacement | Role::Dead) {
+            return Ok(());
+        }
+        let next = k.next as u32;
+        let from = next.saturating_sub(self.s.window);
+        let target = (from..next)
+            .map(|l| self.s.upper[l as usize])
+            .filter(|&u| u != crate::substrate::NO_UPPER && u >= next)
+            .max();
+        if let Some(u) = target {
+            if self.pad_to(now, b, u + 1)? == Prog::Bad && k.role != Role::Dead {
+                self.merge(now, k.lbn, None)?;
             }
         }
         Ok(())
@@ -858,6 +864,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             self.roff.insert(b, table);
         }
         self.blk[b as usize].unresolved = false;
+        // What the mount recovered is durable: lower pages the crash left exposed are
+        // sealed before anything else is programmed here.
+        if self.multi() {
+            self.seal_block(now, b)?;
+        }
         Ok(())
     }
 }

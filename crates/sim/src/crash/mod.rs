@@ -79,6 +79,10 @@ pub struct CrashConfig {
     /// Writes of every this-many-th logical page carry the critical hint (0: none); with
     /// AP's placement, `verify` then checks that no critical page sits in an LSB page.
     pub critical_every: u64,
+    /// Percent of writes that continue a sequential run (the next logical page after the
+    /// last such write) instead of picking a page at random: what fills a block-level
+    /// FTL's primaries in order.
+    pub seq_pct: u32,
     /// Wraps every volume the harness formats or mounts (none: the scheme's own). The
     /// harness's self-test swaps in deliberately broken behaviour here and checks that the
     /// harness catches it.
@@ -114,6 +118,7 @@ impl CrashConfig {
             warmup: true,
             tail_ops: 60,
             critical_every: 0,
+            seq_pct: 0,
             wrap: None,
             checker: Checker::Contract,
         }
@@ -140,6 +145,7 @@ impl CrashConfig {
             }),
             ..ftl::BlockFtlConfig::default()
         });
+        cfg.seq_pct = 40;
         cfg
     }
 
@@ -190,12 +196,17 @@ impl CrashConfig {
         let n = if phase == 0 { self.ops } else { self.tail_ops };
         let span = self.span_pages(logical);
         let mut version = phase << 40;
+        let mut run = rng.next_u64() % span;
         (0..n)
             .map(|i| {
                 if (i + 1) % self.flush_every.max(1) == 0 {
                     return HostOp::Flush;
                 }
-                let lpn = rng.next_u64() % span;
+                let mut lpn = rng.next_u64() % span;
+                if self.seq_pct > 0 && (rng.next_u32() % 100) < self.seq_pct {
+                    lpn = run % span;
+                    run += 1;
+                }
                 if (rng.next_u32() % 100) < self.trim_pct {
                     HostOp::Trim(lpn)
                 } else {
