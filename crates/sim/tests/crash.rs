@@ -322,3 +322,53 @@ fn every_cut_point_with_flares() {
         holds("flares, nested", &cfg, Plan::Nested { samples: 150 }, 100);
     }
 }
+
+/// The block-level kernel (DCR's setting) on SLC: every cut point × every cut mode, with
+/// DCR and with the version-based scan; merges, wear levelling and checkpoints get cut.
+#[test]
+fn block_level_every_cut_point_slc() {
+    for recovery in [ftl::RecoveryKind::RollForward, ftl::RecoveryKind::FullScan] {
+        let mut cfg = CrashConfig::small_block(51, "tiny-slc");
+        cfg.ops = 100;
+        cfg.fit_ecc().unwrap();
+        cfg.scheme.set_recovery(recovery);
+        let s = holds("block-level, linear, SLC", &cfg, Plan::Linear, 4000);
+        assert!(
+            s.workload.gc_victims > 20 && s.workload.checkpoints > 10,
+            "{:?}",
+            s.workload
+        );
+        for class in ["user", "gc-copy", "checkpoint", "data-erase"] {
+            assert!(s.cut_classes.get(class).copied().unwrap_or(0) > 0, "{class}: {s}");
+        }
+    }
+}
+
+/// The block-level kernel on MLC (paired pages, sealing, padded primaries): random and
+/// nested cuts with both recoveries.
+#[test]
+fn block_level_random_and_nested_cuts_mlc() {
+    for recovery in [ftl::RecoveryKind::RollForward, ftl::RecoveryKind::FullScan] {
+        let mut cfg = CrashConfig::small_block(52, "tiny-mlc");
+        cfg.ops = 250;
+        cfg.scheme.set_recovery(recovery);
+        let s = holds(
+            "block-level, random, MLC",
+            &cfg,
+            Plan::Random { samples: 400 },
+            380,
+        );
+        assert!(s.workload.pad_pages > 0, "{:?}", s.workload);
+        let s = run_plan(
+            &cfg,
+            Plan::Nested { samples: 400 },
+            &CutMode::ALL,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        report("block-level, nested, MLC", &s);
+        assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+        assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
+        assert!(s.passed > 300, "{s:?}");
+    }
+}

@@ -64,6 +64,8 @@ struct Found {
     first: u64,
     /// Largest.
     last: u64,
+    /// Largest among all its decodable records (pads too; 0: none).
+    newest: u64,
     /// Logical block of its first data record.
     lbn: Option<u32>,
     repl: bool,
@@ -116,9 +118,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
     found.sort_by_key(|f| (f.first, f.b));
     let mut max_seq = snap.seq;
     for f in &found {
-        if f.last != u64::MAX {
-            max_seq = max_seq.max(f.last.saturating_add(1));
-        }
+        max_seq = max_seq.max(f.newest.saturating_add(1));
         replay(ftl, now, &snap, f, dcr, &mut tally)?;
     }
     if max_seq > SEQ_LIMIT {
@@ -415,6 +415,7 @@ fn scan<S: Storage, M: ErrorModel>(
         b,
         first: u64::MAX,
         last: u64::MAX,
+        newest: 0,
         lbn: None,
         repl: false,
         merge: false,
@@ -428,6 +429,11 @@ fn scan<S: Storage, M: ErrorModel>(
             None if ftl.s.window > 0 => break,
             None => continue,
         };
+        if r.seq <= SEQ_LIMIT {
+            // Every record's number, pads' too: the counter resumes above all of them
+            // (a later version check must not take this block's pads for new ones).
+            f.newest = f.newest.max(r.seq);
+        }
         if r.kind.data_class().is_none() {
             continue; // a pad
         }
