@@ -140,7 +140,11 @@ pub fn reproduce(a: ReproduceArgs) -> Result<()> {
             sweep::builtin::names().join(", ")
         );
     }
-    run_matrix(&Source::Builtin(name), &a.run)
+    run_matrix(&Source::Builtin(name.clone()), &a.run)?;
+    for part in sweep::builtin::companions(&name) {
+        run_matrix(&Source::Builtin(part.to_string()), &a.run)?;
+    }
+    Ok(())
 }
 
 fn run_matrix(source: &Source, o: &RunOpts) -> Result<()> {

@@ -54,6 +54,11 @@ const FILES: &[(&str, &str)] = &[
         "recovery.toml",
         include_str!("../../../experiments/recovery.toml"),
     ),
+    ("dcr.toml", include_str!("../../../experiments/dcr.toml")),
+    (
+        "dcr-capacity.toml",
+        include_str!("../../../experiments/dcr-capacity.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.
@@ -68,7 +73,18 @@ const MATRICES: &[&str] = &[
     "flares-fig5",
     "flares-refresh",
     "recovery",
+    "dcr",
+    "dcr-capacity",
 ];
+
+/// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
+/// estimate is a separate matrix because its axis is the chip, not the workload).
+pub fn companions(name: &str) -> &'static [&'static str] {
+    match name {
+        "dcr" => &["dcr-capacity"],
+        _ => &[],
+    }
+}
 
 /// Names of the shipped matrices.
 pub fn names() -> Vec<&'static str> {

@@ -8,6 +8,7 @@
 //!   page kind, flips the drawn bits and decodes them with the real BCH decoder.
 //! - `recovery`: one chip size: the same crash image recovered by a full scan and by
 //!   checkpoint + roll-forward; simulated recovery time and the work of each.
+//! - `flares-fig5` (`fig5`), `dcr` (`dcr`): see their modules.
 
 use controller::{
     Controller, ControllerConfig, CtlError, DataClass, OobRecord, PageKind, PageRead, PayloadMode,
@@ -39,6 +40,9 @@ pub enum Kind {
     /// FLARES Fig. 5: Alg. 1 and 2 on one page through operating points of growing wear.
     #[serde(rename = "flares-fig5")]
     FlaresFig5,
+    /// DCR Tables 1–2 and its capacity estimate: a block-level FTL's crash image recovered
+    /// by DCR and by the version-based scan.
+    Dcr,
 }
 
 impl Kind {
@@ -49,6 +53,7 @@ impl Kind {
             Kind::ApTable1 => "ap-table1",
             Kind::Recovery => "recovery",
             Kind::FlaresFig5 => "flares-fig5",
+            Kind::Dcr => "dcr",
         }
     }
 
@@ -85,6 +90,7 @@ impl Kind {
             Kind::ApTable1 => AP_METRICS.iter().map(|s| s.to_string()).collect(),
             Kind::Recovery => RECOVERY_METRICS.iter().map(|s| s.to_string()).collect(),
             Kind::FlaresFig5 => crate::fig5::METRICS.iter().map(|s| s.to_string()).collect(),
+            Kind::Dcr => crate::dcr::METRICS.iter().map(|s| s.to_string()).collect(),
         }
     }
 
@@ -100,6 +106,7 @@ impl Kind {
             Kind::ApTable1 => ap_params(config).map(drop),
             Kind::Recovery => recovery_params(config).map(drop),
             Kind::FlaresFig5 => crate::fig5::params(config).map(drop),
+            Kind::Dcr => crate::dcr::params(config).map(drop),
         }
     }
 
@@ -126,6 +133,7 @@ impl Kind {
                 Ok(m.metrics())
             }
             Kind::FlaresFig5 => Ok(crate::fig5::run(&crate::fig5::params(config)?)),
+            Kind::Dcr => crate::dcr::run(&crate::dcr::params(config)?),
         }
     }
 }

@@ -16,6 +16,7 @@
 pub mod analytic;
 pub mod builtin;
 pub mod claims;
+pub mod dcr;
 pub mod fig5;
 pub mod kinds;
 pub mod matrix;

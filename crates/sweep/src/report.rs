@@ -14,6 +14,10 @@ pub fn fmt_num(v: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
+    if !v.is_finite() {
+        // A ratio to a published zero, say.
+        return if v.is_nan() { "n/a".into() } else if v > 0.0 { "∞".into() } else { "−∞".into() };
+    }
     let a = v.abs();
     if !(1e-3..1e6).contains(&a) {
         let s = format!("{v:.3e}");

@@ -566,6 +566,20 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         None
     }
 
+    /// Blocks allocated since the last checkpoint (DCR's "updated blocks").
+    pub fn allocated_since_checkpoint(&self) -> u32 {
+        self.allocs_since_cp
+    }
+
+    /// RAM the block map takes, in bytes: the map (primary and replacement per logical
+    /// block), the per-block table (role and flags, logical block, write pointer, erase
+    /// count) and the replacements' offset tables.
+    pub fn map_ram_bytes(&self) -> u64 {
+        self.map.len() as u64 * 8
+            + self.blk.len() as u64 * 12
+            + self.roff.len() as u64 * (2 * self.ppb() as u64 + 8)
+    }
+
     /// What the last mount did.
     pub fn recovery_report(&self) -> Option<&RecoveryReport> {
         self.recovery.as_ref()

@@ -51,7 +51,6 @@ use crate::block::snapshot::Snapshot;
 use crate::page::recovery::{RecoveryKind, RecoveryReport, SEQ_LIMIT};
 use crate::substrate::BState;
 use crate::{Cause, FtlError, OpKind};
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use controller::{CtlError, PageRead};
 use nand::{BlockInfo, BlockStatus, ErrorModel, Nanos, Storage};
@@ -74,16 +73,35 @@ struct Found {
     complete: bool,
 }
 
+/// What recovery uses of a block header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Header {
+    good: bool,
+    erase_count: u32,
+    data: bool,
+    /// Caught by a cut mid-erase.
+    needs_erase: bool,
+}
+
+impl From<&BlockInfo> for Header {
+    fn from(h: &BlockInfo) -> Self {
+        Header {
+            good: h.status == BlockStatus::Good,
+            erase_count: h.erase_count,
+            data: h.next_page > 0 || h.needs_erase,
+            needs_erase: h.needs_erase,
+        }
+    }
+}
+
 /// What the procedure read, for the report.
 #[derive(Default)]
 struct Tally {
-    headers: BTreeMap<u32, BlockInfo>,
+    /// The headers read, by block (what of them recovery uses), and how many.
+    headers: Vec<Option<Header>>,
+    headers_read: usize,
     blocks_scanned: u64,
     pages_scanned: u64,
-}
-
-fn has_data(info: &BlockInfo) -> bool {
-    info.next_page > 0 || info.needs_erase
 }
 
 /// Rebuilds `ftl` from its chip with `kind` (`RollForward`: DCR; `FullScan`:
@@ -128,8 +146,10 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
     }
     if !dcr {
         // Every count from its header.
-        for (&b, info) in &tally.headers {
-            ftl.s.erase[b as usize] = info.erase_count;
+        for (b, h) in tally.headers.iter().enumerate() {
+            if let Some(h) = h {
+                ftl.s.erase[b] = h.erase_count;
+            }
         }
     }
     ftl.s.seq = max_seq.max(1);
@@ -144,7 +164,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
     for b in ftl.region.all_blocks().collect::<Vec<_>>() {
         let h = header(ftl, now, b, &mut tally)?;
         ftl.s.erase[b as usize] = h.erase_count;
-        if h.status != BlockStatus::Good || ftl.s.state[b as usize] == BState::Bad {
+        if !h.good || ftl.s.state[b as usize] == BState::Bad {
             ftl.set_bad(b);
         }
     }
@@ -156,7 +176,8 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
         procedure: if dcr { "dcr" } else { "version-based" }.into(),
         checkpoint_gen: ftl.region.cp.gen,
         checkpoint_pages,
-        blocks_scanned: tally.blocks_scanned,
+        // Blocks whose header or pages were read.
+        blocks_scanned: tally.headers_read.max(tally.blocks_scanned as usize) as u64,
         pages_scanned: tally.pages_scanned,
         pages_read: reads,
         time,
@@ -224,18 +245,23 @@ fn apply<S: Storage, M: ErrorModel>(
     Ok(())
 }
 
-/// Reads block `b`'s header (charged, once).
+/// Reads block `b`'s header (charged, once). What the bad-block marker, the erase counter
+/// and the "holds data" state say; `needs_erase` (caught mid-erase) counts as data.
 fn header<S: Storage, M: ErrorModel>(
     ftl: &mut BlockFtl<S, M>,
     now: Nanos,
     b: u32,
     tally: &mut Tally,
-) -> Result<BlockInfo, FtlError> {
-    if let Some(h) = tally.headers.get(&b) {
-        return Ok(*h);
+) -> Result<Header, FtlError> {
+    if tally.headers.is_empty() {
+        tally.headers = alloc::vec![None; ftl.blk.len()];
     }
-    let h = ftl.s.read_header(now, b, Cause::Mount)?;
-    tally.headers.insert(b, h);
+    if let Some(h) = tally.headers[b as usize] {
+        return Ok(h);
+    }
+    let h = Header::from(&ftl.s.read_header(now, b, Cause::Mount)?);
+    tally.headers_read += 1;
+    tally.headers[b as usize] = Some(h);
     Ok(h)
 }
 
@@ -254,13 +280,13 @@ fn dcr_candidates<S: Storage, M: ErrorModel>(
                 continue;
             }
             let h = header(ftl, now, b, tally)?;
-            if h.status != BlockStatus::Good {
+            if !h.good {
                 ftl.set_bad(b);
                 continue;
             }
             // Allocated since the checkpoint: a block erased then that holds data, or one
             // flagged needs-erase holding a record newer than the checkpoint.
-            let allocated = has_data(&h)
+            let allocated = h.data
                 && (!snap.blk[b as usize].needs_erase
                     || version(ftl, now, b, tally)?.is_some_and(|v| v >= snap.seq));
             if !allocated {
@@ -269,7 +295,7 @@ fn dcr_candidates<S: Storage, M: ErrorModel>(
                 // program): the one count inference cannot give, so its header's.
                 if snap.blk[b as usize].needs_erase {
                     ftl.s.erase[b as usize] = h.erase_count;
-                    ftl.blk[b as usize].needs_erase = has_data(&h);
+                    ftl.blk[b as usize].needs_erase = h.data;
                 }
                 break;
             }
@@ -293,7 +319,7 @@ fn version_candidates<S: Storage, M: ErrorModel>(
             continue;
         }
         let h = header(ftl, now, b, tally)?;
-        if h.status != BlockStatus::Good {
+        if !h.good {
             if ftl.blk[b as usize].role != Role::Bad {
                 // Gone bad since: as DCR finds it (on use, or passed over in its list).
                 let k = snap.blk[b as usize];
@@ -304,7 +330,7 @@ fn version_candidates<S: Storage, M: ErrorModel>(
             continue;
         }
         let k = snap.blk[b as usize];
-        if !has_data(&h) {
+        if !h.data {
             if k.role == Role::Free && k.needs_erase {
                 ftl.blk[b as usize].needs_erase = false;
             }
@@ -540,11 +566,11 @@ fn free_victim<S: Storage, M: ErrorModel>(
 ) -> Result<(), FtlError> {
     let h = header(ftl, now, v, tally)?;
     ftl.roff.remove(&v);
-    if h.status != BlockStatus::Good {
+    if !h.good {
         ftl.set_bad(v);
         return Ok(());
     }
-    if has_data(&h) {
+    if h.data {
         // Not erased, or caught by the cut mid-erase (which wore it a cycle: the header
         // says the block needs an erase).
         if dcr && h.needs_erase {

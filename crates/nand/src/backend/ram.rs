@@ -74,7 +74,13 @@ impl RamStorage {
     /// real bytes while user data keeps only its spare prefix.
     pub fn with_full_blocks(mut self, geometry: &Geometry, mask: Vec<bool>) -> Self {
         if self.frames.is_none() {
-            self.full = Some((mask, Box::new(RamStorage::new(geometry))));
+            // Its frame index grows with the highest page it stores (the kept blocks are
+            // few; a whole-chip index would cost 4 bytes per page of a huge chip).
+            let mut whole = RamStorage::new(geometry);
+            if let Some(f) = whole.frames.as_mut() {
+                f.of = Vec::new();
+            }
+            self.full = Some((mask, Box::new(whole)));
         }
         self
     }
@@ -385,8 +391,28 @@ impl Frames {
         f
     }
 
+    /// `page`'s entry of the frame index, growing the index to hold it (a lazily sized
+    /// index: the whole-block store of a digest-mode chip).
+    #[inline]
+    fn slot(&mut self, page: u64) -> &mut u32 {
+        let i = page as usize;
+        if i >= self.of.len() {
+            self.of.resize(i + 1, NONE);
+        }
+        &mut self.of[i]
+    }
+
+    /// `page`'s frame (`NONE`: none).
+    #[inline]
+    fn frame_of(&self, page: u64) -> u32 {
+        self.of.get(page as usize).copied().unwrap_or(NONE)
+    }
+
     /// Drops `page`'s reference to its frame, if it has one.
     fn release(&mut self, page: u64) {
+        if page as usize >= self.of.len() {
+            return;
+        }
         let f = core::mem::replace(&mut self.of[page as usize], NONE);
         if f != NONE {
             self.refs[f as usize] -= 1;
@@ -397,7 +423,7 @@ impl Frames {
     }
 
     fn read(&self, page: u64, data: &mut [u8]) {
-        match self.of[page as usize] {
+        match self.frame_of(page) {
             NONE => data.fill(0xFF),
             f => data.copy_from_slice(self.bytes(f)),
         }
@@ -405,11 +431,11 @@ impl Frames {
 
     /// `page`'s frame, for a write of all of it: in place when no other page shares it.
     fn own(&mut self, page: u64) -> u32 {
-        let mut f = self.of[page as usize];
+        let mut f = self.frame_of(page);
         if f == NONE || self.refs[f as usize] > 1 {
             self.release(page);
             f = self.take();
-            self.of[page as usize] = f;
+            *self.slot(page) = f;
         }
         f
     }
@@ -422,14 +448,14 @@ impl Frames {
 
     /// Makes `page` hold the data area `from` holds (an unwritten `from` reads as erased).
     fn share(&mut self, page: u64, from: u64) {
-        let f = self.of[from as usize];
+        let f = self.frame_of(from);
         if f == NONE {
             let g = self.own(page);
             self.bytes_mut(g).fill(0xFF);
         } else {
             self.release(page);
             self.refs[f as usize] += 1;
-            self.of[page as usize] = f;
+            *self.slot(page) = f;
         }
     }
 }

@@ -1,0 +1,440 @@
+//! The `dcr` kind: DCR's Tables 1–2 and its capacity estimate (paper 004, §4) — a
+//! block-level FTL ([`ftl::BlockFtl`]) on DCR's 1 GiB SLC chip (`slc-1g-dcr`, scaled by
+//! `capacity_mib`), a file-system image written and checkpointed, then one workload shape
+//! cut by a crash once it has allocated `crash_pct` % of the blocks the whole workload
+//! allocates; the same crash image is recovered by DCR and by the version-based scan.
+//!
+//! The workload shapes follow the paper's benchmarks on ext2 (logical pages of 2 KiB; the
+//! first 64 logical blocks hold the file system's metadata, a log-like area where inode
+//! and bitmap updates land in fresh pages of allocated blocks — the first page of each is
+//! written with the image; files are laid out contiguously by an allocation cursor):
+//!
+//! - `mplayer`: 8.9 MB read sequentially from an existing file, one metadata update per
+//!   256 pages read (0 blocks allocated, as in Table 1);
+//! - `filecopy1` / `filecopy2` / `filecopy3`: a file of 1.024 / 0.256 / 10.752 MB read and
+//!   written to fresh space, two metadata updates per 64 pages;
+//! - `bonnie`: 24.064 MB written sequentially in 8 KiB chunks, then read back;
+//! - `postmark`: 600 files of 0.5–10 KiB created, then transactions (read, append, create,
+//!   delete — ext2 without `discard`: a delete updates metadata only) until 8.576 MB of
+//!   data have been written;
+//! - `tiotest`: four threads each writing a 20.6 MB file in 4 KiB chunks, interleaved, then
+//!   random 4 KiB reads.
+//!
+//! Times are simulated NAND time (reads on one die serialize). The paper measured CPU and
+//! NAND time together on an ARM11 board: compare shapes and ratios, not seconds.
+
+use crate::kinds::Metrics;
+use controller::{Controller, ControllerConfig, PayloadMode};
+use ftl::{BlockFtl, BlockFtlConfig, Ftl, RecoveryKind, RecoveryReport, SchemeConfig};
+use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde::Deserialize;
+
+/// Metrics of a `dcr` cell.
+pub const METRICS: [&str; 14] = [
+    "capacity_mib",
+    "blocks",
+    "workload_blocks",
+    "updated_blocks",
+    "dcr_ms",
+    "vb_ms",
+    "reduction_pct",
+    "speedup",
+    "dcr_blocks_read",
+    "vb_blocks_read",
+    "dcr_pages_read",
+    "vb_pages_read",
+    "map_ram_bytes",
+    "written_mb",
+];
+
+/// Parameters of a `dcr` cell.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DcrParams {
+    /// Workload shape (see the module docs).
+    pub workload: String,
+    /// The crash comes once the workload has allocated this share of the blocks it
+    /// allocates in all (1..=100).
+    #[serde(default = "hundred")]
+    pub crash_pct: u32,
+    /// Chip capacity in MiB (1024: DCR's chip; up to 128 GiB, digest mode).
+    #[serde(default = "gib")]
+    pub capacity_mib: u64,
+    /// Workload seed.
+    #[serde(default = "one")]
+    pub seed: u64,
+}
+
+fn hundred() -> u32 {
+    100
+}
+fn gib() -> u64 {
+    1024
+}
+fn one() -> u64 {
+    1
+}
+
+const SHAPES: [&str; 7] = [
+    "mplayer",
+    "filecopy1",
+    "filecopy2",
+    "filecopy3",
+    "bonnie",
+    "postmark",
+    "tiotest",
+];
+
+/// Parses and checks a cell's parameters.
+pub fn params(config: &toml::Table) -> Result<DcrParams, String> {
+    let p: DcrParams = toml::Value::Table(config.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().to_string())?;
+    if !SHAPES.contains(&p.workload.as_str()) {
+        return Err(format!(
+            "workload = {:?}: one of {}",
+            p.workload,
+            SHAPES.join(", ")
+        ));
+    }
+    if !(1..=100).contains(&p.crash_pct) {
+        return Err(format!("crash_pct = {}: must be in 1..=100", p.crash_pct));
+    }
+    if !(64..=128 << 10).contains(&p.capacity_mib) {
+        return Err(format!(
+            "capacity_mib = {}: must be in 64..=131072",
+            p.capacity_mib
+        ));
+    }
+    Ok(p)
+}
+
+/// One host operation of a workload (logical 2 KiB pages).
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Write(u64),
+    Read(u64),
+}
+
+/// Pages per MB (decimal, as the paper's sizes) of 2 KiB pages.
+fn pages_of_mb(mb: f64) -> u64 {
+    (mb * 1e6 / 2048.0).round() as u64
+}
+
+/// The file-system layout a workload runs on.
+struct Fs {
+    /// First page of the metadata log area, and its next page.
+    meta_next: u64,
+    meta_end: u64,
+    /// First page of the existing files (written before the checkpoint).
+    existing: u64,
+    existing_pages: u64,
+    ppb: u64,
+    /// Allocation cursor for new data.
+    cursor: u64,
+    end: u64,
+}
+
+/// Logical blocks of file-system metadata.
+const META_BLOCKS: u64 = 64;
+
+impl Fs {
+    fn new(logical: u64, ppb: u64) -> Fs {
+        let existing_pages = pages_of_mb(16.0);
+        Fs {
+            meta_next: 1,
+            meta_end: META_BLOCKS * ppb,
+            ppb,
+            existing: META_BLOCKS * ppb,
+            existing_pages,
+            cursor: (META_BLOCKS * ppb + existing_pages).div_ceil(ppb) * ppb,
+            end: logical,
+        }
+    }
+
+    /// A metadata update: the next page of the log area (wrapping).
+    fn meta(&mut self, out: &mut Vec<Op>) {
+        out.push(Op::Write(self.meta_next));
+        self.meta_next = (self.meta_next + 1) % self.meta_end;
+        if self.meta_next % self.ppb == 0 {
+            // Each block's first page holds the image's metadata.
+            self.meta_next += 1;
+        }
+    }
+
+    /// `n` fresh pages at the cursor.
+    fn alloc(&mut self, n: u64) -> u64 {
+        let at = self.cursor;
+        self.cursor = (self.cursor + n).min(self.end);
+        at
+    }
+}
+
+/// The operations of workload `shape` (see the module docs).
+fn workload(shape: &str, fs: &mut Fs, seed: u64) -> Vec<Op> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    match shape {
+        "mplayer" => {
+            for i in 0..pages_of_mb(8.9) {
+                out.push(Op::Read(fs.existing + i % fs.existing_pages));
+                if i % 256 == 255 {
+                    fs.meta(&mut out);
+                }
+            }
+        }
+        "filecopy1" | "filecopy2" | "filecopy3" => {
+            let mb = match shape {
+                "filecopy1" => 1.024,
+                "filecopy2" => 0.256,
+                _ => 10.752,
+            };
+            let n = pages_of_mb(mb);
+            let dst = fs.alloc(n);
+            for i in 0..n {
+                out.push(Op::Read(fs.existing + i % fs.existing_pages));
+                out.push(Op::Write(dst + i));
+                if i % 64 == 63 {
+                    fs.meta(&mut out);
+                    fs.meta(&mut out);
+                }
+            }
+            fs.meta(&mut out);
+        }
+        "bonnie" => {
+            let n = pages_of_mb(24.064);
+            let dst = fs.alloc(n);
+            for i in 0..n {
+                out.push(Op::Write(dst + i));
+                if i % 256 == 255 {
+                    fs.meta(&mut out);
+                }
+            }
+            for i in 0..n {
+                out.push(Op::Read(dst + i));
+            }
+        }
+        "postmark" => {
+            let budget = pages_of_mb(8.576);
+            let mut written = 0u64;
+            let mut files: Vec<(u64, u64)> = Vec::new();
+            let mut create = |fs: &mut Fs, out: &mut Vec<Op>, written: &mut u64| {
+                let pages = 1 + rng.next_u64() % 5; // 0.5–10 KiB in 2 KiB pages
+                let at = fs.alloc(pages);
+                for p in 0..pages {
+                    out.push(Op::Write(at + p));
+                }
+                fs.meta(out);
+                *written += pages;
+                (at, pages)
+            };
+            for _ in 0..600 {
+                if written >= budget {
+                    break;
+                }
+                let f = create(fs, &mut out, &mut written);
+                files.push(f);
+            }
+            let mut k = 0u64;
+            while written < budget && !files.is_empty() {
+                k = k.wrapping_mul(6364136223846793005).wrapping_add(seed | 1);
+                let i = (k >> 33) as usize % files.len();
+                match (k >> 20) % 4 {
+                    0 => {
+                        let (at, n) = files[i];
+                        for p in 0..n {
+                            out.push(Op::Read(at + p));
+                        }
+                    }
+                    1 => {
+                        // Append: the file grows at the cursor.
+                        let at = fs.alloc(1);
+                        out.push(Op::Write(at));
+                        fs.meta(&mut out);
+                        written += 1;
+                    }
+                    2 => {
+                        files.swap_remove(i);
+                        fs.meta(&mut out);
+                    }
+                    _ => {
+                        let f = create(fs, &mut out, &mut written);
+                        files.push(f);
+                    }
+                }
+            }
+        }
+        _ => {
+            // tiotest: four writers, 4 KiB chunks, interleaved; then random reads.
+            let per = pages_of_mb(82.432) / 4;
+            let bases: Vec<u64> = (0..4).map(|_| fs.alloc(per)).collect();
+            let mut i = 0;
+            while i < per {
+                for b in &bases {
+                    for p in i..(i + 2).min(per) {
+                        out.push(Op::Write(b + p));
+                    }
+                }
+                i += 2;
+            }
+            fs.meta(&mut out);
+            for _ in 0..per {
+                let b = bases[(rng.next_u64() % 4) as usize];
+                out.push(Op::Read(b + rng.next_u64() % per));
+            }
+        }
+    }
+    out
+}
+
+type Ctl = Controller<RamStorage, ConstantRber>;
+
+/// A formatted volume with the existing files written and checkpointed (a clean
+/// shutdown): the controller, the file-system layout and the time.
+fn prepared(capacity_mib: u64, cfg: BlockFtlConfig) -> Result<(Ctl, u64, u64), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut chip = ChipConfig::preset("slc-1g-dcr").ok_or("no slc-1g-dcr preset")?;
+    let g = &mut chip.geometry;
+    let block = g.pages_per_block as u64 * g.page_size as u64;
+    g.blocks_per_plane = ((capacity_mib << 20) / block) as u32;
+    chip.seed = 7;
+    chip.reliability.factory_bad_rate = 0.0;
+    let scheme = SchemeConfig::Block(cfg);
+    let storage = scheme.digest_storage(&chip);
+    let mut ctl = Controller::new(
+        Chip::new(chip, storage).map_err(|x| e(&x))?,
+        ConstantRber(0.0),
+        ControllerConfig {
+            mode: PayloadMode::Digest,
+            ..Default::default()
+        },
+    )
+    .map_err(|x| e(&x))?;
+    let mut cfg = cfg;
+    cfg.ecc_t = cfg.ecc_t.min(ctl.max_t());
+    let mut ftl = BlockFtl::format(ctl, cfg, Nanos::ZERO).map_err(|x| e(&x))?;
+    let n = ftl.logical_pages();
+    let ppb = 64;
+    let fs = Fs::new(n, ppb);
+    let mut t = Nanos::ZERO;
+    for p in 0..fs.meta_end.min(n) {
+        // The metadata area: one page per block written (the rest is the log's room).
+        if p % ppb == 0 {
+            t += Nanos(1000);
+            ftl.write(t, Lpn::checked(p, n).map_err(|x| e(&x))?, &[])
+                .map_err(|x| e(&x))?;
+        }
+    }
+    let mut drained = Vec::new();
+    ftl.take_ops(&mut drained);
+    for p in fs.existing..fs.existing + fs.existing_pages {
+        t += Nanos(1000);
+        ftl.write(t, Lpn::checked(p, n).map_err(|x| e(&x))?, &[])
+            .map_err(|x| e(&x))?;
+    }
+    ftl.shutdown(t).map_err(|x| e(&x))?;
+    Ok((ftl.into_controller(), n, t.0))
+}
+
+/// Runs `ops` on a volume mounted from `ctl` (after its clean shutdown) until `stop`
+/// blocks were allocated (`None`: all of them); the controller after, the blocks
+/// allocated, pages written and the time.
+fn run_until(
+    ctl: Ctl,
+    cfg: BlockFtlConfig,
+    ops: &[Op],
+    stop: Option<u32>,
+    t0: u64,
+) -> Result<(Ctl, u32, u64, u64), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut ftl = BlockFtl::mount(ctl, cfg, Nanos(t0)).map_err(|x| e(&x))?;
+    let n = ftl.logical_pages();
+    let mut t = t0;
+    let mut written = 0u64;
+    let mut drained = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        if i % 4096 == 0 {
+            // Nobody places these operations on a timeline: drop them as they come.
+            ftl.take_ops(&mut drained);
+            drained.clear();
+        }
+        if stop.is_some_and(|s| ftl.allocated_since_checkpoint() >= s) {
+            break;
+        }
+        t += 1000;
+        let now = Nanos(t);
+        let lpn = |l: u64| Lpn::checked(l % n, n).map_err(|x| e(&x));
+        match *op {
+            Op::Write(l) => {
+                written += 1;
+                ftl.write(now, lpn(l)?, &[]).map_err(|x| e(&x))?
+            }
+            Op::Read(l) => ftl.read(now, lpn(l)?, &mut []).map_err(|x| e(&x))?,
+        }
+    }
+    let a = ftl.allocated_since_checkpoint();
+    Ok((ftl.into_controller(), a, written, t))
+}
+
+/// The kernel configuration of every cell: no checkpoint during a workload (the paper
+/// crashes between two), DCR's lists at 1 % of the blocks.
+fn kernel() -> BlockFtlConfig {
+    BlockFtlConfig {
+        checkpoint_interval: u32::MAX,
+        ecc_t: 4,
+        ..BlockFtlConfig::default()
+    }
+}
+
+/// Runs one cell.
+pub fn run(p: &DcrParams) -> Result<Metrics, String> {
+    let cfg = kernel();
+    let (ctl, n, t0) = prepared(p.capacity_mib, cfg)?;
+    let blocks = ctl.chip().geometry().total_blocks();
+    let mut fs = Fs::new(n, 64);
+    let ops = workload(&p.workload, &mut fs, p.seed);
+    // Every block the whole workload allocates, then the crash at its share.
+    let (_, total, _, _) = run_until(ctl.clone(), cfg, &ops, None, t0)?;
+    let stop = (total as u64 * p.crash_pct as u64).div_ceil(100) as u32;
+    let (crashed, updated, written, t) = run_until(ctl, cfg, &ops, Some(stop), t0)?;
+    let mut reports: Vec<RecoveryReport> = Vec::new();
+    let mut ram = 0;
+    for kind in [RecoveryKind::RollForward, RecoveryKind::FullScan] {
+        let k = BlockFtlConfig {
+            recovery: kind,
+            ..cfg
+        };
+        let m = BlockFtl::mount(crashed.clone(), k, Nanos(t)).map_err(|x| x.to_string())?;
+        ram = m.map_ram_bytes();
+        reports.push(m.recovery_report().cloned().ok_or("no recovery report")?);
+    }
+    let (d, v) = (&reports[0], &reports[1]);
+    if d.mapped_pages != v.mapped_pages {
+        return Err(format!(
+            "DCR and version-based disagree: {} vs {} mapped pages",
+            d.mapped_pages, v.mapped_pages
+        ));
+    }
+    let ms = |t: Nanos| t.0 as f64 / 1e6;
+    let mut m = Metrics::new();
+    m.insert("capacity_mib".into(), p.capacity_mib as f64);
+    m.insert("blocks".into(), blocks as f64);
+    m.insert("workload_blocks".into(), total as f64);
+    m.insert("updated_blocks".into(), updated as f64);
+    m.insert("dcr_ms".into(), ms(d.time));
+    m.insert("vb_ms".into(), ms(v.time));
+    m.insert(
+        "reduction_pct".into(),
+        100.0 * (1.0 - d.time.0 as f64 / v.time.0.max(1) as f64),
+    );
+    m.insert("speedup".into(), v.time.0 as f64 / d.time.0.max(1) as f64);
+    m.insert("dcr_blocks_read".into(), d.blocks_scanned as f64);
+    m.insert("vb_blocks_read".into(), v.blocks_scanned as f64);
+    m.insert("dcr_pages_read".into(), d.pages_read as f64);
+    m.insert("vb_pages_read".into(), v.pages_read as f64);
+    m.insert("map_ram_bytes".into(), ram as f64);
+    m.insert("written_mb".into(), written as f64 * 2048.0 / 1e6);
+    Ok(m)
+}
