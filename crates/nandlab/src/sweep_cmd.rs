@@ -12,7 +12,7 @@ use sweep::run::{run_cells, Finished};
 use sweep::{Matrix, Results, Source};
 
 /// How a sweep runs locally.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunOpts {
     /// The scaled-down matrix (the axes' `quick` values and `[quick.set]`).
     #[arg(long)]
@@ -142,7 +142,13 @@ pub fn reproduce(a: ReproduceArgs) -> Result<()> {
     }
     run_matrix(&Source::Builtin(name.clone()), &a.run)?;
     for part in sweep::builtin::companions(&name) {
-        run_matrix(&Source::Builtin(part.to_string()), &a.run)?;
+        // A companion's results go beside the comparison's (`--out DIR`: DIR's sibling
+        // named after the part).
+        let mut run = a.run.clone();
+        if let Some(out) = &a.run.out {
+            run.out = Some(out.with_file_name(part));
+        }
+        run_matrix(&Source::Builtin(part.to_string()), &run)?;
     }
     Ok(())
 }

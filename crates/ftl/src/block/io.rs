@@ -796,7 +796,10 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                     self.s
                         .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
                     last = Some(page);
-                    if ri.record.kind.data_class().is_some() {
+                    if ri.record.seq > crate::page::recovery::SEQ_LIMIT {
+                        // Forged or corrupt: never data.
+                        self.torn.insert(b * ppb + page);
+                    } else if ri.record.kind.data_class().is_some() {
                         recs.push((page, ri.record.lpn));
                     }
                 }

@@ -463,9 +463,16 @@ fn scan<S: Storage, M: ErrorModel>(
         if r.kind.data_class().is_none() {
             continue; // a pad
         }
+        if r.seq > SEQ_LIMIT {
+            // No volume writes 2^62 pages: a record this new is forged or corrupt, and
+            // adopting it would overflow the counter.
+            return Err(FtlError::Corrupt(
+                "a sequence number on the chip is beyond any this FTL writes",
+            ));
+        }
         let l = r.lpn & rec::LPN;
         let x = l / ppb as u64;
-        if x >= lbns || r.seq > SEQ_LIMIT {
+        if x >= lbns {
             continue;
         }
         match f.lbn {
