@@ -9,7 +9,9 @@
 //! changes.
 
 use crate::page::recovery::{RecoveryKind, RecoveryReport};
-use crate::{BlockFtl, BlockFtlConfig, Ftl, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig};
+use crate::{
+    BlockFtl, BlockFtlConfig, Ftl, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig,
+};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use controller::Controller;

@@ -435,8 +435,8 @@ fn flush_buffer_cuts_padding_and_survives_gc_and_mount() {
     let run = |buffer: bool, recovery: ftl::RecoveryKind| {
         let (dev, scheme) = device_with("tiny-mlc", VictimKind::Greedy, true, 0.0, 5);
         let SchemeConfig::Page(mut cfg) = scheme else {
-        unreachable!("a page-level configuration")
-    };
+            unreachable!("a page-level configuration")
+        };
         cfg.flush_buffer = buffer;
         cfg.recovery = recovery;
         let scheme = SchemeConfig::Page(cfg);

@@ -572,7 +572,10 @@ impl ExperimentConfig {
             ftl: format!(
                 "{}: {}",
                 self.ftl.scheme_config().name(),
-                kv(&json(&self.ftl.page))
+                match self.ftl.scheme {
+                    FtlScheme::Page => kv(&json(&self.ftl.page)),
+                    FtlScheme::Block => kv(&json(&self.ftl.block)),
+                }
             ),
             errors: match errors.model {
                 ModelKind::None => "none".into(),

@@ -83,7 +83,7 @@ impl Experiment {
             name: &self.config.name,
             seed: self.config.seed,
             chip: &self.chip.name,
-            ftl: "page",
+            ftl: self.config.ftl.scheme_config().name(),
             payload: match self.config.controller.mode {
                 controller::PayloadMode::Bytes => "bytes",
                 controller::PayloadMode::Digest => "digest",

@@ -184,8 +184,8 @@ fn every_cut_point_with_region_rotation() {
         cfg.flush_every = 2;
         cfg.scheme.set_recovery(recovery);
         let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
-        unreachable!("a page-level configuration")
-    };
+            unreachable!("a page-level configuration")
+        };
         p.region_blocks_per_die = 8;
         p.checkpoint_interval = 1;
         let s = holds(
@@ -239,8 +239,8 @@ fn every_cut_point_with_asymmetric_programming() {
         cfg.critical_every = 3;
         cfg.scheme.set_recovery(recovery);
         let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
-        unreachable!("a page-level configuration")
-    };
+            unreachable!("a page-level configuration")
+        };
         p.placement = ftl::policy::PlacementKind::MsbCritical;
         p.copy_order = ftl::policy::CopyOrderKind::Asymmetric;
         let s = holds("asymmetric programming", &cfg, Plan::Linear, 1000);
@@ -267,8 +267,8 @@ fn every_cut_point_with_meta_cure() {
         cfg.critical_every = 6;
         cfg.scheme.set_recovery(recovery);
         let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
-        unreachable!("a page-level configuration")
-    };
+            unreachable!("a page-level configuration")
+        };
         p.replicas = 1;
         p.over_provisioning = 0.35;
         let s = holds("meta-cure", &cfg, Plan::Linear, 1000);
@@ -291,8 +291,8 @@ fn every_cut_point_with_flares() {
         cfg.ops = 150;
         cfg.scheme.set_recovery(recovery);
         let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
-        unreachable!("a page-level configuration")
-    };
+            unreachable!("a page-level configuration")
+        };
         let mut f = ftl::flares::FlaresConfig {
             t_min: 1,
             t_max: 8,
@@ -339,7 +339,10 @@ fn block_level_every_cut_point_slc() {
             s.workload
         );
         for class in ["user", "gc-copy", "checkpoint", "data-erase"] {
-            assert!(s.cut_classes.get(class).copied().unwrap_or(0) > 0, "{class}: {s}");
+            assert!(
+                s.cut_classes.get(class).copied().unwrap_or(0) > 0,
+                "{class}: {s}"
+            );
         }
     }
 }

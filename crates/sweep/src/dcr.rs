@@ -158,7 +158,7 @@ impl Fs {
     fn meta(&mut self, out: &mut Vec<Op>) {
         out.push(Op::Write(self.meta_next));
         self.meta_next = (self.meta_next + 1) % self.meta_end;
-        if self.meta_next % self.ppb == 0 {
+        if self.meta_next.is_multiple_of(self.ppb) {
             // Each block's first page holds the image's metadata.
             self.meta_next += 1;
         }
@@ -321,7 +321,7 @@ fn prepared(capacity_mib: u64, cfg: BlockFtlConfig) -> Result<(Ctl, u64, u64), S
     let mut t = Nanos::ZERO;
     for p in 0..fs.meta_end.min(n) {
         // The metadata area: one page per block written (the rest is the log's room).
-        if p % ppb == 0 {
+        if p.is_multiple_of(ppb) {
             t += Nanos(1000);
             ftl.write(t, Lpn::checked(p, n).map_err(|x| e(&x))?, &[])
                 .map_err(|x| e(&x))?;

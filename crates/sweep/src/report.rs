@@ -16,7 +16,13 @@ pub fn fmt_num(v: f64) -> String {
     }
     if !v.is_finite() {
         // A ratio to a published zero, say.
-        return if v.is_nan() { "n/a".into() } else if v > 0.0 { "∞".into() } else { "−∞".into() };
+        return if v.is_nan() {
+            "n/a".into()
+        } else if v > 0.0 {
+            "∞".into()
+        } else {
+            "−∞".into()
+        };
     }
     let a = v.abs();
     if !(1e-3..1e6).contains(&a) {

@@ -2,7 +2,7 @@
 //! levelling, allocation from the lists, checkpoints, sealing, and the on-demand scan of a
 //! block after a mount (`resolve`).
 
-use super::{rec, BlockFtl, Blk, Lists, Role, Use, NONE, ROFF_TOMB};
+use super::{rec, Blk, BlockFtl, Lists, Role, Use, NONE, ROFF_TOMB};
 use crate::substrate::region::PAD_KIND;
 use crate::substrate::{BState, Payload};
 use crate::{Cause, FtlError, OpKind};
@@ -10,6 +10,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use controller::{CtlError, DataClass, OobRecord, PageKind, PageRead};
 use nand::{ErrorModel, Lpn, Nanos, Storage};
+
+/// Blocks a full device frees by merging before it writes the checkpoint that returns them
+/// to the lists.
+const ROOM_BATCH: u32 = 8;
 
 /// How a program ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +137,8 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 Ok(false)
             }
             Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                self.s.push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
+                self.s
+                    .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
                 Err(FtlError::Unreadable(want))
             }
             Err(e) => Err(e.into()),
@@ -326,7 +331,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 None => (&[][..], lpn | rec::TOMB, DataClass::NORMAL),
             };
             let zeros = core::mem::take(&mut self.zeros);
-            let payload = if data.is_some() { payload_data } else { &zeros[..] };
+            let payload = if data.is_some() {
+                payload_data
+            } else {
+                &zeros[..]
+            };
             let r2 = self.program(
                 now,
                 r,
@@ -458,7 +467,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             if self.multi() {
                 let r = self.pad_to(now, n, o)?;
                 if r != Prog::Done || self.blk[n as usize].next as u32 != o {
-                    return Ok(if r == Prog::Bad { Prog::Bad } else { Prog::Conflict });
+                    return Ok(if r == Prog::Bad {
+                        Prog::Bad
+                    } else {
+                        Prog::Conflict
+                    });
                 }
             }
             let flags = rec::MERGE | if o == last { rec::LAST } else { 0 };
@@ -512,7 +525,8 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                             Prog::Done
                         }
                         Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                            self.s.push_op(b, OpKind::Read, Cause::Gc, timing, ecc, None);
+                            self.s
+                                .push_op(b, OpKind::Read, Cause::Gc, timing, ecc, None);
                             self.s.log.counters.lost_pages += 1;
                             Prog::Done
                         }
@@ -529,7 +543,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             if self.multi() {
                 let r = self.pad_to(now, n, last)?;
                 if r != Prog::Done || self.blk[n as usize].next as u32 != last {
-                    return Ok(if r == Prog::Bad { Prog::Bad } else { Prog::Conflict });
+                    return Ok(if r == Prog::Bad {
+                        Prog::Bad
+                    } else {
+                        Prog::Conflict
+                    });
                 }
             }
             let lpn = (x * ppb + last) as u64 | rec::MERGE | rec::LAST | rec::TOMB;
@@ -580,11 +598,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     /// Forgets the torn pages of block `b` (erased).
     pub(crate) fn clear_torn(&mut self, b: u32) {
         let ppb = self.ppb();
-        let gone: Vec<u32> = self
-            .torn
-            .range(b * ppb..(b + 1) * ppb)
-            .copied()
-            .collect();
+        let gone: Vec<u32> = self.torn.range(b * ppb..(b + 1) * ppb).copied().collect();
         for p in gone {
             self.torn.remove(&p);
         }
@@ -643,10 +657,28 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     /// the lists, and if that is not enough the logical block with the fullest replacement
     /// is merged first.
     pub(crate) fn alloc(&mut self, now: Nanos, use_: Use) -> Result<Option<u32>, FtlError> {
-        let need = if use_ == Use::Fresh { 2 } else { 1 };
         let bound = self.blk.len() + 8;
         for _ in 0..bound {
-            if use_ != Use::Wl && self.lists.left() < need {
+            let l = &self.lists;
+            let short = match use_ {
+                // The regular list only, and one block left for a merge after it.
+                Use::Fresh => l.qi >= l.q.len() || l.left() < 2,
+                Use::Merge => l.left() == 0,
+                Use::Wl => false,
+            };
+            if short {
+                // Room comes back at a checkpoint. Before writing one for a fresh block,
+                // merge logical blocks (fullest replacement first) while the lists can
+                // feed the merges, until a batch of blocks waits for it: one checkpoint
+                // per batch rather than one per allocation on a full device.
+                if use_ == Use::Fresh {
+                    while self.freed_since_cp < ROOM_BATCH && self.lists.left() >= 1 {
+                        match self.fullest_replacement() {
+                            Some(y) => self.merge(now, y, None)?,
+                            None => break,
+                        }
+                    }
+                }
                 if self.allocs_since_cp > 0 || self.freed_since_cp > 0 {
                     self.write_checkpoint(now, false)?;
                     continue;
@@ -654,10 +686,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 if use_ == Use::Merge {
                     return Err(FtlError::NoSpace);
                 }
-                let victim = (0..self.lbns)
-                    .filter(|&y| self.map[y as usize].r != NONE)
-                    .max_by_key(|&y| self.blk[self.map[y as usize].r as usize].next);
-                match victim {
+                match self.fullest_replacement() {
                     Some(y) => {
                         self.merge(now, y, None)?;
                         continue;
@@ -706,6 +735,14 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             return Ok(Some(b));
         }
         Err(FtlError::NoSpace)
+    }
+
+    /// The logical block whose replacement holds the most pages (a scan of the map: on
+    /// the allocation path only when the lists run dry).
+    fn fullest_replacement(&self) -> Option<u32> {
+        (0..self.lbns)
+            .filter(|&y| self.map[y as usize].r != NONE)
+            .max_by_key(|&y| self.blk[self.map[y as usize].r as usize].next)
     }
 
     /// A checkpoint when `checkpoint_interval` blocks were allocated since the last.
@@ -811,7 +848,8 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                     }
                 }
                 Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                    self.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+                    self.s
+                        .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
                     last = Some(page);
                     self.torn.insert(b * ppb + page);
                 }
@@ -823,7 +861,14 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             // The page a cut may have torn, and the lower pages an upper-page cut scrambles.
             let mut check: Vec<u32> = vec![h];
             check.extend(self.s.ctl.chip().pairing().lower_pages(h));
-            let mut buf = vec![0u8; if self.s.digest { 0 } else { self.s.geo.page_size as usize }];
+            let mut buf = vec![
+                0u8;
+                if self.s.digest {
+                    0
+                } else {
+                    self.s.geo.page_size as usize
+                }
+            ];
             for page in check {
                 let phys = b * ppb + page;
                 if self.torn.contains(&phys) {
@@ -831,21 +876,18 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 }
                 let t = self.s.op_time(self.s.die_of(b), now);
                 match self.s.ctl.read(t, base.page(page).expect("page"), &mut buf) {
-                    Ok(PageRead::Data(info)) => self.s.push_op(
-                        b,
-                        OpKind::Read,
-                        Cause::Mount,
-                        info.timing,
-                        info.ecc,
-                        None,
-                    ),
+                    Ok(PageRead::Data(info)) => {
+                        self.s
+                            .push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None)
+                    }
                     Ok(PageRead::Erased { timing }) => {
                         self.s
                             .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None)
                     }
                     Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
                         self.torn.insert(phys);
-                        self.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None)
+                        self.s
+                            .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None)
                     }
                     Err(e) => return Err(e.into()),
                 };

@@ -75,9 +75,7 @@ use crate::policy::{FixedStrength, Policies};
 use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Substrate, SubstrateConfig};
-use crate::{
-    Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, MountFailure, WearLevelConfig,
-};
+use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, MountFailure, WearLevelConfig};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
@@ -329,7 +327,11 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for BlockFtl<S, M> {
 
 impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     /// Formats the chip behind `ctl` and builds an empty volume.
-    pub fn format(ctl: Controller<S, M>, cfg: BlockFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+    pub fn format(
+        ctl: Controller<S, M>,
+        cfg: BlockFtlConfig,
+        now: Nanos,
+    ) -> Result<Self, FtlError> {
         let mut ctl = ctl;
         Self::check_config(&mut ctl, &cfg)?;
         let mut ftl = Self::empty(ctl, cfg);
@@ -403,7 +405,10 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                     .into(),
             ));
         }
-        for (key, v) in [("spare_blocks", cfg.spare_blocks), ("hot_blocks", cfg.hot_blocks)] {
+        for (key, v) in [
+            ("spare_blocks", cfg.spare_blocks),
+            ("hot_blocks", cfg.hot_blocks),
+        ] {
             if v == Some(0) {
                 return Err(FtlError::Config(format!(
                     "{key} = 0: DCR's list needs at least one block"
@@ -607,7 +612,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let mut owner = vec![false; self.blk.len()];
         for (x, e) in self.map.iter().enumerate() {
             if e.r != NONE && e.p == NONE {
-                return bad(format!("logical block {x} has a replacement but no primary"));
+                return bad(format!(
+                    "logical block {x} has a replacement but no primary"
+                ));
             }
             for (b, role) in [(e.p, Role::Primary), (e.r, Role::Replacement)] {
                 if b == NONE {
@@ -615,35 +622,45 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 }
                 let k = self.blk.get(b as usize);
                 if k.is_none_or(|k| k.role != role || k.lbn != x as u32) {
-                    return bad(format!("logical block {x}: block {b} is {k:?}, not its {role:?}"));
+                    return bad(format!(
+                        "logical block {x}: block {b} is {k:?}, not its {role:?}"
+                    ));
                 }
                 if owner[b as usize] {
                     return bad(format!("block {b} mapped twice"));
                 }
                 owner[b as usize] = true;
             }
-            if e.r != NONE
-                && !self.blk[e.r as usize].unresolved
-                && !self.roff.contains_key(&e.r)
-            {
+            if e.r != NONE && !self.blk[e.r as usize].unresolved && !self.roff.contains_key(&e.r) {
                 return bad(format!("replacement {} of {x} has no offset table", e.r));
             }
         }
         for (b, k) in self.blk.iter().enumerate() {
             if matches!(k.role, Role::Primary | Role::Replacement) && !owner[b] {
-                return bad(format!("block {b} is {:?} of {} but not mapped", k.role, k.lbn));
+                return bad(format!(
+                    "block {b} is {:?} of {} but not mapped",
+                    k.role, k.lbn
+                ));
             }
             if k.next as u32 > ppb {
-                return bad(format!("block {b}: write pointer {} past the block", k.next));
+                return bad(format!(
+                    "block {b}: write pointer {} past the block",
+                    k.next
+                ));
             }
             let region = self.s.state[b] == BState::Region;
             if region != (k.role == Role::Region) && !(k.role == Role::Bad) {
-                return bad(format!("block {b}: role {:?}, substrate {:?}", k.role, self.s.state[b]));
+                return bad(format!(
+                    "block {b}: role {:?}, substrate {:?}",
+                    k.role, self.s.state[b]
+                ));
             }
         }
         for r in self.roff.keys() {
             if self.blk[*r as usize].role != Role::Replacement {
-                return bad(format!("offset table of block {r}, which is not a replacement"));
+                return bad(format!(
+                    "offset table of block {r}, which is not a replacement"
+                ));
             }
         }
         let l = &self.lists;
@@ -658,9 +675,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 }
             }
         }
-        self.region
-            .verify(&self.s)
-            .map_err(Invariant::Structure)?;
+        self.region.verify(&self.s).map_err(Invariant::Structure)?;
         let chip = self.s.ctl.chip();
         for (b, (&mine, theirs)) in self.s.erase.iter().zip(chip.erase_counts()).enumerate() {
             if self.blk[b].role != Role::Bad && mine != theirs {
@@ -691,7 +706,10 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     fn locate(&self, lpn: Lpn) -> Result<(u32, u32), FtlError> {
         let count = self.logical_pages();
         if lpn.get() >= count {
-            return Err(FtlError::OutOfRange { lpn: lpn.get(), count });
+            return Err(FtlError::OutOfRange {
+                lpn: lpn.get(),
+                count,
+            });
         }
         let ppb = self.ppb() as u64;
         Ok(((lpn.get() / ppb) as u32, (lpn.get() % ppb) as u32))

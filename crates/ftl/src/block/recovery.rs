@@ -45,7 +45,7 @@
 //! the module docs of `block`). After a clean shutdown with nothing written since,
 //! primaries keep their checkpointed write pointers.
 
-use super::{BlockFtl, Blk, Lists, Role, NONE};
+use super::{Blk, BlockFtl, Lists, Role, NONE};
 use crate::block::rec;
 use crate::block::snapshot::Snapshot;
 use crate::page::recovery::{RecoveryKind, RecoveryReport, SEQ_LIMIT};
@@ -156,8 +156,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
     let clean = snap.clean && found.is_empty();
     for k in ftl.blk.iter_mut() {
         k.young = false;
-        k.unresolved = matches!(k.role, Role::Replacement)
-            || (k.role == Role::Primary && !clean);
+        k.unresolved = matches!(k.role, Role::Replacement) || (k.role == Role::Primary && !clean);
     }
     // The region's blocks (erased by checkpoints, including the one loaded, since it was
     // written): their headers give their counts and bad marks.
@@ -234,11 +233,14 @@ fn apply<S: Storage, M: ErrorModel>(
         }
     }
     if ftl.map.len() != snap.lbns as usize
-        || snap.blk.iter().any(|k| {
-            matches!(k.role, Role::Primary | Role::Replacement) && k.lbn >= snap.lbns
-        })
+        || snap
+            .blk
+            .iter()
+            .any(|k| matches!(k.role, Role::Primary | Role::Replacement) && k.lbn >= snap.lbns)
     {
-        return Err(FtlError::Corrupt("the checkpoint maps a logical block out of range"));
+        return Err(FtlError::Corrupt(
+            "the checkpoint maps a logical block out of range",
+        ));
     }
     ftl.torn = snap.torn.iter().copied().collect();
     ftl.lists = Lists::derive(&ftl.blk, &ftl.s.erase, ftl.spare_len, ftl.hot_len);
@@ -273,7 +275,11 @@ fn dcr_candidates<S: Storage, M: ErrorModel>(
     tally: &mut Tally,
 ) -> Result<Vec<Found>, FtlError> {
     let mut out = Vec::new();
-    let lists = [ftl.lists.q.clone(), ftl.lists.s.clone(), ftl.lists.h.clone()];
+    let lists = [
+        ftl.lists.q.clone(),
+        ftl.lists.s.clone(),
+        ftl.lists.h.clone(),
+    ];
     for list in lists {
         for b in list {
             if ftl.blk[b as usize].role == Role::Bad {
@@ -391,7 +397,8 @@ fn read_record<S: Storage, M: ErrorModel>(
             Ok(None)
         }
         Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-            ftl.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+            ftl.s
+                .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
             Ok(Some(None))
         }
         Err(e) => Err(e.into()),
@@ -419,7 +426,8 @@ fn verify_page<S: Storage, M: ErrorModel>(
             Ok(false)
         }
         Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-            ftl.s.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+            ftl.s
+                .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
             Ok(false)
         }
         Err(e) => Err(e.into()),

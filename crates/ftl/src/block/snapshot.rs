@@ -7,7 +7,7 @@
 //! sequence counter, clean flag; per block `role | flags` (1 byte), logical block (4), write
 //! pointer (2), erase count (4); torn-page count and pages (4 each); CRC32C of all before.
 
-use super::{BlockFtl, Blk, Role, NONE};
+use super::{Blk, BlockFtl, Role, NONE};
 use crate::bytes::Reader;
 use alloc::vec::Vec;
 use nand::{ErrorModel, Storage};

@@ -91,7 +91,9 @@ fn model_run(preset: &str, seed: u64, ops: usize) -> BlockFtl<RamStorage, Consta
         } else {
             let l = rng.next_u64() % n;
             ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
-            let want = model.get(&l).map_or(vec![0; size], |&v| pattern(size, l, v));
+            let want = model
+                .get(&l)
+                .map_or(vec![0; size], |&v| pattern(size, l, v));
             assert!(buf == want, "op {i}: page {l} reads wrong data");
         }
         ftl.verify().unwrap_or_else(|e| panic!("op {i}: {e}"));
@@ -109,7 +111,9 @@ fn model_run(preset: &str, seed: u64, ops: usize) -> BlockFtl<RamStorage, Consta
         m.verify().unwrap();
         for l in 0..n {
             m.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
-            let want = model.get(&l).map_or(vec![0; size], |&v| pattern(size, l, v));
+            let want = model
+                .get(&l)
+                .map_or(vec![0; size], |&v| pattern(size, l, v));
             assert!(buf == want, "{kind:?} remount: page {l} reads wrong data");
         }
         m.verify().unwrap();
@@ -193,7 +197,10 @@ fn bad_configurations_name_the_key() {
         over_provisioning: 0.02,
         ..config()
     });
-    assert!(e.contains("over_provisioning") && e.contains("logical blocks"), "{e}");
+    assert!(
+        e.contains("over_provisioning") && e.contains("logical blocks"),
+        "{e}"
+    );
 }
 
 /// A workload on `preset` cut at chip operation `at` with `mode`: the image.

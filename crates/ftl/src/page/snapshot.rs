@@ -10,8 +10,8 @@
 
 use super::map::MapStore;
 use super::{PageFtl, INVALID};
-use crate::substrate::{BState, COLD, HOST};
 use crate::bytes::Reader;
+use crate::substrate::{BState, COLD, HOST};
 use crate::FtlError;
 use alloc::vec;
 use alloc::vec::Vec;
