@@ -26,6 +26,27 @@ pub(crate) enum Prog {
     Bad,
 }
 
+/// What a read found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sensed {
+    /// The page decoded (its record, and the data where asked).
+    Data(controller::ReadInfo),
+    /// Erased.
+    Erased,
+    /// Programmed but not decodable (torn, scrambled, worn).
+    Failed,
+}
+
+/// How much of a page a read takes.
+pub(crate) enum Sense<'a> {
+    /// The spare area only: the record (a scan).
+    Record,
+    /// The whole page into the buffer.
+    Page(&'a mut [u8]),
+    /// The whole page, kept in the controller for a copy program (GC).
+    Relocate,
+}
+
 /// Where a merge takes an offset's data from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Src<'a> {
@@ -41,6 +62,33 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     }
 
     // ----- programs and reads ------------------------------------------------------------
+
+    /// One charged read of page `page` of block `b` (issued when its die is free),
+    /// logged with `cause`; returns what it found and the operation's index in the batch.
+    pub(crate) fn sense(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        page: u32,
+        how: Sense<'_>,
+        cause: Cause,
+    ) -> Result<(Sensed, u32), FtlError> {
+        let addr = self.s.block_addr(b).page(page).expect("page in block");
+        let t = self.s.op_time(self.s.die_of(b), now);
+        let r = match how {
+            Sense::Record => self.s.ctl.read_record(t, addr),
+            Sense::Page(buf) => self.s.ctl.read(t, addr, buf),
+            Sense::Relocate => self.s.ctl.read_for_relocation(t, addr),
+        };
+        let (found, timing, ecc) = match r {
+            Ok(PageRead::Data(info)) => (Sensed::Data(info), info.timing, info.ecc),
+            Ok(PageRead::Erased { timing }) => (Sensed::Erased, timing, Nanos::ZERO),
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (Sensed::Failed, timing, ecc),
+            Err(e) => return Err(e.into()),
+        };
+        let op = self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
+        Ok((found, op))
+    }
 
     /// Programs page `page` of block `b` with a record naming `lpn_field` (packed logical
     /// page and flags) — every program of the kernel.
@@ -119,29 +167,16 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         want: Lpn,
         data: &mut [u8],
     ) -> Result<bool, FtlError> {
-        let addr = self.s.phys_addr(phys);
-        let b = self.s.block_of(phys);
-        let now = self.s.op_time(self.s.die_of(b), now);
-        match self.s.ctl.read(now, addr, data) {
-            Ok(PageRead::Data(info)) => {
-                self.s
-                    .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
+        let (b, page) = self.s.split(phys);
+        match self.sense(now, b, page, Sense::Page(data), Cause::Host)?.0 {
+            Sensed::Data(info) => {
                 let r = info.record;
                 Ok(r.kind.data_class().is_some()
                     && r.lpn & rec::TOMB == 0
                     && r.lpn & rec::LPN == want.get())
             }
-            Ok(PageRead::Erased { timing }) => {
-                self.s
-                    .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
-                Ok(false)
-            }
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                self.s
-                    .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
-                Err(FtlError::Unreadable(want))
-            }
-            Err(e) => Err(e.into()),
+            Sensed::Erased => Ok(false),
+            Sensed::Failed => Err(FtlError::Unreadable(want)),
         }
     }
 
@@ -488,19 +523,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                     None,
                 )?,
                 Src::Page(phys) => {
-                    let b = self.s.block_of(phys);
-                    let addr = self.s.phys_addr(phys);
-                    let t = self.s.op_time(self.s.die_of(b), now);
-                    match self.s.ctl.read_for_relocation(t, addr) {
-                        Ok(PageRead::Data(info)) => {
-                            let op = self.s.push_op(
-                                b,
-                                OpKind::Read,
-                                Cause::Gc,
-                                info.timing,
-                                info.ecc,
-                                None,
-                            );
+                    let (b, page) = self.s.split(phys);
+                    match self.sense(now, b, page, Sense::Relocate, Cause::Gc)? {
+                        (Sensed::Data(info), op) => {
                             let r = info.record;
                             match r.kind.data_class() {
                                 Some(c) if r.lpn & rec::TOMB == 0 => {
@@ -519,18 +544,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                                 _ => Prog::Done,
                             }
                         }
-                        Ok(PageRead::Erased { timing }) => {
-                            self.s
-                                .push_op(b, OpKind::Read, Cause::Gc, timing, Nanos::ZERO, None);
-                            Prog::Done
-                        }
-                        Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                            self.s
-                                .push_op(b, OpKind::Read, Cause::Gc, timing, ecc, None);
+                        (Sensed::Erased, _) => Prog::Done,
+                        (Sensed::Failed, _) => {
                             self.s.log.counters.lost_pages += 1;
                             Prog::Done
                         }
-                        Err(e) => return Err(e.into()),
                     }
                 }
             };
@@ -817,7 +835,6 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let repl = k.role == Role::Replacement;
         let contiguous = repl || self.multi();
         let start = if repl { 0 } else { k.next as u32 };
-        let base = self.s.block_addr(b);
         let mut last: Option<u32> = None;
         let mut recs: Vec<(u32, u64)> = Vec::new();
         for page in start..ppb {
@@ -826,12 +843,8 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 last = Some(page);
                 continue;
             }
-            let addr = base.page(page).expect("page in block");
-            let t = self.s.op_time(self.s.die_of(b), now);
-            match self.s.ctl.read_record(t, addr) {
-                Ok(PageRead::Data(ri)) => {
-                    self.s
-                        .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+            match self.sense(now, b, page, Sense::Record, Cause::Mount)?.0 {
+                Sensed::Data(ri) => {
                     last = Some(page);
                     if ri.record.seq > crate::page::recovery::SEQ_LIMIT {
                         // Forged or corrupt: never data.
@@ -840,20 +853,12 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                         recs.push((page, ri.record.lpn));
                     }
                 }
-                Ok(PageRead::Erased { timing }) => {
-                    self.s
-                        .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-                    if contiguous {
-                        break;
-                    }
-                }
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                    self.s
-                        .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+                Sensed::Erased if contiguous => break,
+                Sensed::Erased => {}
+                Sensed::Failed => {
                     last = Some(page);
                     self.torn.insert(b * ppb + page);
                 }
-                Err(e) => return Err(e.into()),
             }
         }
         if let Some(h) = last {
@@ -874,23 +879,12 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 if self.torn.contains(&phys) {
                     continue;
                 }
-                let t = self.s.op_time(self.s.die_of(b), now);
-                match self.s.ctl.read(t, base.page(page).expect("page"), &mut buf) {
-                    Ok(PageRead::Data(info)) => {
-                        self.s
-                            .push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None)
-                    }
-                    Ok(PageRead::Erased { timing }) => {
-                        self.s
-                            .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None)
-                    }
-                    Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                        self.torn.insert(phys);
-                        self.s
-                            .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None)
-                    }
-                    Err(e) => return Err(e.into()),
-                };
+                if let Sensed::Failed = self
+                    .sense(now, b, page, Sense::Page(&mut buf), Cause::Mount)?
+                    .0
+                {
+                    self.torn.insert(phys);
+                }
             }
         }
         if repl {

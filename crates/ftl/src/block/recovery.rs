@@ -45,6 +45,7 @@
 //! the module docs of `block`). After a clean shutdown with nothing written since,
 //! primaries keep their checkpointed write pointers.
 
+use super::io::{Sense, Sensed};
 use super::{Blk, BlockFtl, Lists, Role, NONE};
 use crate::block::rec;
 use crate::block::snapshot::Snapshot;
@@ -52,7 +53,6 @@ use crate::page::recovery::{RecoveryKind, RecoveryReport, SEQ_LIMIT};
 use crate::substrate::BState;
 use crate::{Cause, FtlError, OpKind};
 use alloc::vec::Vec;
-use controller::{CtlError, PageRead};
 use nand::{BlockInfo, BlockStatus, ErrorModel, Nanos, Storage};
 
 /// An updated block, as its pages say.
@@ -290,12 +290,7 @@ fn dcr_candidates<S: Storage, M: ErrorModel>(
                 ftl.set_bad(b);
                 continue;
             }
-            // Allocated since the checkpoint: a block erased then that holds data, or one
-            // flagged needs-erase holding a record newer than the checkpoint.
-            let allocated = h.data
-                && (!snap.blk[b as usize].needs_erase
-                    || version(ftl, now, b, tally)?.is_some_and(|v| v >= snap.seq));
-            if !allocated {
+            if !allocated_since(ftl, now, b, &h, snap, tally)? {
                 // Where the list stops. A needs-erase block here may have been erased by
                 // its allocation just before the cut (and be empty, or hold a torn first
                 // program): the one count inference cannot give, so its header's.
@@ -343,18 +338,28 @@ fn version_candidates<S: Storage, M: ErrorModel>(
             continue;
         }
         // Only a block free at the checkpoint can have been allocated since (a block
-        // freed since is not reused before the next one): if it was erased, any data on
-        // it is new; if it held data then, a record newer than the checkpoint says so.
-        let updated = match k.role {
-            Role::Free if !k.needs_erase => true,
-            Role::Free => version(ftl, now, b, tally)?.is_some_and(|v| v >= snap.seq),
-            _ => false,
-        };
+        // freed since is not reused before the next one).
+        let updated = k.role == Role::Free && allocated_since(ftl, now, b, &h, snap, tally)?;
         if updated {
             out.push(scan(ftl, now, b, tally)?);
         }
     }
     Ok(out)
+}
+
+/// Whether block `b`, free at the checkpoint, was allocated since: erased then, it holds
+/// data; flagged needs-erase then, it holds a record newer than the checkpoint.
+fn allocated_since<S: Storage, M: ErrorModel>(
+    ftl: &mut BlockFtl<S, M>,
+    now: Nanos,
+    b: u32,
+    h: &Header,
+    snap: &Snapshot,
+    tally: &mut Tally,
+) -> Result<bool, FtlError> {
+    Ok(h.data
+        && (!snap.blk[b as usize].needs_erase
+            || version(ftl, now, b, tally)?.is_some_and(|v| v >= snap.seq)))
 }
 
 /// The first decodable record's sequence number of block `b` (its version).
@@ -364,45 +369,15 @@ fn version<S: Storage, M: ErrorModel>(
     b: u32,
     tally: &mut Tally,
 ) -> Result<Option<u64>, FtlError> {
-    let base = ftl.s.block_addr(b);
     for page in 0..ftl.ppb() {
         tally.pages_scanned += 1;
-        match read_record(ftl, now, b, base.page(page).expect("page"))? {
-            Some(Some(r)) => return Ok(Some(r.seq)),
-            Some(None) => {}
-            None if ftl.s.window > 0 => return Ok(None),
-            None => {}
+        match record(ftl, now, b, page)? {
+            Sensed::Data(r) => return Ok(Some(r.record.seq)),
+            Sensed::Erased if ftl.s.window > 0 => return Ok(None),
+            Sensed::Erased | Sensed::Failed => {}
         }
     }
     Ok(None)
-}
-
-/// One charged record read: `Some(Some(record))` decoded, `Some(None)` programmed but
-/// not decodable, `None` erased.
-fn read_record<S: Storage, M: ErrorModel>(
-    ftl: &mut BlockFtl<S, M>,
-    now: Nanos,
-    b: u32,
-    addr: nand::PhysAddr,
-) -> Result<Option<Option<controller::OobRecord>>, FtlError> {
-    match ftl.s.ctl.read_record(now, addr) {
-        Ok(PageRead::Data(ri)) => {
-            ftl.s
-                .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
-            Ok(Some(Some(ri.record)))
-        }
-        Ok(PageRead::Erased { timing }) => {
-            ftl.s
-                .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-            Ok(None)
-        }
-        Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-            ftl.s
-                .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
-            Ok(Some(None))
-        }
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Reads page `page` of block `b` in full (charged): whether it decodes.
@@ -413,25 +388,18 @@ fn verify_page<S: Storage, M: ErrorModel>(
     page: u32,
 ) -> Result<bool, FtlError> {
     let mut buf = alloc::vec![0u8; if ftl.s.digest { 0 } else { ftl.s.geo.page_size as usize }];
-    let addr = ftl.s.block_addr(b).page(page).expect("page");
-    match ftl.s.ctl.read(now, addr, &mut buf) {
-        Ok(PageRead::Data(i)) => {
-            ftl.s
-                .push_op(b, OpKind::Read, Cause::Mount, i.timing, i.ecc, None);
-            Ok(true)
-        }
-        Ok(PageRead::Erased { timing }) => {
-            ftl.s
-                .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-            Ok(false)
-        }
-        Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-            ftl.s
-                .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
-            Ok(false)
-        }
-        Err(e) => Err(e.into()),
-    }
+    let (found, _) = ftl.sense(now, b, page, Sense::Page(&mut buf), Cause::Mount)?;
+    Ok(matches!(found, Sensed::Data(_)))
+}
+
+/// A charged record read of page `page` of block `b`.
+fn record<S: Storage, M: ErrorModel>(
+    ftl: &mut BlockFtl<S, M>,
+    now: Nanos,
+    b: u32,
+    page: u32,
+) -> Result<Sensed, FtlError> {
+    Ok(ftl.sense(now, b, page, Sense::Record, Cause::Mount)?.0)
 }
 
 /// Reads the records of updated block `b`.
@@ -444,7 +412,6 @@ fn scan<S: Storage, M: ErrorModel>(
     tally.blocks_scanned += 1;
     let ppb = ftl.ppb();
     let lbns = ftl.lbns as u64;
-    let base = ftl.s.block_addr(b);
     let mut f = Found {
         b,
         first: u64::MAX,
@@ -457,11 +424,10 @@ fn scan<S: Storage, M: ErrorModel>(
     };
     for page in 0..ppb {
         tally.pages_scanned += 1;
-        let r = match read_record(ftl, now, b, base.page(page).expect("page"))? {
-            Some(Some(r)) => r,
-            Some(None) => continue,
-            None if ftl.s.window > 0 => break,
-            None => continue,
+        let r = match record(ftl, now, b, page)? {
+            Sensed::Data(ri) => ri.record,
+            Sensed::Erased if ftl.s.window > 0 => break,
+            Sensed::Erased | Sensed::Failed => continue,
         };
         if r.seq <= SEQ_LIMIT {
             // Every record's number, pads' too: the counter resumes above all of them
