@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// recovery time) on chips of these sizes in MiB.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_missing_value = "128,512,2048,8192,32768")]
     recovery: Option<Vec<u64>>,
+    /// Instead: DCR against the version-based scan on the block-level FTL (Postmark crash)
+    /// on chips of these sizes in GiB: wall time, simulated recovery times, peak memory.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_missing_value = "1,8,128")]
+    dcr: Option<Vec<u64>>,
 }
 
 fn device(capacity: u64, bytes_mode: bool, op: f64) -> Result<sim::Experiment> {
@@ -80,7 +84,7 @@ requests = 1
     Ok(ExperimentConfig::from_toml_str(&text, "bench")?.build(Path::new("."))?)
 }
 
-fn peak_rss_mib() -> Option<f64> {
+pub(crate) fn peak_rss_mib() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -171,6 +175,9 @@ fn precondition(engine: &mut Engine) -> Result<f64> {
 pub fn run(a: BenchArgs) -> Result<()> {
     if let Some(sizes) = &a.recovery {
         return crate::recovery_bench::run(sizes);
+    }
+    if let Some(sizes) = &a.dcr {
+        return crate::recovery_bench::run_dcr(sizes);
     }
     if a.capacity_gib > 0 {
         big_device(&a)?;

@@ -375,3 +375,36 @@ fn block_level_random_and_nested_cuts_mlc() {
         assert!(s.passed > 300, "{s:?}");
     }
 }
+
+/// The block-level kernel on MLC: every cut point × every cut mode of a short workload
+/// (DCR; the version-based scan has the random and nested runs above), and nested cuts on
+/// SLC with both recoveries.
+#[test]
+fn block_level_every_cut_point_mlc_and_nested_slc() {
+    let mut cfg = CrashConfig::small_block(53, "tiny-mlc");
+    cfg.ops = 40;
+    let s = holds("block-level, linear, MLC", &cfg, Plan::Linear, 2000);
+    for class in ["user", "gc-copy", "pad", "checkpoint"] {
+        assert!(
+            s.cut_classes.get(class).copied().unwrap_or(0) > 0,
+            "{class}: {s}"
+        );
+    }
+    for recovery in [ftl::RecoveryKind::RollForward, ftl::RecoveryKind::FullScan] {
+        let mut cfg = CrashConfig::small_block(54, "tiny-slc");
+        cfg.ops = 250;
+        cfg.fit_ecc().unwrap();
+        cfg.scheme.set_recovery(recovery);
+        let s = run_plan(
+            &cfg,
+            Plan::Nested { samples: 300 },
+            &CutMode::ALL,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        report("block-level, nested, SLC", &s);
+        assert!(s.failures.is_empty(), "first failure: {:?}", s.failures[0]);
+        assert!(s.out_of_space.is_empty(), "{:?}", s.out_of_space[0]);
+        assert!(s.passed > 250, "{s:?}");
+    }
+}
