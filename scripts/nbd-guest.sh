@@ -9,10 +9,17 @@
 #   The second form runs only the sensor-logger guest (records appended to CSV files and
 #   fsynced one by one, files rotated, ext4 mounted with -o discard) on a server started
 #   with --record-trace, and keeps the trace it recorded (how traces/sensor-ext4 was made).
+#        scripts/nbd-guest.sh path/to/nandlab --capture-dcr OUT.blktrace
+#   The third runs only DCR's benchmark shapes on ext2 (see the `dcr` guest mode below;
+#   how traces/dcr-ext2 was made).
 set -euo pipefail
 NANDLAB=$(realpath "${1:-target/release/nandlab}")
 capture=""
-if [ "${2:-}" = --capture-sensor ]; then capture=$(realpath -m "$3"); fi
+capture_mode=""
+case "${2:-}" in
+  --capture-sensor) capture=$(realpath -m "$3"); capture_mode=sensor ;;
+  --capture-dcr) capture=$(realpath -m "$3"); capture_mode=dcr ;;
+esac
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
   command -v "$t" >/dev/null || { echo "   skipped: $t missing"; exit 0; }
 done
@@ -109,6 +116,62 @@ elif [ "$mode" = sensor ]; then
   done
   umount /mnt || bad umount
   ok sensor
+elif [ "$mode" = dcr ]; then
+  # DCR's benchmarks as shapes a shell can run, on ext2 (the paper's file system, no
+  # discard), between phase markers: after `sync` and dropping the caches, one 4 KiB read
+  # of the disk's tail outside the file system, at byte `size - (k + 1) MiB` for marker k
+  # (the replay splits the trace there). Bulk data from /dev/zero (the FTL stores digests).
+  size=$(( $(cat /sys/block/vda/size) * 512 ))
+  fsk=$(( size / 1024 - 16384 ))
+  /sbin/mke2fs -q -F -t ext2 -b 4096 /dev/vda "${fsk}k" || bad mkfs
+  echo "GUEST-FS-BYTES $(( fsk * 1024 ))"
+  mount -t ext2 /dev/vda /mnt || bad mount
+  marker() {
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    dd if=/dev/vda of=/dev/null bs=4096 count=1 skip=$(( (size - ($1 + 1) * 1048576) / 4096 )) 2>/dev/null
+    echo "GUEST-MARK $1"
+  }
+  # 1: the image the checkpoint holds (a film, the files to copy).
+  dd if=/dev/zero of=/mnt/film bs=1000 count=8900 2>/dev/null
+  dd if=/dev/zero of=/mnt/src1 bs=1000 count=1024 2>/dev/null
+  dd if=/dev/zero of=/mnt/src2 bs=1000 count=256 2>/dev/null
+  dd if=/dev/zero of=/mnt/src3 bs=1000 count=10752 2>/dev/null
+  marker 1
+  # 2: Mplayer: the film read through.
+  cat /mnt/film >/dev/null; marker 2
+  # 3-5: the three file copies.
+  cp /mnt/src1 /mnt/copy1; marker 3
+  cp /mnt/src2 /mnt/copy2; marker 4
+  cp /mnt/src3 /mnt/copy3; marker 5
+  # 6: Bonnie: 24 MB written in 8 KiB blocks, then read back.
+  dd if=/dev/zero of=/mnt/bonnie bs=8192 count=2937 2>/dev/null; sync
+  echo 3 >/proc/sys/vm/drop_caches; cat /mnt/bonnie >/dev/null; marker 6
+  # 7: Postmark: 600 files of 0.5-10 KiB, then 600 transactions (read, append, create,
+  # delete), files in 10 directories.
+  for d in 0 1 2 3 4 5 6 7 8 9; do mkdir /mnt/pm$d; done
+  n=0; r=12345
+  rnd() { r=$(( (r * 1103515245 + 12345) % 2147483648 )); }
+  while [ $n -lt 600 ]; do
+    rnd; dd if=/dev/zero of=/mnt/pm$((n % 10))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null
+    n=$((n + 1))
+  done
+  t=0
+  while [ $t -lt 600 ]; do
+    rnd; f=$(( r % n )); rnd
+    case $(( r % 4 )) in
+      0) cat /mnt/pm$((f % 10))/f$f >/dev/null 2>&1 ;;
+      1) dd if=/dev/zero bs=512 count=$(( 1 + r % 8 )) 2>/dev/null >>/mnt/pm$((f % 10))/f$f ;;
+      2) rm -f /mnt/pm$((f % 10))/f$f ;;
+      3) dd if=/dev/zero of=/mnt/pm$((n % 10))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null; n=$((n + 1)) ;;
+    esac
+    t=$((t + 1))
+  done
+  marker 7
+  # 8: Tiotest: four writers of 20.6 MB each at once, 4 KiB writes.
+  for w in 0 1 2 3; do dd if=/dev/zero of=/mnt/tio$w bs=4096 count=5031 2>/dev/null & done
+  wait; marker 8
+  umount /mnt || bad umount
+  ok dcr
 elif [ "$mode" = fresh ]; then
   /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
   mount -t ext4 /dev/vda /mnt || bad mount
@@ -135,7 +198,7 @@ echo "   kernel $kver"
 
 boot_bg() { # boot_bg MODE BLOCKSIZE: starts the guest, sets guest_pid
   : >"$work/console.log"
-  timeout 300 qemu-system-x86_64 -accel tcg -m 256 -nographic -no-reboot \
+  timeout "${GUEST_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -m 256 -nographic -no-reboot \
     -kernel "$work/vmlinuz" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 quiet panic=-1 nandlab=$1" \
     -drive "driver=raw,if=none,id=d0,cache.direct=on,file.driver=nbd,file.server.type=inet,file.server.host=127.0.0.1,file.server.port=$port,file.reconnect-delay=30" \
@@ -149,11 +212,20 @@ boot() { # boot MODE BLOCKSIZE
   grep -q "GUEST-OK $1" "$work/console.log" || { tail -30 "$work/console.log"; fail "guest $1 ($2-byte blocks)"; }
   grep -q "logical block size $2" "$work/console.log" || fail "guest did not see $2-byte blocks"
 }
-if [ -n "$capture" ]; then
+if [ "$capture_mode" = sensor ]; then
   echo "-- sensor-logger guest, its requests recorded"
   start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --record-trace "$capture"
   t0=$SECONDS; boot sensor 4096
   stop_server TERM
+  echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
+  exit 0
+fi
+if [ "$capture_mode" = dcr ]; then
+  echo "-- DCR's benchmark shapes on ext2, their requests recorded"
+  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 4096 --record-trace "$capture"
+  t0=$SECONDS; GUEST_TIMEOUT=1500 boot dcr 4096
+  stop_server TERM
+  grep -E "GUEST-(MARK|FS-BYTES)" "$work/console.log" | tr '\n' ' '; echo
   echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
   exit 0
 fi

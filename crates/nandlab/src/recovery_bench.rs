@@ -25,9 +25,12 @@ pub fn run_dcr(capacities_gib: &[u64]) -> Result<()> {
             crash_pct: 100,
             capacity_mib: gib << 10,
             seed: 1,
+            trace: None,
+            trace_disk_bytes: None,
         };
         let start = Instant::now();
-        let m = sweep::dcr::run(&p).map_err(|e| anyhow!("{gib} GiB: {e}"))?;
+        let m = sweep::dcr::run(&p, std::path::Path::new("."))
+            .map_err(|e| anyhow!("{gib} GiB: {e}"))?;
         let wall = start.elapsed().as_secs_f64();
         let get = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
         println!(

@@ -30,6 +30,8 @@ use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Deserialize;
+use sim::{ReqKind, RequestSource, TraceFormat, TraceOptions, TraceReader};
+use std::path::Path;
 
 /// Metrics of a `dcr` cell.
 pub const METRICS: [&str; 14] = [
@@ -65,6 +67,14 @@ pub struct DcrParams {
     /// Workload seed.
     #[serde(default = "one")]
     pub seed: u64,
+    /// For the `ext2-*` workloads: the block trace captured in a Linux guest (blkparse,
+    /// relative to the matrix's folder) holding every shape between phase markers.
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// The size of that guest's disk in bytes: marker k is its read at `size - (k + 1)`
+    /// MiB, past the file system (which ends 16 MiB before the end).
+    #[serde(default)]
+    pub trace_disk_bytes: Option<u64>,
 }
 
 fn hundred() -> u32 {
@@ -87,16 +97,35 @@ const SHAPES: [&str; 7] = [
     "tiotest",
 ];
 
+/// The captured trace's phases (phase 0 is the image).
+const TRACE_PHASES: [(&str, usize); 7] = [
+    ("ext2-mplayer", 1),
+    ("ext2-filecopy1", 2),
+    ("ext2-filecopy2", 3),
+    ("ext2-filecopy3", 4),
+    ("ext2-bonnie", 5),
+    ("ext2-postmark", 6),
+    ("ext2-tiotest", 7),
+];
+
 /// Parses and checks a cell's parameters.
 pub fn params(config: &toml::Table) -> Result<DcrParams, String> {
     let p: DcrParams = toml::Value::Table(config.clone())
         .try_into()
         .map_err(|e: toml::de::Error| e.message().to_string())?;
-    if !SHAPES.contains(&p.workload.as_str()) {
+    let traced = TRACE_PHASES.iter().any(|(n, _)| *n == p.workload);
+    if !SHAPES.contains(&p.workload.as_str()) && !traced {
         return Err(format!(
-            "workload = {:?}: one of {}",
+            "workload = {:?}: one of {}, or a captured one: {}",
             p.workload,
-            SHAPES.join(", ")
+            SHAPES.join(", "),
+            TRACE_PHASES.map(|(n, _)| n).join(", ")
+        ));
+    }
+    if traced && (p.trace.is_none() || p.trace_disk_bytes.is_none()) {
+        return Err(format!(
+            "workload = {:?} replays a captured trace: set trace (its path) and trace_disk_bytes",
+            p.workload
         ));
     }
     if !(1..=100).contains(&p.crash_pct) {
@@ -289,11 +318,57 @@ fn workload(shape: &str, fs: &mut Fs, seed: u64) -> Vec<Op> {
     out
 }
 
+/// The phases of a trace captured by the guest's `dcr` mode: phase 0 the image (up to
+/// marker 1), phase k the requests between markers k and k + 1, as operations on 2 KiB
+/// logical pages. Marker k is a read at `disk - (k + 1)` MiB; other requests past the
+/// file system (the last 16 MiB: the kernel's partition probes, readahead after a marker)
+/// are dropped, as are flushes (a block-level FTL's writes are durable as they land); the
+/// guest's ext2 issues no discards.
+fn trace_phases(path: &Path, disk: u64) -> Result<Vec<Vec<Op>>, String> {
+    const MIB: u64 = 1 << 20;
+    let fs_end = disk
+        .checked_sub(16 * MIB)
+        .ok_or("trace_disk_bytes below 16 MiB")?;
+    let mut reader = TraceReader::open(path, TraceFormat::Blkparse, &TraceOptions::new(u64::MAX))
+        .map_err(|e| e.to_string())?;
+    let mut phases: Vec<Vec<Op>> = vec![Vec::new()];
+    while let Some(r) = reader.next_request() {
+        let r = r.map_err(|e| e.to_string())?;
+        if r.offset >= fs_end {
+            let next = phases.len() as u64;
+            if r.kind == ReqKind::Read && r.offset == disk - (next + 1) * MIB {
+                phases.push(Vec::new());
+            }
+            continue;
+        }
+        let first = r.offset / PAGE;
+        let last = (r.offset + r.len.max(1) - 1) / PAGE;
+        let ops = phases.last_mut().expect("a phase");
+        for p in first..=last {
+            match r.kind {
+                ReqKind::Write => ops.push(Op::Write(p)),
+                ReqKind::Read => ops.push(Op::Read(p)),
+                ReqKind::Trim | ReqKind::Flush => {}
+            }
+        }
+    }
+    Ok(phases)
+}
+
+/// Logical page size of the chip (2 KiB).
+const PAGE: u64 = 2048;
+
 type Ctl = Controller<RamStorage, ConstantRber>;
 
-/// A formatted volume with the existing files written and checkpointed (a clean
-/// shutdown): the controller, the file-system layout and the time.
-fn prepared(capacity_mib: u64, cfg: BlockFtlConfig) -> Result<(Ctl, u64, u64), String> {
+/// A formatted volume with the file-system image written and checkpointed (a clean
+/// shutdown): the controller, the logical pages and the time. The image is `image`'s
+/// writes, or (`None`) the synthetic one: 16 MB of existing files and the first page of
+/// each metadata block.
+fn prepared(
+    capacity_mib: u64,
+    cfg: BlockFtlConfig,
+    image: Option<&[Op]>,
+) -> Result<(Ctl, u64, u64), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let mut chip = ChipConfig::preset("slc-1g-dcr").ok_or("no slc-1g-dcr preset")?;
     let g = &mut chip.geometry;
@@ -303,7 +378,7 @@ fn prepared(capacity_mib: u64, cfg: BlockFtlConfig) -> Result<(Ctl, u64, u64), S
     chip.reliability.factory_bad_rate = 0.0;
     let scheme = SchemeConfig::Block(cfg);
     let storage = scheme.digest_storage(&chip);
-    let mut ctl = Controller::new(
+    let ctl = Controller::new(
         Chip::new(chip, storage).map_err(|x| e(&x))?,
         ConstantRber(0.0),
         ControllerConfig {
@@ -312,25 +387,33 @@ fn prepared(capacity_mib: u64, cfg: BlockFtlConfig) -> Result<(Ctl, u64, u64), S
         },
     )
     .map_err(|x| e(&x))?;
-    let mut cfg = cfg;
-    cfg.ecc_t = cfg.ecc_t.min(ctl.max_t());
     let mut ftl = BlockFtl::format(ctl, cfg, Nanos::ZERO).map_err(|x| e(&x))?;
     let n = ftl.logical_pages();
     let ppb = 64;
-    let fs = Fs::new(n, ppb);
     let mut t = Nanos::ZERO;
-    for p in 0..fs.meta_end.min(n) {
-        // The metadata area: one page per block written (the rest is the log's room).
-        if p.is_multiple_of(ppb) {
-            t += Nanos(1000);
-            ftl.write(t, Lpn::checked(p, n).map_err(|x| e(&x))?, &[])
-                .map_err(|x| e(&x))?;
+    let mut writes: Vec<u64> = Vec::new();
+    match image {
+        Some(ops) => writes.extend(ops.iter().filter_map(|o| match o {
+            Op::Write(p) => Some(*p),
+            Op::Read(_) => None,
+        })),
+        None => {
+            let fs = Fs::new(n, ppb);
+            // The metadata area: one page per block written (the rest is the log's room).
+            writes.extend((0..fs.meta_end.min(n)).step_by(ppb as usize));
+            writes.extend(fs.existing..fs.existing + fs.existing_pages);
         }
     }
     let mut drained = Vec::new();
-    ftl.take_ops(&mut drained);
-    for p in fs.existing..fs.existing + fs.existing_pages {
+    for (i, p) in writes.into_iter().enumerate() {
+        if i % 4096 == 0 {
+            ftl.take_ops(&mut drained);
+            drained.clear();
+        }
         t += Nanos(1000);
+        if p >= n {
+            return Err(format!("the image writes page {p}; the volume has {n}"));
+        }
         ftl.write(t, Lpn::checked(p, n).map_err(|x| e(&x))?, &[])
             .map_err(|x| e(&x))?;
     }
@@ -388,13 +471,34 @@ fn kernel() -> BlockFtlConfig {
     }
 }
 
-/// Runs one cell.
-pub fn run(p: &DcrParams) -> Result<Metrics, String> {
+/// Runs one cell (trace paths relative to `base_dir`).
+pub fn run(p: &DcrParams, base_dir: &Path) -> Result<Metrics, String> {
     let cfg = kernel();
-    let (ctl, n, t0) = prepared(p.capacity_mib, cfg)?;
+    let traced = TRACE_PHASES.iter().find(|(n, _)| *n == p.workload);
+    let (ctl, ops, t0) = match traced {
+        Some(&(_, phase)) => {
+            let path = base_dir.join(p.trace.as_deref().ok_or("no trace")?);
+            let phases = trace_phases(&path, p.trace_disk_bytes.ok_or("no trace_disk_bytes")?)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if phases.len() <= phase {
+                return Err(format!(
+                    "{}: {} phases, {} needs phase {phase}",
+                    path.display(),
+                    phases.len() - 1,
+                    p.workload
+                ));
+            }
+            let (ctl, _, t0) = prepared(p.capacity_mib, cfg, Some(&phases[0]))?;
+            let ops = phases[phase].clone();
+            (ctl, ops, t0)
+        }
+        None => {
+            let (ctl, n, t0) = prepared(p.capacity_mib, cfg, None)?;
+            let mut fs = Fs::new(n, 64);
+            (ctl, workload(&p.workload, &mut fs, p.seed), t0)
+        }
+    };
     let blocks = ctl.chip().geometry().total_blocks();
-    let mut fs = Fs::new(n, 64);
-    let ops = workload(&p.workload, &mut fs, p.seed);
     // Every block the whole workload allocates, then the crash at its share.
     let (_, total, _, _) = run_until(ctl.clone(), cfg, &ops, None, t0)?;
     let stop = (total as u64 * p.crash_pct as u64).div_ceil(100) as u32;

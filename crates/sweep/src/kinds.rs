@@ -133,7 +133,7 @@ impl Kind {
                 Ok(m.metrics())
             }
             Kind::FlaresFig5 => Ok(crate::fig5::run(&crate::fig5::params(config)?)),
-            Kind::Dcr => crate::dcr::run(&crate::dcr::params(config)?),
+            Kind::Dcr => crate::dcr::run(&crate::dcr::params(config)?, base_dir),
         }
     }
 }
