@@ -2,7 +2,8 @@
 //! and its admin operations (erase, SLC mode, charged block-header reads). A raw chip handle
 //! could read without error draws or program without a record — a free oracle — so the
 //! sources may use the chip directly only for datasheet facts (configuration, geometry,
-//! pairing) and cache hints; its block table only in the test-only `verify`.
+//! pairing) and cache hints; its block table only in the test-only `verify`. Unit-test
+//! modules (`tests.rs`) are harnesses, not FTL code: they may cut power.
 
 use std::path::Path;
 
@@ -36,6 +37,10 @@ fn the_ftl_holds_no_raw_chip_handle() {
         "prefetch_flat",
     ];
     for (name, text) in &files {
+        // Unit-test modules arm power cuts and power the chip on, as harnesses do.
+        if name.ends_with("/tests.rs") {
+            continue;
+        }
         let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         assert!(
             !squeezed.contains("chip_mut()"),

@@ -230,7 +230,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
 
     /// Checks the erase-count mirror against the chip's counters (no I/O: the chip's block
     /// table, a test oracle).
-    fn verify_erase_counts(&self) -> Result<(), String> {
+    pub fn verify_erase_counts(&self) -> Result<(), String> {
         for b in 0..self.state.len() as u32 {
             if self.state[b as usize] == BState::Bad {
                 continue;
