@@ -660,7 +660,13 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let entries: Vec<(u32, Src<'_>)> = (0..self.ppb())
             .filter_map(|o| self.where_is(x, o).map(|ph| (o, Src::Page(ph))))
             .collect();
-        let n = self.copy_into_new(now, x, &entries, Use::Wl)?;
+        let n = match self.copy_into_new(now, x, &entries, Use::Wl) {
+            Ok(n) => n,
+            // The hot list ran out (a block of it failed): wear levelling waits for the
+            // next checkpoint's list; the victim keeps its data.
+            Err(FtlError::NoSpace) => return Ok(()),
+            Err(e) => return Err(e),
+        };
         self.map[x as usize].p = n;
         self.drop_victim(now, p, false)?;
         self.s.log.counters.wl_migrations += 1;
@@ -679,8 +685,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         for _ in 0..bound {
             let l = &self.lists;
             let short = match use_ {
-                // The regular list only, and one block left for a merge after it.
-                Use::Fresh => l.qi >= l.q.len() || l.left() < 2,
+                // The regular list only, and two blocks left after it: one for a merge,
+                // one more should that merge's block fail or its victims' erases.
+                Use::Fresh => l.qi >= l.q.len() || l.left() < 3,
                 Use::Merge => l.left() == 0,
                 Use::Wl => false,
             };
@@ -690,7 +697,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 // feed the merges, until a batch of blocks waits for it: one checkpoint
                 // per batch rather than one per allocation on a full device.
                 if use_ == Use::Fresh {
-                    while self.freed_since_cp < ROOM_BATCH && self.lists.left() >= 1 {
+                    while self.freed_since_cp < ROOM_BATCH && self.lists.left() >= 2 {
                         match self.fullest_replacement() {
                             Some(y) => self.merge(now, y, None)?,
                             None => break,

@@ -266,9 +266,12 @@ impl Lists {
             .filter(|&b| blk[b as usize].role == Role::Free)
             .collect();
         free.sort_unstable_by_key(|&b| (erase[b as usize], b));
-        let h_len = (hot as usize).min(free.len());
-        let h = free.split_off(free.len() - h_len);
-        let s_len = (spare as usize).min(free.len());
+        // When blocks have gone bad and few are free, the reserved lists shrink first: the
+        // regular list keeps one block, the spare list one, before the hot list takes any.
+        let n = free.len();
+        let h_len = (hot as usize).min(n.saturating_sub(2));
+        let h = free.split_off(n - h_len);
+        let s_len = (spare as usize).min(free.len().saturating_sub(1));
         let s = free.split_off(free.len() - s_len);
         Lists {
             q: free,
@@ -511,8 +514,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let data = self.data_blocks();
         let (spare, hot) = self.cfg.list_lengths(data);
         let lbns = fixed.unwrap_or((data as f64 * (1.0 - self.cfg.over_provisioning)) as u32);
-        // A merge needs a block to copy into and a new replacement one more.
-        const MIN_FREE: u64 = 2;
+        // A merge needs a block to copy into, one more should it fail, and a new
+        // replacement another.
+        const MIN_FREE: u64 = 3;
         let pool = data.saturating_sub(lbns as u64);
         if lbns == 0 || pool < MIN_FREE + 1 {
             return Err(FtlError::Config(format!(
@@ -677,7 +681,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         }
         self.region.verify(&self.s).map_err(Invariant::Structure)?;
         // (Bad blocks are `Bad` to the substrate too: it skips them.)
-        self.s.verify_erase_counts().map_err(Invariant::EraseCount)?;
+        self.s
+            .verify_erase_counts()
+            .map_err(Invariant::EraseCount)?;
         Ok(())
     }
 
