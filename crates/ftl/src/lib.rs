@@ -40,6 +40,7 @@ pub mod flares;
 pub mod gc;
 mod page;
 pub mod policy;
+pub mod rtgc;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
 pub mod scheme;

@@ -1,0 +1,218 @@
+//! WAO-GC's analytic bounds (paper 003, §IV): how many valid-page copies fit in one partial
+//! GC step, how many steps reclaim a victim, the most valid pages a victim may hold, and the
+//! largest logical/physical ratio for which partial GC can keep up — the numbers a
+//! real-time configuration is checked against before it runs, and that its measured worst
+//! cases are compared with.
+//!
+//! With `t_rd`, `t_wr`, `t_er` the chip's page read, page program and block erase times and
+//! `π` its pages per block:
+//!
+//! - α = ⌊t_er / (t_rd + t_wr)⌋ (eq. 4): copies per partial step, so that a step (α copies,
+//!   or the erase) never takes longer than one erase;
+//! - U(λ) = ⌈σ·π⌉ (eq. 7): with the logical space a share σ of the physical one and greedy
+//!   victims, a victim holds at most this many valid pages;
+//! - k = ⌈λ/α⌉ + 1 (eq. 5): partial steps to reclaim a victim of λ valid pages;
+//! - U(σ) = (π − 1)·α / ((α + 1)·π) (eq. 8): the largest σ with k + λ ≤ π (eq. 6), i.e. one
+//!   free block always suffices for the writes and copies made while a victim is collected.
+//!   Eq. 8 solves eq. 6 without its ceilings; with them a σ just under U(σ) can still give
+//!   k + U(λ) = π + 1 (π = 32, α = 6, σ = 0.815: U(λ) = 27, k = 6). So the check here is the
+//!   exact one — U(λ) at most the largest λ with ⌈λ/α⌉ + 1 + λ ≤ π — beside the paper's
+//!   U(σ); on the paper's chip (π = 64, α = 6) both give 54/64 = 84.38 %;
+//! - a request's worst latency: its own operation plus at most one partial step — a write
+//!   `t_er + t_wr`, a read `t_er + t_rd` when steps follow reads too (WAO-GC runs them after
+//!   writes only, so its reads wait at most for a step already under way).
+//!
+//! On multi-level chips the slowest page kind is taken for `t_rd` and `t_wr` (an upper-page
+//! program is the longest), so the bounds hold for every page. Bus transfer and ECC decode
+//! time come on top of these array times; the measured worst cases are compared with the
+//! bound plus them.
+
+use alloc::format;
+use alloc::string::String;
+use nand::{BitKind, ChipConfig};
+
+/// WAO-GC's bounds for one chip and space configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WaoBounds {
+    /// Valid-page copies per partial step (α, eq. 4).
+    pub alpha: u32,
+    /// Pages per block (π).
+    pub pi: u32,
+    /// Logical / physical space ratio (σ).
+    pub sigma: f64,
+    /// The paper's largest σ (U(σ), eq. 8).
+    pub u_sigma: f64,
+    /// The largest victim eq. 6 allows with its ceilings: λ with ⌈λ/α⌉ + 1 + λ ≤ π.
+    pub lambda_max: u32,
+    /// The most valid pages a victim holds (U(λ), eq. 7).
+    pub u_lambda: u32,
+    /// Partial steps to reclaim a victim of U(λ) valid pages (k, eq. 5).
+    pub k: u32,
+    /// Page read time (the slowest page kind), ns.
+    pub t_rd: u64,
+    /// Page program time (the slowest page kind), ns.
+    pub t_wr: u64,
+    /// Block erase time, ns.
+    pub t_er: u64,
+}
+
+impl WaoBounds {
+    /// The bounds of `chip` at logical/physical ratio `sigma`. Errors (naming the computed
+    /// bound) when the erase is shorter than one page copy (α = 0: no copy fits a partial
+    /// step) or when `sigma` exceeds U(σ).
+    pub fn new(chip: &ChipConfig, sigma: f64) -> Result<WaoBounds, String> {
+        let t = &chip.timing;
+        let kinds = [BitKind::Lsb, BitKind::Csb, BitKind::Msb];
+        let t_rd = kinds.iter().map(|&k| t.read(k).0).max().unwrap_or(0);
+        let t_wr = kinds.iter().map(|&k| t.program(k).0).max().unwrap_or(0);
+        let t_er = t.erase().0;
+        let pi = chip.geometry.pages_per_block;
+        let alpha = (t_er / (t_rd + t_wr).max(1)) as u32;
+        if alpha == 0 {
+            return Err(format!(
+                "chip {}: an erase ({t_er} ns) is shorter than one page copy (read {t_rd} ns + program {t_wr} ns): α = 0, so no partial GC step can copy a page within the time of an erase",
+                chip.name
+            ));
+        }
+        let u_sigma = ((pi - 1) as f64 * alpha as f64) / ((alpha + 1) as f64 * pi as f64);
+        let lambda_max = (0..pi)
+            .rev()
+            .find(|&l| l.div_ceil(alpha) + 1 + l <= pi)
+            .unwrap_or(0);
+        let u_lambda = libm::ceil(sigma * pi as f64) as u32;
+        if !(sigma > 0.0 && sigma <= u_sigma && u_lambda <= lambda_max) {
+            return Err(format!(
+                "logical/physical ratio σ = {sigma} is above U(σ) = {u_sigma:.4} for chip {} (α = {alpha}, π = {pi}; with eq. 6's ceilings at most {lambda_max} valid pages per victim, σ ≤ {:.4}): partial GC could not reclaim a victim before the last free block fills",
+                chip.name,
+                lambda_max as f64 / pi as f64
+            ));
+        }
+        let k = u_lambda.div_ceil(alpha) + 1;
+        Ok(WaoBounds {
+            alpha,
+            pi,
+            sigma,
+            u_sigma,
+            lambda_max,
+            u_lambda,
+            k,
+            t_rd,
+            t_wr,
+            t_er,
+        })
+    }
+
+    /// The worst latency of a write (its program plus one partial step), ns.
+    pub fn worst_write(&self) -> u64 {
+        self.t_er + self.t_wr
+    }
+
+    /// The worst latency of a read that may wait for one partial step, ns.
+    pub fn worst_read(&self) -> u64 {
+        self.t_er + self.t_rd
+    }
+
+    /// Whether collecting a victim of U(λ) valid pages fits one free block: k + U(λ) ≤ π
+    /// (eq. 6).
+    pub fn fits_one_block(&self) -> bool {
+        self.k + self.u_lambda <= self.pi
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nand::Timing;
+
+    fn chip(read_us: u64, prog_us: u64, erase_us: u64, pi: u32) -> ChipConfig {
+        let mut c = ChipConfig::preset("k9k8g08u0b").unwrap();
+        c.timing = Timing::uniform(read_us * 1000, prog_us * 1000, erase_us * 1000, 25_000);
+        c.geometry.pages_per_block = pi;
+        c
+    }
+
+    /// The paper's chip (§V): α = 6, U(σ) = 84.38 %, worst write t_er + t_wr = 1,700 µs.
+    #[test]
+    fn k9k8g08u0b_matches_the_paper() {
+        let c = ChipConfig::preset("k9k8g08u0b").unwrap();
+        let b = WaoBounds::new(&c, 0.84).unwrap();
+        assert_eq!(b.alpha, 6);
+        assert!((b.u_sigma - 0.84375).abs() < 1e-9, "{}", b.u_sigma);
+        assert_eq!(b.worst_write(), 1_700_000);
+        assert!(b.fits_one_block(), "{b:?}");
+    }
+
+    /// The worked example of Fig. 4: 60/600/1500 µs, π = 8, σ = 0.5 → α = 2, U(σ) ≈ 0.583,
+    /// U(λ) = 4, k = 3, k + λ = 7 ≤ 8.
+    #[test]
+    fn figure_4_example() {
+        let b = WaoBounds::new(&chip(60, 600, 1500, 8), 0.5).unwrap();
+        assert_eq!((b.alpha, b.u_lambda, b.k), (2, 4, 3));
+        assert!((b.u_sigma - 14.0 / 24.0).abs() < 1e-9);
+        assert!(b.fits_one_block());
+    }
+
+    /// Every σ accepted keeps k + U(λ) ≤ π (eq. 6), and every σ refused below the
+    /// paper's U(σ) is one whose ceilings break it (π = 32, α = 6, σ = 0.815 is one).
+    #[test]
+    fn accepted_ratios_fit_one_block() {
+        let mut refused_below_u = 0;
+        for (rd, wr, er) in [
+            (25, 200, 1500),
+            (50, 900, 3000),
+            (60, 600, 1500),
+            (20, 300, 700),
+        ] {
+            for pi in [8, 32, 64, 128, 256] {
+                let c = chip(rd, wr, er, pi);
+                let u = WaoBounds::new(&c, 0.01).unwrap().u_sigma;
+                for step in 1..=50 {
+                    let sigma = u * step as f64 / 50.0;
+                    match WaoBounds::new(&c, sigma) {
+                        Ok(b) => {
+                            assert!(b.fits_one_block(), "{rd}/{wr}/{er} π={pi} σ={sigma}: {b:?}")
+                        }
+                        Err(_) => {
+                            let lambda = libm::ceil(sigma * pi as f64) as u32;
+                            let alpha = (er / (rd + wr)) as u32;
+                            assert!(lambda.div_ceil(alpha) + 1 + lambda > pi);
+                            refused_below_u += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(refused_below_u > 0);
+        let e = WaoBounds::new(&chip(25, 200, 1500, 32), 0.815).unwrap_err();
+        assert!(e.contains("at most 26 valid pages"), "{e}");
+    }
+
+    #[test]
+    fn bad_configurations_name_the_bound() {
+        let e = WaoBounds::new(&chip(25, 200, 1500, 64), 0.9).unwrap_err();
+        assert!(e.contains("U(σ) = 0.8438") && e.contains("α = 6"), "{e}");
+        let e = WaoBounds::new(&chip(100, 1000, 1000, 64), 0.5).unwrap_err();
+        assert!(e.contains("α = 0"), "{e}");
+    }
+
+    /// On MLC the slowest page kind bounds both times.
+    #[test]
+    fn multi_level_chips_take_the_slowest_page() {
+        let c = ChipConfig::preset("tiny-mlc").unwrap();
+        let b = WaoBounds::new(&c, 0.3).unwrap();
+        assert_eq!(
+            b.t_rd,
+            c.timing
+                .read(BitKind::Msb)
+                .0
+                .max(c.timing.read(BitKind::Lsb).0)
+        );
+        assert_eq!(
+            b.t_wr,
+            c.timing
+                .program(BitKind::Msb)
+                .0
+                .max(c.timing.program(BitKind::Lsb).0)
+        );
+    }
+}
