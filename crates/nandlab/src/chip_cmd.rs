@@ -273,6 +273,22 @@ pub fn describe(c: &ChipConfig) -> String {
             let _ = writeln!(s, "pairing     invalid: {e}");
         }
     }
+    // WAO-GC's bounds (paper 003): what partial GC can guarantee on this chip.
+    match ftl::rtgc::WaoBounds::new(c, 0.01) {
+        Ok(b) => {
+            let _ = writeln!(
+                s,
+                "real-time   partial GC: α = {} copies per step, logical/physical ratio up to U(σ) = {:.2} % (exact form of eq. 6: {:.2} %), worst write t_er + t_wr = {:.3} ms",
+                b.alpha,
+                b.u_sigma * 100.0,
+                b.lambda_max as f64 / b.pi as f64 * 100.0,
+                b.worst_write() as f64 / 1e6
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(s, "real-time   {e}");
+        }
+    }
     s
 }
 

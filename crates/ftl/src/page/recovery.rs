@@ -239,6 +239,8 @@ impl Recovery for RollForward {
             free.sort_unstable_by_key(|&b| (r.snap.erase[b as usize], b));
             // A free block the region took since the checkpoint is not the allocator's.
             free.retain(|&b| ftl.sub().state[b as usize] != BState::Region);
+            // (The index serves the sabotage build only.)
+            #[cfg_attr(not(feature = "sabotage"), allow(clippy::unused_enumerate_index))]
             for (_i, b) in free.into_iter().enumerate() {
                 #[cfg(feature = "sabotage")]
                 if _i == 0 && ftl.sub().cfg.sabotage == crate::sabotage::Sabotage::SkipRecoveryBlock
