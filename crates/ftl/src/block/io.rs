@@ -1,13 +1,12 @@
-//! The block-level kernel's operations: host reads, writes and trims, merges, wear
-//! levelling, allocation from the lists, checkpoints, sealing, and the on-demand scan of a
-//! block after a mount (`resolve`).
+//! The block-level kernel's operations: the charged read and program paths, host reads,
+//! writes and trims, allocation from the lists, checkpoints and sealing. Merges and wear
+//! levelling are in `merge`, the on-demand scan after a mount in `resolve`.
 
 use super::{rec, Blk, BlockFtl, Lists, Role, Use, NONE, ROFF_TOMB};
 use crate::substrate::region::PAD_KIND;
 use crate::substrate::{BState, Payload};
 use crate::{Cause, FtlError, OpKind};
 use alloc::vec;
-use alloc::vec::Vec;
 use controller::{CtlError, DataClass, OobRecord, PageKind, PageRead};
 use nand::{ErrorModel, Lpn, Nanos, Storage};
 
@@ -57,7 +56,7 @@ pub(crate) enum Src<'a> {
 }
 
 impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
-    fn multi(&self) -> bool {
+    pub(crate) fn multi(&self) -> bool {
         self.s.window > 0
     }
 
@@ -125,7 +124,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     }
 
     /// Programs a padding page (holds nothing) at page `page` of block `b`.
-    fn pad(&mut self, now: Nanos, b: u32, page: u32) -> Result<Prog, FtlError> {
+    pub(crate) fn pad(&mut self, now: Nanos, b: u32, page: u32) -> Result<Prog, FtlError> {
         let zeros = core::mem::take(&mut self.zeros);
         let r = self.program(
             now,
@@ -147,7 +146,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
 
     /// Pads block `b` from its write pointer up to (not including) page `to` (multi-level
     /// blocks fill without gaps). Anything but `Done` stops.
-    fn pad_to(&mut self, now: Nanos, b: u32, to: u32) -> Result<Prog, FtlError> {
+    pub(crate) fn pad_to(&mut self, now: Nanos, b: u32, to: u32) -> Result<Prog, FtlError> {
         while (self.blk[b as usize].next as u32) < to {
             let page = self.blk[b as usize].next as u32;
             match self.pad(now, b, page)? {
@@ -249,19 +248,16 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         self.maybe_wear_level(now)
     }
 
-    /// A host write (`data`) or trim (`None`) of offset `o` of logical block `x`.
+    /// A host write of offset `o` of logical block `x`.
     pub(crate) fn host_write(
         &mut self,
         now: Nanos,
         x: u32,
         o: u32,
-        data: Option<&[u8]>,
+        d: &[u8],
         hint: DataClass,
     ) -> Result<(), FtlError> {
         self.maybe_checkpoint(now)?;
-        let Some(d) = data else {
-            return self.host_trim(now, x, o);
-        };
         if self.map[x as usize].p == NONE {
             let b = self.alloc(now, Use::Fresh)?.ok_or(FtlError::NoSpace)?;
             self.blk[b as usize].role = Role::Primary;
@@ -402,277 +398,6 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         data.map(|(d, c)| Src::Host(d, c))
     }
 
-    // ----- merge and wear levelling ----------------------------------------------------
-
-    /// Merges logical block `x`: its valid offsets (and `host`, the page being written:
-    /// `Some((o, None))` is a trim of `o`) into a new primary; the old blocks go.
-    pub(crate) fn merge(
-        &mut self,
-        now: Nanos,
-        x: u32,
-        host: Option<(u32, Option<Src<'_>>)>,
-    ) -> Result<(), FtlError> {
-        let e = self.map[x as usize];
-        for b in [e.p, e.r] {
-            if b != NONE {
-                self.resolve(now, b)?;
-            }
-        }
-        let ppb = self.ppb();
-        let mut entries: Vec<(u32, Src<'_>)> = Vec::new();
-        for o in 0..ppb {
-            match host {
-                Some((ho, s)) if ho == o => {
-                    if let Some(s) = s {
-                        entries.push((o, s));
-                    }
-                }
-                _ => {
-                    if let Some(p) = self.where_is(x, o) {
-                        entries.push((o, Src::Page(p)));
-                    }
-                }
-            }
-        }
-        self.s.log.counters.gc_victims += 1;
-        if entries.is_empty() {
-            self.map[x as usize] = super::Entry { p: NONE, r: NONE };
-            for v in [e.p, e.r] {
-                if v != NONE {
-                    self.drop_victim(now, v, true)?;
-                }
-            }
-            return Ok(());
-        }
-        let n = self.copy_into_new(now, x, &entries, Use::Merge)?;
-        self.map[x as usize] = super::Entry { p: n, r: NONE };
-        for v in [e.p, e.r] {
-            if v != NONE {
-                let young = self.blk[v as usize].young;
-                self.drop_victim(now, v, young)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Copies `entries` into a block allocated for `use_` (retrying on a block that fails),
-    /// which becomes `x`'s primary-to-be; returns it.
-    fn copy_into_new(
-        &mut self,
-        now: Nanos,
-        x: u32,
-        entries: &[(u32, Src<'_>)],
-        use_: Use,
-    ) -> Result<u32, FtlError> {
-        for _ in 0..4 {
-            let Some(n) = self.alloc(now, use_)? else {
-                return Err(FtlError::NoSpace);
-            };
-            self.blk[n as usize].role = Role::Primary;
-            self.blk[n as usize].lbn = x;
-            match self.copy_into(now, n, x, entries)? {
-                Prog::Done => return Ok(n),
-                Prog::Bad => self.set_bad(n),
-                Prog::Conflict => {
-                    self.blk[n as usize] = Blk {
-                        role: Role::Dead,
-                        young: true,
-                        ..Blk::FREE
-                    };
-                    self.freed_since_cp += 1;
-                }
-            }
-        }
-        Err(FtlError::NoSpace)
-    }
-
-    /// Programs `entries` at their offsets of the fresh block `n`, then its last page with
-    /// the commit flag (a tombstone if no entry is there). `Conflict` or `Bad`: `n` is
-    /// unusable.
-    fn copy_into(
-        &mut self,
-        now: Nanos,
-        n: u32,
-        x: u32,
-        entries: &[(u32, Src<'_>)],
-    ) -> Result<Prog, FtlError> {
-        let ppb = self.ppb();
-        let last = ppb - 1;
-        for &(o, src) in entries {
-            if self.multi() {
-                let r = self.pad_to(now, n, o)?;
-                if r != Prog::Done || self.blk[n as usize].next as u32 != o {
-                    return Ok(if r == Prog::Bad {
-                        Prog::Bad
-                    } else {
-                        Prog::Conflict
-                    });
-                }
-            }
-            let flags = rec::MERGE | if o == last { rec::LAST } else { 0 };
-            let lpn = (x * ppb + o) as u64 | flags;
-            let r = match src {
-                Src::Host(d, c) => self.program(
-                    now,
-                    n,
-                    o,
-                    Payload::Data(d),
-                    lpn,
-                    PageKind::User(c),
-                    Cause::Host,
-                    None,
-                )?,
-                Src::Page(phys) => {
-                    let (b, page) = self.s.split(phys);
-                    match self.sense(now, b, page, Sense::Relocate, Cause::Gc)? {
-                        (Sensed::Data(info), op) => {
-                            let r = info.record;
-                            match r.kind.data_class() {
-                                Some(c) if r.lpn & rec::TOMB == 0 => {
-                                    self.s.log.counters.valid_copies += 1;
-                                    self.program(
-                                        now,
-                                        n,
-                                        o,
-                                        Payload::Relocated,
-                                        lpn,
-                                        PageKind::GcCopy(c),
-                                        Cause::Gc,
-                                        Some(op),
-                                    )?
-                                }
-                                _ => Prog::Done,
-                            }
-                        }
-                        (Sensed::Erased, _) => Prog::Done,
-                        (Sensed::Failed, _) => {
-                            self.s.log.counters.lost_pages += 1;
-                            Prog::Done
-                        }
-                    }
-                }
-            };
-            if r != Prog::Done {
-                return Ok(r);
-            }
-        }
-        // The commit page.
-        if (self.blk[n as usize].next as u32) <= last {
-            if self.multi() {
-                let r = self.pad_to(now, n, last)?;
-                if r != Prog::Done || self.blk[n as usize].next as u32 != last {
-                    return Ok(if r == Prog::Bad {
-                        Prog::Bad
-                    } else {
-                        Prog::Conflict
-                    });
-                }
-            }
-            let lpn = (x * ppb + last) as u64 | rec::MERGE | rec::LAST | rec::TOMB;
-            let zeros = core::mem::take(&mut self.zeros);
-            let r = self.program(
-                now,
-                n,
-                last,
-                Payload::Data(&zeros),
-                lpn,
-                PageKind::User(DataClass::NORMAL),
-                Cause::Gc,
-                None,
-            );
-            self.zeros = zeros;
-            return r;
-        }
-        Ok(Prog::Done)
-    }
-
-    /// A merge or wear-levelling victim leaves: erased now (`defer` false: recovery
-    /// infers the erase), or dead until the next checkpoint; a bad one stays bad.
-    fn drop_victim(&mut self, now: Nanos, v: u32, defer: bool) -> Result<(), FtlError> {
-        self.roff.remove(&v);
-        self.freed_since_cp += 1;
-        if self.s.state[v as usize] == BState::Bad {
-            self.set_bad(v);
-            return Ok(());
-        }
-        if defer {
-            self.blk[v as usize] = Blk {
-                role: Role::Dead,
-                young: true,
-                ..Blk::FREE
-            };
-            return Ok(());
-        }
-        if self.s.erase_block(now, v, Cause::Gc)? {
-            self.blk[v as usize] = Blk::FREE;
-            self.clear_torn(v);
-            self.erases_since_wl += 1;
-        } else {
-            self.set_bad(v);
-        }
-        Ok(())
-    }
-
-    /// Forgets the torn pages of block `b` (erased).
-    pub(crate) fn clear_torn(&mut self, b: u32) {
-        let ppb = self.ppb();
-        let gone: Vec<u32> = self.torn.range(b * ppb..(b + 1) * ppb).copied().collect();
-        for p in gone {
-            self.torn.remove(&p);
-        }
-    }
-
-    /// Static wear levelling, every `check_every` erases (see the module docs).
-    fn maybe_wear_level(&mut self, now: Nanos) -> Result<(), FtlError> {
-        let Some(wl) = self.cfg.wear_leveling else {
-            return Ok(());
-        };
-        if self.erases_since_wl < wl.check_every {
-            return Ok(());
-        }
-        self.erases_since_wl = 0;
-        let mut lo = u32::MAX;
-        let mut hi = 0;
-        let mut victim: Option<(u32, u32)> = None;
-        for (b, k) in self.blk.iter().enumerate() {
-            if matches!(k.role, Role::Bad | Role::Region) {
-                continue;
-            }
-            let ec = self.s.erase[b];
-            lo = lo.min(ec);
-            hi = hi.max(ec);
-            if k.role == Role::Primary
-                && !k.young
-                && !k.unresolved
-                && self.map[k.lbn as usize].r == NONE
-                && victim.is_none_or(|(_, e)| ec < e)
-            {
-                victim = Some((b as u32, ec));
-            }
-        }
-        let Some((p, ec)) = victim else {
-            return Ok(());
-        };
-        if hi - lo <= wl.spread || ec > lo + wl.spread / 2 || self.lists.hi >= self.lists.h.len() {
-            return Ok(());
-        }
-        let x = self.blk[p as usize].lbn;
-        let entries: Vec<(u32, Src<'_>)> = (0..self.ppb())
-            .filter_map(|o| self.where_is(x, o).map(|ph| (o, Src::Page(ph))))
-            .collect();
-        let n = match self.copy_into_new(now, x, &entries, Use::Wl) {
-            Ok(n) => n,
-            // The hot list ran out (a block of it failed): wear levelling waits for the
-            // next checkpoint's list; the victim keeps its data.
-            Err(FtlError::NoSpace) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        self.map[x as usize].p = n;
-        self.drop_victim(now, p, false)?;
-        self.s.log.counters.wl_migrations += 1;
-        Ok(())
-    }
-
     // ----- allocation and checkpoints --------------------------------------------------
 
     /// The next block of the list `use_` takes from (see the module docs), erased; `None`
@@ -764,7 +489,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
 
     /// The logical block whose replacement holds the most pages (a scan of the map: on
     /// the allocation path only when the lists run dry).
-    fn fullest_replacement(&self) -> Option<u32> {
+    pub(crate) fn fullest_replacement(&self) -> Option<u32> {
         (0..self.lbns)
             .filter(|&y| self.map[y as usize].r != NONE)
             .max_by_key(|&y| self.blk[self.map[y as usize].r as usize].next)
@@ -810,7 +535,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     }
 
     /// Pads the upper partners of block `b`'s programmed lower pages at its write point.
-    fn seal_block(&mut self, now: Nanos, b: u32) -> Result<(), FtlError> {
+    pub(crate) fn seal_block(&mut self, now: Nanos, b: u32) -> Result<(), FtlError> {
         let k = self.blk[b as usize];
         if !matches!(k.role, Role::Primary | Role::Replacement | Role::Dead) {
             return Ok(());
@@ -825,95 +550,6 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             if self.pad_to(now, b, u + 1)? == Prog::Bad && k.role != Role::Dead {
                 self.merge(now, k.lbn, None)?;
             }
-        }
-        Ok(())
-    }
-
-    // ----- after a mount ---------------------------------------------------------------
-
-    /// Scans block `b` the first time it is touched after a mount (see the module docs):
-    /// write pointer, the replacement's offset table, torn pages at the write point.
-    pub(crate) fn resolve(&mut self, now: Nanos, b: u32) -> Result<(), FtlError> {
-        if !self.blk[b as usize].unresolved {
-            return Ok(());
-        }
-        let k = self.blk[b as usize];
-        let ppb = self.ppb();
-        let repl = k.role == Role::Replacement;
-        let contiguous = repl || self.multi();
-        let start = if repl { 0 } else { k.next as u32 };
-        let mut last: Option<u32> = None;
-        let mut recs: Vec<(u32, u64)> = Vec::new();
-        for page in start..ppb {
-            if self.torn.contains(&(b * ppb + page)) {
-                // Torn by an earlier cut (it may read as erased): the block went on after it.
-                last = Some(page);
-                continue;
-            }
-            match self.sense(now, b, page, Sense::Record, Cause::Mount)?.0 {
-                Sensed::Data(ri) => {
-                    last = Some(page);
-                    if ri.record.seq > crate::page::recovery::SEQ_LIMIT {
-                        // Forged or corrupt: never data.
-                        self.torn.insert(b * ppb + page);
-                    } else if ri.record.kind.data_class().is_some() {
-                        recs.push((page, ri.record.lpn));
-                    }
-                }
-                Sensed::Erased if contiguous => break,
-                Sensed::Erased => {}
-                Sensed::Failed => {
-                    last = Some(page);
-                    self.torn.insert(b * ppb + page);
-                }
-            }
-        }
-        if let Some(h) = last {
-            self.blk[b as usize].next = self.blk[b as usize].next.max((h + 1) as u16);
-            // The page a cut may have torn, and the lower pages an upper-page cut scrambles.
-            let mut check: Vec<u32> = vec![h];
-            check.extend(self.s.ctl.chip().pairing().lower_pages(h));
-            let mut buf = vec![
-                0u8;
-                if self.s.digest {
-                    0
-                } else {
-                    self.s.geo.page_size as usize
-                }
-            ];
-            for page in check {
-                let phys = b * ppb + page;
-                if self.torn.contains(&phys) {
-                    continue;
-                }
-                if let Sensed::Failed = self
-                    .sense(now, b, page, Sense::Page(&mut buf), Cause::Mount)?
-                    .0
-                {
-                    self.torn.insert(phys);
-                }
-            }
-        }
-        if repl {
-            let mut table = vec![0u16; ppb as usize];
-            for (page, lpn) in recs {
-                let l = lpn & rec::LPN;
-                if lpn & rec::REPL == 0
-                    || l / ppb as u64 != k.lbn as u64
-                    || self.torn.contains(&(b * ppb + page))
-                {
-                    continue;
-                }
-                let tomb = if lpn & rec::TOMB != 0 { ROFF_TOMB } else { 0 };
-                table[(l % ppb as u64) as usize] = (page + 1) as u16 | tomb;
-            }
-            self.roff.insert(b, table);
-        }
-        self.blk[b as usize].unresolved = false;
-        // What the mount recovered is durable: lower pages the crash left exposed are
-        // sealed before anything else is programmed here.
-        if self.multi() {
-            self.seal_block(now, b)?;
         }
         Ok(())
     }

@@ -65,7 +65,9 @@
 //! bytes per replacement's offset table.
 
 mod io;
+mod merge;
 pub(crate) mod recovery;
+mod resolve;
 mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -315,8 +317,6 @@ pub struct BlockFtl<S: Storage, M: ErrorModel> {
     pub(crate) recovery: Option<RecoveryReport>,
     /// Zeros: tombstones and pads.
     pub(crate) zeros: Vec<u8>,
-    /// The mount's recovery found nothing since a clean shutdown's checkpoint.
-    pub(crate) clean: bool,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for BlockFtl<S, M> {
@@ -487,7 +487,6 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             touched: Vec::new(),
             erases_since_wl: 0,
             recovery: None,
-            clean: false,
         }
     }
 
@@ -552,27 +551,12 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     /// or in a block not scanned since the mount).
     pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
         let ppb = self.ppb() as u64;
-        let x = (lpn / ppb) as usize;
-        let o = (lpn % ppb) as u32;
-        let e = *self.map.get(x)?;
-        if e.r != NONE {
-            if let Some(t) = self.roff.get(&e.r) {
-                let v = t[o as usize];
-                if v & ROFF_TOMB != 0 {
-                    return None;
-                }
-                if v != 0 {
-                    return Some(self.s.phys_addr(e.r * self.ppb() + (v as u32 - 1)));
-                }
-            }
+        let x = lpn / ppb;
+        if x >= self.lbns as u64 {
+            return None;
         }
-        if e.p != NONE && o < self.blk[e.p as usize].next as u32 {
-            let phys = e.p * self.ppb() + o;
-            if !self.torn.contains(&phys) {
-                return Some(self.s.phys_addr(phys));
-            }
-        }
-        None
+        self.where_is(x as u32, (lpn % ppb) as u32)
+            .map(|p| self.s.phys_addr(p))
     }
 
     /// Blocks allocated since the last checkpoint (DCR's "updated blocks").
@@ -735,7 +719,7 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.log.counters.host_writes += 1;
-        self.host_write(now, x, o, Some(data), hint)
+        self.host_write(now, x, o, data, hint)
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {

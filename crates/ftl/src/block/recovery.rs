@@ -61,8 +61,6 @@ struct Found {
     b: u32,
     /// Smallest sequence number among its records (`u64::MAX`: none decoded).
     first: u64,
-    /// Largest.
-    last: u64,
     /// Largest among all its decodable records (pads too; 0: none).
     newest: u64,
     /// Logical block of its first data record.
@@ -169,7 +167,6 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
     }
     let (reads, time) = ftl.s.log.read_time(Cause::Mount, ftl.s.geo.channels);
     let mapped = ftl.map.iter().filter(|e| e.p != NONE).count() as u64 * ppb as u64;
-    ftl.clean = clean;
     ftl.write_checkpoint(now, false)?;
     Ok(RecoveryReport {
         procedure: if dcr { "dcr" } else { "version-based" }.into(),
@@ -415,7 +412,6 @@ fn scan<S: Storage, M: ErrorModel>(
     let mut f = Found {
         b,
         first: u64::MAX,
-        last: u64::MAX,
         newest: 0,
         lbn: None,
         repl: false,
@@ -455,13 +451,9 @@ fn scan<S: Storage, M: ErrorModel>(
                 f.repl = r.lpn & rec::REPL != 0;
                 f.merge = r.lpn & rec::MERGE != 0;
                 f.first = r.seq;
-                f.last = r.seq;
             }
             Some(y) if y as u64 != x || (r.lpn & rec::REPL != 0) != f.repl => continue,
-            Some(_) => {
-                f.first = f.first.min(r.seq);
-                f.last = f.last.max(r.seq);
-            }
+            Some(_) => f.first = f.first.min(r.seq),
         }
         if f.merge && r.lpn & rec::MERGE != 0 && r.lpn & rec::LAST != 0 && page == ppb - 1 {
             // The commit page counts only if it and its lower partners read back whole:
