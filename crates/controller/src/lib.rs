@@ -451,6 +451,23 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         Ok(l)
     }
 
+    /// The longest a page read at strength `t` can spend in the decoder: the record, the
+    /// PPROF codeword if enabled and every sector, each at its strength's limit (what a
+    /// latency bound adds to a read's array and bus time). Errors as
+    /// [`layout`](Controller::layout) does.
+    pub fn worst_decode(&mut self, t: u32) -> Result<Nanos, CtlError> {
+        let l = self.layout(t)?;
+        let lat = &self.cfg.latency;
+        let pprof = if self.pprof_code.is_some() {
+            lat.decode(layout::PPROF_DATA_BYTES, layout::PPROF_T, layout::PPROF_T)
+        } else {
+            Nanos::ZERO
+        };
+        Ok(lat.decode(RECORD_BYTES, RECORD_T, RECORD_T)
+            + pprof
+            + lat.decode_sectors(l.sector_size, l.sectors, l.t, l.t * l.sectors as u32))
+    }
+
     /// The strongest t whose parity fits the spare area.
     pub fn max_t(&mut self) -> u32 {
         let mut best = 0;

@@ -240,6 +240,18 @@ pub struct FtlCounters {
     /// Reads answered by a replica, and primaries GC could not read replaced by one.
     #[serde(default)]
     pub replica_rescues: u64,
+    /// The most valid pages a GC victim held when it was chosen (λ; WAO-GC bounds it by
+    /// U(λ)).
+    #[serde(default)]
+    pub max_victim_valid: u64,
+    /// Partial GC steps run (real-time pacing).
+    #[serde(default)]
+    pub partial_steps: u64,
+    /// Times a real-time pacing could not keep its bound and collected a whole victim
+    /// inside one write (its destination full with no free block: blocks gone bad since
+    /// the bound was checked). 0 whenever the bound holds.
+    #[serde(default)]
+    pub rt_overruns: u64,
 }
 
 /// Metadata bytes programmed, by kind.

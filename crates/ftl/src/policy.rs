@@ -7,7 +7,7 @@
 //! | victim choice | [`VictimPolicy`](crate::VictimPolicy) | greedy | cost-benefit, AP-weighted |
 //! | placement | [`Placement`] | [`Striped`] | [`HintStreams`], [`MsbCritical`] (AP) |
 //! | ECC strength | [`EccStrength`] | [`FixedStrength`] | |
-//! | GC pacing | [`GcPacing`] | [`Foreground`] | [`Incremental`] |
+//! | GC pacing | [`GcPacing`] | [`Foreground`] | [`Incremental`], [`WaoGc`] |
 //! | copy order | [`CopyOrder`] | [`Ascending`] | [`Asymmetric`] (AP) |
 //! | recovery | `Recovery` (chosen by [`RecoveryKind`](crate::RecoveryKind)) | roll-forward | full scan |
 //!
@@ -412,6 +412,10 @@ pub enum GcBudget {
     Steps(u32),
     /// Collect until the die is back at its GC threshold.
     UntilThreshold,
+    /// One partial step of a real-time scheme: at most this many valid-page copies of the
+    /// running job, or its erase (never both), starting a job when the die is down to its
+    /// last free block (the one taking the writes and copies).
+    Partial(u32),
 }
 
 /// What a pacing policy knows about a die.
@@ -444,6 +448,46 @@ pub trait GcPacing: Send {
     /// a write, nothing after): the FTL then applies it inline (asked once).
     fn is_foreground(&self) -> bool {
         false
+    }
+    /// True if the policy guarantees a latency bound by itself (WAO-GC): the FTL then
+    /// skips the safety rule above (a real-time die runs with no free block besides the
+    /// one taking writes and copies) and keeps every other foreground duty out of a
+    /// request's way (see [`WaoGc`]).
+    fn is_real_time(&self) -> bool {
+        false
+    }
+}
+
+/// WAO-GC's pacing (paper 003, §IV-B): GC starts only when a die is down to its last
+/// free block — the destination that takes host writes *and* GC copies — and after every
+/// host write (never after a read) runs exactly one partial step: up to `alpha` valid-page
+/// copies of the greedy victim, or its erase. With the victim's valid pages bounded by
+/// over-provisioning (U(λ) = ⌈σπ⌉), k = ⌈λ/α⌉ + 1 steps reclaim it while the destination
+/// takes k writes and λ copies, k + λ ≤ π: one free block always suffices, and no write
+/// waits for more than its own program plus one step (t_er + t_wr). `alpha` comes from the
+/// chip ([`crate::rtgc::WaoBounds`]).
+#[derive(Debug, Clone, Copy)]
+pub struct WaoGc {
+    /// Valid-page copies per partial step (α, eq. 4).
+    pub alpha: u32,
+}
+
+impl GcPacing for WaoGc {
+    fn name(&self) -> &'static str {
+        "wao-gc"
+    }
+    fn before_write(&mut self, _space: &DieSpace) -> GcBudget {
+        GcBudget::Nothing
+    }
+    fn after_write(&mut self, space: &DieSpace) -> GcBudget {
+        if space.collecting || space.free == 0 {
+            GcBudget::Partial(self.alpha)
+        } else {
+            GcBudget::Nothing
+        }
+    }
+    fn is_real_time(&self) -> bool {
+        true
     }
 }
 
@@ -652,8 +696,8 @@ impl PlacementKind {
     }
 }
 
-/// GC pacing policies by name (`gc_pacing = "foreground"` or
-/// `gc_pacing = { incremental = { steps = 4 } }`).
+/// GC pacing policies by name (`gc_pacing = "foreground"`,
+/// `gc_pacing = { incremental = { steps = 4 } }` or `gc_pacing = "wao-gc"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PacingKind {
@@ -665,17 +709,28 @@ pub enum PacingKind {
         /// Steps per write.
         steps: u32,
     },
+    /// [`WaoGc`]: α from the chip's timing.
+    WaoGc,
 }
 
 impl PacingKind {
-    /// The policy object.
-    pub fn policy(self) -> Box<dyn GcPacing> {
+    /// The policy object; `alpha` is WAO-GC's copies per partial step for the chip it runs
+    /// on (ignored by the others).
+    pub fn policy(self, alpha: u32) -> Box<dyn GcPacing> {
         match self {
             PacingKind::Foreground => Box::new(Foreground),
             PacingKind::Incremental { steps } => Box::new(Incremental {
                 steps: steps.max(1),
             }),
+            PacingKind::WaoGc => Box::new(WaoGc {
+                alpha: alpha.max(1),
+            }),
         }
+    }
+
+    /// Whether this is a real-time pacing ([`GcPacing::is_real_time`]).
+    pub fn is_real_time(self) -> bool {
+        matches!(self, PacingKind::WaoGc)
     }
 }
 

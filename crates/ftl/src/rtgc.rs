@@ -61,12 +61,12 @@ impl WaoBounds {
     /// bound) when the erase is shorter than one page copy (α = 0: no copy fits a partial
     /// step) or when `sigma` exceeds U(σ).
     pub fn new(chip: &ChipConfig, sigma: f64) -> Result<WaoBounds, String> {
-        let t = &chip.timing;
-        let kinds = [BitKind::Lsb, BitKind::Csb, BitKind::Msb];
-        let t_rd = kinds.iter().map(|&k| t.read(k).0).max().unwrap_or(0);
-        let t_wr = kinds.iter().map(|&k| t.program(k).0).max().unwrap_or(0);
-        let t_er = t.erase().0;
-        let pi = chip.geometry.pages_per_block;
+        Self::with_wait(chip, sigma, 0)
+    }
+
+    /// Copies per partial step on `chip` (α, eq. 4), or why none fits.
+    pub fn alpha(chip: &ChipConfig) -> Result<u32, String> {
+        let (t_rd, t_wr, t_er) = worst_times(chip);
         let alpha = (t_er / (t_rd + t_wr).max(1)) as u32;
         if alpha == 0 {
             return Err(format!(
@@ -74,20 +74,36 @@ impl WaoBounds {
                 chip.name
             ));
         }
+        Ok(alpha)
+    }
+
+    /// [`new`](WaoBounds::new) for a scheme whose victim may wait `wait` more steps for its
+    /// erase after its last copy (on multi-level chips, until the copies' upper partners
+    /// are programmed: the pairing window, one page per host write): k = ⌈λ/α⌉ + 1 + wait,
+    /// and eq. 6 with it.
+    pub fn with_wait(chip: &ChipConfig, sigma: f64, wait: u32) -> Result<WaoBounds, String> {
+        let (t_rd, t_wr, t_er) = worst_times(chip);
+        let pi = chip.geometry.pages_per_block;
+        let alpha = Self::alpha(chip)?;
         let u_sigma = ((pi - 1) as f64 * alpha as f64) / ((alpha + 1) as f64 * pi as f64);
         let lambda_max = (0..pi)
             .rev()
-            .find(|&l| l.div_ceil(alpha) + 1 + l <= pi)
+            .find(|&l| l.div_ceil(alpha) + 1 + wait + l <= pi)
             .unwrap_or(0);
         let u_lambda = libm::ceil(sigma * pi as f64) as u32;
         if !(sigma > 0.0 && sigma <= u_sigma && u_lambda <= lambda_max) {
             return Err(format!(
-                "logical/physical ratio σ = {sigma} is above U(σ) = {u_sigma:.4} for chip {} (α = {alpha}, π = {pi}; with eq. 6's ceilings at most {lambda_max} valid pages per victim, σ ≤ {:.4}): partial GC could not reclaim a victim before the last free block fills",
+                "logical/physical ratio σ = {sigma:.4} is above U(σ) = {u_sigma:.4} for chip {} (α = {alpha}, π = {pi}; with eq. 6's ceilings{} at most {lambda_max} valid pages per victim, σ ≤ {:.4}): partial GC could not reclaim a victim before the last free block fills",
                 chip.name,
+                if wait > 0 {
+                    format!(" and {wait} steps waiting for the erase")
+                } else {
+                    String::new()
+                },
                 lambda_max as f64 / pi as f64
             ));
         }
-        let k = u_lambda.div_ceil(alpha) + 1;
+        let k = u_lambda.div_ceil(alpha) + 1 + wait;
         Ok(WaoBounds {
             alpha,
             pi,
@@ -112,11 +128,43 @@ impl WaoBounds {
         self.t_er + self.t_rd
     }
 
+    /// The worst write latency with the controller's costs on top of the array times (what
+    /// the measured worst case is checked against): the write's own transfer and program,
+    /// then one partial step — an erase, or α copies each charged in full (read, transfer
+    /// out, decode, transfer in, program), whichever is longer. `xfer` is one page's bus
+    /// transfer (data and spare), `decode` the decode of a page at its strength's limit.
+    /// Eq. 4 counts array times only, so with transfers α copies can outlast an erase.
+    pub fn worst_write_with(&self, xfer: u64, decode: u64) -> u64 {
+        self.t_wr + xfer + self.worst_step_with(xfer, decode)
+    }
+
+    /// The longest partial step with the controller's costs (see
+    /// [`worst_write_with`](WaoBounds::worst_write_with)).
+    pub fn worst_step_with(&self, xfer: u64, decode: u64) -> u64 {
+        let copy = self.t_rd + xfer + decode + xfer + self.t_wr;
+        self.t_er.max(self.alpha as u64 * copy)
+    }
+
+    /// The worst read latency with the controller's costs: WAO-GC runs no step after a
+    /// read, so a read that finds its die idle takes its own read, transfer and decode.
+    pub fn worst_read_with(&self, xfer: u64, decode: u64) -> u64 {
+        self.t_rd + xfer + decode
+    }
+
     /// Whether collecting a victim of U(λ) valid pages fits one free block: k + U(λ) ≤ π
     /// (eq. 6).
     pub fn fits_one_block(&self) -> bool {
         self.k + self.u_lambda <= self.pi
     }
+}
+
+/// The slowest page read, page program and block erase of `chip`, ns.
+fn worst_times(chip: &ChipConfig) -> (u64, u64, u64) {
+    let t = &chip.timing;
+    let kinds = [BitKind::Lsb, BitKind::Csb, BitKind::Msb];
+    let t_rd = kinds.iter().map(|&k| t.read(k).0).max().unwrap_or(0);
+    let t_wr = kinds.iter().map(|&k| t.program(k).0).max().unwrap_or(0);
+    (t_rd, t_wr, t.erase().0)
 }
 
 /// The schemes of WAO-GC's Table I.

@@ -444,13 +444,14 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             read_retries: 0,
             gc_threshold: 2,
             wear_leveling: None,
+            young_rule: true,
             #[cfg(feature = "sabotage")]
             sabotage: Default::default(),
         };
         let policies = Policies {
             placement: crate::policy::PlacementKind::Striped.policy(),
             ecc: alloc::boxed::Box::new(FixedStrength(cfg.ecc_t)),
-            pacing: crate::policy::PacingKind::Foreground.policy(),
+            pacing: crate::policy::PacingKind::Foreground.policy(0),
             copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, crate::VictimKind::Greedy.policy(), policies);

@@ -54,7 +54,7 @@ use crate::gc::VictimKind;
 use crate::policy::{
     CopyOrderKind, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
 };
-use crate::substrate::gc::{erase_dirty, gc_step, paced, run_pending, run_refresh};
+use crate::substrate::gc::{erase_dirty, finish_jobs, gc_step, paced, run_pending, run_refresh};
 use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Payload, Substrate, SubstrateConfig, COLD, HOST};
@@ -254,6 +254,8 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     replicas: replica::Replicas,
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
+    /// WAO-GC's bounds (real-time pacing only), checked when the volume is sized.
+    rt: Option<crate::rtgc::WaoBounds>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -426,12 +428,58 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 ctl.chip().config().name
             )));
         }
+        if cfg.gc_pacing.is_real_time() {
+            Self::check_real_time(ctl.chip().config(), cfg)?;
+        }
         let geo = *ctl.chip().geometry();
         if geo.total_pages() >= LOST as u64 {
             return Err(FtlError::Config(format!(
                 "{} pages exceed the page-level map's 32-bit entries",
                 geo.total_pages()
             )));
+        }
+        Ok(())
+    }
+
+    /// What WAO-GC's bound needs of the rest of the configuration (the σ check comes when
+    /// the volume is sized). Each refusal names the key.
+    fn check_real_time(chip: &nand::ChipConfig, cfg: &PageFtlConfig) -> Result<(), FtlError> {
+        let refuse = |key: &str, why: &str| {
+            Err(FtlError::Config(format!(
+                "gc_pacing = \"wao-gc\" needs {key}: {why}"
+            )))
+        };
+        crate::rtgc::WaoBounds::alpha(chip)
+            .map_err(|e| FtlError::Config(format!("gc_pacing = \"wao-gc\": {e}")))?;
+        if cfg.recovery != recovery::RecoveryKind::FullScan {
+            return refuse(
+                "recovery = \"full-scan\"",
+                "roll-forward keeps blocks written since the last checkpoint from GC, so the greedy victim could hold more than U(λ) valid pages",
+            );
+        }
+        if cfg.wear_leveling.is_some() {
+            return refuse(
+                "wear_leveling off",
+                "a migration would take the die's last free block outside the partial steps (WAO-GC levels wear by its victim tie-break instead)",
+            );
+        }
+        if cfg.ecc != crate::policy::EccKind::Fixed {
+            return refuse(
+                "ecc = \"fixed\"",
+                "refresh relocations are writes the bound does not count",
+            );
+        }
+        if cfg.replicas > 0 {
+            return refuse(
+                "replicas = 0",
+                "backup copies are programs the bound does not count",
+            );
+        }
+        if cfg.placement != PlacementKind::Striped || cfg.copy_order != CopyOrderKind::Ascending {
+            return refuse(
+                "placement = \"striped\" and copy_order = \"ascending\"",
+                "writes and copies share one destination block per die, filled in order",
+            );
         }
         Ok(())
     }
@@ -444,6 +492,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             read_retries: cfg.read_retries,
             gc_threshold: cfg.gc_threshold,
             wear_leveling: cfg.wear_leveling,
+            young_rule: cfg.recovery == recovery::RecoveryKind::RollForward,
             #[cfg(feature = "sabotage")]
             sabotage: cfg.sabotage,
         };
@@ -460,7 +509,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     cfg.ecc_t,
                 )),
             },
-            pacing: cfg.gc_pacing.policy(),
+            pacing: cfg
+                .gc_pacing
+                .policy(crate::rtgc::WaoBounds::alpha(&chip_cfg).unwrap_or(1)),
             copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
@@ -481,6 +532,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             critical: Vec::new(),
             replicas: replica::Replicas::new(),
             recovery: None,
+            rt: None,
         }
     }
 
@@ -496,9 +548,19 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let ppb = self.s.ppb as u64;
         let physical = good * ppb;
         let logical = (physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64;
-        let reserve = ndies * (self.cfg.gc_threshold as u64 + 2);
+        // A real-time scheme needs one block per die besides its data (the destination of
+        // writes and copies); its σ check bounds the rest.
+        let reserve = if self.cfg.gc_pacing.is_real_time() {
+            ndies
+        } else {
+            ndies * (self.cfg.gc_threshold as u64 + 2)
+        };
         let max = good.saturating_sub(reserve + 1) * ppb;
         let logical = fixed.unwrap_or(logical);
+        if self.cfg.gc_pacing.is_real_time() && logical > 0 {
+            // WAO-GC's own check first: its message names the bound.
+            self.rt = Some(self.real_time_bounds(logical)?);
+        }
         if logical == 0 || logical > max.max(fixed.unwrap_or(0)) {
             return Err(FtlError::Config(format!(
                 "over_provisioning = {} leaves {logical} logical pages; with {good} good blocks and {reserve} reserved for GC at most {max} fit",
@@ -524,6 +586,42 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.critical[last] &= (1u64 << (logical % 64)) - 1;
         }
         Ok(())
+    }
+
+    /// WAO-GC's bounds for a volume of `logical` pages: σ is the worst die's share of the logical pages
+    /// (a logical page always lives on die `lpn mod dies`) over the pages of its good data
+    /// blocks but one (the destination, which holds no full victim), so eq. 7's greedy
+    /// argument holds on every die; on multi-level chips a victim's erase may wait the
+    /// pairing window for its copies to be sealed ([`WaoBounds::with_wait`]).
+    ///
+    /// [`WaoBounds::with_wait`]: crate::rtgc::WaoBounds::with_wait
+    fn real_time_bounds(&self, logical: u64) -> Result<crate::rtgc::WaoBounds, FtlError> {
+        let ndies = self.s.dies.len() as u64;
+        let bpd = self.s.blocks_per_die;
+        let worst = (0..ndies as u32)
+            .map(|d| {
+                (d * bpd..(d + 1) * bpd)
+                    .filter(|&b| !matches!(self.s.state[b as usize], BState::Bad | BState::Region))
+                    .count() as u64
+            })
+            .min()
+            .unwrap_or(0);
+        let share = logical.div_ceil(ndies);
+        let pages = worst.saturating_sub(1) * self.s.ppb as u64;
+        let sigma = share as f64 / pages.max(1) as f64;
+        crate::rtgc::WaoBounds::with_wait(self.s.ctl.chip().config(), sigma, self.s.window).map_err(
+            |e| {
+                FtlError::Config(format!(
+                    "gc_pacing = \"wao-gc\" with over_provisioning = {}: {e}",
+                    self.cfg.over_provisioning
+                ))
+            },
+        )
+    }
+
+    /// WAO-GC's bounds for this volume (`None` unless `gc_pacing = "wao-gc"`).
+    pub fn wao_bounds(&self) -> Option<&crate::rtgc::WaoBounds> {
+        self.rt.as_ref()
     }
 
     /// Whether logical page `lpn`'s last write was critical.
@@ -740,8 +838,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         class: DataClass,
     ) -> Result<(), FtlError> {
         let ndies = self.s.dies.len();
-        let first = self.s.placement.host_die(ndies, lpn, class) % ndies;
-        for k in 0..ndies {
+        // A real-time scheme keeps each logical page on one die (its bound is per die and
+        // counts the die's share of the logical pages).
+        let (first, tries) = if self.s.real_time {
+            ((lpn % ndies as u64) as usize, 1)
+        } else {
+            (self.s.placement.host_die(ndies, lpn, class) % ndies, ndies)
+        };
+        for k in 0..tries {
             let die = (first + k) % ndies;
             loop {
                 // Space first (again after a failed program retired a block).
@@ -866,6 +970,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         self.map.set(&mut self.s, now, l, INVALID)?;
         self.s.log.counters.trimmed_pages += 1;
         self.pending_trims.push((l as u32, seq));
+        if self.s.real_time {
+            // A real-time scheme logs a trim at once: a pending trim would otherwise be
+            // written before the next erase, inside a partial step, breaking its bound.
+            return self.persist_trims(now);
+        }
         // Trims wait in RAM for the next flush, at most a log page of them: the trim that
         // fills one writes it (its cost on that trim), so RAM stays bounded.
         if self.pending_trims.len() >= self.region.payload(&self.s) / snapshot::TRIM_ENTRY {
@@ -878,6 +987,9 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
         self.s.log.counters.flushes += 1;
+        if self.s.real_time {
+            finish_jobs(self, now)?;
+        }
         self.s.note_flush(self.cfg.flush_buffer);
         let interval = if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
@@ -894,6 +1006,9 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.s.log.counters.flushes += 1;
+        if self.s.real_time {
+            finish_jobs(self, now)?;
+        }
         let stash = self.s.ecc.stash();
         self.write_checkpoint_with(now, stash)
     }

@@ -852,7 +852,8 @@ impl Rebuild {
         let channels = ftl.sub().geo.channels;
         let (reads, time) = ftl.sub().log.read_time(Cause::Mount, channels);
         for &b in &self.young {
-            ftl.sub_mut().young[b as usize] = true;
+            let rule = ftl.sub().cfg.young_rule;
+            ftl.sub_mut().young[b as usize] = rule;
         }
         ftl.sub_mut().opened_since_cp = self.young.len() as u32;
         Ok(RecoveryReport {

@@ -339,7 +339,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.s.young.fill(false);
         for d in 0..self.s.dies.len() {
             for f in self.s.dies[d].frontier.into_iter().flatten() {
-                self.s.young[f.block as usize] = true;
+                self.s.young[f.block as usize] = self.s.cfg.young_rule;
             }
         }
         self.s.log.counters.checkpoints += 1;

@@ -219,7 +219,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 }
             }
             self.state[b as usize] = BState::Open;
-            self.young[b as usize] = true;
+            self.young[b as usize] = self.cfg.young_rule;
             self.superseded[b as usize] = 0;
             self.opened_since_cp += 1;
             let next = if want {
@@ -244,6 +244,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 self.fseq[i] = seq;
             }
         }
+    }
+
+    /// Whether `die`'s frontier of `stream` is open with a page left.
+    pub fn frontier_has_room(&self, die: usize, stream: usize) -> bool {
+        self.dies[die].frontier[stream].is_some_and(|f| f.next < self.ppb)
     }
 
     /// The lowest sequence number among the exposed lower pages of a frontier (a lower

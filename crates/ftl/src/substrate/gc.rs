@@ -103,7 +103,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// The slot a GC copy on `die` is offered first: the cold frontier's next page, `None`
     /// when a new block opens for it.
     pub fn cold_slot(&self, die: usize) -> Option<Slot> {
-        let f = self.dies[die].frontier[COLD]?;
+        let f = self.dies[die].frontier[self.copy_stream]?;
         (f.next < self.ppb).then(|| self.slot(f.block * self.ppb + f.next))
     }
 
@@ -175,6 +175,10 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
 
     /// Takes full block `victim` out of the index for a job.
     pub fn claim_victim(&mut self, victim: u32, cause: Cause) -> Job {
+        if cause == Cause::Gc {
+            let c = &mut self.log.counters;
+            c.max_victim_valid = c.max_victim_valid.max(self.valid[victim as usize] as u64);
+        }
         self.index_remove(victim);
         self.state[victim as usize] = BState::Collecting;
         Job {
@@ -466,7 +470,7 @@ fn relocate<K: Kernel>(
         k => (k.data_class().unwrap_or_default(), None),
     };
     let dst = loop {
-        let phys = s.allocate_for(now, die, COLD, WriteKind::Copy(class))?;
+        let phys = s.allocate_for(now, die, s.copy_stream, WriteKind::Copy(class))?;
         let seq = s.next_seq();
         let rec = match replica {
             Some(packed) => OobRecord::new(packed, seq, PageKind::Replica(class)),
@@ -608,14 +612,102 @@ pub(crate) fn paced<K: Kernel>(
     } else {
         s.pacing.before_write(&space)
     };
-    if !after && space.free < 2 {
+    if s.real_time {
+        if !after && space.free == 0 && !s.frontier_has_room(die, s.copy_stream) {
+            // The bound's premise broke (blocks went bad since it was checked): the write
+            // would find no page. Collect whole victims now, and count the overrun.
+            s.log.counters.rt_overruns += 1;
+            return finish_now(k, now, die);
+        }
+    } else if !after && space.free < 2 {
         budget = GcBudget::UntilThreshold;
     }
     match budget {
         GcBudget::Nothing => Ok(()),
         GcBudget::Steps(n) => gc_steps(k, now, die, n),
         GcBudget::UntilThreshold => ensure_space(k, now, die),
+        GcBudget::Partial(alpha) => partial_step(k, now, die, alpha),
     }
+}
+
+/// Whether the running job (or, with none, `die`'s first background job) still has a valid
+/// page to copy; a look at the kernel's reverse map, no flash access.
+fn job_has_copy<K: Kernel>(k: &K, die: usize) -> bool {
+    let s = k.sub();
+    let Some(job) = s.dies[die].gc else {
+        return false;
+    };
+    let base = job.victim * s.ppb;
+    let from = if s.ascending {
+        job.next
+    } else {
+        job.next.min(job.next_critical)
+    };
+    (from..s.ppb).any(|p| k.owner(base + p).is_some())
+}
+
+/// One partial GC step on `die` (WAO-GC, §IV-B): a victim waiting for its erase (its
+/// copies not yet sealed, multi-level chips) is erased if it can be — that is the step;
+/// otherwise, with no job running, a job starts only when the die has no free block left
+/// besides its destination; then either up to `alpha` valid-page copies, or — the victim
+/// holding no valid page — its erase. Never both, so a step takes at most one erase or
+/// `alpha` copies (α (t_rd + t_wr) ≤ t_er). Every loop here is bounded by `alpha`.
+pub(crate) fn partial_step<K: Kernel>(
+    k: &mut K,
+    now: Nanos,
+    die: usize,
+    alpha: u32,
+) -> Result<(), FtlError> {
+    k.sub_mut().log.counters.partial_steps += 1;
+    if k.sub().dies[die].gc.is_none() {
+        if !k.sub().dies[die].dirty.is_empty() {
+            // The erase of a collected victim is this step (it may still wait to be sealed).
+            return erase_dirty(k, now, die, false);
+        }
+        if !k.sub().dies[die].free.is_empty() {
+            return Ok(());
+        }
+        let Some(v) = k.sub().select_victim(die, now) else {
+            return Ok(());
+        };
+        let s = k.sub_mut();
+        s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
+    }
+    if !job_has_copy(k, die) {
+        // The erase (the job's last step: `finish_job` erases unless it must wait).
+        gc_step(k, now, die)?;
+        return Ok(());
+    }
+    for _ in 0..alpha {
+        if !job_has_copy(k, die) {
+            break;
+        }
+        gc_step(k, now, die)?;
+    }
+    Ok(())
+}
+
+/// Runs `die`'s GC job to its end and erases what waits (a real-time scheme's fallback
+/// when its bound broke, and what a flush does before sealing: see `finish_jobs`).
+pub(crate) fn finish_now<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<(), FtlError> {
+    if k.sub().dies[die].gc.is_none() && k.sub().dies[die].free.is_empty() {
+        start_job(k, now, die)?;
+    }
+    while k.sub().dies[die].gc.is_some() {
+        gc_step(k, now, die)?;
+    }
+    erase_dirty(k, now, die, true)
+}
+
+/// A real-time scheme's flush or shutdown: finishes every die's running GC job first, so
+/// that padding pages sealing the destination never take room the job counted on.
+pub(crate) fn finish_jobs<K: Kernel>(k: &mut K, now: Nanos) -> Result<(), FtlError> {
+    for die in 0..k.sub().dies.len() {
+        while k.sub().dies[die].gc.is_some() {
+            gc_step(k, now, die)?;
+        }
+    }
+    Ok(())
 }
 
 /// Most pages waiting for a rewrite per die; alarms beyond it are dropped (the page

@@ -85,6 +85,9 @@ pub(crate) struct SubstrateConfig {
     pub gc_threshold: u32,
     /// Static wear levelling.
     pub wear_leveling: Option<WearLevelConfig>,
+    /// Blocks opened since the last checkpoint are "young" and kept from GC until the
+    /// next one (what roll-forward recovery needs; a full-scan recovery does not).
+    pub young_rule: bool,
     /// A deliberate bug (test builds only).
     #[cfg(feature = "sabotage")]
     pub sabotage: crate::sabotage::Sabotage,
@@ -177,6 +180,11 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// The copy order sorts by destination slot and class (AP's Alg. 2).
     pub asymmetric: bool,
     pub foreground: bool,
+    /// The pacing is real-time (WAO-GC): GC copies share the host frontier (one
+    /// destination block for writes and copies), and no safety collection before writes.
+    pub real_time: bool,
+    /// The frontier stream GC copies go to (`COLD`, or `HOST` under a real-time pacing).
+    pub copy_stream: usize,
     pub geo: Geometry,
     /// Packed address of every flat block index (cached: the hot paths convert often).
     pub addrs: Vec<BlockAddr>,
@@ -301,6 +309,12 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             ascending: policies.copy_order.ascending(),
             asymmetric: policies.copy_order.asymmetric(),
             foreground: policies.pacing.is_foreground(),
+            real_time: policies.pacing.is_real_time(),
+            copy_stream: if policies.pacing.is_real_time() {
+                HOST
+            } else {
+                COLD
+            },
             placement: policies.placement,
             ecc: policies.ecc,
             pacing: policies.pacing,
