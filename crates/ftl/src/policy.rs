@@ -7,7 +7,7 @@
 //! | victim choice | [`VictimPolicy`](crate::VictimPolicy) | greedy | cost-benefit, AP-weighted |
 //! | placement | [`Placement`] | [`Striped`] | [`HintStreams`], [`MsbCritical`] (AP) |
 //! | ECC strength | [`EccStrength`] | [`FixedStrength`] | |
-//! | GC pacing | [`GcPacing`] | [`Foreground`] | [`Incremental`], [`WaoGc`] |
+//! | GC pacing | [`GcPacing`] | [`Foreground`] | [`Incremental`], [`WaoGc`], [`OnDemand`] |
 //! | copy order | [`CopyOrder`] | [`Ascending`] | [`Asymmetric`] (AP) |
 //! | recovery | `Recovery` (chosen by [`RecoveryKind`](crate::RecoveryKind)) | roll-forward | full scan |
 //!
@@ -412,6 +412,9 @@ pub enum GcBudget {
     Steps(u32),
     /// Collect until the die is back at its GC threshold.
     UntilThreshold,
+    /// Collect one whole victim (every valid-page copy, then its erase) — the full GC on
+    /// demand of the pure page-level scheme and RTGC.
+    Victim,
     /// One partial step of a real-time scheme: at most this many valid-page copies of the
     /// running job, or its erase (never both), starting a job when the die is down to its
     /// last free block (the one taking the writes and copies).
@@ -455,6 +458,40 @@ pub trait GcPacing: Send {
     /// request's way (see [`WaoGc`]).
     fn is_real_time(&self) -> bool {
         false
+    }
+    /// True if host writes and GC copies share one destination block per die and GC
+    /// starts only when the die is down to it (the trigger of WAO-GC's Table I, threshold
+    /// 1): the FTL then keeps each logical page on one die, skips the safety rule, and
+    /// refuses what would take blocks outside GC (wear levelling, refresh, replicas).
+    fn shares_destination(&self) -> bool {
+        self.is_real_time()
+    }
+}
+
+/// Full GC on demand with one destination (the pure page-level scheme and RTGC of WAO-GC's
+/// Table I): after the host write that leaves a die no free block besides the destination,
+/// one whole victim — the greedy choice — is collected at once, its copies into the
+/// destination (which has room: a victim never holds π valid pages). The write pays for
+/// it: U(t) = U(e_w) + λ (t_rd + t_wr) + t_er.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OnDemand;
+
+impl GcPacing for OnDemand {
+    fn name(&self) -> &'static str {
+        "on-demand"
+    }
+    fn before_write(&mut self, _space: &DieSpace) -> GcBudget {
+        GcBudget::Nothing
+    }
+    fn after_write(&mut self, space: &DieSpace) -> GcBudget {
+        if space.free == 0 {
+            GcBudget::Victim
+        } else {
+            GcBudget::Nothing
+        }
+    }
+    fn shares_destination(&self) -> bool {
+        true
     }
 }
 
@@ -697,7 +734,8 @@ impl PlacementKind {
 }
 
 /// GC pacing policies by name (`gc_pacing = "foreground"`,
-/// `gc_pacing = { incremental = { steps = 4 } }` or `gc_pacing = "wao-gc"`).
+/// `gc_pacing = { incremental = { steps = 4 } }`, `gc_pacing = "wao-gc"` or
+/// `gc_pacing = "on-demand"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PacingKind {
@@ -711,6 +749,8 @@ pub enum PacingKind {
     },
     /// [`WaoGc`]: α from the chip's timing.
     WaoGc,
+    /// [`OnDemand`].
+    OnDemand,
 }
 
 impl PacingKind {
@@ -725,7 +765,13 @@ impl PacingKind {
             PacingKind::WaoGc => Box::new(WaoGc {
                 alpha: alpha.max(1),
             }),
+            PacingKind::OnDemand => Box::new(OnDemand),
         }
+    }
+
+    /// Whether writes and copies share one destination ([`GcPacing::shares_destination`]).
+    pub fn shares_destination(self) -> bool {
+        matches!(self, PacingKind::WaoGc | PacingKind::OnDemand)
     }
 
     /// Whether this is a real-time pacing ([`GcPacing::is_real_time`]).

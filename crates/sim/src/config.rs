@@ -237,6 +237,10 @@ pub struct LoadSection {
     /// Requests the device serves at once (its internal queue, ≥ 1); the others wait in the
     /// scheduler. Unset: every queued request is dispatched at once.
     pub device_queue: Option<u32>,
+    /// Serve every read and write as page-sized requests, one after another in the order
+    /// of the request's pages (trims and flushes whole): latency metrics become per page
+    /// operation, as a real-time FTL's bounds are stated (WAO-GC's driver serves pages).
+    pub page_requests: bool,
 }
 
 impl Default for LoadSection {
@@ -246,6 +250,7 @@ impl Default for LoadSection {
             queue_depth: 8,
             background: Background::Idle,
             device_queue: None,
+            page_requests: false,
         }
     }
 }
@@ -531,6 +536,14 @@ impl ExperimentConfig {
                 let opts = crate::trace::TraceOptions { capacity, ..opts };
                 Box::new(TraceReader::open(&path, t.format, &opts)?)
             }
+        };
+        let source = if self.load.page_requests {
+            Box::new(crate::workload::PageRequests::new(
+                source,
+                chip_cfg.geometry.page_size as u64,
+            ))
+        } else {
+            source
         };
         let mode = match self.load.mode {
             LoadKind::Open => LoadMode::OpenLoop,

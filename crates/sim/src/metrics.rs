@@ -181,6 +181,16 @@ pub struct NandStats {
     pub replica_rescues: u64,
     /// GC, relocation, metadata and recovery reads retried after a page did not decode.
     pub read_retries: u64,
+    /// The most valid pages a GC victim held when chosen (λ), since the volume was
+    /// formatted (preconditioning included: a running maximum).
+    #[serde(default)]
+    pub max_victim_valid: u64,
+    /// Partial GC steps (real-time pacing).
+    #[serde(default)]
+    pub partial_steps: u64,
+    /// Writes in which a real-time pacing broke its bound (0 while it holds).
+    #[serde(default)]
+    pub rt_overruns: u64,
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
@@ -371,6 +381,10 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         replica_reads: a.replica_reads - b.replica_reads,
         replica_rescues: a.replica_rescues - b.replica_rescues,
         ecc_policy: a.ecc_policy.since(&b.ecc_policy),
+        // A running maximum: the measured phase's value is the whole run's.
+        max_victim_valid: a.max_victim_valid,
+        partial_steps: a.partial_steps - b.partial_steps,
+        rt_overruns: a.rt_overruns - b.rt_overruns,
     }
 }
 
@@ -502,6 +516,9 @@ impl Report {
                 read_retries: c.read_retries,
                 slc_blocks: c.slc_blocks,
                 region_swaps: c.region_swaps,
+                max_victim_valid: c.max_victim_valid,
+                partial_steps: c.partial_steps,
+                rt_overruns: c.rt_overruns,
             },
             waf: c.waf(),
             waf_per_byte: if m.bytes[1] > 0 {
@@ -693,6 +710,9 @@ impl Report {
                 read_retries: 0,
                 slc_blocks: 0,
                 region_swaps: 0,
+                max_victim_valid: 0,
+                partial_steps: 0,
+                rt_overruns: 0,
             },
             waf: 0.0,
             waf_per_byte: 0.0,
@@ -807,6 +827,13 @@ impl Report {
         let _ = writeln!(w, "WAF         {waf}");
         let _ = writeln!(w, "            valid copies {}, GC victims chosen {}, WL migrations {}, retired blocks {}, lost pages {} (a victim chosen near the end of the run may be erased after it, so GC erases and victims can differ by a few)",
             n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
+        if n.partial_steps > 0 || n.rt_overruns > 0 {
+            let _ = writeln!(
+                w,
+                "real-time   {} partial GC steps, most valid pages in a victim {}, bound overruns {}",
+                n.partial_steps, n.max_victim_valid, n.rt_overruns
+            );
+        }
         let _ = writeln!(
             w,
             "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer); {} region blocks swapped for less-worn ones",

@@ -23,6 +23,62 @@ pub trait RequestSource {
     }
 }
 
+/// A source whose reads and writes are served page by page: each is cut at page
+/// boundaries into requests of at most one page, in order, all with the request's arrival
+/// (the first piece keeps its idle period). Trims and flushes pass whole.
+pub struct PageRequests {
+    inner: Box<dyn RequestSource>,
+    page: u64,
+    /// The rest of the request being cut.
+    rest: Option<Request>,
+}
+
+impl PageRequests {
+    /// Cuts `inner`'s reads and writes into pieces of `page` bytes (page-aligned).
+    pub fn new(inner: Box<dyn RequestSource>, page: u64) -> Self {
+        PageRequests {
+            inner,
+            page: page.max(1),
+            rest: None,
+        }
+    }
+}
+
+impl RequestSource for PageRequests {
+    fn next_request(&mut self) -> Option<Result<Request, SimError>> {
+        let mut r = match self.rest.take() {
+            Some(r) => r,
+            None => match self.inner.next_request()? {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        if !matches!(r.kind, ReqKind::Read | ReqKind::Write) {
+            return Some(Ok(r));
+        }
+        let end = (r.offset / self.page + 1) * self.page;
+        if r.offset + r.len > end {
+            let cut = end - r.offset;
+            self.rest = Some(Request {
+                offset: end,
+                len: r.len - cut,
+                idle_before: Nanos::ZERO,
+                ..r
+            });
+            r.len = cut;
+        }
+        Some(Ok(r))
+    }
+
+    fn remaining(&self) -> Option<u64> {
+        self.inner.remaining()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.inner.notes()
+    }
+}
+
 /// Request sizes: a fixed size, a uniform choice among sizes, or a uniform range.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(

@@ -101,7 +101,8 @@ pub struct PageFtlConfig {
     pub copy_order: CopyOrderKind,
     /// GC pacing (`"foreground"`, or `{ incremental = { steps = N } }`).
     pub gc_pacing: PacingKind,
-    /// Static wear levelling (off when `None`).
+    /// Static wear levelling (off when `None`; in a file `wear_leveling = false`).
+    #[serde(with = "crate::substrate::wear_leveling_toggle")]
     pub wear_leveling: Option<WearLevelConfig>,
     /// BCH correction capability of every page (with `ecc = "fixed"`), of metadata pages
     /// (with FLARES).
@@ -428,7 +429,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 ctl.chip().config().name
             )));
         }
-        if cfg.gc_pacing.is_real_time() {
+        if cfg.gc_pacing.shares_destination() {
             Self::check_real_time(ctl.chip().config(), cfg)?;
         }
         let geo = *ctl.chip().geometry();
@@ -444,13 +445,19 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// What WAO-GC's bound needs of the rest of the configuration (the σ check comes when
     /// the volume is sized). Each refusal names the key.
     fn check_real_time(chip: &nand::ChipConfig, cfg: &PageFtlConfig) -> Result<(), FtlError> {
+        let name = match cfg.gc_pacing {
+            PacingKind::OnDemand => "on-demand",
+            _ => "wao-gc",
+        };
         let refuse = |key: &str, why: &str| {
             Err(FtlError::Config(format!(
-                "gc_pacing = \"wao-gc\" needs {key}: {why}"
+                "gc_pacing = \"{name}\" needs {key}: {why}"
             )))
         };
-        crate::rtgc::WaoBounds::alpha(chip)
-            .map_err(|e| FtlError::Config(format!("gc_pacing = \"wao-gc\": {e}")))?;
+        if cfg.gc_pacing.is_real_time() {
+            crate::rtgc::WaoBounds::alpha(chip)
+                .map_err(|e| FtlError::Config(format!("gc_pacing = \"{name}\": {e}")))?;
+        }
         if cfg.recovery != recovery::RecoveryKind::FullScan {
             return refuse(
                 "recovery = \"full-scan\"",
@@ -548,9 +555,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let ppb = self.s.ppb as u64;
         let physical = good * ppb;
         let logical = (physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64;
-        // A real-time scheme needs one block per die besides its data (the destination of
-        // writes and copies); its σ check bounds the rest.
-        let reserve = if self.cfg.gc_pacing.is_real_time() {
+        // A scheme with one destination per die needs one block besides its data (the
+        // destination of writes and copies); WAO-GC's σ check bounds the rest.
+        let reserve = if self.cfg.gc_pacing.shares_destination() {
             ndies
         } else {
             ndies * (self.cfg.gc_threshold as u64 + 2)

@@ -627,6 +627,14 @@ pub(crate) fn paced<K: Kernel>(
         GcBudget::Steps(n) => gc_steps(k, now, die, n),
         GcBudget::UntilThreshold => ensure_space(k, now, die),
         GcBudget::Partial(alpha) => partial_step(k, now, die, alpha),
+        GcBudget::Victim => {
+            partial_step(k, now, die, u32::MAX)?;
+            // The copies are done (or there was nothing to collect): the erase now.
+            while k.sub().dies[die].gc.is_some() {
+                gc_step(k, now, die)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -658,7 +666,9 @@ pub(crate) fn partial_step<K: Kernel>(
     die: usize,
     alpha: u32,
 ) -> Result<(), FtlError> {
-    k.sub_mut().log.counters.partial_steps += 1;
+    if alpha != u32::MAX {
+        k.sub_mut().log.counters.partial_steps += 1;
+    }
     if k.sub().dies[die].gc.is_none() {
         if !k.sub().dies[die].dirty.is_empty() {
             // The erase of a collected victim is this step (it may still wait to be sealed).

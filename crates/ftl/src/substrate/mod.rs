@@ -74,6 +74,46 @@ pub struct WearLevelConfig {
     pub check_every: u32,
 }
 
+/// (De)serializes an optional [`WearLevelConfig`] so a configuration file can turn wear
+/// levelling off: `wear_leveling = false` is `None`, `true` the defaults (spread 64, a
+/// check every 32 erases), a table the given settings.
+pub mod wear_leveling_toggle {
+    use super::WearLevelConfig;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(
+        untagged,
+        expecting = "wear_leveling: expected false, true or a table { spread = N, check_every = N }"
+    )]
+    enum Toggle {
+        On(bool),
+        With(WearLevelConfig),
+    }
+
+    /// Serializes `None` as `false`.
+    pub fn serialize<S: Serializer>(v: &Option<WearLevelConfig>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            None => Toggle::On(false).serialize(s),
+            Some(c) => Toggle::With(*c).serialize(s),
+        }
+    }
+
+    /// Reads `false`, `true` or a table.
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<WearLevelConfig>, D::Error> {
+        Ok(match Toggle::deserialize(d)? {
+            Toggle::On(false) => None,
+            Toggle::On(true) => Some(WearLevelConfig {
+                spread: 64,
+                check_every: 32,
+            }),
+            Toggle::With(c) => Some(c),
+        })
+    }
+}
+
 /// What the substrate needs from a scheme's configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct SubstrateConfig {
@@ -180,8 +220,9 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// The copy order sorts by destination slot and class (AP's Alg. 2).
     pub asymmetric: bool,
     pub foreground: bool,
-    /// The pacing is real-time (WAO-GC): GC copies share the host frontier (one
-    /// destination block for writes and copies), and no safety collection before writes.
+    /// Host writes and GC copies share one destination block per die (WAO-GC, and the
+    /// full-GC-on-demand schemes of its Table I): copies go to the host frontier, GC starts
+    /// at the last free block, no safety collection before writes.
     pub real_time: bool,
     /// The frontier stream GC copies go to (`COLD`, or `HOST` under a real-time pacing).
     pub copy_stream: usize,
@@ -309,8 +350,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             ascending: policies.copy_order.ascending(),
             asymmetric: policies.copy_order.asymmetric(),
             foreground: policies.pacing.is_foreground(),
-            real_time: policies.pacing.is_real_time(),
-            copy_stream: if policies.pacing.is_real_time() {
+            real_time: policies.pacing.shares_destination(),
+            copy_stream: if policies.pacing.shares_destination() {
                 HOST
             } else {
                 COLD
