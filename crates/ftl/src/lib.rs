@@ -157,6 +157,18 @@ pub struct FlashOp {
     pub after: Option<u32>,
 }
 
+/// A scheme's guaranteed worst latencies of one page request on an idle die, in ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LatencyBound {
+    /// A write: its transfer and program plus one GC step with every copy charged in full
+    /// (read, transfers, decode at the strength's limit, program).
+    pub write_ns: u64,
+    /// A read: its array read, transfer and worst decode.
+    pub read_ns: u64,
+    /// The paper's form, array times only: t_er + t_wr (WAO-GC's eq. 1).
+    pub array_write_ns: u64,
+}
+
 /// Counts an FTL keeps (flash operations by kind and cause, GC and wear-levelling work).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct FtlCounters {
@@ -404,6 +416,11 @@ pub trait Ftl {
     fn take_ops(&mut self, out: &mut alloc::vec::Vec<FlashOp>);
     /// Counters.
     fn counters(&self) -> &FtlCounters;
+    /// The latency bound the scheme guarantees for one page request on an idle die, if it
+    /// guarantees one (WAO-GC).
+    fn latency_bound(&self) -> Option<LatencyBound> {
+        None
+    }
     /// Whether the controller writes FLARES's PPROF codeword in every page's spare area.
     fn controller_pprof(&self) -> bool {
         false

@@ -95,6 +95,8 @@ impl Experiment {
             ecc: ftl.ecc_stats(),
             ecc_baseline,
             policy_ram_bytes: ftl.policy_ram_bytes(),
+            latency_bound: ftl.latency_bound(),
+            raw_bytes: self.chip.geometry.capacity_bytes(),
             pprof_spare_bytes: if ftl.controller_pprof() {
                 controller::layout::PPROF_BYTES as u64
             } else {

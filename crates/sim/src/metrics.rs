@@ -330,6 +330,8 @@ pub struct Report {
     pub latency: BTreeMap<&'static str, LatencyStats>,
     /// ECC.
     pub ecc: EccReport,
+    /// Space and latency bounds (WAO-GC's Table I and Fig. 11).
+    pub realtime: RealTimeReport,
     /// IOPS over the measured phase (simulated time).
     pub iops: f64,
     /// NAND page reads and programs per second of the measured phase (FLARES's Fig. 7
@@ -388,6 +390,20 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
     }
 }
 
+/// A scheme's space utilisation and, when it guarantees one, its latency bound (µs; 0
+/// when the scheme states none).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct RealTimeReport {
+    /// Logical capacity over the chip's raw capacity (WAO-GC's Fig. 11).
+    pub space_utilisation: f64,
+    /// The guaranteed worst write of one page on an idle die, with transfers and decode.
+    pub write_bound_us: f64,
+    /// The guaranteed worst read of one page on an idle die.
+    pub read_bound_us: f64,
+    /// The paper's form of the write bound, array times only (t_er + t_wr).
+    pub array_write_bound_us: f64,
+}
+
 /// What a report is built from.
 pub struct ReportInput<'a> {
     /// Experiment name.
@@ -414,6 +430,10 @@ pub struct ReportInput<'a> {
     pub ecc_baseline: EccStats,
     /// Controller RAM of the ECC-strength policy's per-page state.
     pub policy_ram_bytes: u64,
+    /// The scheme's latency bound, if it guarantees one.
+    pub latency_bound: Option<ftl::LatencyBound>,
+    /// The chip's raw data capacity in bytes (every page of every block).
+    pub raw_bytes: u64,
     /// Spare bytes per page of the policy's own record (FLARES's PPROF codeword).
     pub pprof_spare_bytes: u64,
     /// Erase counts of all blocks.
@@ -586,6 +606,18 @@ impl Report {
                     }
                 },
             },
+            realtime: RealTimeReport {
+                space_utilisation: if i.raw_bytes > 0 {
+                    i.logical_bytes as f64 / i.raw_bytes as f64
+                } else {
+                    0.0
+                },
+                write_bound_us: i.latency_bound.map_or(0.0, |b| b.write_ns as f64 / 1e3),
+                read_bound_us: i.latency_bound.map_or(0.0, |b| b.read_ns as f64 / 1e3),
+                array_write_bound_us: i
+                    .latency_bound
+                    .map_or(0.0, |b| b.array_write_ns as f64 / 1e3),
+            },
             iops: if span > 0.0 {
                 requests as f64 / span
             } else {
@@ -727,6 +759,7 @@ impl Report {
                 stddev: 0.0,
             },
             latency: ReqKind::ALL.iter().map(|k| (k.name(), stats)).collect(),
+            realtime: RealTimeReport::default(),
             ecc: EccReport {
                 reads: 0,
                 corrected_bits: 0,

@@ -59,6 +59,14 @@ const FILES: &[(&str, &str)] = &[
         "dcr-capacity.toml",
         include_str!("../../../experiments/dcr-capacity.toml"),
     ),
+    (
+        "waogc.toml",
+        include_str!("../../../experiments/waogc.toml"),
+    ),
+    (
+        "waogc-base.toml",
+        include_str!("../../../experiments/waogc-base.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.
@@ -75,6 +83,7 @@ const MATRICES: &[&str] = &[
     "recovery",
     "dcr",
     "dcr-capacity",
+    "waogc",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity

@@ -257,6 +257,8 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     recovery: Option<recovery::RecoveryReport>,
     /// WAO-GC's bounds (real-time pacing only), checked when the volume is sized.
     rt: Option<crate::rtgc::WaoBounds>,
+    /// The latency bound they give with this controller's costs.
+    rt_latency: Option<crate::LatencyBound>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -540,6 +542,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             replicas: replica::Replicas::new(),
             recovery: None,
             rt: None,
+            rt_latency: None,
         }
     }
 
@@ -566,7 +569,28 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let logical = fixed.unwrap_or(logical);
         if self.cfg.gc_pacing.is_real_time() && logical > 0 {
             // WAO-GC's own check first: its message names the bound.
-            self.rt = Some(self.real_time_bounds(logical)?);
+            let b = self.real_time_bounds(logical)?;
+            let geo = self.s.geo;
+            let xfer = self
+                .s
+                .ctl
+                .chip()
+                .config()
+                .timing
+                .transfer((geo.page_size + geo.spare_size) as usize)
+                .0;
+            let decode = self
+                .s
+                .ctl
+                .worst_decode(self.cfg.ecc_t)
+                .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", self.cfg.ecc_t)))?
+                .0;
+            self.rt = Some(b);
+            self.rt_latency = Some(crate::LatencyBound {
+                write_ns: b.worst_write_with(xfer, decode),
+                read_ns: b.worst_read_with(xfer, decode),
+                array_write_ns: b.worst_write(),
+            });
         }
         if logical == 0 || logical > max.max(fixed.unwrap_or(0)) {
             return Err(FtlError::Config(format!(
@@ -1125,6 +1149,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn counters(&self) -> &FtlCounters {
         &self.s.log.counters
+    }
+
+    fn latency_bound(&self) -> Option<crate::LatencyBound> {
+        self.rt_latency
     }
 
     fn policy_ram_bytes(&self) -> u64 {
