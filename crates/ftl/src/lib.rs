@@ -157,7 +157,8 @@ pub struct FlashOp {
     pub after: Option<u32>,
 }
 
-/// A scheme's guaranteed worst latencies of one page request on an idle die, in ns.
+/// A scheme's guaranteed worst latencies of one page request on an idle die, in ns, and
+/// the Table I quantities they follow from (WAO-GC, paper 003).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LatencyBound {
     /// A write: its transfer and program plus one GC step with every copy charged in full
@@ -165,8 +166,14 @@ pub struct LatencyBound {
     pub write_ns: u64,
     /// A read: its array read, transfer and worst decode.
     pub read_ns: u64,
-    /// The paper's form, array times only: t_er + t_wr (WAO-GC's eq. 1).
+    /// The same bound in array times only, as WAO-GC's Table I states U(t) (for WAO-GC
+    /// t_er + t_wr, eq. 1; for full GC on demand t_wr + U(λ)(t_rd + t_wr) + t_er).
     pub array_write_ns: u64,
+    /// The most valid pages a victim can hold (U(λ)).
+    pub u_lambda: u32,
+    /// Table I's L_buf: pages of the destination block writes take while a victim is
+    /// collected (k for WAO-GC; 0 when GC completes inside one write).
+    pub l_buf: u32,
 }
 
 /// Counts an FTL keeps (flash operations by kind and cause, GC and wear-levelling work).

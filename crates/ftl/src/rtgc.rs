@@ -158,6 +158,19 @@ impl WaoBounds {
     }
 }
 
+/// Full GC on demand with greedy victims (the pure page-level scheme and RTGC): the most
+/// valid pages a victim holds at logical/physical ratio `sigma` (eq. 7's argument; never
+/// π, since a block of π valid pages frees nothing) and the worst write, in array times
+/// (`array`) and with every cost (`full`: `xfer` each way and `decode` per copy).
+pub fn on_demand_bound(chip: &ChipConfig, sigma: f64, xfer: u64, decode: u64) -> (u32, u64, u64) {
+    let (t_rd, t_wr, t_er) = worst_times(chip);
+    let pi = chip.geometry.pages_per_block;
+    let lambda = (libm::ceil(sigma * pi as f64) as u32).min(pi - 1);
+    let array = t_wr + lambda as u64 * (t_rd + t_wr) + t_er;
+    let full = t_wr + xfer + lambda as u64 * (t_rd + 2 * xfer + decode + t_wr) + t_er;
+    (lambda, array, full)
+}
+
 /// The slowest page read, page program and block erase of `chip`, ns.
 fn worst_times(chip: &ChipConfig) -> (u64, u64, u64) {
     let t = &chip.timing;

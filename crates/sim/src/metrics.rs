@@ -400,8 +400,12 @@ pub struct RealTimeReport {
     pub write_bound_us: f64,
     /// The guaranteed worst read of one page on an idle die.
     pub read_bound_us: f64,
-    /// The paper's form of the write bound, array times only (t_er + t_wr).
+    /// The write bound in array times only, as WAO-GC's Table I states U(t).
     pub array_write_bound_us: f64,
+    /// The most valid pages a victim can hold (Table I's U(λ)).
+    pub u_lambda: u64,
+    /// Table I's L_buf (pages of the destination writes take while a victim is collected).
+    pub l_buf: u64,
 }
 
 /// What a report is built from.
@@ -617,6 +621,8 @@ impl Report {
                 array_write_bound_us: i
                     .latency_bound
                     .map_or(0.0, |b| b.array_write_ns as f64 / 1e3),
+                u_lambda: i.latency_bound.map_or(0, |b| b.u_lambda as u64),
+                l_buf: i.latency_bound.map_or(0, |b| b.l_buf as u64),
             },
             iops: if span > 0.0 {
                 requests as f64 / span

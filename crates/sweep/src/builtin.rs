@@ -67,6 +67,10 @@ const FILES: &[(&str, &str)] = &[
         "waogc-base.toml",
         include_str!("../../../experiments/waogc-base.toml"),
     ),
+    (
+        "waogc-table1.toml",
+        include_str!("../../../experiments/waogc-table1.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.
@@ -84,6 +88,7 @@ const MATRICES: &[&str] = &[
     "dcr",
     "dcr-capacity",
     "waogc",
+    "waogc-table1",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
@@ -91,6 +96,7 @@ const MATRICES: &[&str] = &[
 pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
         "dcr" => &["dcr-capacity"],
+        "waogc" => &["waogc-table1"],
         _ => &[],
     }
 }

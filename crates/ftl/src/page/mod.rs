@@ -567,30 +567,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         let max = good.saturating_sub(reserve + 1) * ppb;
         let logical = fixed.unwrap_or(logical);
-        if self.cfg.gc_pacing.is_real_time() && logical > 0 {
-            // WAO-GC's own check first: its message names the bound.
-            let b = self.real_time_bounds(logical)?;
-            let geo = self.s.geo;
-            let xfer = self
-                .s
-                .ctl
-                .chip()
-                .config()
-                .timing
-                .transfer((geo.page_size + geo.spare_size) as usize)
-                .0;
-            let decode = self
-                .s
-                .ctl
-                .worst_decode(self.cfg.ecc_t)
-                .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", self.cfg.ecc_t)))?
-                .0;
-            self.rt = Some(b);
-            self.rt_latency = Some(crate::LatencyBound {
-                write_ns: b.worst_write_with(xfer, decode),
-                read_ns: b.worst_read_with(xfer, decode),
-                array_write_ns: b.worst_write(),
-            });
+        if self.cfg.gc_pacing.shares_destination() && logical > 0 {
+            // The bound's own check first (WAO-GC's message names U(σ)).
+            self.rt_latency = Some(self.shared_destination_bound(logical)?);
         }
         if logical == 0 || logical > max.max(fixed.unwrap_or(0)) {
             return Err(FtlError::Config(format!(
@@ -627,6 +606,69 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     ///
     /// [`WaoBounds::with_wait`]: crate::rtgc::WaoBounds::with_wait
     fn real_time_bounds(&self, logical: u64) -> Result<crate::rtgc::WaoBounds, FtlError> {
+        let sigma = self.die_sigma(logical);
+        crate::rtgc::WaoBounds::with_wait(self.s.ctl.chip().config(), sigma, self.s.window).map_err(
+            |e| {
+                FtlError::Config(format!(
+                    "gc_pacing = \"wao-gc\" with over_provisioning = {}: {e}",
+                    self.cfg.over_provisioning
+                ))
+            },
+        )
+    }
+
+    /// The latency bound of a scheme with one destination per die on a volume of `logical`
+    /// pages (WAO-GC's checked bounds, or full GC on demand's), with this controller's
+    /// transfer and worst decode (sets `rt` for WAO-GC).
+    fn shared_destination_bound(&mut self, logical: u64) -> Result<crate::LatencyBound, FtlError> {
+        let geo = self.s.geo;
+        let xfer = self
+            .s
+            .ctl
+            .chip()
+            .config()
+            .timing
+            .transfer((geo.page_size + geo.spare_size) as usize)
+            .0;
+        let decode = self
+            .s
+            .ctl
+            .worst_decode(self.cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", self.cfg.ecc_t)))?
+            .0;
+        let t = &self.s.ctl.chip().config().timing;
+        let read_ns = t
+            .read(nand::BitKind::Msb)
+            .0
+            .max(t.read(nand::BitKind::Lsb).0)
+            + xfer
+            + decode;
+        if self.cfg.gc_pacing.is_real_time() {
+            let b = self.real_time_bounds(logical)?;
+            self.rt = Some(b);
+            return Ok(crate::LatencyBound {
+                write_ns: b.worst_write_with(xfer, decode),
+                read_ns: b.worst_read_with(xfer, decode),
+                array_write_ns: b.worst_write(),
+                u_lambda: b.u_lambda,
+                l_buf: b.k,
+            });
+        }
+        let sigma = self.die_sigma(logical);
+        let (u_lambda, array, full) =
+            crate::rtgc::on_demand_bound(self.s.ctl.chip().config(), sigma, xfer, decode);
+        Ok(crate::LatencyBound {
+            write_ns: full,
+            read_ns,
+            array_write_ns: array,
+            u_lambda,
+            l_buf: 0,
+        })
+    }
+
+    /// The worst die's share of `logical` pages over the pages of its good data blocks but
+    /// one (the destination).
+    fn die_sigma(&self, logical: u64) -> f64 {
         let ndies = self.s.dies.len() as u64;
         let bpd = self.s.blocks_per_die;
         let worst = (0..ndies as u32)
@@ -637,17 +679,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             })
             .min()
             .unwrap_or(0);
-        let share = logical.div_ceil(ndies);
         let pages = worst.saturating_sub(1) * self.s.ppb as u64;
-        let sigma = share as f64 / pages.max(1) as f64;
-        crate::rtgc::WaoBounds::with_wait(self.s.ctl.chip().config(), sigma, self.s.window).map_err(
-            |e| {
-                FtlError::Config(format!(
-                    "gc_pacing = \"wao-gc\" with over_provisioning = {}: {e}",
-                    self.cfg.over_provisioning
-                ))
-            },
-        )
+        logical.div_ceil(ndies) as f64 / pages.max(1) as f64
     }
 
     /// WAO-GC's bounds for this volume (`None` unless `gc_pacing = "wao-gc"`).
