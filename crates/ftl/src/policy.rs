@@ -468,8 +468,15 @@ pub trait GcPacing: Send {
     }
 }
 
+/// Free blocks per die a scheme with one shared destination keeps besides it: GC starts
+/// when a die is down to this many. The one block in reserve is what a power cut needs:
+/// recovery closes a destination it finds torn, and the victim the cut interrupted is then
+/// collected into the reserve block (the bounds count it out of the data blocks).
+pub const RESERVE: usize = 1;
+
 /// Full GC on demand with one destination (the pure page-level scheme and RTGC of WAO-GC's
-/// Table I): after the host write that leaves a die no free block besides the destination,
+/// Table I): after the host write that leaves a die no free block besides the destination
+/// and its [`RESERVE`],
 /// one whole victim — the greedy choice — is collected at once, its copies into the
 /// destination (which has room: a victim never holds π valid pages). The write pays for
 /// it: U(t) = U(e_w) + λ (t_rd + t_wr) + t_er.
@@ -484,7 +491,7 @@ impl GcPacing for OnDemand {
         GcBudget::Nothing
     }
     fn after_write(&mut self, space: &DieSpace) -> GcBudget {
-        if space.free == 0 {
+        if space.free <= RESERVE {
             GcBudget::Victim
         } else {
             GcBudget::Nothing
@@ -496,7 +503,8 @@ impl GcPacing for OnDemand {
 }
 
 /// WAO-GC's pacing (paper 003, §IV-B): GC starts only when a die is down to its last
-/// free block — the destination that takes host writes *and* GC copies — and after every
+/// free block — the destination that takes host writes *and* GC copies; here also one
+/// block in [`RESERVE`] for power cuts — and after every
 /// host write (never after a read) runs exactly one partial step: up to `alpha` valid-page
 /// copies of the greedy victim, or its erase. With the victim's valid pages bounded by
 /// over-provisioning (U(λ) = ⌈σπ⌉), k = ⌈λ/α⌉ + 1 steps reclaim it while the destination
@@ -517,7 +525,7 @@ impl GcPacing for WaoGc {
         GcBudget::Nothing
     }
     fn after_write(&mut self, space: &DieSpace) -> GcBudget {
-        if space.collecting || space.free == 0 {
+        if space.collecting || space.free <= RESERVE {
             GcBudget::Partial(self.alpha)
         } else {
             GcBudget::Nothing

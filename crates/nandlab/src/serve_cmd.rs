@@ -48,9 +48,14 @@ pub struct ServeArgs {
     /// anything but loopback is reachable by anyone who can reach the port.
     #[arg(long, default_value = "127.0.0.1:10809")]
     listen: SocketAddr,
-    /// Recovery procedure at start.
-    #[arg(long, value_enum, default_value = "roll-forward")]
-    recovery: RecoveryArg,
+    /// With --create: the FTL (a TOML file with an `[ftl]` section, as experiment files
+    /// have; kept beside the image as `IMAGE.ftl.toml` for later starts). Without it: the
+    /// page-level FTL, 25 % over-provisioning.
+    #[arg(long, requires = "create")]
+    ftl: Option<PathBuf>,
+    /// Recovery procedure at start (default: the image's FTL file's, else roll-forward).
+    #[arg(long, value_enum)]
+    recovery: Option<RecoveryArg>,
     /// The export's name (LIST and INFO report it; the empty name also selects it).
     #[arg(long, default_value = "")]
     export_name: String,
@@ -238,6 +243,30 @@ pub struct Volume {
     size: u64,
     closed: bool,
     recorder: Option<Recorder>,
+    /// The FTL's flash operations of the last call (drained after every call, so the log
+    /// never grows).
+    ops: Vec<ftl::FlashOp>,
+    /// Simulated service time of page reads and page writes (index 0 and 1).
+    service: [Service; 2],
+}
+
+/// Simulated service time of one kind of page operation: the operations a call issued,
+/// one after another (array, transfer and decode time: what they take on one die).
+#[derive(Debug, Clone, Copy, Default)]
+struct Service {
+    count: u64,
+    total_ns: u64,
+    max_ns: u64,
+}
+
+impl Service {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "count": self.count,
+            "mean_us": if self.count > 0 { self.total_ns as f64 / self.count as f64 / 1e3 } else { 0.0 },
+            "max_us": self.max_ns as f64 / 1e3,
+        })
+    }
 }
 
 impl Volume {
@@ -253,7 +282,27 @@ impl Volume {
             size,
             closed: false,
             recorder: None,
+            ops: Vec::new(),
+            service: [Service::default(); 2],
         }
+    }
+
+    /// Drains the FTL's operation log; for a page read (`Some(0)`) or write (`Some(1)`)
+    /// books their time.
+    fn drain(&mut self, kind: Option<usize>) {
+        self.vol.take_ops(&mut self.ops);
+        if let Some(k) = kind {
+            let ns: u64 = self
+                .ops
+                .iter()
+                .map(|o| o.array.0 + o.transfer.0 + o.ecc.0)
+                .sum();
+            let s = &mut self.service[k];
+            s.count += 1;
+            s.total_ns += ns;
+            s.max_ns = s.max_ns.max(ns);
+        }
+        self.ops.clear();
     }
 
     fn tick(&mut self) -> Nanos {
@@ -277,13 +326,17 @@ impl Volume {
     fn read_page(&mut self, l: u64, buf: &mut [u8]) -> Result<(), u32> {
         let t = self.tick();
         let lpn = self.lpn(l)?;
-        self.vol.read(t, lpn, buf).map_err(Self::errno)
+        let r = self.vol.read(t, lpn, buf).map_err(Self::errno);
+        self.drain(Some(0));
+        r
     }
 
     fn write_page(&mut self, l: u64, buf: &[u8]) -> Result<(), u32> {
         let t = self.tick();
         let lpn = self.lpn(l)?;
-        self.vol.write(t, lpn, buf).map_err(Self::errno)
+        let r = self.vol.write(t, lpn, buf).map_err(Self::errno);
+        self.drain(Some(1));
+        r
     }
 
     fn check(&self) -> Result<(), u32> {
@@ -342,7 +395,9 @@ impl Volume {
     /// The FTL's flush, the clock saved, the image synced, and the trace written out.
     fn sync(&mut self) -> Result<(), u32> {
         let t = self.tick();
-        self.vol.flush(t).map_err(Self::errno)?;
+        let r = self.vol.flush(t).map_err(Self::errno);
+        self.drain(None);
+        r?;
         volume_cmd::save_clock(&mut self.vol, t).map_err(|_| nbd::EIO)?;
         if let Some(r) = self.recorder.as_mut() {
             if let Err(e) = r.flush() {
@@ -362,7 +417,9 @@ impl Volume {
         if !self.closed {
             self.closed = true;
             let t = self.tick();
-            self.vol.shutdown(t)?;
+            let r = self.vol.shutdown(t);
+            self.drain(None);
+            r?;
             volume_cmd::save_clock(&mut self.vol, t)?;
             if let Some(r) = self.recorder.as_mut() {
                 r.flush().context("--record-trace")?;
@@ -388,6 +445,9 @@ impl Volume {
         serde_json::json!({
             "counters": counters,
             "waf": self.vol.counters().waf(),
+            "page_read": self.service[0].json(),
+            "page_write": self.service[1].json(),
+            "latency_bound": self.vol.latency_bound(),
             "ecc": {
                 "reads": self.vol.controller().stats().reads,
                 "corrected_bits": self.vol.controller().stats().corrected_bits,
@@ -469,7 +529,9 @@ impl Export for Volume {
         for l in first..last {
             let t = self.tick();
             let lpn = self.lpn(l)?;
-            self.vol.trim(t, lpn).map_err(Self::errno)?;
+            let r = self.vol.trim(t, lpn).map_err(Self::errno);
+            self.drain(None);
+            r?;
         }
         self.fua(fua)
     }
@@ -538,10 +600,10 @@ pub fn run(a: ServeArgs) -> Result<()> {
     };
     let (vol, now) = match &a.create {
         Some(preset) => (
-            volume_cmd::create(&a.image, preset, a.blocks_per_plane)?,
+            volume_cmd::create(&a.image, preset, a.blocks_per_plane, a.ftl.as_deref())?,
             Nanos::ZERO,
         ),
-        None => volume_cmd::open_at(&a.image, a.recovery.into())?,
+        None => volume_cmd::open_at(&a.image, a.recovery.map(Into::into))?,
     };
     let recovered = vol.recovery_report().cloned();
     let mut volume = Volume::new(vol, now);

@@ -408,3 +408,53 @@ fn block_level_every_cut_point_mlc_and_nested_slc() {
         assert!(s.passed > 250, "{s:?}");
     }
 }
+
+/// The schemes whose writes and GC copies share one destination per die (WAO-GC's partial
+/// steps and the full GC on demand of its pure page-level and RTGC baselines): every cut
+/// point on SLC, random and nested cuts on MLC (where a victim's erase waits for its copies
+/// to be sealed), full-scan recovery (what they require).
+#[test]
+fn shared_destination_schemes_every_cut_point() {
+    use ftl::policy::PacingKind;
+    for (preset, pacing, op, seed) in [
+        ("tiny-slc", PacingKind::WaoGc, 0.3, 71),
+        ("tiny-slc", PacingKind::OnDemand, 0.15, 72),
+        ("tiny-mlc", PacingKind::WaoGc, 0.7, 73),
+    ] {
+        let mut cfg = CrashConfig::small(seed);
+        cfg.chip = nand::ChipConfig::preset(preset).unwrap();
+        cfg.chip.seed = seed;
+        cfg.chip.reliability.wear_fail_rate = 0.0;
+        cfg.chip.reliability.wear_fail_growth = 0.0;
+        cfg.scheme = ftl::SchemeConfig::Page(ftl::PageFtlConfig {
+            over_provisioning: op,
+            gc_pacing: pacing,
+            recovery: RecoveryKind::FullScan,
+            wear_leveling: None,
+            checkpoint_interval: 6,
+            flush_buffer: false,
+            ..Default::default()
+        });
+        cfg.fit_ecc().unwrap();
+        // (On MLC the volume is small beside its over-provisioning: more writes reach GC.)
+        cfg.ops = if preset == "tiny-slc" { 150 } else { 700 };
+        let name = format!("{preset} {pacing:?}");
+        let s = if preset == "tiny-slc" {
+            holds(&format!("{name}, linear"), &cfg, Plan::Linear, 1000)
+        } else {
+            holds(
+                &format!("{name}, random"),
+                &cfg,
+                Plan::Random { samples: 600 },
+                500,
+            )
+        };
+        assert!(s.workload.gc_victims > 10, "{name}: {:?}", s.workload);
+        holds(
+            &format!("{name}, nested"),
+            &cfg,
+            Plan::Nested { samples: 300 },
+            250,
+        );
+    }
+}

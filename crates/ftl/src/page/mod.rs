@@ -363,7 +363,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }));
         }
         let mut ftl = Self::empty_checked(ctl, cfg);
-        match procedure.recover(&mut ftl, now) {
+        let recovered = procedure.recover(&mut ftl, now).and_then(|report| {
+            if ftl.cfg.gc_pacing.shares_destination() {
+                // The blocks are known now (bad ones included): the bound for this chip.
+                ftl.rt_latency = Some(ftl.shared_destination_bound(ftl.logical)?);
+            }
+            Ok(report)
+        });
+        match recovered {
             Ok(report) => {
                 ftl.recovery = Some(report);
                 Ok(ftl)
@@ -484,6 +491,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 "backup copies are programs the bound does not count",
             );
         }
+        if cfg.flush_buffer && chip.cell != nand::CellType::Slc {
+            return refuse(
+                "flush_buffer = false on a multi-level chip",
+                "a destination opened in SLC mode holds only its LSB pages, fewer than the π the bound counts",
+            );
+        }
         if cfg.placement != PlacementKind::Striped || cfg.copy_order != CopyOrderKind::Ascending {
             return refuse(
                 "placement = \"striped\" and copy_order = \"ascending\"",
@@ -561,13 +574,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         // A scheme with one destination per die needs one block besides its data (the
         // destination of writes and copies); WAO-GC's σ check bounds the rest.
         let reserve = if self.cfg.gc_pacing.shares_destination() {
-            ndies
+            ndies * (1 + crate::policy::RESERVE as u64)
         } else {
             ndies * (self.cfg.gc_threshold as u64 + 2)
         };
         let max = good.saturating_sub(reserve + 1) * ppb;
         let logical = fixed.unwrap_or(logical);
-        if self.cfg.gc_pacing.shares_destination() && logical > 0 {
+        // (A mount checks the bound once recovery knows the blocks: `try_mount_with`.)
+        if self.cfg.gc_pacing.shares_destination() && logical > 0 && fixed.is_none() {
             // The bound's own check first (WAO-GC's message names U(σ)).
             self.rt_latency = Some(self.shared_destination_bound(logical)?);
         }
@@ -600,7 +614,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// WAO-GC's bounds for a volume of `logical` pages: σ is the worst die's share of the logical pages
     /// (a logical page always lives on die `lpn mod dies`) over the pages of its good data
-    /// blocks but one (the destination, which holds no full victim), so eq. 7's greedy
+    /// blocks but the destination and the reserve, so eq. 7's greedy
     /// argument holds on every die; on multi-level chips a victim's erase may wait the
     /// pairing window for its copies to be sealed ([`WaoBounds::with_wait`]).
     ///
@@ -667,7 +681,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     /// The worst die's share of `logical` pages over the pages of its good data blocks but
-    /// one (the destination).
+    /// the destination and the reserve (neither holds a victim when GC starts).
     fn die_sigma(&self, logical: u64) -> f64 {
         let ndies = self.s.dies.len() as u64;
         let bpd = self.s.blocks_per_die;
@@ -679,7 +693,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             })
             .min()
             .unwrap_or(0);
-        let pages = worst.saturating_sub(1) * self.s.ppb as u64;
+        let pages = worst.saturating_sub(1 + crate::policy::RESERVE as u64) * self.s.ppb as u64;
         logical.div_ceil(ndies) as f64 / pages.max(1) as f64
     }
 

@@ -657,7 +657,7 @@ fn job_has_copy<K: Kernel>(k: &K, die: usize) -> bool {
 /// One partial GC step on `die` (WAO-GC, §IV-B): a victim waiting for its erase (its
 /// copies not yet sealed, multi-level chips) is erased if it can be — that is the step;
 /// otherwise, with no job running, a job starts only when the die has no free block left
-/// besides its destination; then either up to `alpha` valid-page copies, or — the victim
+/// besides its destination and the reserve; then either up to `alpha` valid-page copies, or — the victim
 /// holding no valid page — its erase. Never both, so a step takes at most one erase or
 /// `alpha` copies (α (t_rd + t_wr) ≤ t_er). Every loop here is bounded by `alpha`.
 pub(crate) fn partial_step<K: Kernel>(
@@ -674,7 +674,7 @@ pub(crate) fn partial_step<K: Kernel>(
             // The erase of a collected victim is this step (it may still wait to be sealed).
             return erase_dirty(k, now, die, false);
         }
-        if !k.sub().dies[die].free.is_empty() {
+        if k.sub().dies[die].free.len() > crate::policy::RESERVE {
             return Ok(());
         }
         let Some(v) = k.sub().select_victim(die, now) else {
@@ -700,6 +700,8 @@ pub(crate) fn partial_step<K: Kernel>(
 /// Runs `die`'s GC job to its end and erases what waits (a real-time scheme's fallback
 /// when its bound broke, and what a flush does before sealing: see `finish_jobs`).
 pub(crate) fn finish_now<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<(), FtlError> {
+    // A victim waiting for its erase first: erasing it needs no page.
+    erase_dirty(k, now, die, true)?;
     if k.sub().dies[die].gc.is_none() && k.sub().dies[die].free.is_empty() {
         start_job(k, now, die)?;
     }
