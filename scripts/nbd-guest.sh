@@ -12,6 +12,12 @@
 #        scripts/nbd-guest.sh path/to/nandlab --capture-dcr OUT.blktrace
 #   The third runs only DCR's benchmark shapes on ext2 (see the `dcr` guest mode below;
 #   how traces/dcr-ext2 was made).
+#        scripts/nbd-guest.sh path/to/nandlab --capture-waogc OUT.blktrace
+#   WAO-GC's benchmark shapes on ext2 (the `waogc` guest mode) on k9k8g08u0b under WAO-GC
+#   (how traces/waogc-ext2 was made).
+#        scripts/nbd-guest.sh path/to/nandlab --live-waogc
+#   A file server's churn on ext2 live under the pure page-level scheme, RTGC and WAO-GC
+#   (examples/realtime/*.toml), each server's page service times and bound printed.
 set -euo pipefail
 NANDLAB=$(realpath "${1:-target/release/nandlab}")
 capture=""
@@ -19,7 +25,10 @@ capture_mode=""
 case "${2:-}" in
   --capture-sensor) capture=$(realpath -m "$3"); capture_mode=sensor ;;
   --capture-dcr) capture=$(realpath -m "$3"); capture_mode=dcr ;;
+  --capture-waogc) capture=$(realpath -m "$3"); capture_mode=waogc ;;
+  --live-waogc) capture_mode=live ;;
 esac
+root=$(realpath "$(dirname "$0")/..")
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
   command -v "$t" >/dev/null || { echo "   skipped: $t missing"; exit 0; }
 done
@@ -172,6 +181,83 @@ elif [ "$mode" = dcr ]; then
   wait; marker 8
   umount /mnt || bad umount
   ok dcr
+elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
+  # WAO-GC's benchmarks (§V: NFS file serving, Bonnie, Postmark, Tiobench) as shapes a
+  # shell can run, on ext2 (the paper's mkfs.ext2, no discard) of 700 MB — below the
+  # logical size of every scheme the trace is replayed on — between phase markers (reads
+  # of the disk's tail, as in the dcr mode). `churn` (the live runs of each scheme) is a
+  # file server's churn instead: an 80 MB file system filled to 60 % with 32 KiB files
+  # (four to an erase block), then 48 rounds of 100 random files deleted and 100 new ones
+  # written (ext2 reuses the freed blocks: scattered overwrites while the other files stay
+  # valid; 200 MB written on a 128 MiB chip). Bulk data from /dev/zero.
+  size=$(( $(cat /sys/block/vda/size) * 512 ))
+  if [ "$mode" = churn ]; then fs=80000k; else fs=700000k; fi
+  blocks=30000; passes=1
+  /sbin/mke2fs -q -F -t ext2 -b 4096 /dev/vda $fs || bad mkfs
+  mount -t ext2 /dev/vda /mnt || bad mount
+  marker() {
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    dd if=/dev/vda of=/dev/null bs=4096 count=1 skip=$(( (size - ($1 + 1) * 1048576) / 4096 )) 2>/dev/null
+    echo "GUEST-MARK $1"
+  }
+  r=4242
+  rnd() { r=$(( (r * 1103515245 + 12345) % 2147483648 )); }
+  bonnie() { # a file written in 8 KiB blocks, rewritten in place, read back, 2000 random seeks
+    dd if=/dev/zero of=/mnt/bonnie bs=8192 count=$blocks 2>/dev/null; sync
+    p=0; while [ $p -lt $passes ]; do
+      dd if=/dev/zero of=/mnt/bonnie bs=8192 count=$blocks conv=notrunc 2>/dev/null; sync; p=$((p + 1))
+    done
+    echo 3 >/proc/sys/vm/drop_caches; cat /mnt/bonnie >/dev/null
+    i=0; while [ $i -lt 2000 ]; do rnd; dd if=/mnt/bonnie of=/dev/null bs=8192 count=1 skip=$(( r % blocks )) 2>/dev/null; i=$((i + 1)); done
+    rm /mnt/bonnie; sync
+  }
+  if [ "$mode" = churn ]; then
+    mkdir /mnt/files
+    for f in $(seq 1 1600); do dd if=/dev/zero of=/mnt/files/f$f bs=32768 count=1 2>/dev/null; done
+    sync; n=1600
+    for round in $(seq 1 48); do
+      for k in $(seq 1 100); do rnd; rm -f /mnt/files/f$(( 1 + r % n )); done
+      for k in $(seq 1 100); do n=$((n + 1)); dd if=/dev/zero of=/mnt/files/f$n bs=32768 count=1 2>/dev/null; done
+      sync
+    done
+    marker 1
+  else
+    # 1: NFS file serving: a tree of 40 files (1-6 MB) copied in, copied out, read, removed.
+    mkdir /mnt/export /mnt/client
+    for f in $(seq 1 40); do rnd; dd if=/dev/zero of=/mnt/export/f$f bs=65536 count=$(( 16 + r % 80 )) 2>/dev/null; done
+    cp -r /mnt/export/. /mnt/client/; sync; echo 3 >/proc/sys/vm/drop_caches
+    cat /mnt/client/* >/dev/null; rm -r /mnt/export; marker 1
+    # 2: Bonnie.
+    bonnie; marker 2
+    # 3: Postmark: 3000 files of 0.5-10 KiB in 20 directories, 3000 transactions (read,
+    # append, create, delete), then every file deleted.
+    for d in $(seq 0 19); do mkdir /mnt/pm$d; done
+    n=0
+    while [ $n -lt 3000 ]; do rnd; dd if=/dev/zero of=/mnt/pm$((n % 20))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null; n=$((n + 1)); done
+    t=0
+    while [ $t -lt 3000 ]; do
+      rnd; f=$(( r % n )); rnd
+      case $(( r % 4 )) in
+        0) cat /mnt/pm$((f % 20))/f$f >/dev/null 2>&1 ;;
+        1) dd if=/dev/zero bs=512 count=$(( 1 + r % 8 )) 2>/dev/null >>/mnt/pm$((f % 20))/f$f ;;
+        2) rm -f /mnt/pm$((f % 20))/f$f ;;
+        3) dd if=/dev/zero of=/mnt/pm$((n % 20))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null; n=$((n + 1)) ;;
+      esac
+      t=$((t + 1))
+    done
+    rm -r /mnt/pm*; marker 3
+    # 4: Tiobench: four threads writing 60 MB each in 4 KiB at once, then reading them
+    # back at once, then 1000 random 4 KiB reads each.
+    for w in 0 1 2 3; do dd if=/dev/zero of=/mnt/tio$w bs=4096 count=15000 2>/dev/null & done
+    wait; sync; echo 3 >/proc/sys/vm/drop_caches
+    for w in 0 1 2 3; do cat /mnt/tio$w >/dev/null & done; wait
+    for w in 0 1 2 3; do
+      (i=0; r=$((r + w)); while [ $i -lt 1000 ]; do r=$(( (r * 1103515245 + 12345) % 2147483648 )); dd if=/mnt/tio$w of=/dev/null bs=4096 count=1 skip=$(( r % 15000 )) 2>/dev/null; i=$((i + 1)); done) &
+    done
+    wait; rm /mnt/tio*; marker 4
+  fi
+  umount /mnt || bad umount
+  ok "$mode"
 elif [ "$mode" = fresh ]; then
   /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
   mount -t ext4 /dev/vda /mnt || bad mount
@@ -218,6 +304,34 @@ if [ "$capture_mode" = sensor ]; then
   t0=$SECONDS; boot sensor 4096
   stop_server TERM
   echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
+  exit 0
+fi
+if [ "$capture_mode" = waogc ]; then
+  echo "-- WAO-GC's benchmark shapes on ext2, on k9k8g08u0b under WAO-GC, their requests recorded"
+  start_server "$work/disk.chip" --create k9k8g08u0b --ftl "$root/examples/realtime/wao-gc.toml" --record-trace "$capture"
+  t0=$SECONDS; GUEST_TIMEOUT=3000 boot waogc 4096
+  stop_server TERM
+  grep -E "GUEST-MARK" "$work/console.log" | tr '\n' ' '; echo
+  echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
+  grep "shut down cleanly" "$work/serve.err" | tail -1
+  exit 0
+fi
+if [ "$capture_mode" = live ]; then
+  echo "-- a file server's churn on ext2 under each real-time scheme, live (k9k8g08u0b cut to 256 blocks per plane)"
+  for scheme in pure rtgc wao-gc; do
+    rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
+    start_server "$work/disk.chip" --create k9k8g08u0b --blocks-per-plane 256 --ftl "$root/examples/realtime/$scheme.toml"
+    t0=$SECONDS; GUEST_TIMEOUT=3000 boot churn 4096
+    stop_server TERM
+    echo "   $scheme ($((SECONDS - t0)) s): $(grep 'shut down cleanly' "$work/serve.err" | tail -1 | python3 -c '
+import json, sys
+line = sys.stdin.read()
+s = json.loads(line[line.index("{"):])
+w, r, c, b = s["page_write"], s["page_read"], s["counters"], s.get("latency_bound")
+print("page writes %d, worst %.0f us, mean %.1f us; page reads worst %.0f us; victims %d, copies %d, most valid in a victim %d, partial steps %d, overruns %d; bound %s" % (
+    w["count"], w["max_us"], w["mean_us"], r["max_us"], c["gc_victims"], c["valid_copies"], c["max_victim_valid"], c["partial_steps"], c["rt_overruns"],
+    "none" if not b else "%.0f us (array times %.0f us)" % (b["write_ns"] / 1e3, b["array_write_ns"] / 1e3)))')"
+  done
   exit 0
 fi
 if [ "$capture_mode" = dcr ]; then

@@ -273,7 +273,7 @@ impl Volume {
     fn new(vol: Vol, now: Nanos) -> Self {
         let page = vol.page_size();
         let size = vol.logical_pages() * page as u64;
-        Volume {
+        let mut v = Volume {
             vol,
             t: now,
             base: now,
@@ -284,7 +284,10 @@ impl Volume {
             recorder: None,
             ops: Vec::new(),
             service: [Service::default(); 2],
-        }
+        };
+        // What format or mount did is not a host request's.
+        v.drain(None);
+        v
     }
 
     /// Drains the FTL's operation log; for a page read (`Some(0)`) or write (`Some(1)`)
