@@ -255,6 +255,18 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
       (i=0; r=$((r + w)); while [ $i -lt 1000 ]; do r=$(( (r * 1103515245 + 12345) % 2147483648 )); dd if=/mnt/tio$w of=/dev/null bs=4096 count=1 skip=$(( r % 15000 )) 2>/dev/null; i=$((i + 1)); done) &
     done
     wait; rm /mnt/tio*; marker 4
+    # 5: the NFS server's steady state: 6,000 files of 64 KiB kept (384 MB), then 60 rounds
+    # of 100 random files replaced (clients rewriting some of them): scattered overwrites
+    # while most files stay valid.
+    mkdir /mnt/files
+    for f in $(seq 1 6000); do dd if=/dev/zero of=/mnt/files/f$f bs=65536 count=1 2>/dev/null; done
+    sync; n=6000
+    for round in $(seq 1 60); do
+      for k in $(seq 1 100); do rnd; rm -f /mnt/files/f$(( 1 + r % n )); done
+      for k in $(seq 1 100); do n=$((n + 1)); dd if=/dev/zero of=/mnt/files/f$n bs=65536 count=1 2>/dev/null; done
+      sync
+    done
+    marker 5
   fi
   umount /mnt || bad umount
   ok "$mode"

@@ -31,6 +31,9 @@ pub struct RunArgs {
     /// choice is printed with the report); trims past the end are clipped.
     #[arg(long, requires = "trace")]
     fit: bool,
+    /// Replay the trace this many times back to back (each pass after the previous one).
+    #[arg(long, requires = "trace", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     /// The device to replay when the trace mixes several (MQSim device number, MSR
     /// `host/disk`, SPC ASU, blkparse `maj,min`); default: the first one seen, the others
     /// skipped and counted in the report.
@@ -92,6 +95,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                 Some("C") => sim::BlkAction::C,
                 _ => sim::BlkAction::Q,
             },
+            repeat: a.repeat,
         });
         cfg.load.mode = sim::config::LoadKind::Open;
         if a.config.is_none() {

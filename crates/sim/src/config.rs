@@ -210,6 +210,15 @@ pub struct TraceSection {
     /// blkparse: the action whose events are requests (`Q`, `D` or `C`).
     #[serde(default)]
     pub blkparse_action: crate::trace::BlkAction,
+    /// Replay the trace this many times back to back (≥ 1; each pass's timestamps after
+    /// the previous pass's last): a benchmark run again on the same volume, where one pass
+    /// writes less than the chip holds.
+    #[serde(default = "one")]
+    pub repeat: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Load modes by name.
@@ -534,7 +543,25 @@ impl ExperimentConfig {
             (Some(w), None) => Box::new(Synthetic::new(w.clone(), capacity, self.seed)?),
             (None, Some((t, (path, opts)))) => {
                 let opts = crate::trace::TraceOptions { capacity, ..opts };
-                Box::new(TraceReader::open(&path, t.format, &opts)?)
+                if t.repeat == 0 {
+                    return Err(SimError::Config(
+                        "trace.repeat = 0: replay a trace at least once".into(),
+                    ));
+                }
+                let format = t.format;
+                let first = TraceReader::open(&path, format, &opts)?;
+                if t.repeat == 1 {
+                    Box::new(first)
+                } else {
+                    Box::new(crate::trace::Repeated::new(
+                        Box::new(first),
+                        t.repeat,
+                        Box::new(move || {
+                            TraceReader::open(&path, format, &opts)
+                                .map(|r| Box::new(r) as Box<dyn RequestSource>)
+                        }),
+                    ))
+                }
             }
         };
         let source = if self.load.page_requests {

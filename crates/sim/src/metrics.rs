@@ -16,6 +16,8 @@ pub struct Metrics {
     count: [u64; 4],
     bytes: [u64; 4],
     sum_ns: [u128; 4],
+    /// Exact largest latency per kind, ns (the histogram rounds up to its resolution).
+    max_ns: [u64; 4],
     /// Host pages that could not be read (uncorrectable).
     pub read_errors: u64,
     /// Host page reads of critical pages (inside the experiment's critical ranges).
@@ -46,6 +48,7 @@ impl Default for Metrics {
             count: [0; 4],
             bytes: [0; 4],
             sum_ns: [0; 4],
+            max_ns: [0; 4],
             read_errors: 0,
             critical_reads: 0,
             critical_read_errors: 0,
@@ -70,6 +73,7 @@ impl Metrics {
         self.count[i] += 1;
         self.bytes[i] += bytes;
         self.sum_ns[i] += lat as u128;
+        self.max_ns[i] = self.max_ns[i].max(lat);
         self.start.get_or_insert(arrival);
         self.last_arrival = self.last_arrival.max(arrival);
         self.end = self.end.max(done);
@@ -92,10 +96,14 @@ pub struct LatencyStats {
     pub mean_us: f64,
     /// Median.
     pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
     /// 99th percentile.
     pub p99_us: f64,
     /// 99.9th percentile.
     pub p999_us: f64,
+    /// 99.99th percentile.
+    pub p9999_us: f64,
     /// Maximum.
     pub max_us: f64,
 }
@@ -481,7 +489,9 @@ impl Report {
                     p50_us: us(h.value_at_quantile(0.5)),
                     p99_us: us(h.value_at_quantile(0.99)),
                     p999_us: us(h.value_at_quantile(0.999)),
-                    max_us: us(h.max()),
+                    p90_us: us(h.value_at_quantile(0.9)),
+                    p9999_us: us(h.value_at_quantile(0.9999)),
+                    max_us: us(m.max_ns[k.index()]),
                 },
             );
         }
@@ -700,6 +710,8 @@ impl Report {
             p50_us: 0.0,
             p99_us: 0.0,
             p999_us: 0.0,
+            p90_us: 0.0,
+            p9999_us: 0.0,
             max_us: 0.0,
         };
         let example = Report {

@@ -443,3 +443,68 @@ fn ap_configuration_errors_name_the_key() {
         .to_string();
     assert!(e.contains("ftl.page.replicas = 3"), "{e}");
 }
+
+/// The real-time pacings from a file: `wear_leveling = false` turns wear levelling off
+/// (`true` is the defaults, a table the given settings), WAO-GC's refusals name their key,
+/// and a WAO-GC run reports its bound, partial steps and no overrun.
+#[test]
+fn real_time_pacings_from_a_file() {
+    let wl = |v: &str| {
+        let t = experiment_text(
+            "wl",
+            1,
+            &FILE.replace("ecc_t = 8", &format!("ecc_t = 8\nwear_leveling = {v}")),
+        )
+        .replace("PACING", "\"foreground\"")
+        .replace("PLACEMENT", "\"striped\"");
+        ExperimentConfig::from_toml_str(&t, "wl.toml").map(|c| c.ftl.page.wear_leveling)
+    };
+    assert_eq!(wl("false").unwrap(), None);
+    assert_eq!(
+        wl("true").unwrap().map(|w| (w.spread, w.check_every)),
+        Some((64, 32))
+    );
+    assert_eq!(
+        wl("{ spread = 9, check_every = 3 }")
+            .unwrap()
+            .map(|w| w.spread),
+        Some(9)
+    );
+    let e = wl("7").unwrap_err().to_string();
+    assert!(
+        e.contains("wear_leveling: expected false, true or a table"),
+        "{e}"
+    );
+
+    // WAO-GC with the defaults it cannot keep its bound with: refused, by key.
+    let Err(e) = config("\"wao-gc\"", "\"striped\"").build(Path::new(".")) else {
+        panic!("WAO-GC with roll-forward recovery was accepted");
+    };
+    let e = e.to_string();
+    assert!(e.contains("recovery = \"full-scan\""), "{e}");
+
+    let text = experiment_text("wao", 3, FILE)
+        .replace("PACING", "\"wao-gc\"")
+        .replace("PLACEMENT", "\"striped\"")
+        .replace("over_provisioning = 0.25", "over_provisioning = 0.65\nrecovery = \"full-scan\"\nwear_leveling = false\nflush_buffer = false")
+        .replace("[load]", "[load]\npage_requests = true");
+    let r = run(ExperimentConfig::from_toml_str(&text, "wao.toml").unwrap());
+    assert!(
+        r.realtime.write_bound_us > 0.0 && r.realtime.u_lambda > 0,
+        "{:?}",
+        r.realtime
+    );
+    assert!(
+        r.nand.partial_steps > 0 && r.nand.gc_victims > 0,
+        "{:?}",
+        r.nand
+    );
+    assert_eq!(r.nand.rt_overruns, 0);
+    assert!(r.nand.max_victim_valid <= r.realtime.u_lambda);
+    let worst = r.latency["write"].max_us;
+    assert!(
+        worst <= r.realtime.write_bound_us,
+        "{worst} > {}",
+        r.realtime.write_bound_us
+    );
+}

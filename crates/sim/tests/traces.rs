@@ -575,3 +575,48 @@ fn trims_count_distinct_pages_queue_behind_writes_and_persist_as_they_go() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `[trace] repeat`: the passes follow one another, arrivals shifted past the previous
+/// pass; `[load] page_requests` cuts reads and writes at page boundaries, in order, the
+/// first piece keeping the idle period, trims and flushes whole.
+#[test]
+fn repeated_passes_and_page_requests() {
+    let t = "8,0 0 1 0.0 1 Q W 3 + 9 [x]\n8,0 0 2 0.5 1 Q R 0 + 4 [x]\n8,0 0 3 0.6 1 Q DS 8 + 16 [x]\n8,0 0 4 0.7 1 Q FWS 0 + 0 [x]\n";
+    let open = move || -> Result<Box<dyn RequestSource>, SimError> {
+        let opts = TraceOptions::new(GB);
+        Ok(Box::new(TraceReader::from_reader(
+            Path::new("t.trace"),
+            Box::new(Cursor::new(t.as_bytes().to_vec())),
+            TraceFormat::Blkparse,
+            &opts,
+        )))
+    };
+    let mut rep = sim::trace::Repeated::new(open().unwrap(), 3, Box::new(open.clone()));
+    let mut all = Vec::new();
+    while let Some(r) = rep.next_request() {
+        all.push(r.unwrap());
+    }
+    assert_eq!(all.len(), 12);
+    let arrivals: Vec<u64> = all.iter().map(|r| r.arrival.0 / 100_000_000).collect();
+    assert_eq!(arrivals, [0, 5, 6, 7, 7, 12, 13, 14, 14, 19, 20, 21]);
+
+    let mut pages = sim::workload::PageRequests::new(open().unwrap(), 2048);
+    let mut got = Vec::new();
+    while let Some(r) = pages.next_request() {
+        let r = r.unwrap();
+        got.push((r.kind, r.offset, r.len));
+    }
+    // A write of 9 sectors at sector 3 (1536..6144) in three pieces, a read of 2048 bytes
+    // whole, a trim of 8 KiB whole, the flush.
+    assert_eq!(
+        got,
+        [
+            (ReqKind::Write, 1536, 512),
+            (ReqKind::Write, 2048, 2048),
+            (ReqKind::Write, 4096, 2048),
+            (ReqKind::Read, 0, 2048),
+            (ReqKind::Trim, 4096, 8192),
+            (ReqKind::Flush, 0, 0),
+        ]
+    );
+}

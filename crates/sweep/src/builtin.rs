@@ -71,6 +71,14 @@ const FILES: &[(&str, &str)] = &[
         "waogc-table1.toml",
         include_str!("../../../experiments/waogc-table1.toml"),
     ),
+    (
+        "waogc-traces.toml",
+        include_str!("../../../experiments/waogc-traces.toml"),
+    ),
+    (
+        "waogc-trace-base.toml",
+        include_str!("../../../experiments/waogc-trace-base.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.
@@ -89,6 +97,7 @@ const MATRICES: &[&str] = &[
     "dcr-capacity",
     "waogc",
     "waogc-table1",
+    "waogc-traces",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
@@ -96,7 +105,7 @@ const MATRICES: &[&str] = &[
 pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
         "dcr" => &["dcr-capacity"],
-        "waogc" => &["waogc-table1"],
+        "waogc" => &["waogc-table1", "waogc-traces"],
         _ => &[],
     }
 }

@@ -74,6 +74,9 @@ pub(crate) struct PlotFile {
     log_y: Option<bool>,
     #[serde(default)]
     extra: Vec<String>,
+    /// `"tail"`: a latency distribution instead of a metric over an axis (see
+    /// [`Plot::tail`]).
+    kind: Option<String>,
 }
 
 /// A published (or closed-form) value to compare with.
@@ -172,7 +175,21 @@ pub struct Plot {
     pub log_x: Option<bool>,
     /// Log scale on y (`None`: when values span two decades or more).
     pub log_y: Option<bool>,
+    /// A latency distribution (`kind = "tail"`): `metric` names a request kind's latency
+    /// (`latency.write`); one figure per value of `x`, one line per value of `series`
+    /// through its quantiles (`p50_us` … `max_us`, drawn as the share of requests slower
+    /// than each, log scale); each `extra` metric (a bound, µs) drawn as a vertical line.
+    pub tail: bool,
 }
+
+/// The quantiles a tail plot draws: (metric suffix, share of requests slower than it).
+pub const TAIL_QUANTILES: [(&str, f64); 5] = [
+    ("p50_us", 0.5),
+    ("p90_us", 0.1),
+    ("p99_us", 0.01),
+    ("p999_us", 0.001),
+    ("p9999_us", 0.0001),
+];
 
 /// What the claims are checked against: the matrix file, its kind's metric names, its axes
 /// and cells.
@@ -443,7 +460,25 @@ impl Scope<'_> {
         let mut plots = Vec::new();
         for (i, p) in files.iter().enumerate() {
             let what = format!("plot[{i}]");
-            self.metric(&what, &p.metric)?;
+            let tail = match p.kind.as_deref() {
+                None => false,
+                Some("tail") => true,
+                Some(k) => {
+                    return Err(self.err(format!(
+                    "{what}: kind = {k:?}: expected \"tail\" (or no kind: a metric over an axis)"
+                )))
+                }
+            };
+            if tail {
+                for (q, _) in TAIL_QUANTILES
+                    .iter()
+                    .chain(&[("max_us", 0.0), ("count", 0.0)])
+                {
+                    self.metric(&what, &format!("{}.{q}", p.metric))?;
+                }
+            } else {
+                self.metric(&what, &p.metric)?;
+            }
             for m in &p.extra {
                 self.metric(&what, m)?;
             }
@@ -463,6 +498,7 @@ impl Scope<'_> {
                 y_label: p.y_label.clone(),
                 log_x: p.log_x,
                 log_y: p.log_y,
+                tail,
             });
         }
         Ok(plots)

@@ -6,6 +6,7 @@
 //! Text is set in DejaVu Sans, embedded in the binary, so a plot looks the same on any
 //! machine and no system font library is needed.
 
+use crate::claims::TAIL_QUANTILES;
 use crate::matrix::{show, Axis, Matrix, Plot};
 use crate::report::{fmt_num, mean_at, points, published_at};
 use crate::results::Results;
@@ -84,6 +85,9 @@ fn slug(s: &str) -> String {
 
 /// The figures of one plot spec: one per point of the other non-averaged axes.
 fn figures(r: &Results, p: &Plot) -> Vec<(String, Figure)> {
+    if p.tail {
+        return tail_figures(r, p);
+    }
     let m = &r.matrix;
     let x_axis: &Axis = m.axis(&p.x).expect("validated");
     let series_axis = p.series.as_deref().map(|s| m.axis(s).expect("validated"));
@@ -200,6 +204,93 @@ fn figures(r: &Results, p: &Plot) -> Vec<(String, Figure)> {
                 log_y,
             },
         ));
+    }
+    out
+}
+
+/// A latency distribution per value of `p.x` (see [`Plot::tail`]): for each series, the
+/// share of requests slower than each quantile (and 1/count at the maximum), log-log; each
+/// `extra` metric of the series as a vertical line in its colour.
+fn tail_figures(r: &Results, p: &Plot) -> Vec<(String, Figure)> {
+    let m = &r.matrix;
+    let x_axis: &Axis = m.axis(&p.x).expect("validated");
+    let series_axis = p.series.as_deref().map(|s| m.axis(s).expect("validated"));
+    let mut skip = vec![p.x.as_str()];
+    if let Some(s) = &p.series {
+        skip.push(s);
+    }
+    let metric = |q: &str| format!("{}.{q}", p.metric);
+    let mut out = Vec::new();
+    for rest in points(m, &skip, &[]) {
+        for xv in &x_axis.values {
+            let mut at = rest.clone();
+            at.push((x_axis.name.clone(), xv.clone()));
+            let svals: Vec<Option<&Value>> = match series_axis {
+                Some(a) => a.values.iter().map(Some).collect(),
+                None => vec![None],
+            };
+            let mut series = Vec::new();
+            let mut floor = 1e-4f64;
+            let mut lines = Vec::new();
+            for (color, sv) in svals.iter().enumerate() {
+                let mut a = at.clone();
+                if let (Some(ax), Some(v)) = (series_axis, sv) {
+                    a.push((ax.name.clone(), (*v).clone()));
+                }
+                let mut pts: Vec<(f64, f64)> = TAIL_QUANTILES
+                    .iter()
+                    .filter_map(|(q, share)| mean_at(r, &a, &metric(q)).0.map(|v| (v, *share)))
+                    .collect();
+                if let (Some(max), Some(n)) = (
+                    mean_at(r, &a, &metric("max_us")).0,
+                    mean_at(r, &a, &metric("count")).0,
+                ) {
+                    if n > 0.0 {
+                        pts.push((max, 1.0 / n));
+                        floor = floor.min(1.0 / n);
+                    }
+                }
+                pts.retain(|&(v, _)| v > 0.0);
+                let name = sv.map_or_else(|| p.metric.clone(), show);
+                for e in &p.extra {
+                    if let Some(b) = mean_at(r, &a, e).0.filter(|&b| b > 0.0) {
+                        lines.push((format!("{e} ({name})"), color, b));
+                    }
+                }
+                series.push(Series {
+                    name,
+                    color,
+                    points: pts,
+                    paper: false,
+                });
+            }
+            for (name, color, b) in lines {
+                series.push(Series {
+                    name,
+                    color,
+                    points: vec![(b, 1.0), (b, floor)],
+                    paper: false,
+                });
+            }
+            let mut label = rest
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", show(v)))
+                .collect::<Vec<_>>();
+            label.push(format!("{} = {}", x_axis.name, show(xv)));
+            let slugged = label.join("-").replace(" = ", "-");
+            out.push((
+                format!("{}-{}-tail-{}", m.name, slug(&p.metric), slug(&slugged)),
+                Figure {
+                    title: format!("{} ({})", p.title, label.join(", ")),
+                    x_label: "latency (µs)".into(),
+                    y_label: p.y_label.clone(),
+                    categories: None,
+                    series,
+                    log_x: true,
+                    log_y: true,
+                },
+            ));
+        }
     }
     out
 }
