@@ -591,7 +591,7 @@ fn repeated_passes_and_page_requests() {
             &opts,
         )))
     };
-    let mut rep = sim::trace::Repeated::new(open().unwrap(), 3, Box::new(open.clone()));
+    let mut rep = sim::trace::Repeated::new(open().unwrap(), 3, Box::new(open));
     let mut all = Vec::new();
     while let Some(r) = rep.next_request() {
         all.push(r.unwrap());
