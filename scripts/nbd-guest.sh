@@ -15,8 +15,9 @@
 #        scripts/nbd-guest.sh path/to/nandlab --capture-waogc OUT.blktrace
 #   WAO-GC's benchmark shapes on ext2 (the `waogc` guest mode) on k9k8g08u0b under WAO-GC
 #   (how traces/waogc-ext2 was made).
-#        scripts/nbd-guest.sh path/to/nandlab --live-waogc
+#        scripts/nbd-guest.sh path/to/nandlab --live-waogc [OUT.blktrace]
 #   A file server's churn on ext2 live under the pure page-level scheme, RTGC and WAO-GC
+#   (with OUT, the first run's requests recorded: how traces/churn-ext2 was made)
 #   (examples/realtime/*.toml), each server's page service times and bound printed.
 set -euo pipefail
 NANDLAB=$(realpath "${1:-target/release/nandlab}")
@@ -26,7 +27,7 @@ case "${2:-}" in
   --capture-sensor) capture=$(realpath -m "$3"); capture_mode=sensor ;;
   --capture-dcr) capture=$(realpath -m "$3"); capture_mode=dcr ;;
   --capture-waogc) capture=$(realpath -m "$3"); capture_mode=waogc ;;
-  --live-waogc) capture_mode=live ;;
+  --live-waogc) capture_mode=live; capture=$(realpath -m "${3:-}") ;;
 esac
 root=$(realpath "$(dirname "$0")/..")
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
@@ -255,12 +256,14 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
       (i=0; r=$((r + w)); while [ $i -lt 1000 ]; do r=$(( (r * 1103515245 + 12345) % 2147483648 )); dd if=/mnt/tio$w of=/dev/null bs=4096 count=1 skip=$(( r % 15000 )) 2>/dev/null; i=$((i + 1)); done) &
     done
     wait; rm /mnt/tio*; marker 4
-    # 5: the NFS server's steady state: 6,000 files of 64 KiB kept (384 MB), then 60 rounds
-    # of 100 random files replaced (clients rewriting some of them): scattered overwrites
-    # while most files stay valid.
-    mkdir /mnt/files
-    for f in $(seq 1 6000); do dd if=/dev/zero of=/mnt/files/f$f bs=65536 count=1 2>/dev/null; done
-    sync; n=6000
+    # 5: the NFS server's steady state on a file system 85 % full: 500 archive files of
+    # 1 MB and 1,600 working files of 64 KiB kept, then 60 rounds of 100 random working
+    # files replaced (clients rewriting some of them): ext2 reuses the freed blocks, so
+    # the overwrites scatter while most files stay valid.
+    mkdir /mnt/archive /mnt/files
+    for f in $(seq 1 500); do dd if=/dev/zero of=/mnt/archive/a$f bs=1048576 count=1 2>/dev/null; done
+    for f in $(seq 1 1600); do dd if=/dev/zero of=/mnt/files/f$f bs=65536 count=1 2>/dev/null; done
+    sync; n=1600
     for round in $(seq 1 60); do
       for k in $(seq 1 100); do rnd; rm -f /mnt/files/f$(( 1 + r % n )); done
       for k in $(seq 1 100); do n=$((n + 1)); dd if=/dev/zero of=/mnt/files/f$n bs=65536 count=1 2>/dev/null; done
@@ -332,7 +335,9 @@ if [ "$capture_mode" = live ]; then
   echo "-- a file server's churn on ext2 under each real-time scheme, live (k9k8g08u0b cut to 256 blocks per plane)"
   for scheme in pure rtgc wao-gc; do
     rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
-    start_server "$work/disk.chip" --create k9k8g08u0b --blocks-per-plane 256 --ftl "$root/examples/realtime/$scheme.toml"
+    record=()
+    if [ -n "${3:-}" ] && [ "$scheme" = pure ]; then record=(--record-trace "$capture"); fi
+    start_server "$work/disk.chip" --create k9k8g08u0b --blocks-per-plane 256 --ftl "$root/examples/realtime/$scheme.toml" "${record[@]}"
     t0=$SECONDS; GUEST_TIMEOUT=3000 boot churn 4096
     stop_server TERM
     echo "   $scheme ($((SECONDS - t0)) s): $(grep 'shut down cleanly' "$work/serve.err" | tail -1 | python3 -c '
