@@ -97,6 +97,29 @@ for i in $(seq 1 50); do [ -b /dev/vda ] && break; sleep 0.1; done
 mode=$(sed -n 's/.*nandlab=\([a-z]*\).*/\1/p' /proc/cmdline)
 ok() { echo "GUEST-OK $*"; }
 bad() { echo "GUEST-FAIL $*"; sync; poweroff -f; }
+# A seeded random stream for the benchmark shapes (set r first).
+rnd() { r=$(( (r * 1103515245 + 12345) % 2147483648 )); }
+# postmark FILES TRANSACTIONS DIRS: Postmark's shape — FILES files of 0.5-10 KiB spread
+# over DIRS directories, then TRANSACTIONS transactions (read, append, delete, create).
+postmark() {
+  for d in $(seq 0 $(($3 - 1))); do mkdir /mnt/pm$d; done
+  n=0
+  while [ $n -lt $1 ]; do
+    rnd; dd if=/dev/zero of=/mnt/pm$((n % $3))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null
+    n=$((n + 1))
+  done
+  t=0
+  while [ $t -lt $2 ]; do
+    rnd; f=$(( r % n )); rnd
+    case $(( r % 4 )) in
+      0) cat /mnt/pm$((f % $3))/f$f >/dev/null 2>&1 ;;
+      1) dd if=/dev/zero bs=512 count=$(( 1 + r % 8 )) 2>/dev/null >>/mnt/pm$((f % $3))/f$f ;;
+      2) rm -f /mnt/pm$((f % $3))/f$f ;;
+      3) dd if=/dev/zero of=/mnt/pm$((n % $3))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null; n=$((n + 1)) ;;
+    esac
+    t=$((t + 1))
+  done
+}
 echo "logical block size $(cat /sys/block/vda/queue/logical_block_size)"
 if [ "$mode" = kill ]; then
   # Write and sync file after file; the host kills the server in the middle and restarts
@@ -158,24 +181,7 @@ elif [ "$mode" = dcr ]; then
   echo 3 >/proc/sys/vm/drop_caches; cat /mnt/bonnie >/dev/null; marker 6
   # 7: Postmark: 600 files of 0.5-10 KiB, then 600 transactions (read, append, create,
   # delete), files in 10 directories.
-  for d in 0 1 2 3 4 5 6 7 8 9; do mkdir /mnt/pm$d; done
-  n=0; r=12345
-  rnd() { r=$(( (r * 1103515245 + 12345) % 2147483648 )); }
-  while [ $n -lt 600 ]; do
-    rnd; dd if=/dev/zero of=/mnt/pm$((n % 10))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null
-    n=$((n + 1))
-  done
-  t=0
-  while [ $t -lt 600 ]; do
-    rnd; f=$(( r % n )); rnd
-    case $(( r % 4 )) in
-      0) cat /mnt/pm$((f % 10))/f$f >/dev/null 2>&1 ;;
-      1) dd if=/dev/zero bs=512 count=$(( 1 + r % 8 )) 2>/dev/null >>/mnt/pm$((f % 10))/f$f ;;
-      2) rm -f /mnt/pm$((f % 10))/f$f ;;
-      3) dd if=/dev/zero of=/mnt/pm$((n % 10))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null; n=$((n + 1)) ;;
-    esac
-    t=$((t + 1))
-  done
+  r=12345; postmark 600 600 10
   marker 7
   # 8: Tiotest: four writers of 20.6 MB each at once, 4 KiB writes.
   for w in 0 1 2 3; do dd if=/dev/zero of=/mnt/tio$w bs=4096 count=5031 2>/dev/null & done
@@ -202,7 +208,6 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
     echo "GUEST-MARK $1"
   }
   r=4242
-  rnd() { r=$(( (r * 1103515245 + 12345) % 2147483648 )); }
   bonnie() { # a file written in 8 KiB blocks, rewritten in place, read back, 2000 random seeks
     dd if=/dev/zero of=/mnt/bonnie bs=8192 count=$blocks 2>/dev/null; sync
     p=0; while [ $p -lt $passes ]; do
@@ -232,20 +237,7 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
     bonnie; marker 2
     # 3: Postmark: 3000 files of 0.5-10 KiB in 20 directories, 3000 transactions (read,
     # append, create, delete), then every file deleted.
-    for d in $(seq 0 19); do mkdir /mnt/pm$d; done
-    n=0
-    while [ $n -lt 3000 ]; do rnd; dd if=/dev/zero of=/mnt/pm$((n % 20))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null; n=$((n + 1)); done
-    t=0
-    while [ $t -lt 3000 ]; do
-      rnd; f=$(( r % n )); rnd
-      case $(( r % 4 )) in
-        0) cat /mnt/pm$((f % 20))/f$f >/dev/null 2>&1 ;;
-        1) dd if=/dev/zero bs=512 count=$(( 1 + r % 8 )) 2>/dev/null >>/mnt/pm$((f % 20))/f$f ;;
-        2) rm -f /mnt/pm$((f % 20))/f$f ;;
-        3) dd if=/dev/zero of=/mnt/pm$((n % 20))/f$n bs=512 count=$(( 1 + r % 20 )) 2>/dev/null; n=$((n + 1)) ;;
-      esac
-      t=$((t + 1))
-    done
+    postmark 3000 3000 20
     rm -r /mnt/pm*; marker 3
     # 4: Tiobench: four threads writing 60 MB each in 4 KiB at once, then reading them
     # back at once, then 1000 random 4 KiB reads each.
