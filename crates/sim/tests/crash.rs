@@ -458,3 +458,19 @@ fn shared_destination_schemes_every_cut_point() {
         );
     }
 }
+
+/// A regression: a paired-page cut while a flush padded a replacement tore the
+/// replacement's lower page (its record intact, its data not); the lazy scan after the
+/// mount found it torn, but only in RAM — appends then moved the write point past it, and
+/// a second cut before the next checkpoint brought its record back as the newest copy of
+/// its logical page, unreadable. The scan now checkpoints the torn pages it finds.
+#[test]
+fn block_level_torn_page_found_after_a_mount_survives_a_second_cut() {
+    let mut cfg = CrashConfig::small_block(19903, "tiny-mlc");
+    cfg.ops = 400;
+    cfg.flush_every = 16;
+    cfg.fit_ecc().unwrap();
+    let id: CaseId = "19903:6607:paired-page/59:after".parse().unwrap();
+    let outcome = run_case(&cfg, id);
+    assert!(matches!(outcome, Outcome::Passed), "{outcome:?}");
+}

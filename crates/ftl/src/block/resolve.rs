@@ -19,6 +19,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         }
         let k = self.blk[b as usize];
         let ppb = self.ppb();
+        let torn_before = self.torn.len();
         let repl = k.role == Role::Replacement;
         let contiguous = repl || self.multi();
         let start = if repl { 0 } else { k.next as u32 };
@@ -90,6 +91,16 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             self.roff.insert(b, table);
         }
         self.blk[b as usize].unresolved = false;
+        if self.torn.len() > torn_before {
+            // A torn page found now is known only in RAM, and only while it sits at the
+            // write point: once anything is programmed after it (the seal below, the next
+            // append), a later scan no longer reads it in full, and a crash before the next
+            // checkpoint would bring back its record — the newest copy of its page, with
+            // data that does not decode. Checkpoint the torn list first (found by the crash
+            // harness: a paired-page cut tearing a replacement's lower page, then a second
+            // cut after more appends).
+            self.write_checkpoint(now, false)?;
+        }
         // What the mount recovered is durable: lower pages the crash left exposed are
         // sealed before anything else is programmed here.
         if self.multi() {
