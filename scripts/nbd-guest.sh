@@ -99,6 +99,18 @@ ok() { echo "GUEST-OK $*"; }
 bad() { echo "GUEST-FAIL $*"; sync; poweroff -f; }
 # A seeded random stream for the benchmark shapes (set r first).
 rnd() { r=$(( (r * 1103515245 + 12345) % 2147483648 )); }
+# churn FILES BYTES ROUNDS: a file server's churn — FILES files of BYTES each in
+# /mnt/files, then ROUNDS rounds of 100 random files deleted and 100 new ones written.
+churn() {
+  mkdir -p /mnt/files
+  for f in $(seq 1 $1); do dd if=/dev/zero of=/mnt/files/f$f bs=$2 count=1 2>/dev/null; done
+  sync; n=$1
+  for round in $(seq 1 $3); do
+    for k in $(seq 1 100); do rnd; rm -f /mnt/files/f$(( 1 + r % n )); done
+    for k in $(seq 1 100); do n=$((n + 1)); dd if=/dev/zero of=/mnt/files/f$n bs=$2 count=1 2>/dev/null; done
+    sync
+  done
+}
 # postmark FILES TRANSACTIONS DIRS: Postmark's shape — FILES files of 0.5-10 KiB spread
 # over DIRS directories, then TRANSACTIONS transactions (read, append, delete, create).
 postmark() {
@@ -218,14 +230,7 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
     rm /mnt/bonnie; sync
   }
   if [ "$mode" = churn ]; then
-    mkdir /mnt/files
-    for f in $(seq 1 1600); do dd if=/dev/zero of=/mnt/files/f$f bs=32768 count=1 2>/dev/null; done
-    sync; n=1600
-    for round in $(seq 1 48); do
-      for k in $(seq 1 100); do rnd; rm -f /mnt/files/f$(( 1 + r % n )); done
-      for k in $(seq 1 100); do n=$((n + 1)); dd if=/dev/zero of=/mnt/files/f$n bs=32768 count=1 2>/dev/null; done
-      sync
-    done
+    churn 1600 32768 48
     marker 1
   else
     # 1: NFS file serving: a tree of 40 files (1-6 MB) copied in, copied out, read, removed.
@@ -252,15 +257,9 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
     # 1 MB and 1,600 working files of 64 KiB kept, then 60 rounds of 100 random working
     # files replaced (clients rewriting some of them): ext2 reuses the freed blocks, so
     # the overwrites scatter while most files stay valid.
-    mkdir /mnt/archive /mnt/files
+    mkdir /mnt/archive
     for f in $(seq 1 500); do dd if=/dev/zero of=/mnt/archive/a$f bs=1048576 count=1 2>/dev/null; done
-    for f in $(seq 1 1600); do dd if=/dev/zero of=/mnt/files/f$f bs=65536 count=1 2>/dev/null; done
-    sync; n=1600
-    for round in $(seq 1 60); do
-      for k in $(seq 1 100); do rnd; rm -f /mnt/files/f$(( 1 + r % n )); done
-      for k in $(seq 1 100); do n=$((n + 1)); dd if=/dev/zero of=/mnt/files/f$n bs=65536 count=1 2>/dev/null; done
-      sync
-    done
+    churn 1600 65536 60
     marker 5
   fi
   umount /mnt || bad umount
