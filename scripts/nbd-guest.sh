@@ -27,7 +27,7 @@ case "${2:-}" in
   --capture-sensor) capture=$(realpath -m "$3"); capture_mode=sensor ;;
   --capture-dcr) capture=$(realpath -m "$3"); capture_mode=dcr ;;
   --capture-waogc) capture=$(realpath -m "$3"); capture_mode=waogc ;;
-  --live-waogc) capture_mode=live; capture=$(realpath -m "${3:-}") ;;
+  --live-waogc) capture_mode=live; if [ -n "${3:-}" ]; then capture=$(realpath -m "$3"); fi ;;
 esac
 root=$(realpath "$(dirname "$0")/..")
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
