@@ -779,12 +779,12 @@ impl PacingKind {
 
     /// Whether writes and copies share one destination ([`GcPacing::shares_destination`]).
     pub fn shares_destination(self) -> bool {
-        matches!(self, PacingKind::WaoGc | PacingKind::OnDemand)
+        self.policy(1).shares_destination()
     }
 
     /// Whether this is a real-time pacing ([`GcPacing::is_real_time`]).
     pub fn is_real_time(self) -> bool {
-        matches!(self, PacingKind::WaoGc)
+        self.policy(1).is_real_time()
     }
 }
 

@@ -151,6 +151,11 @@ impl WaoBounds {
         self.t_rd + xfer + decode
     }
 
+    /// The same read bound for any scheme that runs no GC step after a read.
+    pub fn read_bound(chip: &ChipConfig, xfer: u64, decode: u64) -> u64 {
+        worst_times(chip).0 + xfer + decode
+    }
+
     /// Whether collecting a victim of U(λ) valid pages fits one free block: k + U(λ) ≤ π
     /// (eq. 6).
     pub fn fits_one_block(&self) -> bool {

@@ -65,22 +65,15 @@ fn device_on(
     PageFtl::format(ctl, cfg, Nanos::ZERO)
 }
 
-/// The write and read bounds of `dev` with its controller's transfer and worst decode.
-fn bounds(dev: &mut Dev) -> (WaoBounds, u64, u64) {
+/// WAO-GC's bounds of `dev`, and the write and read bounds it reports with its
+/// controller's transfer and worst decode.
+fn bounds(dev: &Dev) -> (WaoBounds, u64, u64) {
     let b = *dev.wao_bounds().expect("a WAO-GC volume has bounds");
-    let chip = dev.controller().chip().config().clone();
-    let geo = chip.geometry;
-    let xfer = chip
-        .timing
-        .transfer((geo.page_size + geo.spare_size) as usize)
-        .0;
-    let t = dev.config().ecc_t;
-    let decode = dev.controller_mut().worst_decode(t).unwrap().0;
-    (
-        b,
-        b.worst_write_with(xfer, decode),
-        b.worst_read_with(xfer, decode),
-    )
+    let l = dev
+        .latency_bound()
+        .expect("a WAO-GC volume reports its bound");
+    assert_eq!(l.array_write_ns, b.t_er + b.t_wr);
+    (b, l.write_ns, l.read_ns)
 }
 
 /// The time the operations of the last call took on the (single) die.
@@ -143,7 +136,7 @@ fn drive_on(
 ) {
     let op = cfg.over_provisioning;
     let mut dev = device_on(preset, cfg, 16, seed).unwrap();
-    let (b, w_bound, r_bound) = bounds(&mut dev);
+    let (b, w_bound, r_bound) = bounds(&dev);
     assert!(b.fits_one_block(), "{b:?}");
     took(&mut dev);
     let n = dev.logical_pages();

@@ -94,6 +94,20 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         Err(FtlError::NoSpace)
     }
 
+    /// On a multi-level chip, pads block `n` so that page `to` is the next one a copy
+    /// programs (the ascending rule without gaps): `Done` when it is, `Bad` if the block
+    /// failed, `Conflict` if it is already past `to`. Nothing to do on SLC.
+    fn pad_until(&mut self, now: Nanos, n: u32, to: u32) -> Result<Prog, FtlError> {
+        if !self.multi() {
+            return Ok(Prog::Done);
+        }
+        Ok(match self.pad_to(now, n, to)? {
+            Prog::Done if self.blk[n as usize].next as u32 == to => Prog::Done,
+            Prog::Bad => Prog::Bad,
+            _ => Prog::Conflict,
+        })
+    }
+
     /// Programs `entries` at their offsets of the fresh block `n`, then its last page with
     /// the commit flag (a tombstone if no entry is there). `Conflict` or `Bad`: `n` is
     /// unusable.
@@ -107,15 +121,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let ppb = self.ppb();
         let last = ppb - 1;
         for &(o, src) in entries {
-            if self.multi() {
-                let r = self.pad_to(now, n, o)?;
-                if r != Prog::Done || self.blk[n as usize].next as u32 != o {
-                    return Ok(if r == Prog::Bad {
-                        Prog::Bad
-                    } else {
-                        Prog::Conflict
-                    });
-                }
+            let r = self.pad_until(now, n, o)?;
+            if r != Prog::Done {
+                return Ok(r);
             }
             let flags = rec::MERGE | if o == last { rec::LAST } else { 0 };
             let lpn = (x * ppb + o) as u64 | flags;
@@ -166,15 +174,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         }
         // The commit page.
         if (self.blk[n as usize].next as u32) <= last {
-            if self.multi() {
-                let r = self.pad_to(now, n, last)?;
-                if r != Prog::Done || self.blk[n as usize].next as u32 != last {
-                    return Ok(if r == Prog::Bad {
-                        Prog::Bad
-                    } else {
-                        Prog::Conflict
-                    });
-                }
+            let r = self.pad_until(now, n, last)?;
+            if r != Prog::Done {
+                return Ok(r);
             }
             let lpn = (x * ppb + last) as u64 | rec::MERGE | rec::LAST | rec::TOMB;
             let zeros = core::mem::take(&mut self.zeros);

@@ -628,60 +628,60 @@ pub(crate) fn paced<K: Kernel>(
         GcBudget::UntilThreshold => ensure_space(k, now, die),
         GcBudget::Partial(alpha) => partial_step(k, now, die, alpha),
         GcBudget::Victim => {
-            partial_step(k, now, die, u32::MAX)?;
-            // The copies are done (or there was nothing to collect): the erase now.
-            while k.sub().dies[die].gc.is_some() {
-                gc_step(k, now, die)?;
+            if shared_job(k, now, die)? {
+                // Every copy, then the erase.
+                while !gc_step(k, now, die)? {}
             }
             Ok(())
         }
     }
 }
 
-/// Whether the running job (or, with none, `die`'s first background job) still has a valid
-/// page to copy; a look at the kernel's reverse map, no flash access.
+/// Whether `die`'s running GC job still has a valid page to copy: its victim's valid count
+/// (a copy or a lost page un-counts its source), no flash access.
 fn job_has_copy<K: Kernel>(k: &K, die: usize) -> bool {
     let s = k.sub();
-    let Some(job) = s.dies[die].gc else {
-        return false;
-    };
-    let base = job.victim * s.ppb;
-    let from = if s.ascending {
-        job.next
-    } else {
-        job.next.min(job.next_critical)
-    };
-    (from..s.ppb).any(|p| k.owner(base + p).is_some())
+    s.dies[die]
+        .gc
+        .is_some_and(|job| s.valid[job.victim as usize] > 0)
 }
 
-/// One partial GC step on `die` (WAO-GC, §IV-B): a victim waiting for its erase (its
-/// copies not yet sealed, multi-level chips) is erased if it can be — that is the step;
-/// otherwise, with no job running, a job starts only when the die has no free block left
-/// besides its destination and the reserve; then either up to `alpha` valid-page copies, or — the victim
-/// holding no valid page — its erase. Never both, so a step takes at most one erase or
-/// `alpha` copies (α (t_rd + t_wr) ≤ t_er). Every loop here is bounded by `alpha`.
+/// Starts a job on `die` for a scheme with one shared destination, when the die is down
+/// to its destination and the reserve and no job runs; a victim waiting for its erase (its
+/// copies not yet sealed, multi-level chips) is erased instead if it can be — that is the
+/// step. `true`: a job runs (to step on).
+fn shared_job<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bool, FtlError> {
+    if k.sub().dies[die].gc.is_some() {
+        return Ok(true);
+    }
+    if !k.sub().dies[die].dirty.is_empty() {
+        erase_dirty(k, now, die, false)?;
+        return Ok(false);
+    }
+    if k.sub().dies[die].free.len() > crate::policy::RESERVE {
+        return Ok(false);
+    }
+    let Some(v) = k.sub().select_victim(die, now) else {
+        return Ok(false);
+    };
+    let s = k.sub_mut();
+    s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
+    Ok(true)
+}
+
+/// One partial GC step on `die` (WAO-GC, §IV-B): the job's start (see `shared_job`), then
+/// either up to `alpha` valid-page copies or — the victim holding no valid page — its
+/// erase. Never both, so a step takes at most one erase or `alpha` copies
+/// (α (t_rd + t_wr) ≤ t_er). Every loop here is bounded by `alpha`.
 pub(crate) fn partial_step<K: Kernel>(
     k: &mut K,
     now: Nanos,
     die: usize,
     alpha: u32,
 ) -> Result<(), FtlError> {
-    if alpha != u32::MAX {
-        k.sub_mut().log.counters.partial_steps += 1;
-    }
-    if k.sub().dies[die].gc.is_none() {
-        if !k.sub().dies[die].dirty.is_empty() {
-            // The erase of a collected victim is this step (it may still wait to be sealed).
-            return erase_dirty(k, now, die, false);
-        }
-        if k.sub().dies[die].free.len() > crate::policy::RESERVE {
-            return Ok(());
-        }
-        let Some(v) = k.sub().select_victim(die, now) else {
-            return Ok(());
-        };
-        let s = k.sub_mut();
-        s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
+    k.sub_mut().log.counters.partial_steps += 1;
+    if !shared_job(k, now, die)? {
+        return Ok(());
     }
     if !job_has_copy(k, die) {
         // The erase (the job's last step: `finish_job` erases unless it must wait).

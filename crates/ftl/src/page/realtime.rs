@@ -1,0 +1,154 @@
+//! The page kernel's schemes with one destination per die (WAO-GC and the full GC on
+//! demand of its Table I, paper 003): what their bounds need of the configuration, and the
+//! bounds themselves for a sized volume.
+
+use super::recovery::RecoveryKind;
+use super::{PageFtl, PageFtlConfig};
+use crate::policy::{CopyOrderKind, EccKind, PlacementKind, RESERVE};
+use crate::rtgc::WaoBounds;
+use crate::substrate::BState;
+use crate::{FtlError, LatencyBound};
+use alloc::format;
+use nand::{ErrorModel, Storage};
+
+impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
+    /// What WAO-GC's bound needs of the rest of the configuration (the σ check comes when
+    /// the volume is sized). Each refusal names the key.
+    pub(super) fn check_real_time(
+        chip: &nand::ChipConfig,
+        cfg: &PageFtlConfig,
+    ) -> Result<(), FtlError> {
+        let name = cfg.gc_pacing.policy(1).name();
+        let refuse = |key: &str, why: &str| {
+            Err(FtlError::Config(format!(
+                "gc_pacing = \"{name}\" needs {key}: {why}"
+            )))
+        };
+        if cfg.gc_pacing.is_real_time() {
+            crate::rtgc::WaoBounds::alpha(chip)
+                .map_err(|e| FtlError::Config(format!("gc_pacing = \"{name}\": {e}")))?;
+        }
+        if cfg.recovery != RecoveryKind::FullScan {
+            return refuse(
+                "recovery = \"full-scan\"",
+                "roll-forward keeps blocks written since the last checkpoint from GC, so the greedy victim could hold more than U(λ) valid pages",
+            );
+        }
+        if cfg.wear_leveling.is_some() {
+            return refuse(
+                "wear_leveling off",
+                "a migration would take the die's last free block outside the partial steps (WAO-GC levels wear by its victim tie-break instead)",
+            );
+        }
+        if cfg.ecc != EccKind::Fixed {
+            return refuse(
+                "ecc = \"fixed\"",
+                "refresh relocations are writes the bound does not count",
+            );
+        }
+        if cfg.replicas > 0 {
+            return refuse(
+                "replicas = 0",
+                "backup copies are programs the bound does not count",
+            );
+        }
+        if cfg.flush_buffer && chip.cell != nand::CellType::Slc {
+            return refuse(
+                "flush_buffer = false on a multi-level chip",
+                "a destination opened in SLC mode holds only its LSB pages, fewer than the π the bound counts",
+            );
+        }
+        if cfg.placement != PlacementKind::Striped || cfg.copy_order != CopyOrderKind::Ascending {
+            return refuse(
+                "placement = \"striped\" and copy_order = \"ascending\"",
+                "writes and copies share one destination block per die, filled in order",
+            );
+        }
+        Ok(())
+    }
+
+    /// WAO-GC's bounds for a volume of `logical` pages: σ is the worst die's share of the logical pages
+    /// (a logical page always lives on die `lpn mod dies`) over the pages of its good data
+    /// blocks but the destination and the reserve, so eq. 7's greedy
+    /// argument holds on every die; on multi-level chips a victim's erase may wait the
+    /// pairing window for its copies to be sealed ([`WaoBounds::with_wait`]).
+    ///
+    /// [`WaoBounds::with_wait`]: crate::rtgc::WaoBounds::with_wait
+    fn real_time_bounds(&self, logical: u64) -> Result<WaoBounds, FtlError> {
+        let sigma = self.die_sigma(logical);
+        WaoBounds::with_wait(self.s.ctl.chip().config(), sigma, self.s.window).map_err(|e| {
+            FtlError::Config(format!(
+                "gc_pacing = \"wao-gc\" with over_provisioning = {}: {e}",
+                self.cfg.over_provisioning
+            ))
+        })
+    }
+
+    /// The latency bound of a scheme with one destination per die on a volume of `logical`
+    /// pages (WAO-GC's checked bounds, or full GC on demand's), with this controller's
+    /// transfer and worst decode (sets `rt` for WAO-GC).
+    pub(super) fn shared_destination_bound(
+        &mut self,
+        logical: u64,
+    ) -> Result<LatencyBound, FtlError> {
+        let geo = self.s.geo;
+        let xfer = self
+            .s
+            .ctl
+            .chip()
+            .config()
+            .timing
+            .transfer((geo.page_size + geo.spare_size) as usize)
+            .0;
+        let decode = self
+            .s
+            .ctl
+            .worst_decode(self.cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", self.cfg.ecc_t)))?
+            .0;
+        let read_ns = WaoBounds::read_bound(self.s.ctl.chip().config(), xfer, decode);
+        if self.cfg.gc_pacing.is_real_time() {
+            let b = self.real_time_bounds(logical)?;
+            self.rt = Some(b);
+            return Ok(LatencyBound {
+                write_ns: b.worst_write_with(xfer, decode),
+                read_ns: b.worst_read_with(xfer, decode),
+                array_write_ns: b.worst_write(),
+                u_lambda: b.u_lambda,
+                l_buf: b.k,
+            });
+        }
+        let sigma = self.die_sigma(logical);
+        let (u_lambda, array, full) =
+            crate::rtgc::on_demand_bound(self.s.ctl.chip().config(), sigma, xfer, decode);
+        Ok(LatencyBound {
+            write_ns: full,
+            read_ns,
+            array_write_ns: array,
+            u_lambda,
+            l_buf: 0,
+        })
+    }
+
+    /// The worst die's share of `logical` pages over the pages of its good data blocks but
+    /// the destination and the reserve (neither holds a victim when GC starts).
+    fn die_sigma(&self, logical: u64) -> f64 {
+        let ndies = self.s.dies.len() as u64;
+        let bpd = self.s.blocks_per_die;
+        let worst = (0..ndies as u32)
+            .map(|d| {
+                (d * bpd..(d + 1) * bpd)
+                    .filter(|&b| !matches!(self.s.state[b as usize], BState::Bad | BState::Region))
+                    .count() as u64
+            })
+            .min()
+            .unwrap_or(0);
+        let pages = worst.saturating_sub(1 + RESERVE as u64) * self.s.ppb as u64;
+        logical.div_ceil(ndies) as f64 / pages.max(1) as f64
+    }
+
+    /// WAO-GC's bounds for this volume (`None` unless `gc_pacing = "wao-gc"`).
+    pub fn wao_bounds(&self) -> Option<&WaoBounds> {
+        self.rt.as_ref()
+    }
+}
