@@ -291,6 +291,12 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     pprof_enc: Option<FixedEncoder<{ layout::PPROF_DATA_BYTES }>>,
     /// P/E cycles the next program's PPROF records.
     next_pecycles: u32,
+    /// The last PPROF codeword encoded (data and parity): consecutive programs of a block
+    /// at one strength within one second carry the same profile, so most programs reuse it.
+    pprof_last: Option<(
+        [u8; layout::PPROF_DATA_BYTES],
+        [u8; layout::PPROF_PARITY_BYTES],
+    )>,
 }
 
 pub use layout::crc32c_software;
@@ -339,6 +345,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             pprof_code: None,
             pprof_enc: None,
             next_pecycles: 0,
+            pprof_last: None,
             chip,
             model,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -483,7 +490,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     /// Writes header, record and record parity of `record` at layout `l` into `spare`, and
     /// the PPROF codeword if the layout has one (program time `now`).
     fn put_record(
-        &self,
+        &mut self,
         spare: &mut [u8],
         l: &Layout,
         record: &OobRecord,
@@ -950,8 +957,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             );
         } else {
             self.fetch(addr, data, state)?;
-            // Borrow the code out of the cache for the loop (no clone on the read path).
-            let code = self.codes[t as usize].take().expect("built by layout");
+            // (Borrowed, neither cloned nor moved out of the cache: the loop uses only
+            // fields disjoint from it.)
+            let code = self.codes[t as usize].as_ref().expect("built by layout");
             let mut failed = false;
             for s in 0..layout.sectors {
                 let sector = &mut data[s * layout.sector_size..(s + 1) * layout.sector_size];
@@ -981,7 +989,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 max_cw = max_cw.max(n);
                 ecc += self.cfg.latency.decode(layout.sector_size, t, n);
             }
-            self.codes[t as usize] = Some(code);
             if failed {
                 return Err(self.uncorrectable(addr, kind));
             }

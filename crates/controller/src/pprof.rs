@@ -39,7 +39,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     /// Writes the PPROF codeword of a page programmed at `now` at layout `l` into `spare`
     /// (nothing if the layout has none): strength, the P/E cycles the FTL set, program time.
     pub(crate) fn put_pprof(
-        &self,
+        &mut self,
         spare: &mut [u8],
         l: &Layout,
         now: Nanos,
@@ -56,11 +56,15 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         };
         let d = p.encode();
         spare[po..po + layout::PPROF_DATA_BYTES].copy_from_slice(&d);
-        enc.encode(
-            &d,
-            &mut spare[po + layout::PPROF_DATA_BYTES..po + layout::PPROF_BYTES],
-        )
-        .map_err(CtlError::Ecc)
+        let parity = &mut spare[po + layout::PPROF_DATA_BYTES..po + layout::PPROF_BYTES];
+        match self.pprof_last {
+            Some((last, par)) if last == d => parity.copy_from_slice(&par),
+            _ => {
+                enc.encode(&d, parity).map_err(CtlError::Ecc)?;
+                self.pprof_last = Some((d, parity.try_into().expect("parity size")));
+            }
+        }
+        Ok(())
     }
 
     /// Injects `k` errors into the PPROF codeword of a page at layout `l` and decodes it.
@@ -74,7 +78,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         damaged: bool,
     ) -> Option<PprofRecord> {
         let po = l.pprof_offset?;
-        let code = self.pprof_code.take()?;
+        // (A borrow, not a move out of the option: `Bch` is a few hundred bytes, and this
+        // runs on every read.)
+        let code = self.pprof_code.as_ref()?;
         let (d, p) = spare[po..po + layout::PPROF_BYTES].split_at_mut(layout::PPROF_DATA_BYTES);
         if k > 0 {
             flip(
@@ -87,7 +93,6 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             );
         }
         let ok = !(k > 0 || damaged) || code.decode(d, p).is_ok();
-        self.pprof_code = Some(code);
         let rec = ok
             .then(|| PprofRecord::decode(&(&*d).try_into().expect("8 bytes")))
             .flatten()

@@ -101,11 +101,29 @@ struct Phase {
     /// NAND operations (reads, programs, erases) simulated per second over the phase: the
     /// simulator's work rate, whatever the write amplification.
     chip_ops: f64,
+    /// The same rate per window, in order (windows of the engines alternate, so window
+    /// `w` of two engines ran side by side).
+    window_ops: Vec<f64>,
+}
+
+/// The median of `v` (0 for none).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 /// Windows each phase is cut into: wall-clock rates on a shared machine vary, so the
 /// spread of the windows is printed beside the whole phase's rate.
 const WINDOWS: u64 = 4;
+
+/// Windows of a two-engine comparison whose result is a ratio: shorter, more of them, so
+/// the median of the window-by-window ratios shrugs off a neighbour's burst on a shared
+/// machine.
+const PAIRED_WINDOWS: u64 = 16;
 
 /// The benchmark's two workloads: name and read percentage.
 const WORKLOADS: [(&str, f64); 2] = [("4 KiB random write", 0.0), ("70/30 read/write", 70.0)];
@@ -127,23 +145,31 @@ fn window(engine: &mut Engine, requests: u64, read_pct: f64, seed: u64) -> Resul
     Ok(t.elapsed().as_secs_f64())
 }
 
-/// Both workloads on each engine, `requests` each, in [`WINDOWS`] windows; the engines'
+/// Both workloads on each engine, `requests` each, in `windows` windows; the engines'
 /// windows alternate, so a slow spell of a shared machine falls on all of them alike.
-fn phases(engines: &mut [&mut Engine], requests: u64, seed: u64) -> Result<Vec<Vec<Phase>>> {
-    let per = (requests / WINDOWS).max(1);
+fn phases(
+    engines: &mut [&mut Engine],
+    requests: u64,
+    seed: u64,
+    windows: u64,
+) -> Result<Vec<Vec<Phase>>> {
+    let per = (requests / windows).max(1);
     let mut out: Vec<Vec<Phase>> = engines.iter().map(|_| Vec::new()).collect();
     for (wi, (name, read_pct)) in WORKLOADS.into_iter().enumerate() {
         let before: Vec<_> = engines.iter().map(|e| e.counters()).collect();
         let mut total = vec![0.0; engines.len()];
         let mut range = vec![(f64::INFINITY, 0.0f64); engines.len()];
-        for w in 0..WINDOWS {
+        let mut window_ops = vec![Vec::new(); engines.len()];
+        for w in 0..windows {
             for (i, e) in engines.iter_mut().enumerate() {
+                let ops_before = e.counters().total_chip_ops();
                 // Each workload's windows draw their own addresses: with the seeds of the
                 // write phase, the 70/30 phase's writes would revisit the write phase's
                 // addresses in the same order (the generator draws the same numbers per
                 // request whatever the read share), so GC would find its victims emptied
                 // by design and the WAF would come out low.
                 let secs = window(e, per, read_pct, seed + ((wi as u64) << 32) + w)?;
+                window_ops[i].push((e.counters().total_chip_ops() - ops_before) as f64 / secs);
                 total[i] += secs;
                 let r = per as f64 / secs;
                 range[i] = (range[i].0.min(r), range[i].1.max(r));
@@ -156,10 +182,11 @@ fn phases(engines: &mut [&mut Engine], requests: u64, seed: u64) -> Result<Vec<V
             let ops = after.total_chip_ops() - before[i].total_chip_ops();
             out[i].push(Phase {
                 name,
-                rate: (per * WINDOWS) as f64 / total[i],
+                rate: (per * windows) as f64 / total[i],
                 range: range[i],
                 waf,
                 chip_ops: ops as f64 / total[i],
+                window_ops: core::mem::take(&mut window_ops[i]),
             });
         }
     }
@@ -208,6 +235,7 @@ fn flares_vs_fixed(a: &BenchArgs) -> Result<()> {
         &mut [&mut fixed.engine, &mut flares.engine],
         a.small_requests,
         1,
+        PAIRED_WINDOWS,
     )?;
     for (label, r) in [("fixed", &rates[0]), ("flares", &rates[1])] {
         println!(
@@ -224,10 +252,18 @@ fn flares_vs_fixed(a: &BenchArgs) -> Result<()> {
         );
     }
     for (f, x) in rates[0].iter().zip(&rates[1]) {
+        let paired = f
+            .window_ops
+            .iter()
+            .zip(&x.window_ops)
+            .map(|(a, b)| b / a)
+            .collect::<Vec<_>>();
         println!(
-            "ratio       {}: FLARES/fixed = {:.2}× chip ops/s",
+            "ratio       {}: FLARES/fixed = {:.2}× chip ops/s over the phase; median of {} side-by-side windows {:.2}×",
             f.name,
-            x.chip_ops / f.chip_ops
+            x.chip_ops / f.chip_ops,
+            paired.len(),
+            median(paired)
         );
     }
     Ok(())
@@ -248,7 +284,7 @@ fn big_device(a: &BenchArgs) -> Result<()> {
     );
     let pre = precondition(&mut big.engine)?;
     println!("precondition {pre:.1} s wall (fill + random overwrite to steady state)");
-    let res = phases(&mut [&mut big.engine], a.requests, 1)?.remove(0);
+    let res = phases(&mut [&mut big.engine], a.requests, 1, WINDOWS)?.remove(0);
     let rss = peak_rss_mib();
     for p in &res {
         println!(
@@ -290,7 +326,12 @@ fn bytes_vs_digest(a: &BenchArgs) -> Result<()> {
     let mut b = device(small, true, 0.25)?;
     precondition(&mut d.engine)?;
     precondition(&mut b.engine)?;
-    let rates = phases(&mut [&mut d.engine, &mut b.engine], a.small_requests, 1)?;
+    let rates = phases(
+        &mut [&mut d.engine, &mut b.engine],
+        a.small_requests,
+        1,
+        WINDOWS,
+    )?;
     for (label, e, r) in [("digest", &d, &rates[0]), ("bytes", &b, &rates[1])] {
         let m = e.engine.metrics();
         println!(

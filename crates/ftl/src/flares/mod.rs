@@ -215,6 +215,8 @@ pub struct FlaresTables {
     /// `required[row]`: the model's p for REQ_RET_TIME at the row's upper P/E end, and
     /// whether it was beyond t_max (a program's look-up).
     required: Vec<(u8, bool)>,
+    /// `pe_step` as a multiply-shift divisor (a row is found on every program and read).
+    pe_div: strength_reduce::StrengthReducedU32,
 }
 
 /// Horizon of the retention table: 100 years.
@@ -253,6 +255,7 @@ impl FlaresTables {
             ret,
             horizon: Nanos((HORIZON_HOURS * NS_PER_HOUR) as u64),
             required: Vec::new(),
+            pe_div: strength_reduce::StrengthReducedU32::new(step),
         };
         t.required = (0..rows)
             .map(|row| {
@@ -289,12 +292,15 @@ impl FlaresTables {
     /// `max_ret_time(p, pecycles)` (table look-up; see the module docs for the rounding).
     #[inline]
     pub fn max_ret(&self, p: u32, pecycles: u32) -> Nanos {
-        let row = pecycles / self.cfg.pe_step;
-        if row >= PE_SPAN / self.cfg.pe_step {
-            return Nanos::ZERO;
-        }
         let np = self.cfg.t_max as usize;
-        self.ret[row as usize * np + (p.clamp(1, self.cfg.t_max) - 1) as usize]
+        let at = self.row(pecycles) as usize * np + (p.clamp(1, self.cfg.t_max) - 1) as usize;
+        self.ret.get(at).copied().unwrap_or(Nanos::ZERO)
+    }
+
+    /// The tables' P/E row of `pecycles`.
+    #[inline]
+    pub fn row(&self, pecycles: u32) -> u32 {
+        pecycles / self.pe_div
     }
 
     /// The table horizon (100 years).
@@ -319,7 +325,7 @@ impl FlaresTables {
     /// upper P/E end of `pecycles`' row (never less than the exact value).
     #[inline]
     pub fn required_p(&self, pecycles: u32) -> (u32, bool) {
-        match self.required.get((pecycles / self.cfg.pe_step) as usize) {
+        match self.required.get(self.row(pecycles) as usize) {
             Some(&(p, beyond)) => (p as u32, beyond),
             None => self.required_p_exact(pecycles),
         }
@@ -432,7 +438,7 @@ impl FlaresCore {
     pub fn program(&self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
         let t = if p.p_next == 0 {
             self.tables.required_p(pecycles).0
-        } else if pecycles > p.pecycles as u32 {
+        } else if self.tables.row(pecycles) > self.tables.row(p.pecycles as u32) {
             // p_next was estimated at the wear of the page's last program; the cells have
             // cycled since. Carry the estimate forward by what the model's requirement
             // grew over those cycles (0 or more), so wear between two estimations never

@@ -58,6 +58,15 @@ impl FlaresStrength {
         &self.core
     }
 
+    /// Hints the profile one cache line after page `i`'s, when it is in the same block.
+    #[inline]
+    fn prefetch_ahead(&self, i: usize) {
+        const AHEAD: usize = 64 / core::mem::size_of::<Pprof>();
+        if (i % self.ppb as usize) + AHEAD < self.ppb as usize {
+            nand::hint::prefetch(&self.prof, i + AHEAD);
+        }
+    }
+
     /// The profile of flat page `page`.
     pub fn profile(&self, page: u32) -> Pprof {
         self.prof[page as usize]
@@ -74,6 +83,10 @@ impl crate::policy::EccStrength for FlaresStrength {
             return self.meta_t;
         }
         let i = (ctx.slot.block * self.ppb + ctx.slot.page) as usize;
+        // A block's pages are programmed in order: fetch the profiles' next cache line
+        // while this one is used (dozens of blocks fill at once, too many streams for
+        // the CPU's own prefetcher).
+        self.prefetch_ahead(i);
         self.core
             .program(&mut self.prof[i], ctx.erase_count, ctx.now)
     }
@@ -84,6 +97,8 @@ impl crate::policy::EccStrength for FlaresStrength {
         c: &mut crate::policy::EccPolicyCounters,
     ) -> Option<crate::policy::Alarm> {
         let i = (fb.block * self.ppb + fb.page) as usize;
+        // (GC reads a victim's pages in order.)
+        self.prefetch_ahead(i);
         let p = &mut self.prof[i];
         if p.p_cur == 0 {
             // Not cached (first access since mount) or a metadata page: load the critical

@@ -25,24 +25,84 @@ pub struct RamStorage {
     /// Spare bytes kept per page in the block buffers: the whole spare area, or a prefix of
     /// it in digest mode.
     kept: usize,
+    /// Distance between two pages' kept bytes in a block buffer ([`stride`]): no page's
+    /// bytes straddle two cache lines, so a random page's spare costs one memory access.
+    stride: usize,
     /// The data areas (whole-page mode); `None` in digest mode, where they read as zeros.
     frames: Option<Frames>,
     pages_per_block: u64,
     /// `pages_per_block` as a multiply-shift divisor (every access splits a flat page index).
     ppb_div: StrengthReducedU64,
-    blocks: Vec<Option<Box<[u8]>>>,
+    blocks: Vec<Option<SlotBuf>>,
     /// Pages written per block since its erase (for accounting).
     written: Vec<u32>,
     stored_pages: u64,
     /// Buffers of erased blocks kept for reuse (no allocator round trip, no page faults on
     /// the next program); at most [`POOL`] of them.
-    pool: Vec<Box<[u8]>>,
+    pool: Vec<SlotBuf>,
     /// Blocks kept whole in digest mode (an FTL's metadata region), with their storage.
     full: Option<(Vec<bool>, Box<RamStorage>)>,
 }
 
 /// Block buffers kept for reuse after erases.
 const POOL: usize = 64;
+
+/// A cache line: block buffers' slots start on its boundaries.
+const LINE: usize = 64;
+
+/// The slot size for `kept` bytes per page: the next power of two up to a cache line, whole
+/// lines beyond (a 45-byte prefix at a 45-byte stride would straddle two lines for most
+/// pages — two cache misses for every random read of a large simulation instead of one).
+fn stride(kept: usize) -> usize {
+    if kept <= LINE {
+        kept.next_power_of_two()
+    } else {
+        kept.div_ceil(LINE) * LINE
+    }
+}
+
+/// A block's slot buffer: allocated a cache line longer than its slots, which start at its
+/// first line boundary (the allocator promises no more than 16-byte alignment).
+#[derive(Debug)]
+struct SlotBuf(Box<[u8]>);
+
+impl SlotBuf {
+    /// A buffer of `len` slot bytes (contents unspecified).
+    fn new(len: usize) -> Self {
+        SlotBuf(vec![0u8; len + LINE].into_boxed_slice())
+    }
+
+    /// Offset of the first line-aligned byte.
+    #[inline]
+    fn base(&self) -> usize {
+        (LINE - (self.0.as_ptr() as usize) % LINE) % LINE
+    }
+
+    /// The slot bytes.
+    #[inline]
+    fn slots(&self) -> &[u8] {
+        let b = self.base();
+        &self.0[b..b + self.0.len() - LINE]
+    }
+
+    /// The slot bytes, writable.
+    #[inline]
+    fn slots_mut(&mut self) -> &mut [u8] {
+        let b = self.base();
+        let n = self.0.len() - LINE;
+        &mut self.0[b..b + n]
+    }
+}
+
+impl Clone for SlotBuf {
+    /// The copy's slots start at its own line boundary, which may sit at another offset
+    /// than the original's: the slot bytes are copied, not the raw buffer.
+    fn clone(&self) -> Self {
+        let mut c = SlotBuf::new(self.0.len() - LINE);
+        c.slots_mut().copy_from_slice(self.slots());
+        c
+    }
+}
 
 impl RamStorage {
     /// Empty storage for a chip of `geometry`, keeping whole pages.
@@ -55,9 +115,11 @@ impl RamStorage {
 
     /// Digest-mode storage keeping only the first `keep` spare bytes of each page.
     pub fn digest(geometry: &Geometry, keep: usize) -> Self {
+        let kept = keep.min(geometry.spare_size as usize);
         RamStorage {
             page_size: geometry.page_size as usize,
-            kept: keep.min(geometry.spare_size as usize),
+            kept,
+            stride: stride(kept),
             frames: None,
             pages_per_block: geometry.pages_per_block as u64,
             ppb_div: StrengthReducedU64::new(geometry.pages_per_block as u64),
@@ -120,8 +182,7 @@ impl RamStorage {
     /// buffers of erased blocks not counted) and data frames in use.
     pub fn allocated_bytes(&self) -> u64 {
         self.blocks.iter().filter(|b| b.is_some()).count() as u64
-            * self.pages_per_block
-            * self.kept as u64
+            * (self.pages_per_block * self.stride as u64 + LINE as u64)
             + self
                 .frames
                 .as_ref()
@@ -140,15 +201,14 @@ impl RamStorage {
 
     /// The kept spare bytes of page `p` of block `b`, its buffer allocated if need be.
     fn slot(&mut self, (b, p): (usize, usize)) -> &mut [u8] {
-        let size = self.pages_per_block as usize * self.kept;
+        let size = self.pages_per_block as usize * self.stride;
         let pool = &mut self.pool;
         // A reused buffer holds stale bytes; the chip never reads a page it has not
         // written since the erase (the Storage contract), so they are never seen.
-        let blk = self.blocks[b].get_or_insert_with(|| {
-            pool.pop()
-                .unwrap_or_else(|| vec![0u8; size].into_boxed_slice())
-        });
-        &mut blk[p * self.kept..(p + 1) * self.kept]
+        let blk =
+            self.blocks[b].get_or_insert_with(|| pool.pop().unwrap_or_else(|| SlotBuf::new(size)));
+        let at = p * self.stride;
+        &mut blk.slots_mut()[at..at + self.kept]
     }
 
     fn count(&mut self, b: usize) {
@@ -162,7 +222,7 @@ impl RamStorage {
     fn stored(&self, (b, p): (usize, usize)) -> Option<&[u8]> {
         self.blocks[b]
             .as_ref()
-            .map(|blk| &blk[p * self.kept..(p + 1) * self.kept])
+            .map(|blk| &blk.slots()[p * self.stride..p * self.stride + self.kept])
     }
 
     /// The spare area as read back from the kept bytes `src`.
@@ -268,7 +328,7 @@ impl Storage for RamStorage {
     fn prefetch(&self, page: u64) {
         let (b, p) = self.split(page);
         if let Some(Some(blk)) = self.blocks.get(b) {
-            crate::hint::prefetch(blk, p * self.kept);
+            crate::hint::prefetch(blk.slots(), p * self.stride);
         }
         if let Some(f) = &self.frames {
             crate::hint::prefetch(&f.of, page as usize);
@@ -485,4 +545,42 @@ fn stream_copy(dst: &mut [u8], src: &[u8]) {
         }
     }
     dst.copy_from_slice(src);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn slots_are_line_aligned_and_survive_clones() {
+        let g = crate::ChipConfig::preset("tiny-slc").unwrap().geometry;
+        let spare_size = g.spare_size as usize;
+        let ppb = g.pages_per_block as u64;
+        // 45 kept bytes: slots of 64, one line each.
+        let mut st = RamStorage::digest(&g, 45);
+        assert_eq!(st.stride, 64);
+        let spare_of = |page: u64| -> Vec<u8> {
+            (0..spare_size).map(|i| (page as usize * 7 + i) as u8).collect()
+        };
+        for page in 0..3 * ppb {
+            st.write_split(page, &[], &spare_of(page)).unwrap();
+        }
+        for blk in st.blocks.iter().flatten() {
+            assert_eq!(blk.slots().as_ptr() as usize % LINE, 0);
+        }
+        // Clones land at other offsets from a line boundary; what they read must not move.
+        let mut keep = Vec::new();
+        for pad in 1..9usize {
+            keep.push(vec![0u8; pad * 8]);
+            let mut c = st.clone();
+            for page in 0..3 * ppb {
+                let mut got = vec![0u8; spare_size];
+                c.read_spare(page, g.page_size as usize, &mut got).unwrap();
+                let want = spare_of(page);
+                assert_eq!(&got[..45], &want[..45], "page {page} after clone {pad}");
+                assert!(got[45..].iter().all(|&b| b == 0xFF));
+            }
+        }
+    }
 }
