@@ -44,8 +44,19 @@
 //! - **A window is WSIZE reads**: programs carry no error measurement, so they neither
 //!   count in the window nor reset it (Alg. 1 only updates pecycles and the writestamp
 //!   on a program); dividing errc by operations that include programs would understate
-//!   the RBER by the read share. The retention subtracted at the window's end is the one
-//!   since the page's last program.
+//!   the RBER by the read share.
+//! - **Which retention meas_rber subtracts** (row 5's RBER_rd(pecycles, t), t unnamed): the
+//!   *smallest* any of the window's reads saw, in whole hours rounded down
+//!   (`Pprof::win_ret_h`, 16 bits in the profile's padding; a read after a reprogram sees
+//!   the new data's small retention). The retention part grows over a window, so the
+//!   errors its reads measured hold less of it than the retention at the window's end
+//!   implies: subtracting that one (this code's first reading) biased meas_rber low and
+//!   left FLARES one unit short right where the model's requirement steps up (25 of 3,000
+//!   programs in the smooth-aging test with WSIZE 100). Subtracting the smallest never
+//!   subtracts more than any read of the window held, so the blend is never pulled below
+//!   the model by the window's length; the cost is a slight over-estimate in long windows
+//!   of ageing data. (Zero after a reprogram inside the window, tried first, over-corrects
+//!   data read a year after their program: Fig. 5d chose 63 where 49 was needed.)
 //! - **p outside the RBER table**: a projected RBER above what t_max corrects selects
 //!   t_max (and is counted as `beyond_range`); the FTL relies on refresh alarms then.
 //! - **max_ret_time** is tabulated on a P/E grid of `pe_step` cycles (default [`PE_STEP`]), each entry
@@ -398,11 +409,17 @@ pub struct Pprof {
     pub criticalc: u8,
     /// Operations seen in this window.
     pub ops: u8,
+    /// The smallest retention of the page's data any read of this window saw, whole hours
+    /// rounded down (saturating): the retention meas_rber subtracts (see the module docs).
+    pub win_ret_h: u16,
     /// Errors detected in this window (13 bits, saturating).
     pub errc: u16,
     /// Program time in whole seconds + 1 (32 bits; 0 = unknown or erased).
     pub writestamp: u32,
 }
+
+// The window's retention lives in what was the profile's padding: 16 bytes per page.
+const _: () = assert!(core::mem::size_of::<Pprof>() == 16);
 
 /// What Alg. 2 concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -494,6 +511,12 @@ impl FlaresCore {
         } else {
             p.errc = (p.errc as u32 + deterr).min(errc_max) as u16;
         }
+        let hours = (Self::retention(p, now).0 / NS_PER_HOUR as u64).min(u16::MAX as u64) as u16;
+        p.win_ret_h = if p.ops == 0 {
+            hours
+        } else {
+            p.win_ret_h.min(hours)
+        };
         p.ops = p.ops.saturating_add(1);
         if self.past_retention(p, now) {
             c.retention_alarms += 1;
@@ -502,7 +525,7 @@ impl FlaresCore {
         if (p.ops as u32) < self.tables.cfg.wsize {
             return Outcome::Nothing;
         }
-        let zone = self.estimate(p, now, c);
+        let zone = self.estimate(p, c);
         if zone == Zone::Fa {
             Outcome::Rewrite
         } else {
@@ -511,10 +534,10 @@ impl FlaresCore {
     }
 
     /// Alg. 2 rows 5–31 over the window just closed.
-    pub fn estimate(&self, p: &mut Pprof, now: Nanos, counts: &mut EccPolicyCounters) -> Zone {
+    pub fn estimate(&self, p: &mut Pprof, counts: &mut EccPolicyCounters) -> Zone {
         let c = self.tables.cfg;
         let pe = p.pecycles as u32;
-        let ret = Self::retention(p, now);
+        let ret = Nanos(p.win_ret_h as u64 * NS_PER_HOUR as u64);
         let window = p.ops.max(1) as f64;
         let meas =
             (p.errc as f64 / self.tables.page_bits as f64) / window - self.tables.rber_rd(pe, ret);

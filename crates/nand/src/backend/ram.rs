@@ -561,7 +561,9 @@ mod tests {
         let mut st = RamStorage::digest(&g, 45);
         assert_eq!(st.stride, 64);
         let spare_of = |page: u64| -> Vec<u8> {
-            (0..spare_size).map(|i| (page as usize * 7 + i) as u8).collect()
+            (0..spare_size)
+                .map(|i| (page as usize * 7 + i) as u8)
+                .collect()
         };
         for page in 0..3 * ppb {
             st.write_split(page, &[], &spare_of(page)).unwrap();
