@@ -226,8 +226,9 @@ pub struct FlaresTables {
     /// `required[row]`: the model's p for REQ_RET_TIME at the row's upper P/E end, and
     /// whether it was beyond t_max (a program's look-up).
     required: Vec<(u8, bool)>,
-    /// `pe_step` as a multiply-shift divisor (a row is found on every program and read).
-    pe_div: strength_reduce::StrengthReducedU32,
+    /// `pe_step`'s base-2 logarithm when it is a power of two (the default, 64): a row is
+    /// found on every program and read, and a shift is the cheapest division.
+    pe_shift: Option<u32>,
 }
 
 /// Horizon of the retention table: 100 years.
@@ -266,7 +267,7 @@ impl FlaresTables {
             ret,
             horizon: Nanos((HORIZON_HOURS * NS_PER_HOUR) as u64),
             required: Vec::new(),
-            pe_div: strength_reduce::StrengthReducedU32::new(step),
+            pe_shift: step.is_power_of_two().then(|| step.trailing_zeros()),
         };
         t.required = (0..rows)
             .map(|row| {
@@ -311,7 +312,10 @@ impl FlaresTables {
     /// The tables' P/E row of `pecycles`.
     #[inline]
     pub fn row(&self, pecycles: u32) -> u32 {
-        pecycles / self.pe_div
+        match self.pe_shift {
+            Some(s) => pecycles >> s,
+            None => pecycles / self.cfg.pe_step,
+        }
     }
 
     /// The table horizon (100 years).
