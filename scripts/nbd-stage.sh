@@ -187,22 +187,35 @@ else
 fi
 
 echo "-- throughput: 4 KiB random writes (queue depth 16, 2.5x the export: GC active) and reads,"
-echo "   nandlab, nandlab over TLS and qemu-nbd on a raw file, 3 alternating rounds, medians"
+echo "   nandlab, nandlab over TLS and qemu-nbd on a raw file, 3 alternating rounds, medians;"
+echo "   servers on CPU 0 and fio on CPU 1 when there are two (the client's own TLS work then"
+echo "   does not run on the server's CPU), and each server's CPU time per request"
 if have fio && have qemu-nbd && fio --enghelp 2>/dev/null | grep -qw nbd; then
   perf=(--bs=4k --iodepth=16 --randrepeat=1 --output-format=json)
-  run_perf() { # run_perf URL NAME RW IO_SIZE (over the whole export): IOPS
-    timeout 600 fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" --io_size="$4" "${perf[@]}" \
+  pin_server=() pin_client=()
+  if have taskset && [ "$(nproc)" -ge 2 ]; then pin_server=(taskset -a -pc 0) pin_client=(taskset -c 1); fi
+  cpu_ticks() { # cpu_ticks PID: user + system time of the process, in clock ticks
+    awk '{ print $14 + $15 }' "/proc/$1/stat"
+  }
+  run_perf() { # run_perf URL NAME RW IO_SIZE SERVER_PID: "IOPS server-CPU-µs-per-request"
+    local before after
+    before=$(cpu_ticks "$5")
+    timeout 600 "${pin_client[@]}" fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" --io_size="$4" "${perf[@]}" \
       >"$work/$2.json" 2>"$work/$2.err" || { cat "$work/$2.err"; fail "fio $2"; }
+    after=$(cpu_ticks "$5")
     python3 -c 'import json, sys
-t = open(sys.argv[1]).read(); j = json.loads(t[t.index("{"):])["jobs"][0]
-print(round(j["write" if "write" in sys.argv[2] else "read"]["iops"]))' "$work/$2.json" "$3"
+t = open(sys.argv[1]).read(); j = json.loads(t[t.index("{"):])["jobs"][0][sys.argv[2]]
+ticks = int(sys.argv[4]) - int(sys.argv[3])
+print(round(j["iops"]), round(ticks * 1e6 / int(sys.argv[5]) / max(j["total_ios"], 1), 2))' \
+      "$work/$2.json" "$([[ $3 == *write* ]] && echo write || echo read)" "$before" "$after" "$(getconf CLK_TCK)"
   }
   new_disk perf
   plain_pid=$server_pid
+  [ ${#pin_server[@]} -eq 0 ] || "${pin_server[@]}" "$plain_pid" >/dev/null
   size=$(awk '/^serving/ { gsub(/[(]/, "", $3); print $3 }' "$work/serve.out")
   [ -n "$size" ] || fail "no export size in the status line"
   gc=$((size * 5 / 2 / 4096 * 4096))
-  targets=("nandlab nbd://127.0.0.1:$port/")
+  targets=("nandlab nbd://127.0.0.1:$port/ $plain_pid")
   # fio's nbd engine may not name a certificate folder in its URI (libnbd refuses local
   # file access there): libnbd's default folder is used, /etc/pki/libnbd for root (made
   # here only if absent, and removed after) or ~/.pki/libnbd (HOME pointed at the work
@@ -216,24 +229,28 @@ print(round(j["write" if "write" in sys.argv[2] else "read"]["iops"]))' "$work/$
     "$NANDLAB" serve --image "$work/perftls.chip" --create tiny-mlc --blocks-per-plane 1024 \
       --listen "127.0.0.1:$tport" --tls-cert "$tls/server-cert.pem" --tls-key "$tls/server-key.pem" \
       --tls-ca "$tls/ca/ca-cert.pem" >"$work/tls-serve.out" 2>&1 &
-    pids+=($!)
+    tls_pid=$!
+    pids+=("$tls_pid")
+    [ ${#pin_server[@]} -eq 0 ] || "${pin_server[@]}" "$tls_pid" >/dev/null
     for _ in $(seq 1 200); do grep -q '^serving' "$work/tls-serve.out" && break; sleep 0.05; done
-    targets+=("TLS nbds://127.0.0.1:$tport/")
+    targets+=("TLS nbds://127.0.0.1:$tport/ $tls_pid")
   else
     echo "   (TLS runs skipped: no certificates from the TLS step, or $pki exists already)"
   fi
   truncate -s "$size" "$work/raw.img"
   qport=$((port + 1))
   qemu-nbd -f raw -b 127.0.0.1 -p "$qport" -t "$work/raw.img" >/dev/null 2>&1 &
-  pids+=($!)
+  qemu_pid=$!
+  pids+=("$qemu_pid")
+  [ ${#pin_server[@]} -eq 0 ] || "${pin_server[@]}" "$qemu_pid" >/dev/null
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$qport") 2>/dev/null && break; sleep 0.05; done
-  targets+=("qemu-nbd nbd://127.0.0.1:$qport/")
+  targets+=("qemu-nbd nbd://127.0.0.1:$qport/ $qemu_pid")
   : >"$work/perf.txt"
   for round in 1 2 3; do
     for t in "${targets[@]}"; do
-      name=${t%% *}; u=${t#* }
-      w=$(HOME=$work/home run_perf "$u" "$name-w$round" randwrite "$gc")
-      r=$(HOME=$work/home run_perf "$u" "$name-r$round" randread 32M)
+      read -r name u spid <<<"$t"
+      w=$(HOME=$work/home run_perf "$u" "$name-w$round" randwrite "$gc" "$spid")
+      r=$(HOME=$work/home run_perf "$u" "$name-r$round" randread 32M "$spid")
       echo "$name $w $r" >>"$work/perf.txt"
     done
   done
@@ -244,15 +261,18 @@ print(round(j["write" if "write" in sys.argv[2] else "read"]["iops"]))' "$work/$
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, w, r = line.split()
-    runs.setdefault(name, []).append((int(w), int(r)))
-med = {n: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v)) for n, v in runs.items()}
-print("   IOPS (median of 3)   " + "".join(f"{n:>10}" for n in med) + "   nandlab/qemu-nbd   TLS/plain")
-for i, op in enumerate(["4 KiB randwrite", "4 KiB randread"]):
-    row = "".join(f"{med[n][i]:10.0f}" for n in med)
-    q = med["nandlab"][i] / med["qemu-nbd"][i]
-    t = f'{med["TLS"][i] / med["nandlab"][i]:.2f}x' if "TLS" in med else "-"
-    print(f"   {op:20} {row}   {q:15.2f}x   {t:>9}")
+    name, w, wcpu, r, rcpu = line.split()
+    runs.setdefault(name, []).append((int(w), int(r), float(wcpu), float(rcpu)))
+med = {n: [statistics.median(x[i] for x in v) for i in range(4)] for n, v in runs.items()}
+def table(title, cols, fmt):
+    print(f"   {title:24}" + "".join(f"{n:>10}" for n in med) + "   nandlab/qemu-nbd   TLS/plain")
+    for i, op in cols:
+        row = "".join(f"{med[n][i]:10{fmt}}" for n in med)
+        q = med["nandlab"][i] / med["qemu-nbd"][i]
+        t = f'{med["TLS"][i] / med["nandlab"][i]:.2f}x' if "TLS" in med else "-"
+        print(f"   {op:24}{row}   {q:15.2f}x   {t:>9}")
+table("IOPS (median of 3)", [(0, "4 KiB randwrite"), (1, "4 KiB randread")], ".0f")
+table("server CPU µs/request", [(2, "4 KiB randwrite"), (3, "4 KiB randread")], ".2f")
 PY
   echo "   nandlab FTL after the runs: $stats" | cut -c1-400
   stop_server TERM
