@@ -58,12 +58,13 @@ impl FlaresStrength {
         &self.core
     }
 
-    /// Hints the profile one cache line after page `i`'s, when it is in the same block.
+    /// Hints the profile one cache line after that of flat page `i` (page `page` of its
+    /// block), when it is in the same block.
     #[inline]
-    fn prefetch_ahead(&self, i: usize) {
-        const AHEAD: usize = 64 / core::mem::size_of::<Pprof>();
-        if (i % self.ppb as usize) + AHEAD < self.ppb as usize {
-            nand::hint::prefetch(&self.prof, i + AHEAD);
+    fn prefetch_ahead(&self, i: usize, page: u32) {
+        const AHEAD: u32 = (64 / core::mem::size_of::<Pprof>()) as u32;
+        if page + AHEAD < self.ppb {
+            nand::hint::prefetch(&self.prof, i + AHEAD as usize);
         }
     }
 
@@ -86,7 +87,7 @@ impl crate::policy::EccStrength for FlaresStrength {
         // A block's pages are programmed in order: fetch the profiles' next cache line
         // while this one is used (dozens of blocks fill at once, too many streams for
         // the CPU's own prefetcher).
-        self.prefetch_ahead(i);
+        self.prefetch_ahead(i, ctx.slot.page);
         self.core
             .program(&mut self.prof[i], ctx.erase_count, ctx.now)
     }
@@ -98,7 +99,7 @@ impl crate::policy::EccStrength for FlaresStrength {
     ) -> Option<crate::policy::Alarm> {
         let i = (fb.block * self.ppb + fb.page) as usize;
         // (GC reads a victim's pages in order.)
-        self.prefetch_ahead(i);
+        self.prefetch_ahead(i, fb.page);
         let p = &mut self.prof[i];
         if p.p_cur == 0 {
             // Not cached (first access since mount) or a metadata page: load the critical

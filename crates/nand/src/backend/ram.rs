@@ -178,11 +178,17 @@ impl RamStorage {
         self.stored_pages * self.kept_per_page() as u64
     }
 
-    /// Bytes allocated for page content: spare buffers of the blocks in use (pooled
-    /// buffers of erased blocks not counted) and data frames in use.
+    /// Bytes one block in use allocates for its pages' kept spare bytes: a slot per page
+    /// (the kept bytes rounded up to their stride) and a cache line for alignment.
+    pub fn block_bytes(&self) -> u64 {
+        self.pages_per_block * self.stride as u64 + LINE as u64
+    }
+
+    /// Bytes allocated for page content: spare buffers of the blocks in use
+    /// ([`block_bytes`](RamStorage::block_bytes) each; pooled buffers of erased blocks not
+    /// counted) and data frames in use.
     pub fn allocated_bytes(&self) -> u64 {
-        self.blocks.iter().filter(|b| b.is_some()).count() as u64
-            * (self.pages_per_block * self.stride as u64 + LINE as u64)
+        self.blocks.iter().filter(|b| b.is_some()).count() as u64 * self.block_bytes()
             + self
                 .frames
                 .as_ref()

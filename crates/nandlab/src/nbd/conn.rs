@@ -96,12 +96,6 @@ impl Write for Conn {
     }
 }
 
-pub(super) fn read_u16(r: &mut impl Read) -> io::Result<u16> {
-    let mut b = [0u8; 2];
-    r.read_exact(&mut b)?;
-    Ok(u16::from_be_bytes(b))
-}
-
 pub(super) fn read_u32(r: &mut impl Read) -> io::Result<u32> {
     let mut b = [0u8; 4];
     r.read_exact(&mut b)?;

@@ -35,7 +35,7 @@
 mod conn;
 mod handshake;
 
-use conn::{chunk, drain, error_chunk, protocol, read_u16, read_u32, read_u64, simple_reply, Conn};
+use conn::{chunk, drain, error_chunk, protocol, simple_reply, Conn};
 use handshake::{handshake, Handshake};
 use std::io::{self, BufReader, Read};
 use std::net::TcpStream;
@@ -278,15 +278,24 @@ where
     conn.tcp().set_write_timeout(Some(cfg.stall_timeout))?;
     let size = cfg.size;
     let mut piece = vec![0u8; CHUNK];
+    let mut header = [0u8; 28];
     loop {
-        if read_u32(&mut conn)? != REQUEST_MAGIC {
+        // The whole header in one read: under TLS each read is a pass through rustls's
+        // buffers, not a copy out of ours.
+        conn.read_exact(&mut header)?;
+        let be = |at: usize, n: usize| {
+            header[at..at + n]
+                .iter()
+                .fold(0u64, |v, &b| v << 8 | b as u64)
+        };
+        if be(0, 4) != REQUEST_MAGIC as u64 {
             return Err(protocol("bad request magic"));
         }
-        let flags = read_u16(&mut conn)?;
-        let kind = read_u16(&mut conn)?;
-        let cookie = read_u64(&mut conn)?;
-        let offset = read_u64(&mut conn)?;
-        let len = read_u32(&mut conn)?;
+        let flags = be(4, 2) as u16;
+        let kind = be(6, 2) as u16;
+        let cookie = be(8, 8);
+        let offset = be(16, 8);
+        let len = be(24, 4) as u32;
         let fua = flags & CMD_FLAG_FUA != 0;
         let in_range = offset
             .checked_add(len as u64)
