@@ -3,7 +3,8 @@
 //! page register), and the program of the copy — data and parity moved as they are
 //! (copy-back while the register still holds them), or re-encoded at another strength.
 
-use crate::{Controller, CtlError, Data, OobRecord, PageRead, PayloadMode};
+use crate::read::Data;
+use crate::{Controller, CtlError, OobRecord, PageRead, PayloadMode};
 use alloc::vec;
 use nand::rber::ErrorModel;
 use nand::{Nanos, OpTiming, PhysAddr, Storage};
