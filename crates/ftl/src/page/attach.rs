@@ -1,0 +1,294 @@
+//! Attaching a volume: format (erase, size, first checkpoint), mount (recovery over the
+//! configured strategy), the configuration checks both run, and sizing the volume from
+//! the good blocks (UBI's "attach" concern).
+
+use super::*;
+
+impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
+    /// Formats the chip behind `ctl` (erasing every good block that holds data) and builds an
+    /// empty volume.
+    pub fn format(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+        Self::empty(ctl, cfg)?.format_chip(now)
+    }
+
+    /// [`format`](PageFtl::format) with `store` as the map store instead of the RAM map.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn format_with_map(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        store: Box<dyn MapStore<S, M>>,
+        now: Nanos,
+    ) -> Result<Self, FtlError> {
+        let mut ftl = Self::empty(ctl, cfg)?;
+        ftl.map = MapSlot::Other(store);
+        ftl.format_chip(now)
+    }
+
+    /// Erases every good block that holds data, sets block modes, sizes the volume and
+    /// writes the first checkpoint.
+    pub(super) fn format_chip(self, now: Nanos) -> Result<Self, FtlError> {
+        let mut ftl = self;
+        let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
+        for b in 0..ftl.s.geo.total_blocks() {
+            let addr = ftl.s.block_addr(b);
+            let info = ftl.s.read_header(now, b, Cause::Mount)?;
+            ftl.s.erase[b as usize] = info.erase_count;
+            let in_region = ftl.s.state[b as usize] == BState::Region;
+            match info.status {
+                BlockStatus::Good => {
+                    if (info.next_page > 0 || info.needs_erase)
+                        && !ftl.s.erase_block(now, b, Cause::Mount)?
+                    {
+                        continue;
+                    }
+                    // Data blocks in native mode, region blocks in SLC mode.
+                    if multi && info.slc_mode != in_region {
+                        ftl.s.ctl.set_slc_mode(addr, in_region)?;
+                    }
+                    if !in_region {
+                        ftl.s.push_free(b);
+                    }
+                }
+                _ => ftl.s.state[b as usize] = BState::Bad,
+            }
+        }
+        ftl.size_volume()?;
+        ftl.region.init_anchor(&mut ftl.s, now)?;
+        ftl.write_checkpoint(now)?;
+        Ok(ftl)
+    }
+    /// Mounts a volume after a clean shutdown or a crash, with the recovery procedure the
+    /// configuration names (see [`RecoveryKind`](crate::RecoveryKind)).
+    pub fn mount(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
+        Self::try_mount(ctl, cfg, now).map_err(|f| f.error)
+    }
+
+    /// Like [`mount`](PageFtl::mount), but a failed mount hands the controller back (to
+    /// power the chip on again after a cut during recovery, or to inspect it).
+    pub fn try_mount(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+    ) -> Result<Self, Box<MountFailure<S, M>>> {
+        match cfg.recovery {
+            recovery::RecoveryKind::FullScan => {
+                Self::try_mount_with(ctl, cfg, now, &recovery::FullScan)
+            }
+            recovery::RecoveryKind::RollForward => {
+                Self::try_mount_with(ctl, cfg, now, &recovery::RollForward)
+            }
+        }
+    }
+
+    /// Mounts with a given recovery procedure, handing the controller back on failure.
+    pub(crate) fn try_mount_with<R: recovery::Recovery>(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+        procedure: &R,
+    ) -> Result<Self, Box<MountFailure<S, M>>> {
+        let mut ctl = ctl;
+        if let Err(error) = Self::check_config(&mut ctl, &cfg) {
+            return Err(Box::new(MountFailure {
+                error,
+                controller: ctl,
+            }));
+        }
+        let mut ftl = Self::empty_checked(ctl, cfg);
+        let recovered = procedure.recover(&mut ftl, now).and_then(|report| {
+            if ftl.cfg.gc_pacing.shares_destination() {
+                // The blocks are known now (bad ones included): the bound for this chip.
+                ftl.rt_latency = Some(ftl.shared_destination_bound(ftl.logical)?);
+            }
+            Ok(report)
+        });
+        match recovered {
+            Ok(report) => {
+                ftl.recovery = Some(report);
+                Ok(ftl)
+            }
+            Err(error) => Err(Box::new(MountFailure {
+                error,
+                controller: ftl.s.ctl,
+            })),
+        }
+    }
+
+    /// What the last mount did (procedure, pages and blocks read, simulated time).
+    pub fn recovery_report(&self) -> Option<&recovery::RecoveryReport> {
+        self.recovery.as_ref()
+    }
+
+    pub(super) fn empty(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Result<Self, FtlError> {
+        let mut ctl = ctl;
+        Self::check_config(&mut ctl, &cfg)?;
+        Ok(Self::empty_checked(ctl, cfg))
+    }
+
+    /// Rejects configurations this FTL cannot run with on `ctl`'s chip.
+    pub(super) fn check_config(
+        ctl: &mut Controller<S, M>,
+        cfg: &PageFtlConfig,
+    ) -> Result<(), FtlError> {
+        if !(cfg.over_provisioning > 0.0 && cfg.over_provisioning < 1.0) {
+            return Err(FtlError::Config(format!(
+                "over_provisioning = {} must be in (0, 1)",
+                cfg.over_provisioning
+            )));
+        }
+        if cfg.gc_threshold < 2 {
+            return Err(FtlError::Config(format!(
+                "gc_threshold = {} must be at least 2",
+                cfg.gc_threshold
+            )));
+        }
+        ctl.layout(cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
+        if let crate::policy::EccKind::Flares(f) = &cfg.ecc {
+            f.validate().map_err(FtlError::Config)?;
+            // FLARES's critical profile part lives in every page's spare area.
+            ctl.enable_pprof()
+                .map_err(|e| FtlError::Config(format!("flares: {e}")))?;
+            for t in [f.t_min, f.t_max] {
+                ctl.layout(t).map_err(|e| {
+                    FtlError::Config(format!(
+                        "flares t range {}..={}: t = {t} does not fit this chip's spare area ({e})",
+                        f.t_min, f.t_max
+                    ))
+                })?;
+            }
+        }
+        if cfg.replicas > MAX_REPLICAS {
+            return Err(FtlError::Config(format!(
+                "replicas = {} exceeds the {MAX_REPLICAS} backup copies a critical page may have",
+                cfg.replicas
+            )));
+        }
+        if cfg.placement.policy().protects_critical()
+            && ctl.chip().config().cell == nand::CellType::Slc
+        {
+            return Err(FtlError::Config(format!(
+                "placement = \"{}\" keeps critical pages in MSB pages, but chip {} is single-level (it has no MSB pages)",
+                cfg.placement.policy().name(),
+                ctl.chip().config().name
+            )));
+        }
+        if cfg.gc_pacing.shares_destination() {
+            Self::check_real_time(ctl.chip().config(), cfg)?;
+        }
+        let geo = *ctl.chip().geometry();
+        if geo.total_pages() >= LOST as u64 {
+            return Err(FtlError::Config(format!(
+                "{} pages exceed the page-level map's 32-bit entries",
+                geo.total_pages()
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn empty_checked(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Self {
+        let geo = *ctl.chip().geometry();
+        let chip_cfg = ctl.chip().config().clone();
+        let scfg = SubstrateConfig {
+            ecc_t: cfg.ecc_t,
+            read_retries: cfg.read_retries,
+            gc_threshold: cfg.gc_threshold,
+            wear_leveling: cfg.wear_leveling,
+            young_rule: cfg.recovery == recovery::RecoveryKind::RollForward,
+            #[cfg(feature = "sabotage")]
+            sabotage: cfg.sabotage,
+        };
+        let policies = Policies {
+            placement: cfg.placement.policy(),
+            ecc: match cfg.ecc {
+                crate::policy::EccKind::Fixed => Box::new(FixedStrength(cfg.ecc_t)),
+                crate::policy::EccKind::Flares(f) => Box::new(crate::flares::FlaresStrength::new(
+                    f,
+                    geo.total_pages(),
+                    geo.pages_per_block,
+                    (ctl.config().sector_size * 8) as u64,
+                    geo.page_size as u64 * 8,
+                    cfg.ecc_t,
+                )),
+            },
+            pacing: cfg
+                .gc_pacing
+                .policy(crate::rtgc::WaoBounds::alpha(&chip_cfg).unwrap_or(1)),
+            copy_order: cfg.copy_order.policy(),
+        };
+        let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
+        let writer = Box::new(WholePage::new(&s));
+        let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
+        region.fit_anchor(&s);
+        for b in region.all_blocks() {
+            s.state[b as usize] = BState::Region;
+        }
+        PageFtl {
+            s,
+            cfg,
+            logical: 0,
+            map: MapSlot::Ram(RamMap::default()),
+            p2l: vec![INVALID; geo.total_pages() as usize],
+            region,
+            pending_trims: Vec::new(),
+            critical: Vec::new(),
+            replicas: replica::Replicas::new(),
+            recovery: None,
+            rt: None,
+            rt_latency: None,
+        }
+    }
+
+    pub(super) fn size_volume(&mut self) -> Result<(), FtlError> {
+        self.size_volume_to(None)
+    }
+
+    /// Sizes the volume: from the good blocks, or to `fixed` logical pages (a mounted
+    /// volume keeps the size its checkpoint records, whatever blocks went bad since).
+    pub(super) fn size_volume_to(&mut self, fixed: Option<u64>) -> Result<(), FtlError> {
+        let good = self.s.data_blocks();
+        let ndies = self.s.dies.len() as u64;
+        let ppb = self.s.ppb as u64;
+        let physical = good * ppb;
+        let logical = (physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64;
+        // A scheme with one destination per die needs one block besides its data (the
+        // destination of writes and copies); WAO-GC's σ check bounds the rest.
+        let reserve = if self.cfg.gc_pacing.shares_destination() {
+            ndies * (1 + crate::policy::RESERVE as u64)
+        } else {
+            ndies * (self.cfg.gc_threshold as u64 + 2)
+        };
+        let max = good.saturating_sub(reserve + 1) * ppb;
+        let logical = fixed.unwrap_or(logical);
+        // (A mount checks the bound once recovery knows the blocks: `try_mount_with`.)
+        if self.cfg.gc_pacing.shares_destination() && logical > 0 && fixed.is_none() {
+            // The bound's own check first (WAO-GC's message names U(σ)).
+            self.rt_latency = Some(self.shared_destination_bound(logical)?);
+        }
+        if logical == 0 || logical > max.max(fixed.unwrap_or(0)) {
+            return Err(FtlError::Config(format!(
+                "over_provisioning = {} leaves {logical} logical pages; with {good} good blocks and {reserve} reserved for GC at most {max} fit",
+                self.cfg.over_provisioning
+            )));
+        }
+        self.logical = logical;
+        // Keep mappings found by mount within the new volume.
+        for lpn in logical..self.map.len() {
+            match self.map.peek(lpn) {
+                Some(p) if p != INVALID && p != LOST => {
+                    self.p2l[p as usize] = INVALID;
+                    let b = self.s.block_of(p);
+                    self.s.valid[b as usize] -= 1;
+                }
+                _ => {}
+            }
+        }
+        self.map.resize(logical);
+        self.critical.resize(logical.div_ceil(64) as usize, 0);
+        if !logical.is_multiple_of(64) {
+            let last = self.critical.len() - 1;
+            self.critical[last] &= (1u64 << (logical % 64)) - 1;
+        }
+        Ok(())
+    }
+}
