@@ -12,6 +12,8 @@ pub mod config;
 pub mod crash;
 pub mod engine;
 pub mod metrics;
+mod summary;
+pub use summary::human_time;
 pub mod request;
 pub mod timeline;
 pub mod trace;
