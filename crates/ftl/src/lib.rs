@@ -33,6 +33,8 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
+#[cfg(test)]
+extern crate std;
 
 mod block;
 mod bytes;
@@ -40,6 +42,7 @@ pub mod flares;
 pub mod gc;
 mod page;
 pub mod policy;
+pub mod rtblock;
 pub mod rtgc;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
@@ -51,6 +54,7 @@ pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolic
 pub use page::recovery::{RecoveryKind, RecoveryReport};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};
 pub use policy::Policies;
+pub use rtblock::{RtBlockConfig, RtBlockFtl, RtKind};
 pub use scheme::{BoxedVolume, SchemeConfig, Volume};
 pub use substrate::region::meta_tag_name;
 

@@ -11,6 +11,7 @@
 use crate::page::recovery::{RecoveryKind, RecoveryReport};
 use crate::{
     BlockFtl, BlockFtlConfig, Ftl, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig,
+    RtBlockConfig, RtBlockFtl, RtKind,
 };
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -93,6 +94,33 @@ impl<S: Storage, M: ErrorModel> Volume<S, M> for BlockFtl<S, M> {
     }
 }
 
+impl<S: Storage, M: ErrorModel> Volume<S, M> for RtBlockFtl<S, M> {
+    fn scheme(&self) -> &'static str {
+        self.kind().name()
+    }
+    fn controller(&self) -> &Controller<S, M> {
+        RtBlockFtl::controller(self)
+    }
+    fn controller_mut(&mut self) -> &mut Controller<S, M> {
+        RtBlockFtl::controller_mut(self)
+    }
+    fn into_controller(self: Box<Self>) -> Controller<S, M> {
+        RtBlockFtl::into_controller(*self)
+    }
+    fn recovery_report(&self) -> Option<&RecoveryReport> {
+        RtBlockFtl::recovery_report(self)
+    }
+    fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        RtBlockFtl::mapping(self, lpn)
+    }
+    fn free_blocks(&self) -> Vec<usize> {
+        RtBlockFtl::free_blocks(self)
+    }
+    fn verify(&self) -> Result<(), Invariant> {
+        RtBlockFtl::verify(self)
+    }
+}
+
 /// A boxed volume over controller `Controller<S, M>` (`Send`: a server may hand it to
 /// another thread behind a lock).
 pub type BoxedVolume<S, M> = Box<dyn Volume<S, M> + Send>;
@@ -107,6 +135,12 @@ pub enum SchemeConfig {
     Page(PageFtlConfig),
     /// The block-level mapping FTL ([`BlockFtl`]; DCR's setting).
     Block(BlockFtlConfig),
+    /// GFTL ([`RtBlockFtl`], WAO-GC's Table I): block-level map, central write buffer and
+    /// GC queue, partial steps after every request.
+    Gftl(RtBlockConfig),
+    /// RFTL ([`RtBlockFtl`], WAO-GC's Table I): primary, replacement and buffer block per
+    /// logical block, distributed partial GC.
+    Rftl(RtBlockConfig),
 }
 
 impl Default for SchemeConfig {
@@ -121,6 +155,8 @@ impl SchemeConfig {
         match self {
             SchemeConfig::Page(_) => "page",
             SchemeConfig::Block(_) => "block",
+            SchemeConfig::Gftl(_) => "gftl",
+            SchemeConfig::Rftl(_) => "rftl",
         }
     }
 
@@ -133,6 +169,18 @@ impl SchemeConfig {
         match *self {
             SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::format(ctl, cfg, now)?)),
             SchemeConfig::Block(cfg) => Ok(Box::new(BlockFtl::format(ctl, cfg, now)?)),
+            SchemeConfig::Gftl(cfg) => Ok(Box::new(RtBlockFtl::format(
+                ctl,
+                RtKind::Gftl,
+                cfg,
+                now,
+            )?)),
+            SchemeConfig::Rftl(cfg) => Ok(Box::new(RtBlockFtl::format(
+                ctl,
+                RtKind::Rftl,
+                cfg,
+                now,
+            )?)),
         }
     }
 
@@ -155,22 +203,37 @@ impl SchemeConfig {
         match *self {
             SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::try_mount(ctl, cfg, now)?)),
             SchemeConfig::Block(cfg) => Ok(Box::new(BlockFtl::try_mount(ctl, cfg, now)?)),
+            SchemeConfig::Gftl(cfg) => Ok(Box::new(RtBlockFtl::try_mount(
+                ctl,
+                RtKind::Gftl,
+                cfg,
+                now,
+            )?)),
+            SchemeConfig::Rftl(cfg) => Ok(Box::new(RtBlockFtl::try_mount(
+                ctl,
+                RtKind::Rftl,
+                cfg,
+                now,
+            )?)),
         }
     }
 
-    /// The recovery procedure a mount runs.
+    /// The recovery procedure a mount runs (GFTL and RFTL: always the full scan).
     pub fn recovery(&self) -> RecoveryKind {
         match self {
             SchemeConfig::Page(cfg) => cfg.recovery,
             SchemeConfig::Block(cfg) => cfg.recovery,
+            SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => RecoveryKind::FullScan,
         }
     }
 
-    /// Chooses the recovery procedure a mount runs.
+    /// Chooses the recovery procedure a mount runs (GFTL and RFTL have only the full
+    /// scan: ignored).
     pub fn set_recovery(&mut self, kind: RecoveryKind) {
         match self {
             SchemeConfig::Page(cfg) => cfg.recovery = kind,
             SchemeConfig::Block(cfg) => cfg.recovery = kind,
+            SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => {}
         }
     }
 
@@ -179,6 +242,7 @@ impl SchemeConfig {
         match self {
             SchemeConfig::Page(cfg) => cfg.ecc_t,
             SchemeConfig::Block(cfg) => cfg.ecc_t,
+            SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t,
         }
     }
 
@@ -187,6 +251,7 @@ impl SchemeConfig {
         match self {
             SchemeConfig::Page(cfg) => cfg.ecc_t = t,
             SchemeConfig::Block(cfg) => cfg.ecc_t = t,
+            SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t = t,
         }
     }
 
@@ -197,6 +262,8 @@ impl SchemeConfig {
         match self {
             SchemeConfig::Page(cfg) => cfg.region_blocks(chip),
             SchemeConfig::Block(cfg) => cfg.region_blocks(chip),
+            // No checkpoint region: records only.
+            SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => Vec::new(),
         }
     }
 

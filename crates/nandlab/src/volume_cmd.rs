@@ -176,10 +176,14 @@ fn ftl_config(
         default_ftl(ctl)
     };
     if let Some(r) = recovery {
-        match &mut cfg {
-            SchemeConfig::Page(p) => p.recovery = r,
-            SchemeConfig::Block(b) => b.recovery = r,
+        if matches!(cfg, SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_)) && r != RecoveryKind::FullScan {
+            bail!(
+                "--recovery {}: scheme {} recovers by its full scan only",
+                r.name(),
+                cfg.name()
+            );
         }
+        cfg.set_recovery(r);
     }
     Ok(cfg)
 }

@@ -38,7 +38,7 @@ use crate::trace::{TraceFormat, TraceReader};
 use crate::workload::{RequestSource, Synthetic, SyntheticConfig};
 use crate::SimError;
 use controller::{Controller, ControllerConfig, EccLatency, PayloadMode};
-use ftl::{BlockFtlConfig, PageFtlConfig, SchemeConfig};
+use ftl::{BlockFtlConfig, PageFtlConfig, RtBlockConfig, SchemeConfig};
 use nand::{
     CachedFlares, Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos,
     RamStorage, ReadDisturb,
@@ -139,6 +139,10 @@ pub enum FtlScheme {
     Page,
     /// Block-level mapping (primary + replacement per logical block; DCR's setting).
     Block,
+    /// GFTL (WAO-GC's Table I): block-level map, central write buffer and GC queue.
+    Gftl,
+    /// RFTL (WAO-GC's Table I): primary, replacement and buffer block per logical block.
+    Rftl,
 }
 
 /// `[ftl]`.
@@ -151,6 +155,10 @@ pub struct FtlSection {
     pub page: PageFtlConfig,
     /// `[ftl.block]` settings.
     pub block: BlockFtlConfig,
+    /// `[ftl.gftl]` settings.
+    pub gftl: RtBlockConfig,
+    /// `[ftl.rftl]` settings.
+    pub rftl: RtBlockConfig,
 }
 
 impl FtlSection {
@@ -159,6 +167,8 @@ impl FtlSection {
         match self.scheme {
             FtlScheme::Page => SchemeConfig::Page(self.page),
             FtlScheme::Block => SchemeConfig::Block(self.block),
+            FtlScheme::Gftl => SchemeConfig::Gftl(self.gftl),
+            FtlScheme::Rftl => SchemeConfig::Rftl(self.rftl),
         }
     }
 }
@@ -615,6 +625,8 @@ impl ExperimentConfig {
                 match self.ftl.scheme {
                     FtlScheme::Page => kv(&json(&self.ftl.page)),
                     FtlScheme::Block => kv(&json(&self.ftl.block)),
+                    FtlScheme::Gftl => kv(&json(&self.ftl.gftl)),
+                    FtlScheme::Rftl => kv(&json(&self.ftl.rftl)),
                 }
             ),
             errors: match errors.model {

@@ -1,0 +1,1102 @@
+//! The real-time block-level kernels of WAO-GC's Table I (paper 003): **GFTL** (Choudhuri
+//! and Givargis) and **RFTL** (Qin et al.), the two partial-GC schemes WAO-GC is compared
+//! with besides the page-level ones. Both map logical blocks to physical blocks, bound every
+//! request by one partial GC step (at most α = ⌊t_er / (t_rd + t_wr)⌋ page visits, or one
+//! erase) and recover by a full scan. What each keeps in RAM and what it must read from
+//! flash follows Table I, and every such read is a charged chip operation.
+//!
+//! Logical page `l` is offset `l % π` of logical block `l / π` (π pages per block).
+//!
+//! ## GFTL (`gftl`)
+//!
+//! - RAM: logical block → its **data block** and that block's write pointer; the central
+//!   **write buffer**'s page map (logical page → buffer page) and each buffer block's
+//!   pages' owners; the **GC queue**.
+//! - A data block is filled in write order, each page naming its logical page in its OOB
+//!   record (no per-page RAM): a host read that the buffer does not hold scans the data
+//!   block's records from its write pointer down until one names the offset (at most π
+//!   record reads, Table I's `U(e_r) = t_rdpg + π·t_rdoob`), then reads that page.
+//! - A write goes to the data block while it has room and its logical block is not waiting
+//!   for or under GC; otherwise to the write buffer. The write that fills a data block
+//!   puts its logical block on the GC queue.
+//! - After **every** request (reads too), one partial step of the queue's head job: the
+//!   job reads the old data block's pages from its write pointer down (the newest copy of
+//!   an offset comes first) and copies each offset's newest copy — unless the buffer holds
+//!   a newer one — into a fresh data block, then copies the buffer's copies of the logical
+//!   block's offsets, then erases the old block: α page visits (a read, and a program when
+//!   the page is the newest) or the erase per step. Writes to the logical block during its
+//!   job go to the buffer, and stay there if their offset was already copied.
+//! - The buffer is sized as the paper's `L_buf = N(k+1)/2` pages (`N` logical blocks,
+//!   `k = ⌈π/α⌉ + 1`), in blocks. A buffer block whose pages are all superseded or copied
+//!   is erased as a step of its own (before the head job's next step). When the buffer is
+//!   down to its last block, the owners of the oldest buffer block's live pages are queued
+//!   for GC (their jobs consume those pages). A write that finds no buffer page at all
+//!   finishes jobs inside itself and counts an overrun (`rt_overruns`).
+//!
+//! ## RFTL (`rftl`)
+//!
+//! - Per logical block a **primary** (fixed offsets: offset `o` in page `o`; the chip's
+//!   ascending rule lets a write take page `o` only at or after the write pointer), a
+//!   **replacement** (appended, each page naming its offset) and, while the block is
+//!   collected, a **buffer** block (appended too). RAM: the three block numbers, write
+//!   pointers, and the replacement's and buffer's offset tables (2 bytes per page) — the
+//!   hybrid map of RFTL.
+//! - A write takes the primary's page `o` when the chip allows it and no appended copy of
+//!   `o` exists; else it is appended to the replacement. When the replacement is full
+//!   (`isFull(LBN)`), partial GC of that logical block starts: a fresh primary is taken,
+//!   the write and every later write of the block go to its buffer block, and each write
+//!   of the block runs one step (distributed partial GC: no other request pays for it):
+//!   α offsets copied (newest copy: buffer, replacement, primary) into the new primary at
+//!   their offsets, then the old primary's erase, then the replacement's. The buffer then
+//!   becomes the replacement (its copies taken by the new primary dropped from its table).
+//!   A job is `⌈π/α⌉ + 2` steps, fewer than the π writes the buffer holds.
+//! - Reads run no step. With the replacement's offsets in RAM a read needs no OOB read:
+//!   ours is `t_rdpg` where Table I's RFTL (mapping partly in OOB) pays `t_rdoob` more, and
+//!   a write needs none either (the write pointer answers whether the primary's page is
+//!   free on a chip that programs pages in order).
+//!
+//! ## Both
+//!
+//! - Every program carries a sequence number; trims are tombstones (pages written like
+//!   data, flagged); GC copies tombstones too, so an erase never brings back an older copy.
+//! - Blocks come from one free pool, least worn first, erased: a victim is erased by a
+//!   step and then returned.
+//! - The volume size depends only on the chip and the configuration (no superblock): the
+//!   geometry's blocks less `bad_block_reserve`, less the buffer (GFTL) or two blocks per
+//!   logical block (RFTL), less the blocks a job takes.
+//! - **Durability.** Every write is programmed before it returns, so a flush has nothing
+//!   to do. **Recovery** (`mount`) reads every good block's header and every programmed
+//!   page's record: the newest sequence number of each logical page wins (a record that
+//!   does not decode — a torn program — is no version, and its page reads as never
+//!   written). A logical block whose newest copies lie outside the places its read path
+//!   looks (a job cut short) is merged into a fresh block at mount; blocks left holding no
+//!   newest copy are erased. Only SLC chips: fixed offsets in multi-level blocks would need
+//!   padding the schemes do not define (refused, naming the key).
+//! - Program failures: the block is treated as full (its data stay readable until its
+//!   erase), and a job's target that fails is replaced and the job restarts.
+
+mod gftl;
+mod mount;
+mod rftl;
+#[cfg(test)]
+mod tests;
+
+use crate::page::recovery::RecoveryReport;
+use crate::policy::{FixedStrength, Policies};
+use crate::rtgc::WaoBounds;
+use crate::substrate::{BState, Payload, Substrate, SubstrateConfig};
+use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, LatencyBound, OpKind};
+use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead};
+use core::cmp::Reverse;
+use nand::{ErrorModel, Lpn, Nanos, PhysAddr, Storage};
+use serde::{Deserialize, Serialize};
+
+/// No block / no page.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Packing of a page's record `lpn` field: the logical page in the low 40 bits, flags above.
+pub(crate) mod rec {
+    /// The logical page.
+    pub const LPN: u64 = (1 << 40) - 1;
+    /// The page is in an appended block (GFTL's write buffer; RFTL's replacement or buffer).
+    pub const APPEND: u64 = 1 << 40;
+    /// Written by a GC copy.
+    pub const COPY: u64 = 1 << 41;
+    /// A trim: the offset holds nothing.
+    pub const TOMB: u64 = 1 << 43;
+    /// Every flag this kernel writes.
+    pub const FLAGS: u64 = APPEND | COPY | TOMB;
+}
+
+/// Physical blocks set aside per RFTL logical block (primary, replacement, and while it
+/// is collected its buffer and new primary).
+pub(crate) const RFTL_BLOCKS: u64 = 4;
+
+/// An offset-table entry's tombstone flag (the rest: page + 1; 0 = none).
+pub(crate) const TOMB_BIT: u16 = 0x8000;
+
+/// Which real-time block-level scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtKind {
+    /// GFTL: data blocks, a central write buffer and GC queue; steps after every request.
+    Gftl,
+    /// RFTL: primary, replacement and buffer block per logical block; steps after the
+    /// block's own writes.
+    Rftl,
+}
+
+impl RtKind {
+    /// Name in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RtKind::Gftl => "gftl",
+            RtKind::Rftl => "rftl",
+        }
+    }
+}
+
+/// Configuration of [`RtBlockFtl`] (both schemes).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RtBlockConfig {
+    /// Share of the chip's blocks never mapped, kept for blocks that are or go bad
+    /// (0 ≤ x < 0.5).
+    pub bad_block_reserve: f64,
+    /// BCH correction capability of every page (1: the 64-byte spare of 2 KiB SLC chips
+    /// holds one bit per 512-byte sector).
+    pub ecc_t: u32,
+    /// GFTL's write buffer in pages; 0 = the paper's `N(k + 1)/2` for `N` logical blocks.
+    /// (RFTL's buffers are one block per collected logical block.)
+    pub buffer_pages: u64,
+}
+
+impl Default for RtBlockConfig {
+    fn default() -> Self {
+        RtBlockConfig {
+            bad_block_reserve: 0.02,
+            ecc_t: 1,
+            buffer_pages: 0,
+        }
+    }
+}
+
+/// What a physical block is to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Role {
+    /// In the free pool (erased).
+    Free,
+    /// GFTL's data block or RFTL's primary (or a job's target) of `lbn`.
+    Data,
+    /// RFTL's replacement or buffer block of `lbn`.
+    Append,
+    /// A block of GFTL's write buffer.
+    Buffer,
+    /// Collected, waiting for its erase step.
+    Victim,
+    /// Bad (factory or grown).
+    Bad,
+}
+
+/// Per physical block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Blk {
+    pub role: Role,
+    /// Logical block (data and appended blocks).
+    pub lbn: u32,
+    /// Write pointer: the lowest page the chip still lets the kernel program.
+    pub next: u32,
+}
+
+impl Blk {
+    const FREE: Blk = Blk {
+        role: Role::Free,
+        lbn: NONE,
+        next: 0,
+    };
+}
+
+/// A logical block's blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lb {
+    /// GFTL's data block, RFTL's primary.
+    pub d: u32,
+    /// RFTL's replacement.
+    pub r: u32,
+    /// RFTL's buffer (while collected).
+    pub b: u32,
+}
+
+impl Lb {
+    const EMPTY: Lb = Lb {
+        d: NONE,
+        r: NONE,
+        b: NONE,
+    };
+}
+
+/// A GFTL buffer page's map entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BufEntry {
+    /// Flat page.
+    pub phys: u32,
+    /// A tombstone.
+    pub tomb: bool,
+}
+
+/// How a program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prog {
+    Done,
+    /// The chip would not take the page (a block resumed after a crash whose next page was
+    /// torn to all-ones): the page is skipped.
+    Conflict,
+    /// The program failed and the block went bad (its data stay readable).
+    Bad,
+}
+
+/// What a read found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sensed {
+    /// The page decoded: its record.
+    Data(OobRecord),
+    /// Erased.
+    Erased,
+    /// Programmed but not decodable.
+    Failed,
+}
+
+/// How much of a page a read takes.
+pub(crate) enum Sense<'a> {
+    /// The spare area only: the record.
+    Record,
+    /// The whole page into the buffer.
+    Page(&'a mut [u8]),
+    /// The whole page, kept in the controller for a copy program.
+    Relocate,
+}
+
+/// GFTL's running job.
+#[derive(Debug, Clone)]
+pub(crate) struct GJob {
+    /// The logical block collected.
+    pub x: u32,
+    /// Its old data block.
+    pub old: u32,
+    /// The new data block.
+    pub new: u32,
+    /// The old block's records were read (the job's first step).
+    pub scanned: bool,
+    /// Next offset to copy (π: the erase).
+    pub o: u32,
+    /// Per offset: its newest page in the old block + 1 (0: none), with [`TOMB_BIT`].
+    pub dtab: Vec<u16>,
+    /// Buffer pages copied (logical page, page): dropped from the buffer when the job ends.
+    pub consumed: Vec<(u64, u32)>,
+    /// Every copy made (logical page, source page, target page or `NONE` for a
+    /// tombstone): the read path moves to them when the job ends.
+    pub placed: Vec<(u64, u32, u32)>,
+}
+
+/// RFTL's running job of one logical block.
+#[derive(Debug, Clone)]
+pub(crate) struct RJob {
+    /// The new primary.
+    pub new: u32,
+    /// Next offset to copy (π: the erases).
+    pub o: u32,
+    /// The old primary's erase is done.
+    pub erased: bool,
+    /// Per offset: the buffer's table entry the copy took (0: none), so the buffer keeps
+    /// only what was written after its offset was copied.
+    pub taken: Vec<u16>,
+}
+
+/// A primary page's state in RFTL's RAM.
+pub(crate) mod pst {
+    /// Never programmed (or skipped).
+    pub const NONE: u8 = 0;
+    /// Data.
+    pub const DATA: u8 = 1;
+    /// A tombstone.
+    pub const TOMB: u8 = 2;
+}
+
+/// A real-time block-level FTL: GFTL or RFTL (see the module docs).
+pub struct RtBlockFtl<S: Storage, M: ErrorModel> {
+    pub(crate) s: Substrate<S, M>,
+    pub(crate) cfg: RtBlockConfig,
+    pub(crate) kind: RtKind,
+    /// Logical blocks.
+    pub(crate) lbns: u32,
+    pub(crate) ppb: u32,
+    /// α: page visits per partial step.
+    pub(crate) alpha: u32,
+    pub(crate) map: Vec<Lb>,
+    pub(crate) blk: Vec<Blk>,
+    /// Free blocks by (erase count, index).
+    pub(crate) free: BinaryHeap<Reverse<(u32, u32)>>,
+    /// Flat pages a power cut tore (read as never written) in blocks not erased since.
+    pub(crate) torn: BTreeSet<u32>,
+    // ----- GFTL -----
+    /// The write buffer's map.
+    pub(crate) buf: BTreeMap<u64, BufEntry>,
+    /// Buffer blocks, oldest first; the last is the one written.
+    pub(crate) buf_blocks: VecDeque<u32>,
+    /// Per buffer block: the logical page of each programmed page (`u64::MAX`: none).
+    pub(crate) buf_pages: BTreeMap<u32, Vec<u64>>,
+    /// Per block: live buffer entries in it.
+    pub(crate) buf_live: Vec<u32>,
+    /// Buffer blocks the buffer may hold.
+    pub(crate) buf_limit: u32,
+    /// Buffer blocks waiting for their erase step.
+    pub(crate) erase_q: VecDeque<u32>,
+    /// The GC queue and who is on it (or collected).
+    pub(crate) queue: VecDeque<u32>,
+    pub(crate) queued: Vec<bool>,
+    pub(crate) job: Option<GJob>,
+    // ----- RFTL -----
+    /// Offset tables of appended blocks (replacements and buffers).
+    pub(crate) tab: BTreeMap<u32, Vec<u16>>,
+    /// Running jobs by logical block.
+    pub(crate) rjobs: BTreeMap<u32, RJob>,
+    /// Per primary (and job target): each offset's page state ([`pst`]), one byte each.
+    pub(crate) pstate: BTreeMap<u32, Vec<u8>>,
+    // ----- both -----
+    /// Where each logical page's newest copy is (flat page, `NONE`: none or trimmed): the
+    /// simulator's record for `verify` and `mapping`, never consulted by the scheme.
+    pub(crate) shadow: Vec<u32>,
+    pub(crate) recovery: Option<RecoveryReport>,
+    pub(crate) bound: LatencyBound,
+    /// Zeros: tombstones.
+    pub(crate) zeros: Vec<u8>,
+}
+
+impl<S: Storage, M: ErrorModel> core::fmt::Debug for RtBlockFtl<S, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RtBlockFtl")
+            .field("kind", &self.kind)
+            .field("lbns", &self.lbns)
+            .field("cfg", &self.cfg)
+            .finish()
+    }
+}
+
+impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
+    /// Rejects what these kernels cannot run with, naming the key.
+    pub(crate) fn check_config(
+        ctl: &mut Controller<S, M>,
+        kind: RtKind,
+        cfg: &RtBlockConfig,
+    ) -> Result<u32, FtlError> {
+        let name = kind.name();
+        if !(cfg.bad_block_reserve >= 0.0 && cfg.bad_block_reserve < 0.5) {
+            return Err(FtlError::Config(format!(
+                "[ftl.{name}] bad_block_reserve = {} must be in [0, 0.5)",
+                cfg.bad_block_reserve
+            )));
+        }
+        let chip = ctl.chip().config().clone();
+        if chip.cell != nand::CellType::Slc {
+            return Err(FtlError::Config(format!(
+                "scheme = \"{name}\" needs a one-bit-per-cell chip: chip {} is {:?} (fixed page offsets in multi-level blocks would need padding the scheme does not define)",
+                chip.name, chip.cell
+            )));
+        }
+        ctl.layout(cfg.ecc_t).map_err(|e| {
+            FtlError::Config(format!("[ftl.{name}] ecc_t = {}: {e}", cfg.ecc_t))
+        })?;
+        let ppb = chip.geometry.pages_per_block;
+        if ppb >= TOMB_BIT as u32 {
+            return Err(FtlError::Config(format!(
+                "{ppb} pages per block exceed the kernel's 15-bit offsets"
+            )));
+        }
+        WaoBounds::alpha(&chip).map_err(|e| FtlError::Config(format!("scheme = \"{name}\": {e}")))
+    }
+
+    /// An empty kernel (every block `Bad` until format or mount says otherwise).
+    pub(crate) fn empty(ctl: Controller<S, M>, kind: RtKind, cfg: RtBlockConfig, alpha: u32) -> Self {
+        let geo = *ctl.chip().geometry();
+        let scfg = SubstrateConfig {
+            ecc_t: cfg.ecc_t,
+            read_retries: 0,
+            gc_threshold: 1,
+            wear_leveling: None,
+            young_rule: false,
+            #[cfg(feature = "sabotage")]
+            sabotage: Default::default(),
+        };
+        let policies = Policies {
+            placement: crate::policy::PlacementKind::Striped.policy(),
+            ecc: alloc::boxed::Box::new(FixedStrength(cfg.ecc_t)),
+            pacing: crate::policy::PacingKind::Foreground.policy(0),
+            copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
+        };
+        let s = Substrate::new(ctl, scfg, crate::VictimKind::Greedy.policy(), policies);
+        let nblocks = geo.total_blocks() as usize;
+        let digest = s.digest;
+        RtBlockFtl {
+            zeros: vec![0; if digest { 0 } else { geo.page_size as usize }],
+            ppb: geo.pages_per_block,
+            s,
+            cfg,
+            kind,
+            lbns: 0,
+            alpha,
+            map: Vec::new(),
+            blk: vec![
+                Blk {
+                    role: Role::Bad,
+                    ..Blk::FREE
+                };
+                nblocks
+            ],
+            free: BinaryHeap::new(),
+            torn: BTreeSet::new(),
+            buf: BTreeMap::new(),
+            buf_blocks: VecDeque::new(),
+            buf_pages: BTreeMap::new(),
+            buf_live: vec![0; nblocks],
+            buf_limit: 0,
+            erase_q: VecDeque::new(),
+            queue: VecDeque::new(),
+            queued: Vec::new(),
+            job: None,
+            tab: BTreeMap::new(),
+            rjobs: BTreeMap::new(),
+            pstate: BTreeMap::new(),
+            shadow: Vec::new(),
+            recovery: None,
+            bound: LatencyBound::default(),
+        }
+    }
+
+    /// GFTL's steps per job: the scan of the old block's records, ⌈π/α⌉ copy steps and
+    /// the erase (the paper's k = ⌈π/α⌉ + 1 has no scan step).
+    pub(crate) fn gftl_k(&self) -> u64 {
+        self.ppb.div_ceil(self.alpha) as u64 + 2
+    }
+
+    /// GFTL's buffer length in pages for `n` logical blocks: `N(k + 1)`, twice the
+    /// paper's `N(k + 1)/2` (this kernel's k, [`gftl_k`](Self::gftl_k)). The paper's count
+    /// is the live buffer pages: with every logical block queued, each holds the writes
+    /// since its last job, k/2 of them on average. But a buffer block is erased only when
+    /// every page in it is dead, and a block written at one moment holds pages of many
+    /// logical blocks, so it lives until all of them had their job — a whole round of the
+    /// queue: N·k pages written (measured: random writes on a full 48-blocks-per-plane
+    /// `k9k8g08u0b` exhausted a buffer of the paper's length within 1,300 writes).
+    pub(crate) fn buffer_pages_for(&self, n: u64) -> u64 {
+        n * (self.gftl_k() + 1)
+    }
+
+    /// Sizes the volume from the geometry and the configuration alone (so every mount
+    /// agrees) and checks the good blocks can hold it; errors name the key.
+    pub(crate) fn size_volume(&mut self) -> Result<(), FtlError> {
+        let total = self.s.geo.total_blocks() as u64;
+        let name = self.kind.name();
+        let usable = (total as f64 * (1.0 - self.cfg.bad_block_reserve)) as u64;
+        let ppb = self.ppb as u64;
+        // A job's target, and one more block should a target fail.
+        const JOB_BLOCKS: u64 = 2;
+        let (lbns, buf_blocks) = match self.kind {
+            RtKind::Gftl => {
+                // The largest N with N + ⌈L_buf(N)/π⌉ + JOB_BLOCKS ≤ usable.
+                let fits = |n: u64, me: &Self| {
+                    let l = if me.cfg.buffer_pages > 0 {
+                        me.cfg.buffer_pages
+                    } else {
+                        me.buffer_pages_for(n)
+                    };
+                    n + l.div_ceil(ppb).max(2) + JOB_BLOCKS <= usable
+                };
+                let (mut lo, mut hi) = (0u64, usable);
+                while lo < hi {
+                    let mid = (lo + hi).div_ceil(2);
+                    if fits(mid, self) {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                let l = if self.cfg.buffer_pages > 0 {
+                    self.cfg.buffer_pages
+                } else {
+                    self.buffer_pages_for(lo)
+                };
+                (lo, l.div_ceil(ppb).max(2))
+            }
+            // Primary and replacement per logical block, and while it is collected its
+            // buffer and new primary: four blocks each, so that every logical block can
+            // be collected at once (with the paper's three, a sequential fill followed by
+            // random writes starts most jobs together: 34 of 62 logical blocks were
+            // collecting when the pool ran dry on a 48-blocks-per-plane `k9k8g08u0b`).
+            RtKind::Rftl => (usable.saturating_sub(JOB_BLOCKS) / RFTL_BLOCKS, 0),
+        };
+        if lbns == 0 {
+            return Err(FtlError::Config(format!(
+                "scheme = \"{name}\": the chip's {total} blocks leave no logical block (bad_block_reserve = {}, buffer {buf_blocks} blocks)",
+                self.cfg.bad_block_reserve
+            )));
+        }
+        let good = self.blk.iter().filter(|b| b.role != Role::Bad).count() as u64;
+        let need = match self.kind {
+            RtKind::Gftl => lbns + buf_blocks + JOB_BLOCKS,
+            RtKind::Rftl => RFTL_BLOCKS * lbns + JOB_BLOCKS,
+        };
+        if good < need {
+            return Err(FtlError::Config(format!(
+                "scheme = \"{name}\": {good} good blocks, the volume needs {need} (bad_block_reserve = {} is too small for this chip's bad blocks)",
+                self.cfg.bad_block_reserve
+            )));
+        }
+        if self.cfg.buffer_pages > 0 && self.kind == RtKind::Gftl && buf_blocks < 2 {
+            return Err(FtlError::Config(format!(
+                "[ftl.gftl] buffer_pages = {}: the buffer needs at least two blocks",
+                self.cfg.buffer_pages
+            )));
+        }
+        self.lbns = lbns as u32;
+        self.buf_limit = buf_blocks as u32;
+        self.map = vec![Lb::EMPTY; lbns as usize];
+        self.queued = vec![false; lbns as usize];
+        self.shadow = vec![NONE; (lbns * ppb) as usize];
+        self.bound = self.compute_bound()?;
+        Ok(())
+    }
+
+    /// The scheme's latency bound with this controller's transfers and decodes.
+    fn compute_bound(&mut self) -> Result<LatencyBound, FtlError> {
+        let chip = self.s.ctl.chip().config().clone();
+        let geo = self.s.geo;
+        let t = chip.timing;
+        let xfer = t.transfer((geo.page_size + geo.spare_size) as usize).0;
+        let xfer_spare = t.transfer(geo.spare_size as usize).0;
+        let decode = self
+            .s
+            .ctl
+            .worst_decode(self.cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", self.cfg.ecc_t)))?
+            .0;
+        let rec_decode = self
+            .s
+            .ctl
+            .config()
+            .latency
+            .decode(
+                controller::layout::RECORD_BYTES,
+                controller::layout::RECORD_T,
+                controller::layout::RECORD_T,
+            )
+            .0;
+        let b = WaoBounds::new(&chip, 0.01).map_err(FtlError::Config)?;
+        let (t_rd, t_wr, t_er) = (b.t_rd, b.t_wr, b.t_er);
+        let copy = t_rd + xfer + decode + xfer + t_wr;
+        let step = t_er.max(self.alpha as u64 * copy);
+        let page_read = t_rd + xfer + decode;
+        let write = t_wr + xfer;
+        Ok(match self.kind {
+            RtKind::Gftl => {
+                let oob = t_rd + xfer_spare + rec_decode;
+                let scan = self.ppb as u64 * oob;
+                let step = step.max(scan);
+                let read = scan + page_read;
+                LatencyBound {
+                    write_ns: write + step,
+                    read_ns: read + step,
+                    array_write_ns: t_er + t_wr.max(t_rd + self.ppb as u64 * t_rd),
+                    u_lambda: self.ppb,
+                    l_buf: self.buf_limit * self.ppb,
+                }
+            }
+            RtKind::Rftl => LatencyBound {
+                write_ns: write + step,
+                read_ns: page_read,
+                array_write_ns: t_er + t_wr,
+                u_lambda: self.ppb,
+                l_buf: 2 * self.ppb,
+            },
+        })
+    }
+
+    // ----- charged chip operations ---------------------------------------------------
+
+    /// One charged read of page `page` of block `b`, logged with `cause`.
+    pub(crate) fn sense(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        page: u32,
+        how: Sense<'_>,
+        cause: Cause,
+    ) -> Result<(Sensed, u32), FtlError> {
+        let addr = self.s.block_addr(b).page(page).expect("page in block");
+        let t = self.s.op_time(self.s.die_of(b), now);
+        let r = match how {
+            Sense::Record => self.s.ctl.read_record(t, addr),
+            Sense::Page(buf) => self.s.ctl.read(t, addr, buf),
+            Sense::Relocate => self.s.ctl.read_for_relocation(t, addr),
+        };
+        let (found, timing, ecc) = match r {
+            Ok(PageRead::Data(info)) => (Sensed::Data(info.record), info.timing, info.ecc),
+            Ok(PageRead::Erased { timing }) => (Sensed::Erased, timing, Nanos::ZERO),
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (Sensed::Failed, timing, ecc),
+            Err(e) => return Err(e.into()),
+        };
+        self.s.occupy(self.s.die_of(b), t, timing);
+        let op = self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
+        Ok((found, op))
+    }
+
+    /// Programs page `page` of block `b` with a record naming `field` (logical page and
+    /// flags) — every program of the kernel. Keeps the shadow map.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn program(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        page: u32,
+        payload: Payload<'_>,
+        field: u64,
+        kind: PageKind,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Prog, FtlError> {
+        let phys = b * self.ppb + page;
+        let seq = self.s.next_seq();
+        let rec = OobRecord::new(field, seq, kind);
+        match self.s.program_page(now, phys, payload, rec, cause, after)? {
+            Some(_) => {
+                self.blk[b as usize].next = page + 1;
+                // A copy holds the same version: the shadow follows it when the read path
+                // does (`follow`), not before.
+                if field & rec::COPY == 0 {
+                    let lpn = (field & rec::LPN) as usize;
+                    if let Some(e) = self.shadow.get_mut(lpn) {
+                        *e = if field & rec::TOMB != 0 { NONE } else { phys };
+                    }
+                }
+                Ok(Prog::Done)
+            }
+            None if self.s.state[b as usize] == BState::Bad => {
+                // Gone bad: no more programs here; its data stay readable until its erase
+                // (which fails and retires it).
+                self.blk[b as usize].next = self.ppb;
+                Ok(Prog::Bad)
+            }
+            None => {
+                self.s.state[b as usize] = BState::Open;
+                self.torn.insert(phys);
+                self.blk[b as usize].next = page + 1;
+                Ok(Prog::Conflict)
+            }
+        }
+    }
+
+    /// Programs host data (or a tombstone: `data = None`) for `lpn` at `page` of `b`.
+    pub(crate) fn program_host(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        page: u32,
+        lpn: u64,
+        data: Option<(&[u8], DataClass)>,
+        flags: u64,
+    ) -> Result<Prog, FtlError> {
+        let zeros = core::mem::take(&mut self.zeros);
+        let (payload, kind, field) = match data {
+            Some((d, c)) => (Payload::Data(d), PageKind::User(c), lpn | flags),
+            None => (
+                Payload::Data(&zeros),
+                PageKind::User(DataClass::NORMAL),
+                lpn | flags | rec::TOMB,
+            ),
+        };
+        let r = self.program(now, b, page, payload, field, kind, Cause::Host, None);
+        self.zeros = zeros;
+        r
+    }
+
+    /// Copies `lpn`'s newest copy at flat page `src` (a tombstone when `tomb`) to page
+    /// `page` of block `dst`. `Ok(None)`: the source did not decode (the page is lost);
+    /// otherwise how the program ended.
+    pub(crate) fn copy(
+        &mut self,
+        now: Nanos,
+        src: u32,
+        tomb: bool,
+        dst: u32,
+        page: u32,
+        lpn: u64,
+        flags: u64,
+    ) -> Result<Option<Prog>, FtlError> {
+        if tomb {
+            let zeros = core::mem::take(&mut self.zeros);
+            let r = self.program(
+                now,
+                dst,
+                page,
+                Payload::Data(&zeros),
+                lpn | flags | rec::COPY | rec::TOMB,
+                PageKind::GcCopy(DataClass::NORMAL),
+                Cause::Gc,
+                None,
+            );
+            self.zeros = zeros;
+            return r.map(Some);
+        }
+        let (sb, sp) = (src / self.ppb, src % self.ppb);
+        let (found, op) = self.sense(now, sb, sp, Sense::Relocate, Cause::Gc)?;
+        let class = match found {
+            Sensed::Data(r) if r.lpn & rec::LPN == lpn && r.lpn & rec::TOMB == 0 => {
+                r.kind.data_class().unwrap_or(DataClass::NORMAL)
+            }
+            _ => {
+                self.s.log.counters.lost_pages += 1;
+                if let Some(e) = self.shadow.get_mut(lpn as usize) {
+                    if *e == src {
+                        *e = NONE;
+                    }
+                }
+                return Ok(None);
+            }
+        };
+        let r = self.program(
+            now,
+            dst,
+            page,
+            Payload::Relocated,
+            lpn | flags | rec::COPY,
+            PageKind::GcCopy(class),
+            Cause::Gc,
+            Some(op),
+        )?;
+        if r == Prog::Done {
+            self.s.log.counters.valid_copies += 1;
+        }
+        Ok(Some(r))
+    }
+
+    /// The read path of `lpn` moves from `from` to its copy `to` (`NONE`: the copy was a
+    /// tombstone or lost): the shadow follows if it pointed at `from`.
+    pub(crate) fn follow(&mut self, lpn: u64, from: u32, to: u32) {
+        if let Some(e) = self.shadow.get_mut(lpn as usize) {
+            if *e == from {
+                *e = to;
+            }
+        }
+    }
+
+    /// Takes the least-worn free block (erased) for `role` of logical block `lbn`.
+    pub(crate) fn take_free(&mut self, role: Role, lbn: u32) -> Option<u32> {
+        let Reverse((_, b)) = self.free.pop()?;
+        self.blk[b as usize] = Blk { role, lbn, next: 0 };
+        self.s.state[b as usize] = BState::Open;
+        Some(b)
+    }
+
+    /// Erases victim `b` (a GC step) and returns it to the pool (or retires it).
+    pub(crate) fn erase_victim(&mut self, now: Nanos, b: u32) -> Result<(), FtlError> {
+        let ppb = self.ppb;
+        self.torn.retain(|&p| p / ppb != b);
+        self.pstate.remove(&b);
+        self.tab.remove(&b);
+        if self.s.erase_block(now, b, Cause::Gc)? {
+            self.blk[b as usize] = Blk::FREE;
+            self.s.state[b as usize] = BState::Free;
+            self.free.push(Reverse((self.s.erase[b as usize], b)));
+        } else {
+            self.blk[b as usize] = Blk {
+                role: Role::Bad,
+                ..Blk::FREE
+            };
+        }
+        self.s.log.counters.gc_victims += 1;
+        Ok(())
+    }
+
+    /// Marks block `b` bad (kernel and substrate).
+    pub(crate) fn set_bad(&mut self, b: u32) {
+        self.blk[b as usize] = Blk {
+            role: Role::Bad,
+            ..Blk::FREE
+        };
+        self.s.state[b as usize] = BState::Bad;
+    }
+
+    /// Reads flat page `phys` for the host: `true` if it holds data of `lpn` (zeros are
+    /// left in `data` otherwise).
+    pub(crate) fn read_data(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        lpn: Lpn,
+        data: &mut [u8],
+    ) -> Result<bool, FtlError> {
+        let (b, page) = (phys / self.ppb, phys % self.ppb);
+        match self.sense(now, b, page, Sense::Page(data), Cause::Host)?.0 {
+            Sensed::Data(r) => Ok(r.lpn & rec::TOMB == 0 && r.lpn & rec::LPN == lpn.get()),
+            Sensed::Erased => Ok(false),
+            Sensed::Failed => Err(FtlError::Unreadable(lpn)),
+        }
+    }
+
+    /// The logical block and offset of `lpn`, or `OutOfRange`.
+    fn locate(&self, lpn: Lpn) -> Result<(u32, u32), FtlError> {
+        let count = self.logical_pages();
+        if lpn.get() >= count {
+            return Err(FtlError::OutOfRange {
+                lpn: lpn.get(),
+                count,
+            });
+        }
+        let ppb = self.ppb as u64;
+        Ok(((lpn.get() / ppb) as u32, (lpn.get() % ppb) as u32))
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &Controller<S, M> {
+        &self.s.ctl
+    }
+
+    /// The controller, mutably.
+    pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
+        &mut self.s.ctl
+    }
+
+    /// Consumes the volume, returning its controller.
+    pub fn into_controller(self) -> Controller<S, M> {
+        self.s.ctl
+    }
+
+    /// What the last mount did.
+    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
+    }
+
+    /// Which scheme.
+    pub fn kind(&self) -> RtKind {
+        self.kind
+    }
+
+    /// Where logical page `lpn`'s newest copy lives (`None` if unmapped or trimmed).
+    pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        let p = *self.shadow.get(lpn as usize)?;
+        (p != NONE).then(|| self.s.phys_addr(p))
+    }
+
+    /// Free blocks on each die.
+    pub fn free_blocks(&self) -> Vec<usize> {
+        let mut v = vec![0; self.s.geo.total_dies() as usize];
+        for Reverse((_, b)) in self.free.iter() {
+            v[self.s.die_of(*b) as usize] += 1;
+        }
+        v
+    }
+
+    /// The flat page the scheme's read path would read for `lpn` without charging
+    /// anything (RAM tables; GFTL's data block by the shadow's block) — for `verify`.
+    fn lookup(&self, lpn: u64) -> Option<u32> {
+        let (x, o) = ((lpn / self.ppb as u64) as u32, (lpn % self.ppb as u64) as u32);
+        match self.kind {
+            RtKind::Gftl => self.gftl_lookup(x, o, lpn),
+            RtKind::Rftl => self.rftl_where(x, o).and_then(|(p, tomb)| (!tomb).then_some(p)),
+        }
+    }
+
+    /// Checks every invariant: roles ↔ map ↔ pool ↔ buffer ↔ jobs, and every logical
+    /// page's read path finds the newest copy the shadow records.
+    pub fn verify(&self) -> Result<(), Invariant> {
+        let bad = |m: String| Err(Invariant::Structure(m));
+        let n = self.blk.len();
+        let mut owner = vec![0u8; n];
+        for (x, e) in self.map.iter().enumerate() {
+            for (b, role) in [(e.d, Role::Data), (e.r, Role::Append), (e.b, Role::Append)] {
+                if b == NONE {
+                    continue;
+                }
+                let k = self.blk[b as usize];
+                if k.role != role || k.lbn != x as u32 {
+                    return bad(format!("logical block {x}: block {b} is {k:?}, not {role:?}"));
+                }
+                owner[b as usize] += 1;
+            }
+            if self.kind == RtKind::Gftl && (e.r != NONE || e.b != NONE) {
+                return bad(format!("GFTL logical block {x} has RFTL blocks"));
+            }
+            if e.b != NONE && !self.rjobs.contains_key(&(x as u32)) {
+                return bad(format!("logical block {x} has a buffer but no job"));
+            }
+        }
+        if let Some(j) = &self.job {
+            owner[j.new as usize] += 1;
+            if self.map[j.x as usize].d != j.old || self.blk[j.new as usize].lbn != j.x {
+                return bad(format!("GFTL job {j:?} does not match the map"));
+            }
+        }
+        for (&x, j) in &self.rjobs {
+            if self.map[x as usize].d != j.new {
+                owner[j.new as usize] += 1;
+            }
+            if self.map[x as usize].b == NONE || self.blk[j.new as usize].lbn != x {
+                return bad(format!("RFTL job of {x} has no buffer or a foreign target"));
+            }
+        }
+        for &b in &self.buf_blocks {
+            owner[b as usize] += 1;
+            if self.blk[b as usize].role != Role::Buffer {
+                return bad(format!("buffer block {b} is {:?}", self.blk[b as usize]));
+            }
+        }
+        for &b in &self.erase_q {
+            if self.blk[b as usize].role != Role::Victim || self.buf_live[b as usize] != 0 {
+                return bad(format!("queued erase of {b}: {:?}", self.blk[b as usize]));
+            }
+        }
+        let mut in_pool = vec![false; n];
+        for Reverse((e, b)) in self.free.iter() {
+            if self.blk[*b as usize].role != Role::Free || in_pool[*b as usize] {
+                return bad(format!("pool block {b} is {:?}", self.blk[*b as usize]));
+            }
+            if *e != self.s.erase[*b as usize] {
+                return bad(format!("pool block {b} keyed by a stale erase count"));
+            }
+            in_pool[*b as usize] = true;
+        }
+        for (b, k) in self.blk.iter().enumerate() {
+            let expect = match k.role {
+                Role::Data | Role::Append | Role::Buffer => 1,
+                _ => 0,
+            };
+            if owner[b] != expect {
+                return bad(format!("block {b} ({k:?}) owned {} times", owner[b]));
+            }
+            if (k.role == Role::Free) != in_pool[b] {
+                return bad(format!("block {b} ({k:?}) and the pool disagree"));
+            }
+            if k.next > self.ppb {
+                return bad(format!("block {b}: write pointer {} past the block", k.next));
+            }
+        }
+        // The buffer's map against its blocks' page owners and live counts.
+        let mut live = vec![0u32; n];
+        for (&lpn, e) in &self.buf {
+            let b = e.phys / self.ppb;
+            if self.blk[b as usize].role != Role::Buffer {
+                return bad(format!("buffer entry of {lpn} in block {b}, not a buffer block"));
+            }
+            let pages = self.buf_pages.get(&b);
+            if pages.and_then(|v| v.get((e.phys % self.ppb) as usize)) != Some(&lpn) {
+                return bad(format!("buffer entry of {lpn} at {} not recorded", e.phys));
+            }
+            live[b as usize] += 1;
+        }
+        if live != self.buf_live {
+            return bad("buffer live counts differ from the buffer map".into());
+        }
+        for (&b, t) in &self.tab {
+            if self.blk[b as usize].role != Role::Append || t.len() != self.ppb as usize {
+                return bad(format!("offset table of block {b} ({:?})", self.blk[b as usize]));
+            }
+        }
+        for x in 0..self.lbns {
+            if self.queued[x as usize]
+                && !self.queue.contains(&x)
+                && self.job.as_ref().is_none_or(|j| j.x != x)
+            {
+                return bad(format!("logical block {x} marked queued but not queued"));
+            }
+        }
+        for lpn in 0..self.logical_pages() {
+            let want = self.shadow[lpn as usize];
+            let got = self.lookup(lpn).unwrap_or(NONE);
+            if want != got {
+                return bad(format!(
+                    "logical page {lpn}: newest copy at {want:#x}, the read path finds {got:#x}"
+                ));
+            }
+        }
+        self.s
+            .verify_erase_counts()
+            .map_err(Invariant::EraseCount)?;
+        Ok(())
+    }
+}
+
+impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
+    fn logical_pages(&self) -> u64 {
+        self.lbns as u64 * self.ppb as u64
+    }
+
+    fn page_size(&self) -> usize {
+        self.s.geo.page_size as usize
+    }
+
+    fn write_with(
+        &mut self,
+        now: Nanos,
+        lpn: Lpn,
+        data: &[u8],
+        hint: DataClass,
+    ) -> Result<(), FtlError> {
+        let (x, o) = self.locate(lpn)?;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_writes += 1;
+        match self.kind {
+            RtKind::Gftl => self.gftl_write(now, x, o, Some((data, hint))),
+            RtKind::Rftl => self.rftl_write(now, x, o, Some((data, hint))),
+        }
+    }
+
+    fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
+        let (x, o) = self.locate(lpn)?;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_reads += 1;
+        match self.kind {
+            RtKind::Gftl => self.gftl_read(now, x, lpn, data),
+            RtKind::Rftl => self.rftl_read(now, x, o, lpn, data),
+        }
+    }
+
+    fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+        let (x, o) = self.locate(lpn)?;
+        self.s.log.counters.trims += 1;
+        // What RAM can tell is not mapped needs no tombstone (GFTL cannot tell what its
+        // data block holds without reading it: it writes one whenever the block exists).
+        let mapped = match self.kind {
+            RtKind::Gftl => {
+                self.map[x as usize].d != NONE
+                    || self.buf.get(&lpn.get()).is_some_and(|e| !e.tomb)
+            }
+            RtKind::Rftl => self.rftl_where(x, o).is_some_and(|(_, tomb)| !tomb),
+        };
+        if !mapped {
+            return Ok(());
+        }
+        self.s.log.counters.trimmed_pages += 1;
+        match self.kind {
+            RtKind::Gftl => self.gftl_write(now, x, o, None),
+            RtKind::Rftl => self.rftl_write(now, x, o, None),
+        }
+    }
+
+    fn flush(&mut self, _now: Nanos) -> Result<(), FtlError> {
+        // Every write was programmed before it returned (SLC: no exposed pages).
+        self.s.log.counters.flushes += 1;
+        Ok(())
+    }
+
+    fn sync_dies(&mut self, free: &[Nanos]) {
+        self.s.die_clock.clear();
+        self.s.die_clock.extend_from_slice(free);
+    }
+
+    fn tick(&mut self, _now: Nanos) -> Result<bool, FtlError> {
+        Ok(false)
+    }
+
+    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
+        self.s.log.take(out);
+    }
+
+    fn counters(&self) -> &FtlCounters {
+        &self.s.log.counters
+    }
+
+    fn latency_bound(&self) -> Option<LatencyBound> {
+        Some(self.bound)
+    }
+
+    fn ecc_stats(&self) -> controller::EccStats {
+        *self.s.ctl.stats()
+    }
+
+    fn erase_counts(&self) -> &[u32] {
+        &self.s.erase
+    }
+}

@@ -1,0 +1,256 @@
+//! GFTL and RFTL against a reference model (with `verify` after every operation), their
+//! remounts, torn jobs recovered by the scan, and their bad-input errors.
+
+use super::*;
+use crate::Ftl;
+use alloc::collections::BTreeMap;
+use alloc::string::ToString;
+use controller::{Controller, ControllerConfig};
+use nand::{Chip, ChipConfig, ConstantRber, CutMode, RamStorage};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+type Ctl = Controller<RamStorage, ConstantRber>;
+
+fn controller(preset: &str, seed: u64) -> Ctl {
+    let mut cfg = ChipConfig::preset(preset).unwrap();
+    cfg.reliability.wear_fail_rate = 0.0;
+    cfg.reliability.wear_fail_growth = 0.0;
+    cfg.seed = seed;
+    Controller::new(
+        Chip::ram(cfg).unwrap(),
+        ConstantRber(0.0),
+        ControllerConfig {
+            seed,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Page contents for logical page `l`, version `v`.
+fn pattern(size: usize, l: u64, v: u64) -> Vec<u8> {
+    let mut out = vec![0u8; size];
+    for (i, c) in out.chunks_mut(8).enumerate() {
+        let w = (l << 32 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i as u64;
+        c.copy_from_slice(&w.to_le_bytes()[..c.len()]);
+    }
+    out
+}
+
+type Ftl_ = RtBlockFtl<RamStorage, ConstantRber>;
+
+fn check_all(ftl: &mut Ftl_, model: &BTreeMap<u64, u64>, t: Nanos, what: &str) {
+    let n = ftl.logical_pages();
+    let size = ftl.page_size();
+    let mut buf = vec![0u8; size];
+    for l in 0..n {
+        ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
+        let want = model
+            .get(&l)
+            .map_or(vec![0; size], |&v| pattern(size, l, v));
+        assert!(buf == want, "{what}: page {l} reads wrong data");
+        ftl.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+}
+
+/// Sequential runs, random writes, trims, reads and flushes against a model; `verify`
+/// after every operation; a clean remount reads everything back.
+fn model_run(kind: RtKind, seed: u64, ops: usize, hot: bool) -> Ftl_ {
+    let cfg = RtBlockConfig::default();
+    let mut ftl = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
+    ftl.verify().unwrap();
+    let n = ftl.logical_pages();
+    let size = ftl.page_size();
+    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut buf = vec![0u8; size];
+    let mut t = Nanos::ZERO;
+    let mut seq_next = 0u64;
+    let span = if hot { (3 * ftl.ppb as u64).min(n) } else { n };
+    for i in 0..ops {
+        t += Nanos(10_000);
+        let r = rng.next_u32() % 100;
+        if r < 30 {
+            let l = seq_next % n;
+            seq_next += 1;
+            ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i as u64))
+                .unwrap_or_else(|e| panic!("op {i}: {e}"));
+            model.insert(l, i as u64);
+        } else if r < 65 {
+            let l = rng.next_u64() % span;
+            ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i as u64))
+                .unwrap_or_else(|e| panic!("op {i}: {e}"));
+            model.insert(l, i as u64);
+        } else if r < 72 {
+            let l = rng.next_u64() % span;
+            ftl.trim(t, Lpn::checked(l, n).unwrap()).unwrap();
+            model.remove(&l);
+        } else if r < 76 {
+            ftl.flush(t).unwrap();
+        } else {
+            let l = rng.next_u64() % n;
+            ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
+            let want = model
+                .get(&l)
+                .map_or(vec![0; size], |&v| pattern(size, l, v));
+            assert!(buf == want, "op {i}: page {l} reads wrong data");
+        }
+        ftl.verify().unwrap_or_else(|e| panic!("op {i}: {e}"));
+    }
+    ftl.shutdown(t).unwrap();
+    let c = ftl.s.log.counters;
+    assert!(c.gc_victims > 10 && c.partial_steps > 10, "GC ran: {c:?}");
+    let mut m = RtBlockFtl::mount(ftl.into_controller(), kind, cfg, t).unwrap();
+    m.verify().unwrap();
+    check_all(&mut m, &model, t, "remount");
+    m
+}
+
+#[test]
+fn gftl_model() {
+    model_run(RtKind::Gftl, 1, 4000, false);
+    model_run(RtKind::Gftl, 2, 4000, true);
+}
+
+#[test]
+fn rftl_model() {
+    model_run(RtKind::Rftl, 3, 4000, false);
+    model_run(RtKind::Rftl, 4, 4000, true);
+}
+
+/// A power cut at every chip operation of a write-heavy run (every cut mode): the mount
+/// finds every page's newest completed write or the one in flight, and the volume's
+/// invariants hold, also after a second clean remount.
+fn cut_everywhere(kind: RtKind, seed: u64) {
+    let cfg = RtBlockConfig::default();
+    let ops = 700u64;
+    // A run without a cut gives the operation count to cut in.
+    let total = {
+        let mut f = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
+        let start = f.s.ctl.chip().ops();
+        run_ops(&mut f, seed, ops, &mut BTreeMap::new(), &mut None);
+        f.s.ctl.chip().ops() - start
+    };
+    let modes = CutMode::ALL;
+    let mut cases = 0;
+    for k in (0..total).step_by(7) {
+        let mode = modes[(k / 7) as usize % modes.len()];
+        let mut f = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
+        f.s.ctl.chip_mut().arm_cut(k + 1, mode);
+        let mut model = BTreeMap::new();
+        let mut inflight = None;
+        run_ops(&mut f, seed, ops, &mut model, &mut inflight);
+        let mut ctl = f.into_controller();
+        ctl.chip_mut().power_on();
+        let mut m = RtBlockFtl::mount(ctl, kind, cfg, Nanos(1 << 40))
+            .unwrap_or_else(|e| panic!("cut {k} {mode:?}: mount: {e}"));
+        m.verify().unwrap_or_else(|e| panic!("cut {k} {mode:?}: {e}"));
+        let n = m.logical_pages();
+        let size = m.page_size();
+        let mut buf = vec![0u8; size];
+        for l in 0..n {
+            m.read(Nanos(1 << 40), Lpn::checked(l, n).unwrap(), &mut buf)
+                .unwrap_or_else(|e| panic!("cut {k} {mode:?}: page {l}: {e}"));
+            let ok = |v: Option<u64>| buf == v.map_or(vec![0; size], |v| pattern(size, l, v));
+            let old = model.get(&l).copied();
+            let fly = inflight.filter(|&(fl, _)| fl == l).map(|(_, v)| v);
+            assert!(
+                ok(old) || fly.is_some_and(|v| ok(v)),
+                "cut {k} {mode:?}: page {l} reads neither its last completed write nor the one in flight"
+            );
+        }
+        m.verify().unwrap_or_else(|e| panic!("cut {k} {mode:?}: {e}"));
+        cases += 1;
+    }
+    assert!(cases > 50, "{cases} cases");
+}
+
+/// The writes (and trims) of a cut run until the first error (the power cut): completed
+/// ones into `model`, the one cut into `inflight` (version `None` for a trim).
+fn run_ops(
+    f: &mut Ftl_,
+    seed: u64,
+    ops: u64,
+    model: &mut BTreeMap<u64, u64>,
+    inflight: &mut Option<(u64, Option<u64>)>,
+) {
+    let n = f.logical_pages();
+    let size = f.page_size();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x55);
+    let mut buf = vec![0u8; size];
+    for i in 0..ops {
+        let t = Nanos(i * 1_000_000);
+        let r = rng.next_u32() % 100;
+        let l = if r % 3 == 0 { i % n } else { rng.next_u64() % (n / 2) };
+        let res = if r < 80 {
+            *inflight = Some((l, Some(i)));
+            f.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i))
+        } else if r < 88 {
+            *inflight = Some((l, None));
+            f.trim(t, Lpn::checked(l, n).unwrap())
+        } else {
+            *inflight = None;
+            f.read(t, Lpn::checked(l, n).unwrap(), &mut buf)
+        };
+        if res.is_err() {
+            return;
+        }
+        match inflight.take() {
+            Some((l, Some(v))) => {
+                model.insert(l, v);
+            }
+            Some((l, None)) => {
+                model.remove(&l);
+            }
+            None => {}
+        }
+    }
+}
+
+#[test]
+fn gftl_survives_a_cut_anywhere() {
+    cut_everywhere(RtKind::Gftl, 11);
+}
+
+#[test]
+fn rftl_survives_a_cut_anywhere() {
+    cut_everywhere(RtKind::Rftl, 12);
+}
+
+#[test]
+fn bad_configurations_name_the_key() {
+    let e = RtBlockFtl::format(
+        controller("tiny-mlc", 1),
+        RtKind::Rftl,
+        RtBlockConfig::default(),
+        Nanos::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("one-bit-per-cell"), "{e}");
+    let e = RtBlockFtl::format(
+        controller("tiny-slc", 1),
+        RtKind::Gftl,
+        RtBlockConfig {
+            bad_block_reserve: 0.7,
+            ..RtBlockConfig::default()
+        },
+        Nanos::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("bad_block_reserve = 0.7"), "{e}");
+    let e = RtBlockFtl::format(
+        controller("tiny-slc", 1),
+        RtKind::Gftl,
+        RtBlockConfig {
+            ecc_t: 40,
+            ..RtBlockConfig::default()
+        },
+        Nanos::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("ecc_t = 40"), "{e}");
+}
