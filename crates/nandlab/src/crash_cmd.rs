@@ -24,6 +24,11 @@ enum SchemeArg {
     /// The block-level mapping FTL (DCR's setting; `--recovery roll-forward` is DCR,
     /// `full-scan` the version-based scan).
     Block,
+    /// GFTL (WAO-GC's Table I; SLC presets; always its full-scan recovery: `--recovery`
+    /// does not apply).
+    Gftl,
+    /// RFTL (WAO-GC's Table I; SLC presets; always its full-scan recovery).
+    Rftl,
 }
 
 #[derive(Debug, Args)]
@@ -120,6 +125,26 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         }
         cfg.span = s;
     }
+    if matches!(
+        cfg.scheme,
+        ftl::SchemeConfig::Gftl(_) | ftl::SchemeConfig::Rftl(_)
+    ) {
+        for (set, flag) in [
+            (args.ap, "--ap"),
+            (args.meta_cure, "--meta-cure"),
+            (args.gc_threshold.is_some(), "--gc-threshold"),
+            (args.victim.is_some(), "--victim"),
+            (args.critical_every.is_some(), "--critical-every"),
+            (args.checkpoint_interval.is_some(), "--checkpoint-interval"),
+            (args.region_blocks_per_die.is_some(), "--region-blocks-per-die"),
+            (args.wear_leveling.is_some(), "--wear-leveling"),
+        ] {
+            if set {
+                bail!("{flag} does not apply to --scheme {}", cfg.scheme.name());
+            }
+        }
+        return Ok(());
+    }
     if let ftl::SchemeConfig::Block(b) = &mut cfg.scheme {
         for (set, flag) in [
             (args.ap, "--ap"),
@@ -210,6 +235,23 @@ pub fn run(args: CrashArgs) -> Result<()> {
     let mut cfg = match args.scheme {
         SchemeArg::Page => CrashConfig::small(args.seed),
         SchemeArg::Block => CrashConfig::small_block(args.seed, &args.preset),
+        SchemeArg::Gftl | SchemeArg::Rftl => {
+            let kind = if args.scheme == SchemeArg::Gftl {
+                ftl::RtKind::Gftl
+            } else {
+                ftl::RtKind::Rftl
+            };
+            let chip = ChipConfig::preset(&args.preset)
+                .with_context(|| format!("unknown chip preset `{}`", args.preset))?;
+            if chip.cell != nand::CellType::Slc {
+                bail!(
+                    "--scheme {}: needs an SLC preset (e.g. --preset tiny-slc), not {}",
+                    kind.name(),
+                    args.preset
+                );
+            }
+            CrashConfig::small_rt(args.seed, &args.preset, kind)
+        }
     };
     let mut chip = ChipConfig::preset(&args.preset)
         .with_context(|| format!("unknown chip preset `{}`", args.preset))?;

@@ -176,18 +176,21 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             let page = self.blk[b as usize].next;
             match self.program_host(now, b, page, lpn, data, rec::APPEND)? {
                 Prog::Done => {
-                    self.buf_remove(lpn);
+                    // The new entry first: dropping the old one may retire its block, which
+                    // can be this one.
                     let phys = b * self.ppb + page;
-                    self.buf.insert(
-                        lpn,
-                        BufEntry {
-                            phys,
-                            tomb: data.is_none(),
-                        },
-                    );
                     self.buf_live[b as usize] += 1;
                     if let Some(v) = self.buf_pages.get_mut(&b) {
                         v[page as usize] = lpn;
+                    }
+                    let entry = BufEntry {
+                        phys,
+                        tomb: data.is_none(),
+                    };
+                    if let Some(old) = self.buf.insert(lpn, entry) {
+                        self.buf.insert(lpn, old);
+                        self.buf_remove(lpn);
+                        self.buf.insert(lpn, entry);
                     }
                     return Ok(());
                 }

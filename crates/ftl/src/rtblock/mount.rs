@@ -171,13 +171,26 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             }
             blocks_scanned += 1;
             let mut f = Found::Garbage;
+            let mut scratch = core::mem::take(&mut self.zeros);
             for page in 0..n {
                 pages_scanned += 1;
                 let phys = b * ppb + page;
-                let r = match self.sense(now, b, page, Sense::Record, Cause::Mount)?.0 {
+                // Only a block's last programmed page can have been torn by a cut: it is
+                // read whole (its record can decode while its data do not); the others by
+                // their records. A block whose last page is torn takes no more pages, so
+                // that page stays the one the next mount reads whole.
+                let how = if page + 1 == n {
+                    Sense::Page(&mut scratch)
+                } else {
+                    Sense::Record
+                };
+                let r = match self.sense(now, b, page, how, Cause::Mount)?.0 {
                     Sensed::Data(r) => r,
                     Sensed::Erased | Sensed::Failed => {
                         self.torn.insert(phys);
+                        if page + 1 == n {
+                            next[b as usize] = ppb;
+                        }
                         continue;
                     }
                 };
@@ -239,8 +252,10 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                     });
                 }
             }
+            scratch.fill(0);
+            self.zeros = scratch;
             found[b as usize] = f;
-            self.blk[b as usize].next = n;
+            self.blk[b as usize].next = next[b as usize];
             if f == Found::Garbage {
                 dirty.push(b);
             }

@@ -149,6 +149,24 @@ impl CrashConfig {
         cfg
     }
 
+    /// GFTL or RFTL ([`ftl::RtBlockFtl`], WAO-GC's Table I) on `preset` (an SLC chip, e.g.
+    /// `tiny-slc`): a workload of sequential runs and random writes, so data blocks fill,
+    /// jobs run and the buffer's blocks are erased between the cuts.
+    pub fn small_rt(seed: u64, preset: &str, kind: ftl::RtKind) -> Self {
+        let mut cfg = CrashConfig::small(seed);
+        cfg.chip = ChipConfig::preset(preset).expect("preset");
+        cfg.chip.seed = seed;
+        cfg.chip.reliability.wear_fail_rate = 0.0;
+        cfg.chip.reliability.wear_fail_growth = 0.0;
+        let rt = ftl::RtBlockConfig::default();
+        cfg.scheme = match kind {
+            ftl::RtKind::Gftl => SchemeConfig::Gftl(rt),
+            ftl::RtKind::Rftl => SchemeConfig::Rftl(rt),
+        };
+        cfg.seq_pct = 40;
+        cfg
+    }
+
     /// `dev` through the configured wrapper, if any.
     fn wrapped(&self, dev: Dev) -> Dev {
         match self.wrap {
