@@ -348,6 +348,11 @@ pub struct Report {
     /// Mean response time over every request of the measured phase (arrival to
     /// completion, queueing included), µs.
     pub mean_response_us: f64,
+    /// The longest response time of a read or write request of the measured phase (the
+    /// larger of `latency.read.max_us` and `latency.write.max_us`: WAO-GC's "system
+    /// latency in the worst case" of data requests; trims and flushes are barriers that
+    /// wait for the whole device), µs.
+    pub max_response_us: f64,
     /// Host throughput in MiB/s (simulated time).
     pub throughput_mib_s: f64,
     /// What the request source skipped, clamped or changed in its input (a trace's
@@ -504,6 +509,11 @@ impl Report {
         let requests = m.requests();
         let e = i.ecc;
         let b = i.ecc_baseline;
+        let max_response_us: f64 = ["read", "write"]
+            .iter()
+            .filter_map(|k| latency.get(k))
+            .map(|l: &LatencyStats| l.max_us)
+            .fold(0.0, f64::max);
         Report {
             name: i.name.to_string(),
             seed: i.seed,
@@ -649,6 +659,7 @@ impl Report {
             } else {
                 0.0
             },
+            max_response_us,
             throughput_mib_s: if span > 0.0 {
                 (m.bytes[0] + m.bytes[1]) as f64 / span / (1 << 20) as f64
             } else {
@@ -792,6 +803,7 @@ impl Report {
             iops: 0.0,
             flash_ops_per_s: 0.0,
             mean_response_us: 0.0,
+            max_response_us: 0.0,
             throughput_mib_s: 0.0,
             input_notes: Vec::new(),
         };

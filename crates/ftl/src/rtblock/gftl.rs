@@ -435,6 +435,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     fn finish_job(&mut self, now: Nanos, job: GJob) -> Result<(), FtlError> {
         let x = job.x;
         self.map[x as usize].d = job.new;
+        let c = &mut self.s.log.counters;
+        c.max_victim_valid = c.max_victim_valid.max(job.placed.len() as u64);
         for &(lpn, from, to) in &job.placed {
             self.follow(lpn, from, to);
         }
