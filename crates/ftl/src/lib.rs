@@ -33,8 +33,6 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
-#[cfg(test)]
-extern crate std;
 
 mod block;
 mod bytes;

@@ -169,18 +169,12 @@ impl SchemeConfig {
         match *self {
             SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::format(ctl, cfg, now)?)),
             SchemeConfig::Block(cfg) => Ok(Box::new(BlockFtl::format(ctl, cfg, now)?)),
-            SchemeConfig::Gftl(cfg) => Ok(Box::new(RtBlockFtl::format(
-                ctl,
-                RtKind::Gftl,
-                cfg,
-                now,
-            )?)),
-            SchemeConfig::Rftl(cfg) => Ok(Box::new(RtBlockFtl::format(
-                ctl,
-                RtKind::Rftl,
-                cfg,
-                now,
-            )?)),
+            SchemeConfig::Gftl(cfg) => {
+                Ok(Box::new(RtBlockFtl::format(ctl, RtKind::Gftl, cfg, now)?))
+            }
+            SchemeConfig::Rftl(cfg) => {
+                Ok(Box::new(RtBlockFtl::format(ctl, RtKind::Rftl, cfg, now)?))
+            }
         }
     }
 

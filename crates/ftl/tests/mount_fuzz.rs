@@ -426,3 +426,52 @@ proptest! {
         }
     }
 }
+
+// ----- GFTL and RFTL (WAO-GC's Table I) ---------------------------------------------------
+
+fn rt_cfg(gftl: bool) -> ftl::SchemeConfig {
+    let c = ftl::RtBlockConfig::default();
+    if gftl {
+        ftl::SchemeConfig::Gftl(c)
+    } else {
+        ftl::SchemeConfig::Rftl(c)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, .. ProptestConfig::default() })]
+
+    /// Random bytes on a blank chip, mounted as GFTL or RFTL: an error, never a panic.
+    #[test]
+    fn rt_block_garbage_chip_is_refused(damages in prop::collection::vec(damage(), 0..80), seed in any::<u64>(), gftl in any::<bool>()) {
+        let mut ctl = controller(seed);
+        for d in &damages {
+            apply(&mut ctl, d, seed);
+        }
+        if let Ok(mut dev) = rt_cfg(gftl).mount(ctl, Nanos(0)) {
+            exercise_volume(&mut dev);
+        }
+    }
+
+    /// A real GFTL or RFTL volume (jobs run, the buffer's blocks erased), then random
+    /// damage anywhere: an error or a working volume.
+    #[test]
+    fn rt_block_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>(), gftl in any::<bool>()) {
+        let ctl = controller(seed);
+        let cfg = rt_cfg(gftl);
+        let mut dev = cfg.format(ctl, Nanos(0)).unwrap();
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        for v in 0..(n * 2) {
+            let l = if v % 3 == 0 { (v * 7919 + seed) % n } else { v % n };
+            dev.write(Nanos(v), Lpn::checked(l, n).unwrap(), &nand::pattern::bytes(ps, v)).unwrap();
+        }
+        let mut ctl = dev.into_controller();
+        for d in &damages {
+            apply(&mut ctl, d, seed);
+        }
+        if let Ok(mut dev) = cfg.mount(ctl, Nanos(0)) {
+            exercise_volume(&mut dev);
+        }
+    }
+}

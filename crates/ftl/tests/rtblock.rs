@@ -54,7 +54,7 @@ fn next_lpn(shape: Shape, i: u64, n: u64, ppb: u64, rng: &mut ChaCha8Rng) -> u64
         Shape::HotBlock => rng.next_u64() % ppb.min(n),
         Shape::Sequential => i % n,
         Shape::Alternating => {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 rng.next_u64() % (n / 16).max(1)
             } else {
                 rng.next_u64() % n
@@ -67,7 +67,9 @@ fn next_lpn(shape: Shape, i: u64, n: u64, ppb: u64, rng: &mut ChaCha8Rng) -> u64
 /// against the bound; returns the worst write and read and the counters.
 fn run(kind: RtKind, shape: Shape, writes: u64, seed: u64) -> (u64, u64, ftl::FtlCounters) {
     let mut dev = device(kind, 48, seed);
-    let bound = dev.latency_bound().expect("a real-time scheme reports its bound");
+    let bound = dev
+        .latency_bound()
+        .expect("a real-time scheme reports its bound");
     let n = dev.logical_pages();
     let ppb = 64;
     let data = vec![0x5au8; dev.page_size()];
@@ -77,7 +79,8 @@ fn run(kind: RtKind, shape: Shape, writes: u64, seed: u64) -> (u64, u64, ftl::Ft
     let (mut worst_w, mut worst_r) = (0, 0);
     // Fill the volume first so GC works on full blocks.
     for l in 0..n {
-        dev.write(Nanos(l), Lpn::checked(l, n).unwrap(), &data).unwrap();
+        dev.write(Nanos(l), Lpn::checked(l, n).unwrap(), &data)
+            .unwrap();
         took(&mut dev);
     }
     for i in 0..writes {
@@ -118,8 +121,14 @@ fn gftl_keeps_its_bound() {
         Shape::Alternating,
     ] {
         let (w, r, c) = run(RtKind::Gftl, shape, 20_000, 7);
-        assert!(c.partial_steps > 100 && c.gc_victims > 10, "{shape:?}: {c:?}");
-        eprintln!("gftl {shape:?}: worst write {w} ns, read {r} ns, steps {}", c.partial_steps);
+        assert!(
+            c.partial_steps > 100 && c.gc_victims > 10,
+            "{shape:?}: {c:?}"
+        );
+        eprintln!(
+            "gftl {shape:?}: worst write {w} ns, read {r} ns, steps {}",
+            c.partial_steps
+        );
     }
 }
 
@@ -132,7 +141,13 @@ fn rftl_keeps_its_bound() {
         Shape::Alternating,
     ] {
         let (w, r, c) = run(RtKind::Rftl, shape, 20_000, 8);
-        assert!(c.partial_steps > 100 && c.gc_victims > 10, "{shape:?}: {c:?}");
-        eprintln!("rftl {shape:?}: worst write {w} ns, read {r} ns, steps {}", c.partial_steps);
+        assert!(
+            c.partial_steps > 100 && c.gc_victims > 10,
+            "{shape:?}: {c:?}"
+        );
+        eprintln!(
+            "rftl {shape:?}: worst write {w} ns, read {r} ns, steps {}",
+            c.partial_steps
+        );
     }
 }

@@ -136,7 +136,10 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
             (args.victim.is_some(), "--victim"),
             (args.critical_every.is_some(), "--critical-every"),
             (args.checkpoint_interval.is_some(), "--checkpoint-interval"),
-            (args.region_blocks_per_die.is_some(), "--region-blocks-per-die"),
+            (
+                args.region_blocks_per_die.is_some(),
+                "--region-blocks-per-die",
+            ),
             (args.wear_leveling.is_some(), "--wear-leveling"),
         ] {
             if set {

@@ -176,7 +176,9 @@ fn ftl_config(
         default_ftl(ctl)
     };
     if let Some(r) = recovery {
-        if matches!(cfg, SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_)) && r != RecoveryKind::FullScan {
+        if matches!(cfg, SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_))
+            && r != RecoveryKind::FullScan
+        {
             bail!(
                 "--recovery {}: scheme {} recovers by its full scan only",
                 r.name(),

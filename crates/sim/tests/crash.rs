@@ -347,6 +347,27 @@ fn block_level_every_cut_point_slc() {
     }
 }
 
+/// GFTL and RFTL (WAO-GC's Table I) on SLC: every cut point × every cut mode, then
+/// nested cuts (a second cut during the mount's merges and the work after it); jobs,
+/// buffer erases and the mount's merges get cut.
+#[test]
+fn rt_block_every_cut_point_and_nested() {
+    for kind in [ftl::RtKind::Gftl, ftl::RtKind::Rftl] {
+        let mut cfg = CrashConfig::small_rt(55, "tiny-slc", kind);
+        cfg.ops = 120;
+        let s = holds(kind.name(), &cfg, Plan::Linear, 1500);
+        assert!(s.workload.gc_victims > 10, "{:?}", s.workload);
+        for class in ["user", "gc-copy", "data-erase"] {
+            assert!(
+                s.cut_classes.get(class).copied().unwrap_or(0) > 0,
+                "{class}: {s}"
+            );
+        }
+        cfg.ops = 300;
+        holds(kind.name(), &cfg, Plan::Nested { samples: 200 }, 150);
+    }
+}
+
 /// The block-level kernel on MLC (paired pages, sealing, padded primaries): random and
 /// nested cuts with both recoveries.
 #[test]

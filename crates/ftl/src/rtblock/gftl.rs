@@ -315,7 +315,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             }
             let dst = job.new;
             let next = self.blk[dst as usize].next;
-            match self.copy(now, src, tomb, dst, next, lpn, 0)? {
+            match self.copy(now, src, tomb, dst, next, lpn)? {
                 Some(Prog::Done) => {
                     let to = if tomb { NONE } else { dst * self.ppb + next };
                     job.placed.push((lpn, src, to));

@@ -19,20 +19,28 @@
 //! - A write goes to the data block while it has room and its logical block is not waiting
 //!   for or under GC; otherwise to the write buffer. The write that fills a data block
 //!   puts its logical block on the GC queue.
-//! - After **every** request (reads too), one partial step of the queue's head job: the
-//!   job reads the old data block's pages from its write pointer down (the newest copy of
-//!   an offset comes first) and copies each offset's newest copy — unless the buffer holds
-//!   a newer one — into a fresh data block, then copies the buffer's copies of the logical
-//!   block's offsets, then erases the old block: α page visits (a read, and a program when
-//!   the page is the newest) or the erase per step. Writes to the logical block during its
-//!   job go to the buffer, and stay there if their offset was already copied.
-//! - The buffer is sized as the paper's `L_buf = N(k+1)/2` pages (`N` logical blocks,
-//!   `k = ⌈π/α⌉ + 1`), in blocks. A buffer block whose pages are all superseded or copied
-//!   is erased as a step of its own (before the head job's next step). When the buffer is
-//!   down to its last block, the owners of the oldest buffer block's live pages are queued
-//!   for GC (their jobs consume those pages). A write that finds no buffer page at all
-//!   finishes jobs inside itself and counts an overrun (`rt_overruns`).
-//!
+//! - After **every** request (reads too), one partial step of the queue's head job. A job
+//!   is `k = ⌈π/α⌉ + 2` steps: the old data block's records read from its write pointer
+//!   down (π record reads, so the newest page of each offset is known: the job's own
+//!   π-entry table), then α copies a step — each offset's newest copy, the buffer's if it
+//!   holds one, else the old block's — into a fresh data block, then the old block's
+//!   erase. Each offset is copied once; writes to the logical block during its job go to
+//!   the buffer, and stay there if their offset was already copied. The paper's
+//!   `k = ⌈π/α⌉ + 1` has no scan step.
+//! - The buffer is `N(k+1)` pages (`N` logical blocks), in blocks: twice the paper's
+//!   `N(k+1)/2`. The paper counts live pages — with every logical block queued each holds
+//!   the writes since its last job, k/2 on average — but a buffer block is erased only when
+//!   every page in it is dead, and a block written at one moment holds pages of many
+//!   logical blocks: it lives a whole round of the queue (measured: the paper's length ran
+//!   dry within 1,300 random writes on a full 48-blocks-per-plane `k9k8g08u0b`). A buffer
+//!   block whose pages are all superseded or copied is erased as a step of its own (before
+//!   the head job's next step). When the buffer is down to its last block, the owners of
+//!   the oldest block's live pages are queued. A write that finds no buffer page at all
+//!   runs jobs inside itself and counts an overrun (`rt_overruns`).
+//! - Step sizes: a copy step is α copies (read, transfers, decode, program), the scan π
+//!   record reads (64 × 27 µs on the paper's chip, shorter than the erase), so the bound
+//!   is a request's own work plus `max(t_er, α copies, π record reads)`.
+
 //! ## RFTL (`rftl`)
 //!
 //! - Per logical block a **primary** (fixed offsets: offset `o` in page `o`; the chip's
@@ -50,6 +58,11 @@
 //!   their offsets, then the old primary's erase, then the replacement's. The buffer then
 //!   becomes the replacement (its copies taken by the new primary dropped from its table).
 //!   A job is `⌈π/α⌉ + 2` steps, fewer than the π writes the buffer holds.
+//! - Four blocks are set aside per logical block (primary, replacement, and while it is
+//!   collected its buffer and new primary), where the paper counts three: with three, a
+//!   sequential fill followed by random writes starts most logical blocks' jobs together
+//!   and the pool runs dry (34 of 62 collecting on a 48-blocks-per-plane `k9k8g08u0b`);
+//!   with four every logical block can be collected at once.
 //! - Reads run no step. With the replacement's offsets in RAM a read needs no OOB read:
 //!   ours is `t_rdpg` where Table I's RFTL (mapping partly in OOB) pays `t_rdoob` more, and
 //!   a write needs none either (the write pointer answers whether the primary's page is
@@ -62,8 +75,8 @@
 //! - Blocks come from one free pool, least worn first, erased: a victim is erased by a
 //!   step and then returned.
 //! - The volume size depends only on the chip and the configuration (no superblock): the
-//!   geometry's blocks less `bad_block_reserve`, less the buffer (GFTL) or two blocks per
-//!   logical block (RFTL), less the blocks a job takes.
+//!   geometry's blocks less `bad_block_reserve`, less the buffer (GFTL) or three more blocks
+//!   per logical block (RFTL), less the blocks a job takes.
 //! - **Durability.** Every write is programmed before it returns, so a flush has nothing
 //!   to do. **Recovery** (`mount`) reads every good block's header and every programmed
 //!   page's record: the newest sequence number of each logical page wins (a record that
@@ -388,9 +401,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 chip.name, chip.cell
             )));
         }
-        ctl.layout(cfg.ecc_t).map_err(|e| {
-            FtlError::Config(format!("[ftl.{name}] ecc_t = {}: {e}", cfg.ecc_t))
-        })?;
+        ctl.layout(cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("[ftl.{name}] ecc_t = {}: {e}", cfg.ecc_t)))?;
         let ppb = chip.geometry.pages_per_block;
         if ppb >= TOMB_BIT as u32 {
             return Err(FtlError::Config(format!(
@@ -401,7 +413,12 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     }
 
     /// An empty kernel (every block `Bad` until format or mount says otherwise).
-    pub(crate) fn empty(ctl: Controller<S, M>, kind: RtKind, cfg: RtBlockConfig, alpha: u32) -> Self {
+    pub(crate) fn empty(
+        ctl: Controller<S, M>,
+        kind: RtKind,
+        cfg: RtBlockConfig,
+        alpha: u32,
+    ) -> Self {
         let geo = *ctl.chip().geometry();
         let scfg = SubstrateConfig {
             ecc_t: cfg.ecc_t,
@@ -703,7 +720,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     }
 
     /// Copies `lpn`'s newest copy at flat page `src` (a tombstone when `tomb`) to page
-    /// `page` of block `dst`. `Ok(None)`: the source did not decode (the page is lost);
+    /// `page` of block `dst` (a data block or primary: no append flag). `Ok(None)`: the source did not decode (the page is lost);
     /// otherwise how the program ended.
     pub(crate) fn copy(
         &mut self,
@@ -713,7 +730,6 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         dst: u32,
         page: u32,
         lpn: u64,
-        flags: u64,
     ) -> Result<Option<Prog>, FtlError> {
         if tomb {
             let zeros = core::mem::take(&mut self.zeros);
@@ -722,7 +738,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 dst,
                 page,
                 Payload::Data(&zeros),
-                lpn | flags | rec::COPY | rec::TOMB,
+                lpn | rec::COPY | rec::TOMB,
                 PageKind::GcCopy(DataClass::NORMAL),
                 Cause::Gc,
                 None,
@@ -751,7 +767,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             dst,
             page,
             Payload::Relocated,
-            lpn | flags | rec::COPY,
+            lpn | rec::COPY,
             PageKind::GcCopy(class),
             Cause::Gc,
             Some(op),
@@ -882,10 +898,15 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// The flat page the scheme's read path would read for `lpn` without charging
     /// anything (RAM tables; GFTL's data block by the shadow's block) — for `verify`.
     fn lookup(&self, lpn: u64) -> Option<u32> {
-        let (x, o) = ((lpn / self.ppb as u64) as u32, (lpn % self.ppb as u64) as u32);
+        let (x, o) = (
+            (lpn / self.ppb as u64) as u32,
+            (lpn % self.ppb as u64) as u32,
+        );
         match self.kind {
             RtKind::Gftl => self.gftl_lookup(x, o, lpn),
-            RtKind::Rftl => self.rftl_where(x, o).and_then(|(p, tomb)| (!tomb).then_some(p)),
+            RtKind::Rftl => self
+                .rftl_where(x, o)
+                .and_then(|(p, tomb)| (!tomb).then_some(p)),
         }
     }
 
@@ -902,7 +923,9 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 }
                 let k = self.blk[b as usize];
                 if k.role != role || k.lbn != x as u32 {
-                    return bad(format!("logical block {x}: block {b} is {k:?}, not {role:?}"));
+                    return bad(format!(
+                        "logical block {x}: block {b} is {k:?}, not {role:?}"
+                    ));
                 }
                 owner[b as usize] += 1;
             }
@@ -960,7 +983,10 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 return bad(format!("block {b} ({k:?}) and the pool disagree"));
             }
             if k.next > self.ppb {
-                return bad(format!("block {b}: write pointer {} past the block", k.next));
+                return bad(format!(
+                    "block {b}: write pointer {} past the block",
+                    k.next
+                ));
             }
         }
         // The buffer's map against its blocks' page owners and live counts.
@@ -968,7 +994,9 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         for (&lpn, e) in &self.buf {
             let b = e.phys / self.ppb;
             if self.blk[b as usize].role != Role::Buffer {
-                return bad(format!("buffer entry of {lpn} in block {b}, not a buffer block"));
+                return bad(format!(
+                    "buffer entry of {lpn} in block {b}, not a buffer block"
+                ));
             }
             let pages = self.buf_pages.get(&b);
             if pages.and_then(|v| v.get((e.phys % self.ppb) as usize)) != Some(&lpn) {
@@ -981,7 +1009,10 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         }
         for (&b, t) in &self.tab {
             if self.blk[b as usize].role != Role::Append || t.len() != self.ppb as usize {
-                return bad(format!("offset table of block {b} ({:?})", self.blk[b as usize]));
+                return bad(format!(
+                    "offset table of block {b} ({:?})",
+                    self.blk[b as usize]
+                ));
             }
         }
         for x in 0..self.lbns {
@@ -1050,8 +1081,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
         // data block holds without reading it: it writes one whenever the block exists).
         let mapped = match self.kind {
             RtKind::Gftl => {
-                self.map[x as usize].d != NONE
-                    || self.buf.get(&lpn.get()).is_some_and(|e| !e.tomb)
+                self.map[x as usize].d != NONE || self.buf.get(&lpn.get()).is_some_and(|e| !e.tomb)
             }
             RtKind::Rftl => self.rftl_where(x, o).is_some_and(|(_, tomb)| !tomb),
         };

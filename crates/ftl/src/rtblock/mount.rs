@@ -3,7 +3,10 @@
 //! page wins; a logical block whose newest copies are not where its read path looks (a job
 //! cut short) is merged into a fresh block; blocks holding no newest copy are erased.
 
-use super::{pst, rec, BufEntry, Lb, Prog, Role, RtBlockConfig, RtBlockFtl, RtKind, Sense, Sensed, NONE, TOMB_BIT};
+use super::{
+    pst, rec, BufEntry, Lb, Prog, Role, RtBlockConfig, RtBlockFtl, RtKind, Sense, Sensed, NONE,
+    TOMB_BIT,
+};
 use crate::page::recovery::{RecoveryReport, SEQ_LIMIT};
 use crate::substrate::BState;
 use crate::{Cause, Ftl, FtlError, MountFailure};
@@ -113,8 +116,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         for Reverse((_, b)) in self.free.iter() {
             in_pool[*b as usize] = true;
         }
-        for b in 0..self.blk.len() {
-            if self.blk[b].role == Role::Free && !in_pool[b] {
+        for (b, seen) in in_pool.into_iter().enumerate() {
+            if self.blk[b].role == Role::Free && !seen {
                 self.s.state[b] = BState::Free;
                 self.free.push(Reverse((self.s.erase[b], b as u32)));
             }
@@ -466,7 +469,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                     RtKind::Rftl => o,
                     RtKind::Gftl => self.blk[n as usize].next,
                 };
-                match self.copy(now, nw.phys, nw.tomb, n, page, lpn, 0)? {
+                match self.copy(now, nw.phys, nw.tomb, n, page, lpn)? {
                     Some(Prog::Done) => {
                         st[o as usize] = if nw.tomb { pst::TOMB } else { pst::DATA };
                         let to = if nw.tomb { NONE } else { n * ppb + page };

@@ -213,7 +213,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             };
             units += 1;
             let dst = job.new;
-            match self.copy(now, phys, tomb, dst, o, base + o as u64, 0)? {
+            match self.copy(now, phys, tomb, dst, o, base + o as u64)? {
                 Some(Prog::Done) => {
                     if let Some(v) = self.pstate.get_mut(&dst) {
                         v[o as usize] = if tomb { pst::TOMB } else { pst::DATA };

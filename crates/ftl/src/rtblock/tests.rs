@@ -127,7 +127,8 @@ fn cut_everywhere(kind: RtKind, seed: u64) {
     let ops = 700u64;
     // A run without a cut gives the operation count to cut in.
     let total = {
-        let mut f = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
+        let mut f =
+            RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
         let start = f.s.ctl.chip().ops();
         run_ops(&mut f, seed, ops, &mut BTreeMap::new(), &mut None);
         f.s.ctl.chip().ops() - start
@@ -136,7 +137,8 @@ fn cut_everywhere(kind: RtKind, seed: u64) {
     let mut cases = 0;
     for k in (0..total).step_by(7) {
         let mode = modes[(k / 7) as usize % modes.len()];
-        let mut f = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
+        let mut f =
+            RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
         f.s.ctl.chip_mut().arm_cut(k + 1, mode);
         let mut model = BTreeMap::new();
         let mut inflight = None;
@@ -145,7 +147,8 @@ fn cut_everywhere(kind: RtKind, seed: u64) {
         ctl.chip_mut().power_on();
         let mut m = RtBlockFtl::mount(ctl, kind, cfg, Nanos(1 << 40))
             .unwrap_or_else(|e| panic!("cut {k} {mode:?}: mount: {e}"));
-        m.verify().unwrap_or_else(|e| panic!("cut {k} {mode:?}: {e}"));
+        m.verify()
+            .unwrap_or_else(|e| panic!("cut {k} {mode:?}: {e}"));
         let n = m.logical_pages();
         let size = m.page_size();
         let mut buf = vec![0u8; size];
@@ -156,11 +159,12 @@ fn cut_everywhere(kind: RtKind, seed: u64) {
             let old = model.get(&l).copied();
             let fly = inflight.filter(|&(fl, _)| fl == l).map(|(_, v)| v);
             assert!(
-                ok(old) || fly.is_some_and(|v| ok(v)),
+                ok(old) || fly.is_some_and(ok),
                 "cut {k} {mode:?}: page {l} reads neither its last completed write nor the one in flight"
             );
         }
-        m.verify().unwrap_or_else(|e| panic!("cut {k} {mode:?}: {e}"));
+        m.verify()
+            .unwrap_or_else(|e| panic!("cut {k} {mode:?}: {e}"));
         cases += 1;
     }
     assert!(cases > 50, "{cases} cases");
@@ -182,7 +186,11 @@ fn run_ops(
     for i in 0..ops {
         let t = Nanos(i * 1_000_000);
         let r = rng.next_u32() % 100;
-        let l = if r % 3 == 0 { i % n } else { rng.next_u64() % (n / 2) };
+        let l = if r % 3 == 0 {
+            i % n
+        } else {
+            rng.next_u64() % (n / 2)
+        };
         let res = if r < 80 {
             *inflight = Some((l, Some(i)));
             f.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i))
