@@ -16,8 +16,9 @@
 #   WAO-GC's benchmark shapes on ext2 (the `waogc` guest mode) on k9k8g08u0b under WAO-GC
 #   (how traces/waogc-ext2 was made).
 #        scripts/nbd-guest.sh path/to/nandlab --live-waogc [OUT.blktrace]
-#   A file server's churn on ext2 live under the pure page-level scheme, RTGC and WAO-GC
-#   (with OUT, the first run's requests recorded: how traces/churn-ext2 was made)
+#   A file server's churn on ext2 live under the pure page-level scheme, RTGC, WAO-GC, GFTL
+#   and RFTL (LIVE_SCHEMES="gftl rftl" for some of them; with OUT, the pure scheme's
+#   requests recorded: how traces/churn-ext2 was made)
 #   (examples/realtime/*.toml), each server's page service times and bound printed.
 set -euo pipefail
 NANDLAB=$(realpath "${1:-target/release/nandlab}")
@@ -323,12 +324,15 @@ if [ "$capture_mode" = waogc ]; then
   exit 0
 fi
 if [ "$capture_mode" = live ]; then
-  echo "-- a file server's churn on ext2 under each real-time scheme, live (k9k8g08u0b cut to 256 blocks per plane)"
-  for scheme in pure rtgc wao-gc; do
+  # LIVE_SCHEMES picks some of them. RFTL holds a quarter of its chip: it runs on the chip
+  # cut to 1024 blocks per plane, so that its volume holds the same 80 MB file system.
+  echo "-- a file server's churn on ext2 under each real-time scheme, live (k9k8g08u0b cut to 256 blocks per plane; RFTL 1024)"
+  for scheme in ${LIVE_SCHEMES:-pure rtgc wao-gc gftl rftl}; do
     rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
     record=()
     if [ -n "${3:-}" ] && [ "$scheme" = pure ]; then record=(--record-trace "$capture"); fi
-    start_server "$work/disk.chip" --create k9k8g08u0b --blocks-per-plane 256 --ftl "$root/examples/realtime/$scheme.toml" "${record[@]}"
+    bpp=256; if [ "$scheme" = rftl ]; then bpp=1024; fi
+    start_server "$work/disk.chip" --create k9k8g08u0b --blocks-per-plane "$bpp" --ftl "$root/examples/realtime/$scheme.toml" "${record[@]}"
     t0=$SECONDS; GUEST_TIMEOUT=3000 boot churn 4096
     stop_server TERM
     echo "   $scheme ($((SECONDS - t0)) s): $(grep 'shut down cleanly' "$work/serve.err" | tail -1 | python3 -c '
