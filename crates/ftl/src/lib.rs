@@ -268,6 +268,11 @@ pub struct FtlCounters {
     /// Partial GC steps run (real-time pacing).
     #[serde(default)]
     pub partial_steps: u64,
+    /// The most write-buffer pages in use at once (GFTL: its central buffer's blocks
+    /// times π; RFTL: the pages of one logical block's buffer block): Table I's L_buf,
+    /// measured. 0 for schemes without a buffer.
+    #[serde(default)]
+    pub max_buffer_pages: u64,
     /// Times a real-time pacing could not keep its bound and collected a whole victim
     /// inside one write (its destination full with no free block: blocks gone bad since
     /// the bound was checked). 0 whenever the bound holds.

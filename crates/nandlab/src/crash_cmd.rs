@@ -125,37 +125,33 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         }
         cfg.span = s;
     }
+    // The flags only the page-level scheme takes.
+    let page_only = [
+        (args.ap, "--ap"),
+        (args.meta_cure, "--meta-cure"),
+        (args.gc_threshold.is_some(), "--gc-threshold"),
+        (args.victim.is_some(), "--victim"),
+        (args.critical_every.is_some(), "--critical-every"),
+    ];
     if matches!(
         cfg.scheme,
         ftl::SchemeConfig::Gftl(_) | ftl::SchemeConfig::Rftl(_)
     ) {
-        for (set, flag) in [
-            (args.ap, "--ap"),
-            (args.meta_cure, "--meta-cure"),
-            (args.gc_threshold.is_some(), "--gc-threshold"),
-            (args.victim.is_some(), "--victim"),
-            (args.critical_every.is_some(), "--critical-every"),
+        let with_checkpoints = [
             (args.checkpoint_interval.is_some(), "--checkpoint-interval"),
             (
                 args.region_blocks_per_die.is_some(),
                 "--region-blocks-per-die",
             ),
             (args.wear_leveling.is_some(), "--wear-leveling"),
-        ] {
-            if set {
-                bail!("{flag} does not apply to --scheme {}", cfg.scheme.name());
-            }
+        ];
+        if let Some((_, flag)) = page_only.iter().chain(&with_checkpoints).find(|f| f.0) {
+            bail!("{flag} does not apply to --scheme {}", cfg.scheme.name());
         }
         return Ok(());
     }
     if let ftl::SchemeConfig::Block(b) = &mut cfg.scheme {
-        for (set, flag) in [
-            (args.ap, "--ap"),
-            (args.meta_cure, "--meta-cure"),
-            (args.gc_threshold.is_some(), "--gc-threshold"),
-            (args.victim.is_some(), "--victim"),
-            (args.critical_every.is_some(), "--critical-every"),
-        ] {
+        for (set, flag) in page_only {
             if set {
                 bail!("{flag} applies to the page-level scheme, not --scheme block");
             }

@@ -196,6 +196,11 @@ pub struct NandStats {
     /// Partial GC steps (real-time pacing).
     #[serde(default)]
     pub partial_steps: u64,
+    /// The most write-buffer pages in use at once (GFTL's central buffer, RFTL's buffer
+    /// block of one logical block; a running maximum since format): Table I's L_buf
+    /// measured.
+    #[serde(default)]
+    pub max_buffer_pages: u64,
     /// Writes in which a real-time pacing broke its bound (0 while it holds).
     #[serde(default)]
     pub rt_overruns: u64,
@@ -398,6 +403,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         ecc_policy: a.ecc_policy.since(&b.ecc_policy),
         // A running maximum: the measured phase's value is the whole run's.
         max_victim_valid: a.max_victim_valid,
+        max_buffer_pages: a.max_buffer_pages,
         partial_steps: a.partial_steps - b.partial_steps,
         rt_overruns: a.rt_overruns - b.rt_overruns,
     }
@@ -561,6 +567,7 @@ impl Report {
                 slc_blocks: c.slc_blocks,
                 region_swaps: c.region_swaps,
                 max_victim_valid: c.max_victim_valid,
+                max_buffer_pages: c.max_buffer_pages,
                 partial_steps: c.partial_steps,
                 rt_overruns: c.rt_overruns,
             },
@@ -772,6 +779,7 @@ impl Report {
                 slc_blocks: 0,
                 region_swaps: 0,
                 max_victim_valid: 0,
+                max_buffer_pages: 0,
                 partial_steps: 0,
                 rt_overruns: 0,
             },

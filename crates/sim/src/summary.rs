@@ -88,8 +88,8 @@ impl Report {
         if n.partial_steps > 0 || n.rt_overruns > 0 {
             let _ = writeln!(
                 w,
-                "real-time   {} partial GC steps, most valid pages in a victim {}, bound overruns {}",
-                n.partial_steps, n.max_victim_valid, n.rt_overruns
+                "real-time   {} partial GC steps, most valid pages in a victim {}, most buffer pages in use {}, bound overruns {}",
+                n.partial_steps, n.max_victim_valid, n.max_buffer_pages, n.rt_overruns
             );
         }
         let _ = writeln!(

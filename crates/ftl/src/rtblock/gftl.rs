@@ -223,6 +223,9 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         };
         self.buf_pages.insert(b, vec![u64::MAX; self.ppb as usize]);
         self.buf_blocks.push_back(b);
+        let used = in_use(self) as u64 * self.ppb as u64;
+        let c = &mut self.s.log.counters;
+        c.max_buffer_pages = c.max_buffer_pages.max(used);
         if in_use(self) + 1 >= self.buf_limit {
             self.press_oldest_buffer_block();
         }

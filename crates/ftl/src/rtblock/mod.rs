@@ -536,9 +536,16 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             RtKind::Rftl => (usable.saturating_sub(JOB_BLOCKS) / RFTL_BLOCKS, 0),
         };
         if lbns == 0 {
+            let key = if self.kind == RtKind::Gftl && self.cfg.buffer_pages > 0 {
+                format!("[ftl.gftl] buffer_pages = {}", self.cfg.buffer_pages)
+            } else {
+                format!(
+                    "[ftl.{name}] bad_block_reserve = {}",
+                    self.cfg.bad_block_reserve
+                )
+            };
             return Err(FtlError::Config(format!(
-                "scheme = \"{name}\": the chip's {total} blocks leave no logical block (bad_block_reserve = {}, buffer {buf_blocks} blocks)",
-                self.cfg.bad_block_reserve
+                "{key}: the chip's {total} blocks ({usable} usable) leave no logical block for scheme = \"{name}\" (write buffer {buf_blocks} blocks, {JOB_BLOCKS} for a job; RFTL takes {RFTL_BLOCKS} per logical block)"
             )));
         }
         let good = self.blk.iter().filter(|b| b.role != Role::Bad).count() as u64;

@@ -85,6 +85,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 let page = self.blk[b as usize].next;
                 if self.program_host(now, b, page, lpn, data, rec::APPEND)? == Prog::Done {
                     self.note_appended(b, o, page, tomb);
+                    let c = &mut self.s.log.counters;
+                    c.max_buffer_pages = c.max_buffer_pages.max(page as u64 + 1);
                     done = true;
                     break;
                 }

@@ -261,4 +261,51 @@ fn bad_configurations_name_the_key() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("ecc_t = 40"), "{e}");
+    // A write buffer the chip cannot hold.
+    let e = RtBlockFtl::format(
+        controller("tiny-slc", 1),
+        RtKind::Gftl,
+        RtBlockConfig {
+            buffer_pages: 10_000,
+            ..RtBlockConfig::default()
+        },
+        Nanos::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("buffer_pages = 10000") && e.contains("no logical block"),
+        "{e}"
+    );
+    // A mount of a page-level volume as GFTL is refused, not misread.
+    let ctl = controller("tiny-slc", 2);
+    let mut page = crate::PageFtl::format(
+        ctl,
+        crate::PageFtlConfig {
+            ecc_t: 4,
+            over_provisioning: 0.3,
+            ..Default::default()
+        },
+        Nanos::ZERO,
+    )
+    .unwrap();
+    let n = page.logical_pages();
+    for l in 0..n / 2 {
+        page.write(
+            Nanos(l),
+            Lpn::checked(l, n).unwrap(),
+            &pattern(page.page_size(), l, 1),
+        )
+        .unwrap();
+    }
+    page.shutdown(Nanos(n)).unwrap();
+    let e = RtBlockFtl::mount(
+        page.into_controller(),
+        RtKind::Gftl,
+        RtBlockConfig::default(),
+        Nanos(n + 1),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("not one of this scheme's"), "{e}");
 }
