@@ -694,6 +694,11 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 Ok(Prog::Bad)
             }
             None => {
+                // The substrate closed the block (`Full`, in its victim index, which this
+                // kernel does not use): it stays this kernel's, with the page skipped.
+                if self.s.state[b as usize] == BState::Full {
+                    self.s.index_remove(b);
+                }
                 self.s.state[b as usize] = BState::Open;
                 self.torn.insert(phys);
                 self.blk[b as usize].next = page + 1;
