@@ -11,6 +11,8 @@
 //! "workload.requests" = 200000
 //! [quick.set]                      # ... and under --quick
 //! "workload.requests" = 20000
+//! [quick.last]                     # under --quick, after the axis values (which would
+//! "workload.requests" = 20000      # otherwise win over [quick.set])
 //!
 //! [[axis]]
 //! name = "victim"                  # column name; also the config key unless `key` is given
@@ -48,8 +50,9 @@
 //!
 //! Cells are the cartesian product of the axes, first axis slowest. Each cell's
 //! configuration is the base, then `[set]` (and `[quick.set]` under `--quick`), then the
-//! cell's axis values, each a dotted key path into the configuration; the kind parses it
-//! with unknown keys rejected, so a misspelled axis or key is an error naming it.
+//! cell's axis values, then (under `--quick`) `[quick.last]`, each a dotted key path into
+//! the configuration; the kind parses it with unknown keys rejected, so a misspelled axis
+//! or key is an error naming it.
 
 pub use crate::claims::{Better, Direction, Plot, Published, Trend, TrendKind};
 use crate::claims::{PlotFile, PublishedFile, TrendFile};
@@ -183,6 +186,10 @@ struct MatrixFile {
 struct QuickFile {
     #[serde(default)]
     set: toml::Table,
+    /// Keys set after the axis values under `--quick` (where an axis profile would
+    /// otherwise win: a smaller load for every scheme of a profile axis).
+    #[serde(default)]
+    last: toml::Table,
 }
 
 #[derive(Debug, Deserialize)]
@@ -512,7 +519,14 @@ impl Matrix {
                 set.push((k.clone(), v.clone(), "quick.set"));
             }
         }
-        for (k, _, sec) in &set {
+        // [quick.last]: after the axis values.
+        let mut last = Vec::new();
+        if quick {
+            for (k, v) in &f.quick.last {
+                last.push((k.clone(), v.clone(), "quick.last"));
+            }
+        }
+        for (k, _, sec) in set.iter().chain(&last) {
             if !ensure_key_name(k) {
                 return Err(err(format!("[{sec}] key {k:?} is not a dotted key path")));
             }
@@ -555,6 +569,10 @@ impl Matrix {
                     None => set_path(&mut config, &a.key, v.clone())
                         .map_err(|m| err(format!("axis {} = {v}: {m}", a.name)))?,
                 }
+            }
+            for (k, v, sec) in &last {
+                set_path(&mut config, k, v.clone())
+                    .map_err(|m| err(format!("[{sec}] {k} = {v}: {m}")))?;
             }
             let canon = format!(
                 "{}\n{}",

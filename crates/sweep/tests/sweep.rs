@@ -406,3 +406,29 @@ fn dcr_cells_check_their_parameters_and_recover_both_ways() {
         .unwrap();
     assert_eq!(m["updated_blocks"], 188.0);
 }
+
+/// `[quick.last]` wins over the axis profiles under `--quick` and is ignored without it;
+/// `[quick.set]` loses to them.
+#[test]
+fn quick_last_comes_after_the_axis_values() {
+    let m = |quick| Matrix::load(&Source::Builtin("waogc".into()), quick).unwrap();
+    let requests = |m: &Matrix| -> Vec<i64> {
+        m.cells
+            .iter()
+            .map(|c| c.config["workload"]["requests"].as_integer().unwrap())
+            .collect()
+    };
+    assert!(requests(&m(true)).iter().all(|&r| r == 30_000));
+    let full = requests(&m(false));
+    assert!(
+        full.contains(&220_000) && full.contains(&1_400_000),
+        "{full:?}"
+    );
+    // The quick chip size comes from [quick.set] (no axis sets it).
+    for c in &m(true).cells {
+        assert_eq!(
+            c.config["chip"]["geometry"]["blocks_per_plane"].as_integer(),
+            Some(256)
+        );
+    }
+}
