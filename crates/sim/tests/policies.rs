@@ -508,3 +508,71 @@ fn real_time_pacings_from_a_file() {
         r.realtime.write_bound_us
     );
 }
+
+/// GFTL and RFTL (WAO-GC's Table I) run from an experiment file on the paper's chip with
+/// real bytes: every read verified, every request within the scheme's reported bound, no
+/// overrun; and a multi-level chip is refused naming the scheme.
+#[test]
+fn gftl_and_rftl_run_from_a_file() {
+    for scheme in ["gftl", "rftl"] {
+        let text = format!(
+            r#"name = "rt"
+seed = 5
+[chip]
+preset = "k9k8g08u0b"
+[chip.geometry]
+blocks_per_plane = 48
+[chip.reliability]
+wear_fail_rate = 0.0
+wear_fail_growth = 0.0
+factory_bad_rate = 0.0
+[controller]
+mode = "bytes"
+[errors]
+model = "none"
+[ftl]
+scheme = "{scheme}"
+[precondition]
+max_overwrite = 0.5
+[workload]
+requests = 20000
+read_pct = 30
+size = 2048
+align = 2048
+[load]
+mode = "closed"
+queue_depth = 1
+page_requests = true
+"#
+        );
+        let cfg = ExperimentConfig::from_toml_str(&text, "rt.toml").unwrap();
+        let r = run(cfg);
+        assert!(r.host.verified_reads > 1000, "{scheme}: {:?}", r.host);
+        assert_eq!(r.host.mismatches, 0, "{scheme}");
+        assert_eq!(r.nand.rt_overruns, 0, "{scheme}");
+        assert!(r.nand.gc_victims > 10, "{scheme}: {:?}", r.nand);
+        for kind in ["read", "write"] {
+            let bound = if kind == "read" {
+                r.realtime.read_bound_us
+            } else {
+                r.realtime.write_bound_us
+            };
+            assert!(
+                r.latency[kind].max_us <= bound,
+                "{scheme} {kind}: {} > {bound}",
+                r.latency[kind].max_us
+            );
+        }
+        let mlc = text.replace("k9k8g08u0b", "tiny-mlc");
+        let e = ExperimentConfig::from_toml_str(&mlc, "rt.toml")
+            .unwrap()
+            .build(Path::new("."))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains(&format!("scheme = \"{scheme}\"")) && e.contains("one-bit-per-cell"),
+            "{e}"
+        );
+    }
+}
