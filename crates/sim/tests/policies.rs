@@ -564,12 +564,13 @@ page_requests = true
             );
         }
         let mlc = text.replace("k9k8g08u0b", "tiny-mlc");
-        let e = ExperimentConfig::from_toml_str(&mlc, "rt.toml")
+        let e = match ExperimentConfig::from_toml_str(&mlc, "rt.toml")
             .unwrap()
             .build(Path::new("."))
-            .err()
-            .expect("refused")
-            .to_string();
+        {
+            Ok(_) => panic!("{scheme} on an MLC chip was accepted"),
+            Err(e) => e.to_string(),
+        };
         assert!(
             e.contains(&format!("scheme = \"{scheme}\"")) && e.contains("one-bit-per-cell"),
             "{e}"
