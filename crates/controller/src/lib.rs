@@ -24,6 +24,7 @@ pub mod layout;
 mod pprof;
 mod read;
 mod relocate;
+mod subpage;
 
 pub use layout::{DataClass, Layout, MetaTag, OobRecord, PageKind, Temperature};
 
@@ -67,6 +68,9 @@ pub enum CtlError {
         /// Spare bytes available.
         spare: usize,
     },
+    /// A subpage operation on a chip without subpages (`geometry.subpages_per_page` = 1).
+    #[error("the chip has no subpages (geometry.subpages_per_page = 1)")]
+    NoSubpages,
     /// A data buffer of the wrong size for the payload mode.
     #[error("data buffer is {got} bytes, expected {expected}")]
     BufferSize {
@@ -264,6 +268,8 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     codes: Vec<Option<Bch>>,
     /// Layouts by strength, computed once.
     layouts: Vec<Option<Layout>>,
+    /// Subpage layouts by strength (see `subpage`), computed once.
+    sub_layouts: Vec<Option<Layout>>,
     /// Per strength: decode time of a page read with no bit errors.
     clean_ecc: Vec<Nanos>,
     record_code: Bch,
@@ -313,7 +319,7 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for Controller<S, M> {
 }
 
 /// The header bytes: strength three times, then the layout version.
-fn header(t: u32) -> [u8; HEADER_BYTES] {
+pub(crate) fn header(t: u32) -> [u8; HEADER_BYTES] {
     [t as u8, t as u8, t as u8, LAYOUT_VERSION]
 }
 
@@ -343,6 +349,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             reloc_from: None,
             crc32c: crc32c_software,
             last_program: None,
+            sub_layouts: Vec::new(),
             pprof_code: None,
             pprof_enc: None,
             next_pecycles: 0,

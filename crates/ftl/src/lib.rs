@@ -36,6 +36,7 @@ extern crate alloc;
 
 mod block;
 mod bytes;
+pub mod dftl;
 pub mod flares;
 pub mod gc;
 mod page;
@@ -48,6 +49,7 @@ pub mod scheme;
 mod substrate;
 
 pub use block::{BlockFtl, BlockFtlConfig};
+pub use dftl::{DftlConfig, DftlFtl, MemoryBudget, MetaMode};
 pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{RecoveryKind, RecoveryReport};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};
@@ -230,6 +232,23 @@ pub struct FtlCounters {
     /// Refresh alarms raised by the ECC-strength policy.
     #[serde(default)]
     pub refresh_alarms: u64,
+    /// Erases of SP blocks (blocks programmed by subpages: SPFTL's metadata blocks), a
+    /// part of `erases` (NWI, SPFTL eq. 1).
+    #[serde(default)]
+    pub sp_erases: u64,
+    /// Demand-paged map (DFTL_por, SPFTL): CPMT look-ups that hit and that missed (a
+    /// charged read of the PMT unit).
+    #[serde(default)]
+    pub cpmt_hits: u64,
+    /// See `cpmt_hits`.
+    #[serde(default)]
+    pub cpmt_misses: u64,
+    /// CBIT look-ups that hit and that missed (a charged read of the BIT unit).
+    #[serde(default)]
+    pub cbit_hits: u64,
+    /// See `cbit_hits`.
+    #[serde(default)]
+    pub cbit_misses: u64,
     /// What the ECC-strength policy counted (FLARES zones, alarms, scrub, strengths).
     #[serde(default)]
     pub ecc_policy: policy::EccPolicyCounters,
@@ -287,6 +306,21 @@ pub struct MetaBytes {
     pub checkpoint: u64,
     /// Log pages appended after a checkpoint (the page-level FTL's trim log).
     pub log: u64,
+    /// DFTL_por / SPFTL: page-map (PMT) units written back from the CPMT.
+    #[serde(default)]
+    pub pmt: u64,
+    /// DFTL_por / SPFTL: block-information (BIT) units written back from the CBIT.
+    #[serde(default)]
+    pub bit: u64,
+    /// DFTL_por / SPFTL: global-context (GXT) units.
+    #[serde(default)]
+    pub gxt: u64,
+    /// DFTL_por / SPFTL: PMT units copied by the PMT partition's GC.
+    #[serde(default)]
+    pub pmt_gc: u64,
+    /// DFTL_por / SPFTL: BIT units copied by the BIT partition's GC.
+    #[serde(default)]
+    pub bit_gc: u64,
 }
 
 impl FtlCounters {

@@ -10,7 +10,7 @@
 
 use crate::page::recovery::{RecoveryKind, RecoveryReport};
 use crate::{
-    BlockFtl, BlockFtlConfig, Ftl, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig,
+    BlockFtl, BlockFtlConfig, DftlConfig, DftlFtl, Ftl, MetaMode, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig,
     RtBlockConfig, RtBlockFtl, RtKind,
 };
 use alloc::boxed::Box;
@@ -121,6 +121,33 @@ impl<S: Storage, M: ErrorModel> Volume<S, M> for RtBlockFtl<S, M> {
     }
 }
 
+impl<S: Storage, M: ErrorModel> Volume<S, M> for DftlFtl<S, M> {
+    fn scheme(&self) -> &'static str {
+        self.mode().scheme()
+    }
+    fn controller(&self) -> &Controller<S, M> {
+        DftlFtl::controller(self)
+    }
+    fn controller_mut(&mut self) -> &mut Controller<S, M> {
+        DftlFtl::controller_mut(self)
+    }
+    fn into_controller(self: Box<Self>) -> Controller<S, M> {
+        DftlFtl::into_controller(*self)
+    }
+    fn recovery_report(&self) -> Option<&RecoveryReport> {
+        DftlFtl::recovery_report(self)
+    }
+    fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        DftlFtl::mapping(self, lpn)
+    }
+    fn free_blocks(&self) -> Vec<usize> {
+        DftlFtl::free_blocks(self)
+    }
+    fn verify(&self) -> Result<(), Invariant> {
+        DftlFtl::verify(self)
+    }
+}
+
 /// A boxed volume over controller `Controller<S, M>` (`Send`: a server may hand it to
 /// another thread behind a lock).
 pub type BoxedVolume<S, M> = Box<dyn Volume<S, M> + Send>;
@@ -141,6 +168,11 @@ pub enum SchemeConfig {
     /// RFTL ([`RtBlockFtl`], WAO-GC's Table I): primary, replacement and buffer block per
     /// logical block, distributed partial GC.
     Rftl(RtBlockConfig),
+    /// DFTL_por ([`DftlFtl`], SPFTL's baseline): demand-paged page map (CPMT), block
+    /// information (CBIT), GXT, metadata in whole SLC-mode pages.
+    DftlPor(DftlConfig),
+    /// SPFTL ([`DftlFtl`]): DFTL_por with every metadata unit a subpage of an SP block.
+    Spftl(DftlConfig),
 }
 
 impl Default for SchemeConfig {
@@ -157,6 +189,8 @@ impl SchemeConfig {
             SchemeConfig::Block(_) => "block",
             SchemeConfig::Gftl(_) => "gftl",
             SchemeConfig::Rftl(_) => "rftl",
+            SchemeConfig::DftlPor(_) => "dftl-por",
+            SchemeConfig::Spftl(_) => "spftl",
         }
     }
 
@@ -174,6 +208,12 @@ impl SchemeConfig {
             }
             SchemeConfig::Rftl(cfg) => {
                 Ok(Box::new(RtBlockFtl::format(ctl, RtKind::Rftl, cfg, now)?))
+            }
+            SchemeConfig::DftlPor(cfg) => {
+                Ok(Box::new(DftlFtl::format(ctl, MetaMode::Page, cfg, now)?))
+            }
+            SchemeConfig::Spftl(cfg) => {
+                Ok(Box::new(DftlFtl::format(ctl, MetaMode::Subpage, cfg, now)?))
             }
         }
     }
@@ -209,15 +249,29 @@ impl SchemeConfig {
                 cfg,
                 now,
             )?)),
+            SchemeConfig::DftlPor(cfg) => Ok(Box::new(DftlFtl::try_mount(
+                ctl,
+                MetaMode::Page,
+                cfg,
+                now,
+            )?)),
+            SchemeConfig::Spftl(cfg) => Ok(Box::new(DftlFtl::try_mount(
+                ctl,
+                MetaMode::Subpage,
+                cfg,
+                now,
+            )?)),
         }
     }
 
-    /// The recovery procedure a mount runs (GFTL and RFTL: always the full scan).
+    /// The recovery procedure a mount runs (GFTL and RFTL: always the full scan; DFTL_por
+    /// and SPFTL: always the GXT and the blocks written after it, reported as roll-forward).
     pub fn recovery(&self) -> RecoveryKind {
         match self {
             SchemeConfig::Page(cfg) => cfg.recovery,
             SchemeConfig::Block(cfg) => cfg.recovery,
             SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => RecoveryKind::FullScan,
+            SchemeConfig::DftlPor(_) | SchemeConfig::Spftl(_) => RecoveryKind::RollForward,
         }
     }
 
@@ -227,7 +281,10 @@ impl SchemeConfig {
         match self {
             SchemeConfig::Page(cfg) => cfg.recovery = kind,
             SchemeConfig::Block(cfg) => cfg.recovery = kind,
-            SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => {}
+            SchemeConfig::Gftl(_)
+            | SchemeConfig::Rftl(_)
+            | SchemeConfig::DftlPor(_)
+            | SchemeConfig::Spftl(_) => {}
         }
     }
 
@@ -237,6 +294,7 @@ impl SchemeConfig {
             SchemeConfig::Page(cfg) => cfg.ecc_t,
             SchemeConfig::Block(cfg) => cfg.ecc_t,
             SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t,
+            SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) => cfg.ecc_t,
         }
     }
 
@@ -246,6 +304,7 @@ impl SchemeConfig {
             SchemeConfig::Page(cfg) => cfg.ecc_t = t,
             SchemeConfig::Block(cfg) => cfg.ecc_t = t,
             SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t = t,
+            SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) => cfg.ecc_t = t,
         }
     }
 
@@ -258,6 +317,9 @@ impl SchemeConfig {
             SchemeConfig::Block(cfg) => cfg.region_blocks(chip),
             // No checkpoint region: records only.
             SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => Vec::new(),
+            // The metadata partitions (fixed, at the start of the chip).
+            SchemeConfig::DftlPor(cfg) => crate::dftl::metadata_blocks(chip, MetaMode::Page, cfg),
+            SchemeConfig::Spftl(cfg) => crate::dftl::metadata_blocks(chip, MetaMode::Subpage, cfg),
         }
     }
 

@@ -1,0 +1,366 @@
+//! The user partition: host writes, reads and trims through the update block, the
+//! update-block switch (write-back, GXT, victim), the victim's collection, and sealing
+//! exposed lower pages.
+
+use super::{bst, BitEntry, DftlFtl, NONE, PAD_TAG, TOMB_TAG};
+use crate::substrate::NO_UPPER;
+use crate::{Cause, FtlError, OpKind};
+use controller::{CtlError, DataClass, OobRecord, PageKind, PageRead};
+use nand::{ErrorModel, Lpn, NandError, Nanos, Storage};
+
+/// A user page's record field: the logical page (31 bits), the tombstone flag, and the
+/// physical page it supersedes (`u32::MAX`: none) in the high half.
+pub(crate) mod field {
+    /// The logical page.
+    pub const LPN: u64 = 0x7FFF_FFFF;
+    /// A trim: the logical page maps to nothing.
+    pub const TOMB: u64 = 1 << 31;
+
+    /// Packs a record field.
+    pub const fn pack(l: u32, tomb: bool, old: u32) -> u64 {
+        (old as u64) << 32 | if tomb { TOMB } else { 0 } | l as u64
+    }
+
+    /// The physical page a record's write superseded.
+    pub const fn old(f: u64) -> u32 {
+        (f >> 32) as u32
+    }
+}
+
+/// How a user-page program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prog {
+    Done,
+    /// The block cannot take this page (a torn page after a crash): skipped.
+    Conflict,
+    /// The program failed; the block is bad (its data stay readable).
+    Bad,
+}
+
+/// What a user page's program carries.
+pub(crate) enum UserPayload<'a> {
+    Data(&'a [u8]),
+    /// The page in the controller's register (a GC copy).
+    Relocated,
+}
+
+impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
+    /// Programs user page `p` (flat) with `rec`.
+    pub(crate) fn program_user(
+        &mut self,
+        now: Nanos,
+        p: u32,
+        payload: UserPayload<'_>,
+        rec: OobRecord,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Prog, FtlError> {
+        let addr = self.s.phys_addr(p);
+        let b = p / self.ppb;
+        let die = self.s.die_of(b);
+        let t = self.s.op_time(die, now);
+        let r = match payload {
+            UserPayload::Data(d) => self.s.ctl.program(t, addr, d, rec, self.cfg.ecc_t),
+            UserPayload::Relocated => self.s.ctl.program_relocated(t, addr, rec),
+        };
+        match r {
+            Ok(timing) => {
+                self.s.occupy(die, t, timing);
+                self.s
+                    .push_op(b, OpKind::Program, cause, timing, Nanos::ZERO, after);
+                Ok(Prog::Done)
+            }
+            Err(CtlError::Nand(NandError::ProgramFailed(_) | NandError::BadBlock(_))) => {
+                self.s.log.counters.program_retries += 1;
+                self.s.log.counters.retired_blocks += 1;
+                Ok(Prog::Bad)
+            }
+            Err(CtlError::Nand(
+                NandError::NotErased(_)
+                | NandError::OutOfOrder { .. }
+                | NandError::LowerPageNotProgrammed { .. }
+                | NandError::NeedsErase(_),
+            )) => Ok(Prog::Conflict),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether flat page `p` is a lower page of the update block a power cut while its
+    /// upper page is programmed could still corrupt.
+    pub(crate) fn exposed(&self, p: u32) -> bool {
+        if p == NONE || p / self.ppb != self.u {
+            return false;
+        }
+        let q = p % self.ppb;
+        let up = self.s.upper[q as usize];
+        q < self.u_wp && up != NO_UPPER && up >= self.u_wp && self.u_data[q as usize]
+    }
+
+    /// Whether the update block holds an exposed page.
+    fn any_exposed(&self) -> bool {
+        if self.u == NONE {
+            return false;
+        }
+        let lo = self.u_wp.saturating_sub(self.s.window + 1);
+        (lo..self.u_wp).any(|q| self.exposed(self.u * self.ppb + q))
+    }
+
+    /// Pads the update block until no lower page of it is exposed (multi-level chips).
+    pub(crate) fn seal(&mut self, now: Nanos) -> Result<(), FtlError> {
+        while self.any_exposed() && self.u_wp < self.ppb {
+            let p = self.u * self.ppb + self.u_wp;
+            self.u_wp += 1;
+            let rec = OobRecord::new(u64::MAX, self.s.next_seq(), PageKind::Meta(PAD_TAG));
+            let zeros = core::mem::take(&mut self.zeros);
+            let r = self.program_user(now, p, UserPayload::Data(&zeros), rec, Cause::Meta, None);
+            self.zeros = zeros;
+            self.u_data[(p % self.ppb) as usize] = false;
+            match r? {
+                Prog::Done => self.s.log.counters.pad_pages += 1,
+                Prog::Conflict => {}
+                Prog::Bad => self.u_wp = self.ppb,
+            }
+        }
+        Ok(())
+    }
+
+    /// A host write of logical page `l` (`None`: a trim's tombstone).
+    pub(crate) fn host_write(
+        &mut self,
+        now: Nanos,
+        l: u32,
+        data: Option<(&[u8], DataClass)>,
+    ) -> Result<(), FtlError> {
+        let old = self.pmt_get(now, l)?;
+        let p = self.place(now, l, old, data)?;
+        self.pmt_set(now, l, if data.is_some() { p } else { NONE })?;
+        if data.is_some() {
+            self.bit_add(now, self.u, 1)?;
+        }
+        if old != NONE {
+            self.bit_add(now, old / self.ppb, -1)?;
+        }
+        Ok(())
+    }
+
+    /// Programs the next page of the update block for `l` (switching blocks as needed).
+    fn place(
+        &mut self,
+        now: Nanos,
+        l: u32,
+        old: u32,
+        data: Option<(&[u8], DataClass)>,
+    ) -> Result<u32, FtlError> {
+        // Bounded: each round uses a page of the update block or switches blocks.
+        for _ in 0..4 * self.ppb + 8 {
+            if self.u == NONE || self.u_wp >= self.ppb {
+                self.switch(now)?;
+                continue;
+            }
+            let p = self.u * self.ppb + self.u_wp;
+            self.u_wp += 1;
+            let kind = match data {
+                Some((_, c)) => PageKind::User(c),
+                None => PageKind::Meta(TOMB_TAG),
+            };
+            let rec = OobRecord::new(
+                field::pack(l, data.is_none(), old),
+                self.s.next_seq(),
+                kind,
+            );
+            let zeros = core::mem::take(&mut self.zeros);
+            let payload = UserPayload::Data(data.map_or(&zeros[..], |(d, _)| d));
+            let r = self.program_user(now, p, payload, rec, Cause::Host, None);
+            self.zeros = zeros;
+            self.u_data[(p % self.ppb) as usize] = true;
+            match r? {
+                Prog::Done => return Ok(p),
+                Prog::Conflict => {
+                }
+                Prog::Bad => self.u_wp = self.ppb,
+            }
+        }
+        Err(FtlError::NoSpace)
+    }
+
+    /// A host read of logical page `l`.
+    pub(crate) fn host_read(
+        &mut self,
+        now: Nanos,
+        l: u32,
+        lpn: Lpn,
+        data: &mut [u8],
+    ) -> Result<(), FtlError> {
+        let p = self.pmt_get(now, l)?;
+        if p == NONE {
+            data.fill(0);
+            self.s.log.counters.unmapped_reads += 1;
+            return Ok(());
+        }
+        let b = p / self.ppb;
+        let die = self.s.die_of(b);
+        let t = self.s.op_time(die, now);
+        let r = self.s.ctl.read(t, self.s.phys_addr(p), data);
+        let (ok, timing, ecc) = match r {
+            Ok(PageRead::Data(info)) => (
+                info.record.lpn & (field::LPN | field::TOMB) == l as u64
+                    && info.record.kind.data_class().is_some(),
+                info.timing,
+                info.ecc,
+            ),
+            Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
+            Err(e) => return Err(e.into()),
+        };
+        self.s.occupy(die, t, timing);
+        self.s
+            .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
+        if ok {
+            Ok(())
+        } else {
+            Err(FtlError::Unreadable(lpn))
+        }
+    }
+
+    /// The update block is full: a free block takes its place, every dirty cached entry
+    /// is written back, the GXT is written (naming the new update block and, when free
+    /// blocks run low, the victim), and the victim is collected.
+    pub(crate) fn switch(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.free_q.is_empty() {
+            self.bit_scan(now)?;
+        }
+        let Some(b) = self.free_q.pop_front() else {
+            return Err(FtlError::NoSpace);
+        };
+        self.free_total = self.free_total.saturating_sub(1);
+        let mut e = self.bit_get(now, b)?;
+        if e.state != bst::FREE {
+            return Err(FtlError::Corrupt("a queued free block is not free in the BIT"));
+        }
+        e.state = bst::USED;
+        e.valid = 0;
+        self.u = b;
+        self.u_wp = 0;
+        self.u_data.fill(false);
+        self.bit_set(now, b, e)?;
+        self.bsi.retain(|&(x, _)| x != b);
+        self.victim = NONE;
+        if self.free_total < self.cfg.gc_threshold {
+            if self.bsi.is_empty() {
+                self.bit_scan(now)?;
+            }
+            self.victim = self
+                .bsi
+                .iter()
+                .filter(|&&(x, _)| x != self.u)
+                .min_by_key(|&&(x, v)| (v, x))
+                .map_or(NONE, |&(x, _)| x);
+        }
+        self.writeback_all(now)?;
+        self.write_gxt(now)?;
+        if self.victim != NONE {
+            let v = self.victim;
+            self.collect(now, v)?;
+        }
+        Ok(())
+    }
+
+    /// Collects victim `v` into the update block: each page's record read, its logical
+    /// page looked up, the valid ones copied; the copies sealed; the victim erased. If the
+    /// update block cannot hold every valid page the victim is left as it is.
+    fn collect(&mut self, now: Nanos, v: u32) -> Result<(), FtlError> {
+        let die = self.s.die_of(v);
+        for q in 0..self.ppb {
+            let src = v * self.ppb + q;
+            let t = self.s.op_time(die, now);
+            let (rec, timing, ecc) = match self.s.ctl.read_record(t, self.s.phys_addr(src)) {
+                Ok(PageRead::Data(info)) => (Some(info.record), info.timing, info.ecc),
+                Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO),
+                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc),
+                Err(e) => return Err(e.into()),
+            };
+            self.s.occupy(die, t, timing);
+            self.s.push_op(v, OpKind::Read, Cause::Gc, timing, ecc, None);
+            let Some(rec) = rec else {
+                continue;
+            };
+            let Some(class) = rec.kind.data_class() else {
+                continue;
+            };
+            let l = (rec.lpn & field::LPN) as u32;
+            if l >= self.lpns || self.pmt_get(now, l)? != src {
+                continue;
+            }
+            if !self.copy(now, src, l, class)? {
+                // No room left: the victim keeps its remaining pages.
+                self.victim = NONE;
+                return self.seal(now);
+            }
+        }
+        self.seal(now)?;
+        let mut e = self.bit_get(now, v)?;
+        if self.s.erase_block(now, v, Cause::Gc)? {
+            e = BitEntry {
+                valid: 0,
+                state: bst::FREE,
+                erase: e.erase + 1,
+            };
+            self.free_total += 1;
+            if self.free_q.len() < self.cfg.free_queue as usize {
+                self.free_q.push_back(v);
+            }
+        } else {
+            e.state = bst::BAD;
+            e.valid = 0;
+        }
+        self.bit_set(now, v, e)?;
+        self.s.log.counters.gc_victims += 1;
+        self.victim = NONE;
+        Ok(())
+    }
+
+    /// Copies logical page `l` from `src` into the update block. `Ok(false)`: no room.
+    fn copy(&mut self, now: Nanos, src: u32, l: u32, class: DataClass) -> Result<bool, FtlError> {
+        let vb = src / self.ppb;
+        let die = self.s.die_of(vb);
+        let t = self.s.op_time(die, now);
+        let (timing, ecc) = match self.s.ctl.read_for_relocation(t, self.s.phys_addr(src)) {
+            Ok(PageRead::Data(info)) => (info.timing, info.ecc),
+            Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
+                // Unreadable: the page is lost (its logical page then reads as an error).
+                self.s.log.counters.lost_pages += 1;
+                return Ok(true);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.s.occupy(die, t, timing);
+        let op = self.s.push_op(vb, OpKind::Read, Cause::Gc, timing, ecc, None);
+        loop {
+            if self.u_wp >= self.ppb {
+                return Ok(false);
+            }
+            let p = self.u * self.ppb + self.u_wp;
+            self.u_wp += 1;
+            let rec = OobRecord::new(
+                field::pack(l, false, src),
+                self.s.next_seq(),
+                PageKind::GcCopy(class),
+            );
+            self.u_data[(p % self.ppb) as usize] = true;
+            match self.program_user(now, p, UserPayload::Relocated, rec, Cause::Gc, Some(op))? {
+                Prog::Done => {
+                    self.pmt_set(now, l, p)?;
+                    self.bit_add(now, self.u, 1)?;
+                    self.bit_add(now, vb, -1)?;
+                    self.s.log.counters.valid_copies += 1;
+                    return Ok(true);
+                }
+                Prog::Conflict => {}
+                Prog::Bad => {
+                    self.u_wp = self.ppb;
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}

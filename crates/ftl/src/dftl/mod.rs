@@ -1,0 +1,813 @@
+//! The demand-paged page-mapping FTLs of SPFTL (paper 001): **DFTL_por** (§IV-A, the
+//! baseline), **SPFTL** (§IV-B: every metadata unit a subpage of an SP block) and
+//! **SPFTL_log** (§IV-C: metadata updates logged by subpages, merged into the metadata
+//! pages when a log subpage fills). One kernel, [`DftlFtl`]; the three differ only in how
+//! metadata is written ([`MetaMode`]).
+//!
+//! ## What lives where
+//!
+//! - **Internal memory** (the memory budget, [`MemoryBudget`], the paper's 26 KiB by
+//!   default): the **CPMT** (cached page-map entries, 8 bytes each: logical page and
+//!   physical page) and the **CBIT** (cached block-information entries, 12 bytes each:
+//!   block, valid count, state, erase count), least recently used evicted first; the
+//!   **GXT**, always whole: the **PMD** (where each PMT unit is), the **BID** (where each
+//!   BIT unit is), the **BSI** (block status information: the greedy victim candidates,
+//!   below) and the **UFP** (update-block pointers of every partition, the free user
+//!   blocks known, the free-block count, the victim being collected, each metadata
+//!   block's subpage partition); a page buffer and a copy-back buffer; SPFTL_log's merge
+//!   buffer and the **LID** (where each metadata unit's newest log subpage is).
+//! - **Flash**, fixed partitions at the start of the chip, every block in SLC mode (LSB
+//!   pages only on multi-level chips): the GXT partition, the PMT partition, the BIT
+//!   partition and (SPFTL_log) the log partition; then the user partition (multi-level
+//!   mode). Each metadata partition is log-structured with its own update block and its
+//!   own greedy GC (victim: fewest live units; its live units copied into the update
+//!   block, counted as PMT-GC or BIT-GC bytes).
+//! - A **metadata unit** is a page's data area (DFTL_por) or one subpage (SPFTL,
+//!   SPFTL_log: programmed only by subpage programming, through the controller's subpage
+//!   path, in SP blocks whose subpage partition is used in the pong-pong order — the
+//!   partition advances at the block's next erase after a unit of it failed to decode).
+//!   A PMT unit holds `unit / 4` entries (4-byte physical page, `u32::MAX`: unmapped); a
+//!   BIT unit `unit / 8` entries (valid count u16, state u8, reserved u8, erase count u32)
+//!   for every block of the chip. Each unit's OOB record names its kind and index; its
+//!   sequence number is the unit's **stamp**.
+//!
+//! ## Host paths
+//!
+//! A write programs the next page of the user **update block** with a record naming the
+//! logical page and the physical page it supersedes, then updates the CPMT (a miss reads
+//! the PMT unit: a charged read) and the CBIT (the old page's block −1, the update block
+//! +1). Evicting a dirty entry reads its unit, applies **every** dirty entry of that unit
+//! (DFTL's batch update), programs the unit anew and marks them clean. A read looks up
+//! the CPMT (a miss is a charged unit read). A trim programs a tombstone page (record
+//! only) in the update block, so a trim is as durable as a write; its logical page then
+//! maps to nothing.
+//!
+//! When the update block is full: a free block becomes the update block; every dirty CPMT
+//! and CBIT entry is written back; the GXT is written (naming the new update block); and,
+//! when fewer than `gc_threshold` free user blocks are left, one **victim** (greedy: the
+//! BSI's fewest valid pages) is collected — each page's record read, its logical page
+//! looked up, the valid ones copied into the new update block — then the copies sealed
+//! (multi-level chips: padded until no copy sits in an exposed lower page) and the victim
+//! erased. The BSI holds the `bsi_entries` blocks of fewest valid pages seen: every valid
+//! count decrement passes through it, so its minimum is the global minimum; when it runs
+//! empty, a charged scan of every BIT unit refills it and the free-block queue.
+//!
+//! ## Power-off recovery
+//!
+//! The newest complete GXT (records of the GXT partition's pages read; then its units
+//! whole), then the PMT and BIT update blocks' units written after the GXT's write
+//! pointers (newest stamp per unit), then the user update block from its first page. A
+//! scanned user page whose sequence number is above its PMT unit's stamp updates the map;
+//! above the stamp of the BIT unit of the block it superseded, that block's valid count
+//! drops — so effects already written back are never applied twice. The update block's
+//! own valid count is recounted. A victim the GXT names whose erase count on the chip
+//! (its header, a charged read) is above the BIT's was erased: its entry is reset. Every
+//! metadata block's header is read (erase count; which blocks hold nothing). The update
+//! block is sealed. Multi-level chips: a lower page a power cut corrupted is lost with
+//! its unflushed write; if that write's decrement had been written back, the superseded
+//! block's count stays one low (`drift`, bounded and checked by `verify`; GC identifies
+//! valid pages by their records and the map, never by counts, and an erase resets them).
+//!
+//! `flush` seals the update block (every page written is then found by the scan).
+//! Sealing also runs before a PMT unit is written that would point at an exposed page.
+
+mod cache;
+mod gxt;
+mod host;
+mod meta;
+mod mount;
+#[cfg(test)]
+mod tests;
+
+use crate::page::recovery::RecoveryReport;
+use crate::policy::{FixedStrength, Policies};
+use crate::substrate::{Substrate, SubstrateConfig};
+use crate::{FlashOp, Ftl, FtlCounters, FtlError, Invariant};
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+use cache::EntryCache;
+use controller::{Controller, DataClass, MetaTag};
+use nand::{ErrorModel, Lpn, Nanos, PhysAddr, Storage};
+use serde::{Deserialize, Serialize};
+
+/// No page / block / unit.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Record tags of this kernel's metadata pages.
+pub(crate) const PMT_TAG: MetaTag = MetaTag::new(40);
+pub(crate) const BIT_TAG: MetaTag = MetaTag::new(41);
+pub(crate) const GXT_TAG: MetaTag = MetaTag::new(42);
+pub(crate) const PAD_TAG: MetaTag = MetaTag::new(43);
+pub(crate) const TOMB_TAG: MetaTag = MetaTag::new(44);
+
+/// How metadata units are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetaMode {
+    /// DFTL_por: whole pages.
+    Page,
+    /// SPFTL: subpages of SP blocks.
+    Subpage,
+}
+
+impl MetaMode {
+    /// The scheme's name in reports.
+    pub const fn scheme(self) -> &'static str {
+        match self {
+            MetaMode::Page => "dftl-por",
+            MetaMode::Subpage => "spftl",
+        }
+    }
+}
+
+/// The internal-memory budget (bytes). The paper's 26 KiB: 2 KiB of cached PMT/BIT entries
+/// (one update block's worth), 4 KiB of GXT, an 8 KiB copy-back buffer and an 8 KiB page
+/// buffer; SPFTL_log adds a 4 KiB merge buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryBudget {
+    /// Everything below together may not exceed this.
+    pub total: u32,
+    /// CPMT: 8 bytes per cached page-map entry.
+    pub cpmt: u32,
+    /// CBIT: 12 bytes per cached block-information entry.
+    pub cbit: u32,
+    /// The GXT (PMD, BID, BSI, UFP), held whole.
+    pub gxt: u32,
+    /// Copy-back buffer (a GC copy's page).
+    pub copyback: u32,
+    /// Page buffer (a metadata unit being read, patched and rewritten).
+    pub page_buffer: u32,
+}
+
+impl Default for MemoryBudget {
+    fn default() -> Self {
+        MemoryBudget {
+            total: 26 * 1024,
+            cpmt: 1024,
+            cbit: 1024,
+            gxt: 4096,
+            copyback: 8192,
+            page_buffer: 8192,
+        }
+    }
+}
+
+/// Configuration of the DFTL_por / SPFTL kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DftlConfig {
+    /// Share of the chip's blocks outside the logical space (the paper's 5 %): the
+    /// volume is `⌊blocks × (1 − overprovision)⌋` blocks of pages.
+    pub overprovision: f64,
+    /// BCH correction capability of user pages.
+    pub ecc_t: u32,
+    /// BCH correction capability of metadata units (a subpage's sectors in SPFTL).
+    pub meta_ecc_t: u32,
+    /// The internal-memory budget.
+    pub memory: MemoryBudget,
+    /// Blocks of the GXT partition (≥ 2: a GXT is written into one while the other
+    /// holds the last complete one).
+    pub gxt_blocks: u32,
+    /// Spare room of the PMT and BIT partitions: each holds `(1 + meta_spare)` times the
+    /// blocks its units fill, plus two.
+    pub meta_spare: f64,
+    /// A full update block is followed by collecting a victim when fewer free user
+    /// blocks than this are left.
+    pub gc_threshold: u32,
+    /// Greedy victim candidates the BSI holds.
+    pub bsi_entries: u32,
+    /// Free user blocks the UFP lists (refilled by a scan of the BIT when it runs out).
+    pub free_queue: u32,
+    /// NWI weight of an SP block's erase (eq. 1: 1/1.71, SP2O_SLC's endurance gain).
+    pub sp_weight: f64,
+}
+
+impl Default for DftlConfig {
+    fn default() -> Self {
+        DftlConfig {
+            overprovision: 0.05,
+            ecc_t: 8,
+            meta_ecc_t: 8,
+            memory: MemoryBudget::default(),
+            gxt_blocks: 2,
+            meta_spare: 1.0,
+            gc_threshold: 4,
+            bsi_entries: 8,
+            free_queue: 8,
+            sp_weight: 1.0 / 1.71,
+        }
+    }
+}
+
+/// Bytes of one CPMT entry in the budget.
+pub const CPMT_ENTRY_BYTES: u32 = 8;
+/// Bytes of one CBIT entry in the budget.
+pub const CBIT_ENTRY_BYTES: u32 = 12;
+/// Bytes of one PMT entry on flash.
+pub(crate) const PMT_ENTRY: usize = 4;
+/// Bytes of one BIT entry on flash.
+pub(crate) const BIT_ENTRY: usize = 8;
+
+/// A block's information (a BIT entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct BitEntry {
+    pub valid: u16,
+    pub state: u8,
+    pub erase: u32,
+}
+
+/// BIT entry states.
+pub(crate) mod bst {
+    /// Erased, in no use.
+    pub const FREE: u8 = 0;
+    /// A user block holding data (or the update block).
+    pub const USED: u8 = 1;
+    /// A metadata-partition block (its entry is not used).
+    pub const META: u8 = 2;
+    /// Bad.
+    pub const BAD: u8 = 3;
+}
+
+/// Which metadata partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PartKind {
+    Gxt = 0,
+    Pmt = 1,
+    Bit = 2,
+}
+
+/// A metadata partition.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    /// First block of its range.
+    pub first: u32,
+    /// Blocks in its range (bad ones included).
+    pub len: u32,
+    /// The update block (`NONE`: none open).
+    pub upd: u32,
+    /// The next slot of the update block.
+    pub wp: u32,
+    /// Erased blocks, in the order they are taken.
+    pub free: VecDeque<u32>,
+    /// Bad blocks of the range.
+    pub bad: Vec<bool>,
+}
+
+impl Part {
+    pub fn contains(&self, b: u32) -> bool {
+        b >= self.first && b < self.first + self.len
+    }
+}
+
+/// The DFTL_por / SPFTL kernel (see the module docs).
+pub struct DftlFtl<S: Storage, M: ErrorModel> {
+    pub(crate) s: Substrate<S, M>,
+    pub(crate) cfg: DftlConfig,
+    pub(crate) mode: MetaMode,
+    pub(crate) ppb: u32,
+    /// Bytes of a metadata unit.
+    pub(crate) unit: usize,
+    /// Slot → page of an SLC-mode block (its LSB pages, ascending).
+    pub(crate) lsb: Vec<u32>,
+    /// Logical pages.
+    pub(crate) lpns: u32,
+    pub(crate) pmt_per_unit: u32,
+    pub(crate) bit_per_unit: u32,
+    pub(crate) pmt_units: u32,
+    pub(crate) bit_units: u32,
+    /// The partitions: GXT, PMT, BIT.
+    pub(crate) parts: [Part; 3],
+    /// First block of the user partition.
+    pub(crate) user_first: u32,
+    /// PMD / BID: unit → slot address (`block × slots + slot`), `NONE`: never written.
+    pub(crate) pmd: Vec<u32>,
+    pub(crate) bid: Vec<u32>,
+    pub(crate) cpmt: EntryCache<u32>,
+    pub(crate) cbit: EntryCache<BitEntry>,
+    /// The user update block and its next page.
+    pub(crate) u: u32,
+    pub(crate) u_wp: u32,
+    /// Per page of the update block: it holds data, a tombstone or a GC copy (not
+    /// padding): what sealing protects.
+    pub(crate) u_data: Vec<bool>,
+    /// Free user blocks known (UFP), taken front first.
+    pub(crate) free_q: VecDeque<u32>,
+    /// Free user blocks in all.
+    pub(crate) free_total: u32,
+    /// BSI: victim candidates (block, valid pages).
+    pub(crate) bsi: Vec<(u32, u32)>,
+    /// The victim the last GXT names (`NONE`: none).
+    pub(crate) victim: u32,
+    /// Per block: its subpage partition (SP blocks), advanced at the next erase when
+    /// `sp_bump` is set.
+    pub(crate) sp_part: Vec<u8>,
+    pub(crate) sp_bump: Vec<bool>,
+    /// Valid-count drift recovery allows (see the module docs).
+    pub(crate) drift: u64,
+    /// The simulator's record of every logical page's physical page (what the FTL's map
+    /// says), for `verify` and `mapping`; never consulted by the scheme.
+    pub(crate) truth: Vec<u32>,
+    /// The simulator's record of what the PMT and BIT units on flash hold (kept by every
+    /// write-back, rebuilt by raw reads at mount): `verify` checks the caches against it.
+    pub(crate) flash_pmt: Vec<u32>,
+    pub(crate) flash_bit: Vec<BitEntry>,
+    pub(crate) recovery: Option<RecoveryReport>,
+    pub(crate) zeros: Vec<u8>,
+}
+
+impl<S: Storage, M: ErrorModel> core::fmt::Debug for DftlFtl<S, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DftlFtl")
+            .field("mode", &self.mode)
+            .field("lpns", &self.lpns)
+            .field("cfg", &self.cfg)
+            .finish()
+    }
+}
+
+impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
+    /// An empty kernel sized from the chip and `cfg` (errors name the key).
+    pub(crate) fn empty(
+        mut ctl: Controller<S, M>,
+        mode: MetaMode,
+        cfg: DftlConfig,
+    ) -> Result<Self, (FtlError, Controller<S, M>)> {
+        match Self::plan(&mut ctl, mode, &cfg) {
+            Ok(plan) => Ok(Self::build(ctl, mode, cfg, plan)),
+            Err(e) => Err((e, ctl)),
+        }
+    }
+
+    /// Checks the configuration against the chip and sizes every structure.
+    fn plan(ctl: &mut Controller<S, M>, mode: MetaMode, cfg: &DftlConfig) -> Result<Plan, FtlError> {
+        let name = mode.scheme();
+        let key = |k: &str| format!("[ftl.{name}] {k}");
+        let chip = ctl.chip().config().clone();
+        let g = chip.geometry;
+        if !(cfg.overprovision > 0.0 && cfg.overprovision < 0.5) {
+            return Err(FtlError::Config(format!(
+                "{} = {} must be in (0, 0.5)",
+                key("overprovision"),
+                cfg.overprovision
+            )));
+        }
+        if !(cfg.meta_spare >= 0.0 && cfg.meta_spare <= 16.0) {
+            return Err(FtlError::Config(format!(
+                "{} = {} must be in [0, 16]",
+                key("meta_spare"),
+                cfg.meta_spare
+            )));
+        }
+        if !(cfg.sp_weight > 0.0 && cfg.sp_weight <= 1.0) {
+            return Err(FtlError::Config(format!(
+                "{} = {} must be in (0, 1]",
+                key("sp_weight"),
+                cfg.sp_weight
+            )));
+        }
+        if cfg.gxt_blocks < 2 {
+            return Err(FtlError::Config(format!(
+                "{} = {} must be at least 2",
+                key("gxt_blocks"),
+                cfg.gxt_blocks
+            )));
+        }
+        if cfg.gc_threshold < 2 {
+            return Err(FtlError::Config(format!(
+                "{} = {} must be at least 2",
+                key("gc_threshold"),
+                cfg.gc_threshold
+            )));
+        }
+        if cfg.bsi_entries == 0 || cfg.bsi_entries > 255 || cfg.free_queue == 0 || cfg.free_queue > 255 {
+            return Err(FtlError::Config(format!(
+                "{} and {} must be in 1..=255",
+                key("bsi_entries"),
+                key("free_queue")
+            )));
+        }
+        ctl.layout(cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("{} = {}: {e}", key("ecc_t"), cfg.ecc_t)))?;
+        let unit = match mode {
+            MetaMode::Page => {
+                ctl.layout(cfg.meta_ecc_t).map_err(|e| {
+                    FtlError::Config(format!("{} = {}: {e}", key("meta_ecc_t"), cfg.meta_ecc_t))
+                })?;
+                g.page_size as usize
+            }
+            MetaMode::Subpage => {
+                if g.subpages_per_page < 2 {
+                    return Err(FtlError::Config(format!(
+                        "scheme = \"{name}\" needs subpage programming: chip {} has geometry.subpages_per_page = 1",
+                        chip.name
+                    )));
+                }
+                ctl.subpage_layout(cfg.meta_ecc_t).map_err(|e| {
+                    FtlError::Config(format!(
+                        "{} = {}: a subpage of chip {} ({} data + {} spare bytes, geometry.subpages_per_page = {}) cannot hold it: {e}",
+                        key("meta_ecc_t"),
+                        cfg.meta_ecc_t,
+                        chip.name,
+                        g.subpage_size(),
+                        g.subpage_spare_size(),
+                        g.subpages_per_page
+                    ))
+                })?;
+                g.subpage_size()
+            }
+        };
+        let ppb = g.pages_per_block;
+        let lsb = lsb_pages(&chip);
+        let slots = lsb.len() as u64;
+        let nblocks = g.total_blocks() as u64;
+        let sz = Sizes::of(nblocks, ppb, slots, unit, cfg);
+        let (user_blocks_logical, lpns) = (sz.logical_blocks, sz.lpns);
+        if lpns >= (1 << 31) {
+            return Err(FtlError::Config(format!(
+                "{lpns} logical pages exceed the kernel's 31-bit logical pages"
+            )));
+        }
+        let (pmt_per_unit, bit_per_unit) = (sz.pmt_per_unit, sz.bit_per_unit);
+        let (pmt_units, bit_units) = (sz.pmt_units, sz.bit_units);
+        let [gb, pb, bb] = sz.part_len.map(|x| x as u64);
+        let meta = gb + pb + bb;
+        if meta >= nblocks {
+            return Err(FtlError::Config(format!(
+                "the metadata partitions ({gb} GXT + {pb} PMT + {bb} BIT blocks, {}) are larger than the device ({nblocks} blocks)",
+                key("meta_spare")
+            )));
+        }
+        for (n, what) in [(pb, "PMT"), (bb, "BIT")] {
+            if n * slots > 0xFFFF {
+                return Err(FtlError::Config(format!(
+                    "the {what} partition ({n} blocks of {slots} units) exceeds the GXT's 16-bit unit addresses: lower {}",
+                    key("meta_spare")
+                )));
+            }
+        }
+        let user = nblocks - meta;
+        let need = user_blocks_logical + cfg.gc_threshold as u64 + 2;
+        if user < need {
+            return Err(FtlError::Config(format!(
+                "{} = {}: the user partition has {user} blocks, the volume needs {need} ({user_blocks_logical} logical, {} to collect into, 2 spare) beside {meta} metadata blocks",
+                key("overprovision"),
+                cfg.overprovision,
+                cfg.gc_threshold
+            )));
+        }
+        let m = &cfg.memory;
+        let sum = m.cpmt as u64 + m.cbit as u64 + m.gxt as u64 + m.copyback as u64 + m.page_buffer as u64;
+        if sum > m.total as u64 {
+            return Err(FtlError::Config(format!(
+                "{}: cpmt + cbit + gxt + copyback + page_buffer = {sum} bytes exceed total = {}",
+                key("memory"),
+                m.total
+            )));
+        }
+        if (m.copyback as usize) < g.page_size as usize || (m.page_buffer as usize) < unit {
+            return Err(FtlError::Config(format!(
+                "{}: copyback must hold a page ({} bytes) and page_buffer a metadata unit ({unit} bytes)",
+                key("memory"),
+                g.page_size
+            )));
+        }
+        let cpmt = m.cpmt / CPMT_ENTRY_BYTES;
+        let cbit = m.cbit / CBIT_ENTRY_BYTES;
+        if cpmt == 0 || cbit == 0 {
+            return Err(FtlError::Config(format!(
+                "{}: cpmt = {} and cbit = {} must hold at least one entry ({CPMT_ENTRY_BYTES} and {CBIT_ENTRY_BYTES} bytes)",
+                key("memory"),
+                m.cpmt,
+                m.cbit
+            )));
+        }
+        let plan = Plan {
+            unit,
+            lsb,
+            lpns: lpns as u32,
+            pmt_per_unit: pmt_per_unit as u32,
+            bit_per_unit: bit_per_unit as u32,
+            pmt_units: pmt_units as u32,
+            bit_units: bit_units as u32,
+            part_len: [gb as u32, pb as u32, bb as u32],
+            cpmt: cpmt as usize,
+            cbit: cbit as usize,
+        };
+        let gxt = gxt::encoded_len(&plan, nblocks as u32, cfg);
+        if gxt > m.gxt as usize {
+            return Err(FtlError::Config(format!(
+                "{} = {} bytes cannot hold the GXT: {gxt} bytes ({} PMD and {} BID entries of 2 bytes, {} BSI and {} free-block entries, {meta} metadata blocks' subpage partitions)",
+                key("memory.gxt"),
+                m.gxt,
+                plan.pmt_units,
+                plan.bit_units,
+                cfg.bsi_entries,
+                cfg.free_queue
+            )));
+        }
+        Ok(plan)
+    }
+
+    fn build(ctl: Controller<S, M>, mode: MetaMode, cfg: DftlConfig, plan: Plan) -> Self {
+        let geo = *ctl.chip().geometry();
+        let scfg = SubstrateConfig {
+            ecc_t: cfg.ecc_t,
+            read_retries: 0,
+            gc_threshold: 1,
+            wear_leveling: None,
+            young_rule: false,
+            #[cfg(feature = "sabotage")]
+            sabotage: Default::default(),
+        };
+        let policies = Policies {
+            placement: crate::policy::PlacementKind::Striped.policy(),
+            ecc: alloc::boxed::Box::new(FixedStrength(cfg.ecc_t)),
+            pacing: crate::policy::PacingKind::Foreground.policy(0),
+            copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
+        };
+        let s = Substrate::new(ctl, scfg, crate::VictimKind::Greedy.policy(), policies);
+        let nblocks = geo.total_blocks();
+        let mut first = 0;
+        let parts = plan.part_len.map(|len| {
+            let p = Part {
+                first,
+                len,
+                upd: NONE,
+                wp: 0,
+                free: VecDeque::new(),
+                bad: vec![false; len as usize],
+            };
+            first += len;
+            p
+        });
+        let digest = s.digest;
+        DftlFtl {
+            zeros: vec![0; if digest { 0 } else { geo.page_size as usize }],
+            ppb: geo.pages_per_block,
+            unit: plan.unit,
+            lsb: plan.lsb,
+            lpns: plan.lpns,
+            pmt_per_unit: plan.pmt_per_unit,
+            bit_per_unit: plan.bit_per_unit,
+            pmt_units: plan.pmt_units,
+            bit_units: plan.bit_units,
+            user_first: first,
+            parts,
+            pmd: vec![NONE; plan.pmt_units as usize],
+            bid: vec![NONE; plan.bit_units as usize],
+            cpmt: EntryCache::new(plan.cpmt),
+            cbit: EntryCache::new(plan.cbit),
+            u: NONE,
+            u_wp: 0,
+            u_data: vec![false; geo.pages_per_block as usize],
+            free_q: VecDeque::new(),
+            free_total: 0,
+            bsi: Vec::new(),
+            victim: NONE,
+            sp_part: vec![0; nblocks as usize],
+            sp_bump: vec![false; nblocks as usize],
+            drift: 0,
+            truth: vec![NONE; plan.lpns as usize],
+            flash_pmt: vec![NONE; plan.lpns as usize],
+            flash_bit: vec![BitEntry::default(); nblocks as usize],
+            recovery: None,
+            s,
+            cfg,
+            mode,
+        }
+    }
+
+    /// The partition holding metadata block `b`, if any.
+    pub(crate) fn part_of(&self, b: u32) -> Option<PartKind> {
+        [PartKind::Gxt, PartKind::Pmt, PartKind::Bit]
+            .into_iter()
+            .find(|&k| self.parts[k as usize].contains(b))
+    }
+
+    /// Slots (units) per metadata block.
+    pub(crate) fn slots(&self) -> u32 {
+        self.lsb.len() as u32
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &Controller<S, M> {
+        &self.s.ctl
+    }
+
+    /// The controller, mutably.
+    pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
+        &mut self.s.ctl
+    }
+
+    /// Consumes the volume, returning its controller.
+    pub fn into_controller(self) -> Controller<S, M> {
+        self.s.ctl
+    }
+
+    /// What the last mount did.
+    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
+    }
+
+    /// Which metadata writer.
+    pub fn mode(&self) -> MetaMode {
+        self.mode
+    }
+
+    /// Where logical page `lpn` lives (`None`: unmapped or trimmed).
+    pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
+        let p = *self.truth.get(lpn as usize)?;
+        (p != NONE).then(|| self.s.phys_addr(p))
+    }
+
+    /// Free user blocks on each die.
+    pub fn free_blocks(&self) -> Vec<usize> {
+        let mut v = vec![0; self.s.geo.total_dies() as usize];
+        if let Some(x) = v.first_mut() {
+            *x = self.free_total as usize;
+        }
+        v
+    }
+
+    /// The logical page `lpn` as an index, or `OutOfRange`.
+    fn check_lpn(&self, lpn: Lpn) -> Result<u32, FtlError> {
+        if lpn.get() >= self.lpns as u64 {
+            return Err(FtlError::OutOfRange {
+                lpn: lpn.get(),
+                count: self.lpns as u64,
+            });
+        }
+        Ok(lpn.get() as u32)
+    }
+
+    /// Checks every invariant (see [`verify`](mod@self) in `mount.rs`).
+    pub fn verify(&self) -> Result<(), Invariant> {
+        self.check().map_err(Invariant::Structure)?;
+        self.s
+            .verify_erase_counts()
+            .map_err(Invariant::EraseCount)?;
+        Ok(())
+    }
+
+    /// NWI (SPFTL eq. 1) so far: full-page blocks' erases plus SP blocks' erases times
+    /// `sp_weight`.
+    pub fn nwi(&self) -> f64 {
+        let c = &self.s.log.counters;
+        let all: u64 = c.erases.iter().sum();
+        (all - c.sp_erases) as f64 + c.sp_erases as f64 * self.cfg.sp_weight
+    }
+}
+
+/// The LSB pages of a block (every page on one-bit-per-cell chips): the slots of an
+/// SLC-mode metadata block.
+fn lsb_pages(chip: &nand::ChipConfig) -> Vec<u32> {
+    let ppb = chip.geometry.pages_per_block;
+    if chip.cell == nand::CellType::Slc {
+        return (0..ppb).collect();
+    }
+    match nand::PairingTable::new(chip.layout, chip.cell, ppb) {
+        Ok(t) => (0..ppb).filter(|&p| t.kind(p) == nand::BitKind::Lsb).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The volume's and the partitions' sizes: from the geometry and the configuration
+/// alone, so that format, mount and the digest store's whole-block list agree.
+struct Sizes {
+    logical_blocks: u64,
+    lpns: u64,
+    pmt_per_unit: u64,
+    bit_per_unit: u64,
+    pmt_units: u64,
+    bit_units: u64,
+    part_len: [u32; 3],
+}
+
+impl Sizes {
+    fn of(nblocks: u64, ppb: u32, slots: u64, unit: usize, cfg: &DftlConfig) -> Sizes {
+        let logical_blocks = libm::floor(nblocks as f64 * (1.0 - cfg.overprovision)) as u64;
+        let lpns = logical_blocks * ppb as u64;
+        let pmt_per_unit = (unit / PMT_ENTRY) as u64;
+        let bit_per_unit = (unit / BIT_ENTRY) as u64;
+        let pmt_units = lpns.div_ceil(pmt_per_unit.max(1));
+        let bit_units = nblocks.div_ceil(bit_per_unit.max(1));
+        let part_blocks = |units: u64| -> u32 {
+            libm::ceil(units.div_ceil(slots.max(1)) as f64 * (1.0 + cfg.meta_spare)) as u32 + 2
+        };
+        Sizes {
+            logical_blocks,
+            lpns,
+            pmt_per_unit,
+            bit_per_unit,
+            pmt_units,
+            bit_units,
+            part_len: [cfg.gxt_blocks, part_blocks(pmt_units), part_blocks(bit_units)],
+        }
+    }
+}
+
+/// The metadata partitions' blocks (flat indices from 0) of a chip and configuration:
+/// what a digest-mode store keeps whole.
+pub fn metadata_blocks(chip: &nand::ChipConfig, mode: MetaMode, cfg: &DftlConfig) -> Vec<u32> {
+    let g = chip.geometry;
+    let unit = match mode {
+        MetaMode::Page => g.page_size as usize,
+        MetaMode::Subpage => g.subpage_size(),
+    };
+    let sz = Sizes::of(
+        g.total_blocks() as u64,
+        g.pages_per_block,
+        lsb_pages(chip).len() as u64,
+        unit,
+        cfg,
+    );
+    let n: u32 = sz.part_len.iter().sum();
+    (0..n.min(g.total_blocks())).collect()
+}
+
+/// What `plan` sized.
+pub(crate) struct Plan {
+    pub unit: usize,
+    pub lsb: Vec<u32>,
+    pub lpns: u32,
+    pub pmt_per_unit: u32,
+    pub bit_per_unit: u32,
+    pub pmt_units: u32,
+    pub bit_units: u32,
+    pub part_len: [u32; 3],
+    pub cpmt: usize,
+    pub cbit: usize,
+}
+
+impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
+    fn logical_pages(&self) -> u64 {
+        self.lpns as u64
+    }
+
+    fn page_size(&self) -> usize {
+        self.s.geo.page_size as usize
+    }
+
+    fn write_with(
+        &mut self,
+        now: Nanos,
+        lpn: Lpn,
+        data: &[u8],
+        hint: DataClass,
+    ) -> Result<(), FtlError> {
+        let l = self.check_lpn(lpn)?;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_writes += 1;
+        self.host_write(now, l, Some((data, hint)))
+    }
+
+    fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
+        let l = self.check_lpn(lpn)?;
+        self.s.check_buf(data.len())?;
+        self.s.log.counters.host_reads += 1;
+        self.host_read(now, l, lpn, data)
+    }
+
+    fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+        let l = self.check_lpn(lpn)?;
+        self.s.log.counters.trims += 1;
+        if self.pmt_get(now, l)? == NONE {
+            return Ok(());
+        }
+        self.s.log.counters.trimmed_pages += 1;
+        self.host_write(now, l, None)
+    }
+
+    fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.log.counters.flushes += 1;
+        self.seal(now)
+    }
+
+    fn sync_dies(&mut self, free: &[Nanos]) {
+        self.s.die_clock.clear();
+        self.s.die_clock.extend_from_slice(free);
+    }
+
+    fn tick(&mut self, _now: Nanos) -> Result<bool, FtlError> {
+        Ok(false)
+    }
+
+    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
+        self.s.log.take(out);
+    }
+
+    fn counters(&self) -> &FtlCounters {
+        &self.s.log.counters
+    }
+
+    fn ecc_stats(&self) -> controller::EccStats {
+        *self.s.ctl.stats()
+    }
+
+    fn erase_counts(&self) -> &[u32] {
+        &self.s.erase
+    }
+}

@@ -1,0 +1,663 @@
+//! Format, power-off recovery (the newest GXT and the blocks written after it) and the
+//! invariants (`check`).
+
+use super::gxt::Gxt;
+use super::host::field;
+use super::meta::{decode_bit, encode_bit, INDEX_BITS};
+use super::{bst, BitEntry, DftlConfig, DftlFtl, MetaMode, PartKind, BIT_TAG, GXT_TAG, NONE, PMT_ENTRY, PMT_TAG};
+use crate::page::recovery::RecoveryReport;
+use crate::{Cause, FtlError, MountFailure};
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use controller::{Controller, CtlError, OobRecord, PageKind, PageRead};
+use nand::{BlockStatus, ErrorModel, Nanos, Storage};
+
+impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
+    /// Formats the chip: every good block erased, the metadata blocks switched to SLC mode,
+    /// every BIT unit and the first GXT written.
+    pub fn format(
+        ctl: Controller<S, M>,
+        mode: MetaMode,
+        cfg: DftlConfig,
+        now: Nanos,
+    ) -> Result<Self, FtlError> {
+        let mut ftl = Self::empty(ctl, mode, cfg).map_err(|(e, _)| e)?;
+        let n = ftl.s.geo.total_blocks();
+        let mut bit = vec![BitEntry::default(); n as usize];
+        for b in 0..n {
+            let info = ftl.s.read_header(now, b, Cause::Mount)?;
+            ftl.s.erase[b as usize] = info.erase_count;
+            let meta = b < ftl.user_first;
+            let good = info.status == BlockStatus::Good
+                && (!(info.next_page > 0 || info.needs_erase)
+                    || ftl.s.erase_block(now, b, Cause::Mount)?);
+            ftl.s.state[b as usize] = crate::substrate::BState::Region;
+            bit[b as usize] = BitEntry {
+                valid: 0,
+                state: if !good {
+                    bst::BAD
+                } else if meta {
+                    bst::META
+                } else {
+                    bst::FREE
+                },
+                erase: ftl.s.erase[b as usize],
+            };
+            if !good {
+                if meta {
+                    ftl.mark_meta_bad(b);
+                } else {
+                    ftl.s.state[b as usize] = crate::substrate::BState::Bad;
+                }
+                continue;
+            }
+            let slc = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
+            let addr = ftl.s.block_addr(b);
+            if meta && slc {
+                ftl.s.ctl.set_slc_mode(addr, true)?;
+            } else if !meta && info.slc_mode {
+                ftl.s.ctl.set_slc_mode(addr, false)?;
+            }
+            if let Some(k) = ftl.part_of(b) {
+                if k != PartKind::Gxt {
+                    ftl.parts[k as usize].free.push_back(b);
+                }
+            }
+        }
+        for k in [PartKind::Pmt, PartKind::Bit] {
+            if ftl.parts[k as usize].free.len() < 2 {
+                return Err(FtlError::Config(format!(
+                    "the {:?} partition has fewer than two good blocks",
+                    k
+                )));
+            }
+        }
+        // Free user blocks, least worn first; the first becomes the update block.
+        let mut free: Vec<(u32, u32)> = (ftl.user_first..n)
+            .filter(|&b| bit[b as usize].state == bst::FREE)
+            .map(|b| (bit[b as usize].erase, b))
+            .collect();
+        free.sort_unstable();
+        let need = ftl.lpns / ftl.ppb + ftl.cfg.gc_threshold + 2;
+        if (free.len() as u32) < need {
+            return Err(FtlError::Config(format!(
+                "{} good user blocks, the volume needs {need} (too many bad blocks for overprovision = {})",
+                free.len(),
+                ftl.cfg.overprovision
+            )));
+        }
+        let u = free[0].1;
+        bit[u as usize].state = bst::USED;
+        ftl.u = u;
+        ftl.u_wp = 0;
+        ftl.free_total = free.len() as u32 - 1;
+        ftl.free_q = free
+            .iter()
+            .skip(1)
+            .take(ftl.cfg.free_queue as usize)
+            .map(|&(_, b)| b)
+            .collect();
+        ftl.flash_bit.clone_from(&bit);
+        // Every BIT unit.
+        let per = ftl.bit_per_unit;
+        for j in 0..ftl.bit_units {
+            let mut buf = vec![0u8; ftl.unit];
+            for k in 0..per {
+                let b = j * per + k;
+                if b < n {
+                    encode_bit(&mut buf, k as usize, bit[b as usize]);
+                }
+            }
+            let stamp = ftl.s.seq;
+            let a = ftl.write_unit(now, PartKind::Bit, j, stamp, &buf)?;
+            ftl.bid[j as usize] = a;
+        }
+        ftl.write_gxt(now)?;
+        for b in 0..ftl.user_first {
+            ftl.s.ctl.keep_whole(b, true);
+        }
+        Ok(ftl)
+    }
+
+    /// Mounts a volume (after a clean shutdown or a power cut).
+    pub fn mount(
+        ctl: Controller<S, M>,
+        mode: MetaMode,
+        cfg: DftlConfig,
+        now: Nanos,
+    ) -> Result<Self, FtlError> {
+        Self::try_mount(ctl, mode, cfg, now).map_err(|f| f.error)
+    }
+
+    /// Like [`mount`](DftlFtl::mount), handing the controller back on failure.
+    pub fn try_mount(
+        ctl: Controller<S, M>,
+        mode: MetaMode,
+        cfg: DftlConfig,
+        now: Nanos,
+    ) -> Result<Self, Box<MountFailure<S, M>>> {
+        let mut ftl = match Self::empty(ctl, mode, cfg) {
+            Ok(f) => f,
+            Err((error, controller)) => {
+                return Err(Box::new(MountFailure { error, controller }))
+            }
+        };
+        match ftl.recover(now) {
+            Ok(r) => {
+                ftl.recovery = Some(r);
+                Ok(ftl)
+            }
+            Err(error) => Err(Box::new(MountFailure {
+                error,
+                controller: ftl.s.ctl,
+            })),
+        }
+    }
+
+    /// Recovery (see the module docs).
+    fn recover(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
+        let n = self.s.geo.total_blocks();
+        let slots = self.slots();
+        let reads0 = self.s.log.counters.reads[Cause::Mount.index()]
+            + self.s.log.counters.reads[Cause::Meta.index()];
+        let mut max_seq = 0u64;
+        for b in 0..n {
+            self.s.state[b as usize] = crate::substrate::BState::Region;
+        }
+        // 1. Every metadata block's header: erase count, bad, holds data.
+        let mut holds = vec![false; self.user_first as usize];
+        for b in 0..self.user_first {
+            let info = self.s.read_header(now, b, Cause::Mount)?;
+            self.s.erase[b as usize] = info.erase_count;
+            if info.status != BlockStatus::Good {
+                self.mark_meta_bad(b);
+            }
+            holds[b as usize] = info.next_page > 0 || info.needs_erase;
+        }
+        // 2. The newest complete GXT.
+        let g = self.parts[PartKind::Gxt as usize].clone();
+        let mut found: Vec<(u64, u32, u32, u32)> = Vec::new(); // (seq of last part, block, first slot, parts)
+        let mut gxt_end: BTreeMap<u32, u32> = BTreeMap::new();
+        for b in g.first..g.first + g.len {
+            if g.bad[(b - g.first) as usize] || !holds[b as usize] {
+                continue;
+            }
+            let mut run: Vec<Option<OobRecord>> = Vec::new();
+            let mut end = 0;
+            for slot in 0..slots {
+                let mut failed = false;
+                let r = self.unit_record(now, b * slots + slot, Cause::Mount, &mut failed)?;
+                if r.is_none() && !failed {
+                    break;
+                }
+                end = slot + 1;
+                run.push(r.filter(|r| r.kind == PageKind::Meta(GXT_TAG)));
+            }
+            gxt_end.insert(b, end);
+            for (i, r) in run.iter().enumerate() {
+                let Some(r) = r else { continue };
+                max_seq = max_seq.max(r.seq);
+                let (part, parts) = ((r.lpn & 0xFF) as usize, ((r.lpn >> 8) & 0xFF) as usize);
+                if parts == 0 || part + 1 != parts || i + 1 < parts {
+                    continue;
+                }
+                let first = i + 1 - parts;
+                let whole = (0..parts).all(|k| {
+                    run[first + k].is_some_and(|x| {
+                        (x.lpn & 0xFF) as usize == k
+                            && ((x.lpn >> 8) & 0xFF) as usize == parts
+                            && x.seq + (parts - k) as u64 == r.seq + 1
+                    })
+                });
+                if whole {
+                    found.push((r.seq, b, first as u32, parts as u32));
+                }
+            }
+        }
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        let mut gxt = None;
+        for &(_, b, first, parts) in &found {
+            let mut bytes = Vec::with_capacity(parts as usize * self.unit);
+            let mut buf = vec![0u8; self.unit];
+            let mut ok = true;
+            for k in 0..parts {
+                let mut failed = false;
+                if self
+                    .read_unit(now, b * slots + first + k, &mut buf, Cause::Mount, Some(&mut failed))?
+                    .is_none()
+                {
+                    ok = false;
+                    break;
+                }
+                bytes.extend_from_slice(&buf);
+            }
+            if !ok {
+                continue;
+            }
+            if let Some(x) = Gxt::decode(
+                &bytes,
+                n,
+                self.user_first,
+                self.pmt_units,
+                self.bit_units,
+                &self.cfg,
+                self.s.ctl.crc32c_fn(),
+            ) {
+                self.parts[PartKind::Gxt as usize].upd = b;
+                self.parts[PartKind::Gxt as usize].wp = gxt_end.get(&b).copied().unwrap_or(slots);
+                gxt = Some(x);
+                break;
+            }
+        }
+        let Some(gxt) = gxt else {
+            return Err(FtlError::Corrupt(
+                "no readable GXT: not a DFTL_por/SPFTL volume of this configuration",
+            ));
+        };
+        if gxt.mode != self.mode as u8 {
+            return Err(FtlError::Corrupt(
+                "the volume was formatted with another metadata writer (DFTL_por vs SPFTL)",
+            ));
+        }
+        // 3. The GXT's fields.
+        self.pmd = gxt.pmd.iter().map(|&l| self.from_local(PartKind::Pmt, l)).collect();
+        self.bid = gxt.bid.iter().map(|&l| self.from_local(PartKind::Bit, l)).collect();
+        let valid_block = |b: u32| b == NONE || b < n;
+        if !(valid_block(gxt.u) && valid_block(gxt.victim) && gxt.u != NONE && gxt.u >= self.user_first)
+        {
+            return Err(FtlError::Corrupt("the GXT names an impossible update block"));
+        }
+        self.u = gxt.u;
+        self.victim = gxt.victim;
+        self.free_total = gxt.free_total;
+        self.free_q = gxt.free_q.iter().copied().filter(|&b| b < n && b >= self.user_first).collect();
+        self.bsi = gxt.bsi.iter().copied().filter(|&(b, _)| b < n && b >= self.user_first).collect();
+        self.sp_part[..self.user_first as usize].copy_from_slice(&gxt.sp_part);
+        for (k, upd, wp) in [
+            (PartKind::Pmt, gxt.pmt_upd, gxt.pmt_wp),
+            (PartKind::Bit, gxt.bit_upd, gxt.bit_wp),
+        ] {
+            let p = &mut self.parts[k as usize];
+            if upd != NONE && !p.contains(upd) {
+                return Err(FtlError::Corrupt("the GXT names an update block outside its partition"));
+            }
+            p.upd = upd;
+            p.wp = wp.min(slots);
+        }
+        // 4. Units written after the GXT in the PMT and BIT update blocks.
+        for (k, tag) in [(PartKind::Pmt, PMT_TAG), (PartKind::Bit, BIT_TAG)] {
+            let (upd, wp) = (self.parts[k as usize].upd, self.parts[k as usize].wp);
+            if upd == NONE {
+                continue;
+            }
+            let mut end = wp;
+            for slot in wp..slots {
+                let a = upd * slots + slot;
+                let mut failed = false;
+                let r = self.unit_record(now, a, Cause::Mount, &mut failed)?;
+                if r.is_none() && !failed {
+                    break;
+                }
+                end = slot + 1;
+                let Some(r) = r.filter(|r| r.kind == PageKind::Meta(tag)) else {
+                    continue;
+                };
+                max_seq = max_seq.max(r.seq);
+                let i = (r.lpn & ((1 << INDEX_BITS) - 1)) as usize;
+                let dir = if k == PartKind::Pmt { &mut self.pmd } else { &mut self.bid };
+                if i < dir.len() {
+                    dir[i] = a;
+                }
+            }
+            self.parts[k as usize].wp = end;
+        }
+        // 5. The whole BIT (erase counts of user blocks; each unit's stamp).
+        let mut bit = vec![BitEntry::default(); n as usize];
+        let mut bit_stamp = vec![0u64; self.bit_units as usize];
+        let mut buf = vec![0u8; self.unit];
+        for j in 0..self.bit_units {
+            let a = self.bid[j as usize];
+            if a == NONE {
+                continue;
+            }
+            let Some(r) = self.read_unit(now, a, &mut buf, Cause::Mount, None)? else {
+                return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
+            };
+            bit_stamp[j as usize] = r.lpn >> INDEX_BITS;
+            for k in 0..self.bit_per_unit {
+                let b = j * self.bit_per_unit + k;
+                if b < n {
+                    bit[b as usize] = decode_bit(&buf, k as usize);
+                }
+            }
+        }
+        self.flash_bit.clone_from(&bit);
+        for b in self.user_first..n {
+            self.s.erase[b as usize] = bit[b as usize].erase;
+            if bit[b as usize].state == bst::BAD {
+                self.s.state[b as usize] = crate::substrate::BState::Bad;
+            }
+        }
+        // 6. The victim: erased after the GXT if the chip counts more erases.
+        let mut fix: BTreeMap<u32, BitEntry> = BTreeMap::new();
+        if self.victim != NONE && self.victim >= self.user_first {
+            let v = self.victim;
+            let info = self.s.read_header(now, v, Cause::Mount)?;
+            if info.erase_count > bit[v as usize].erase || info.status != BlockStatus::Good {
+                let e = BitEntry {
+                    valid: 0,
+                    state: if info.status == BlockStatus::Good { bst::FREE } else { bst::BAD },
+                    erase: info.erase_count,
+                };
+                self.s.erase[v as usize] = info.erase_count;
+                if e.state == bst::FREE {
+                    self.free_total += 1;
+                    if self.free_q.len() < self.cfg.free_queue as usize && !self.free_q.contains(&v) {
+                        self.free_q.push_back(v);
+                    }
+                }
+                self.bsi.retain(|&(x, _)| x != v);
+                fix.insert(v, e);
+            }
+        }
+        self.victim = NONE;
+        // 7. The user update block, from its first page.
+        let u = self.u;
+        let mut pages: Vec<(u32, OobRecord)> = Vec::new();
+        let mut undecodable = 0u64;
+        self.u_wp = self.ppb;
+        for q in 0..self.ppb {
+            let p = u * self.ppb + q;
+            let die = self.s.die_of(u);
+            let t = self.s.op_time(die, now);
+            let (rec, timing, ecc, erased) = match self.s.ctl.read_record(t, self.s.phys_addr(p)) {
+                Ok(PageRead::Data(info)) => (Some(info.record), info.timing, info.ecc, false),
+                Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO, true),
+                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc, false),
+                Err(e) => return Err(e.into()),
+            };
+            self.s.occupy(die, t, timing);
+            self.s.push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+            if erased {
+                self.u_wp = q;
+                break;
+            }
+            match rec {
+                Some(r) => {
+                    max_seq = max_seq.max(r.seq);
+                    self.u_data[q as usize] = r.kind != PageKind::Meta(super::PAD_TAG);
+                    pages.push((p, r));
+                }
+                None => undecodable += 1,
+            }
+        }
+        self.s.seq = self.s.seq.max(max_seq + 1);
+        // 8. Which scanned writes are newer than what the PMT and BIT units hold.
+        let mut pmt_stamp: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut changes: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut deltas: BTreeMap<u32, i32> = BTreeMap::new();
+        for &(p, r) in &pages {
+            let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);
+            if r.kind.data_class().is_none() && !tomb {
+                continue; // padding
+            }
+            let l = (r.lpn & field::LPN) as u32;
+            if l >= self.lpns {
+                continue;
+            }
+            let i = l / self.pmt_per_unit;
+            let stamp = match pmt_stamp.get(&i) {
+                Some(&s) => s,
+                None => {
+                    let a = self.pmd[i as usize];
+                    let s = if a == NONE {
+                        0
+                    } else {
+                        let mut failed = false;
+                        match self.unit_record(now, a, Cause::Mount, &mut failed)? {
+                            Some(x) => x.lpn >> INDEX_BITS,
+                            None => return Err(FtlError::Corrupt("a PMT unit the PMD names is unreadable")),
+                        }
+                    };
+                    pmt_stamp.insert(i, s);
+                    s
+                }
+            };
+            if r.seq >= stamp {
+                changes.insert(l, if tomb { NONE } else { p });
+            }
+            let old = field::old(r.lpn);
+            if old != NONE && old / self.ppb != u && old / self.ppb < n {
+                let ob = old / self.ppb;
+                if r.seq >= bit_stamp[(ob / self.bit_per_unit) as usize] {
+                    *deltas.entry(ob).or_default() -= 1;
+                }
+            }
+        }
+        // 9. Seal the update block, then apply: map changes, count deltas, fixes.
+        self.seal(now)?;
+        for (&l, &p) in &changes {
+            self.pmt_get(now, l)?;
+            self.pmt_set(now, l, p)?;
+        }
+        for (&b, &d) in &deltas {
+            if fix.contains_key(&b) {
+                continue;
+            }
+            self.bit_add(now, b, d)?;
+        }
+        for (&b, &e) in &fix {
+            self.bit_set(now, b, e)?;
+        }
+        // The update block's own count, recounted.
+        let mut count = 0u16;
+        for &(p, r) in &pages {
+            if r.kind.data_class().is_none() {
+                continue;
+            }
+            let l = (r.lpn & field::LPN) as u32;
+            if l < self.lpns && self.pmt_get(now, l)? == p {
+                count += 1;
+            }
+        }
+        let mut e = self.bit_get(now, u)?;
+        e.valid = count;
+        e.state = bst::USED;
+        self.bit_set(now, u, e)?;
+        self.drift += undecodable;
+        // 10. Metadata partitions: free blocks are those holding no live unit.
+        for k in [PartKind::Pmt, PartKind::Bit] {
+            let live = self.live_units(k);
+            let p = self.parts[k as usize].clone();
+            let mut free = alloc::collections::VecDeque::new();
+            for i in 0..p.len {
+                let b = p.first + i;
+                if p.bad[i as usize] || b == p.upd || live[i as usize] > 0 {
+                    continue;
+                }
+                if holds[b as usize] && !self.erase_meta(now, b, Cause::Mount)? {
+                    continue;
+                }
+                free.push_back(b);
+            }
+            self.parts[k as usize].free = free;
+        }
+        // 11. The simulator's records of what the flash holds (raw, uncharged).
+        self.rebuild_shadows();
+        for b in 0..self.user_first {
+            self.s.ctl.keep_whole(b, true);
+        }
+        let c = &self.s.log.counters;
+        let reads = c.reads[Cause::Mount.index()] + c.reads[Cause::Meta.index()] - reads0;
+        let (_, time) = self.s.log.read_time(Cause::Mount, self.s.geo.channels);
+        let (_, mtime) = self.s.log.read_time(Cause::Meta, self.s.geo.channels);
+        Ok(RecoveryReport {
+            procedure: String::from("gxt+update-blocks"),
+            checkpoint_gen: found.first().map_or(0, |f| f.0),
+            checkpoint_pages: found.first().map_or(0, |f| f.3 as u64),
+            blocks_scanned: 1,
+            pages_scanned: pages.len() as u64 + undecodable,
+            pages_read: reads,
+            time: time + mtime,
+            mapped_pages: self.truth.iter().filter(|&&p| p != NONE).count() as u64,
+        })
+    }
+
+    /// Rebuilds `flash_pmt`, `flash_bit` and `truth` from the units the directories name
+    /// (raw storage reads: simulator bookkeeping, not charged) and the caches.
+    fn rebuild_shadows(&mut self) {
+        let per = self.pmt_per_unit;
+        let mut buf = vec![0u8; self.unit];
+        for i in 0..self.pmt_units {
+            let a = self.pmd[i as usize];
+            let lo = i * per;
+            let hi = (lo + per).min(self.lpns);
+            if a == NONE || !self.peek_unit(a, &mut buf) {
+                for l in lo..hi {
+                    self.flash_pmt[l as usize] = NONE;
+                }
+                continue;
+            }
+            for l in lo..hi {
+                let o = (l - lo) as usize * PMT_ENTRY;
+                self.flash_pmt[l as usize] = u32::from_le_bytes(buf[o..o + 4].try_into().expect("4"));
+            }
+        }
+        self.truth.clone_from(&self.flash_pmt);
+        for (k, v, _) in self.cpmt.entries() {
+            self.truth[k as usize] = v;
+        }
+    }
+
+    /// The bytes of unit `a` straight from storage (no charge, no error draw).
+    fn peek_unit(&mut self, a: u32, buf: &mut [u8]) -> bool {
+        let (b, slot) = self.unit_at(a);
+        let g = self.s.geo;
+        let Some(pi) = g.page_index(self.s.block_addr(b).page(self.lsb[slot as usize]).expect("slot")) else {
+            return false;
+        };
+        let mut page = vec![0u8; (g.page_size + g.spare_size) as usize];
+        if self.s.ctl.chip_mut().storage_mut().read(pi, &mut page).is_err() {
+            return false;
+        }
+        let off = match self.mode {
+            MetaMode::Page => 0,
+            MetaMode::Subpage => self.sp_part[b as usize] as usize * self.unit,
+        };
+        buf.copy_from_slice(&page[off..off + self.unit]);
+        true
+    }
+
+    /// Every invariant (what `verify` checks).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let n = self.s.geo.total_blocks();
+        let slots = self.slots();
+        self.cpmt.check().map_err(|e| format!("CPMT: {e}"))?;
+        self.cbit.check().map_err(|e| format!("CBIT: {e}"))?;
+        for (k, v, dirty) in self.cpmt.entries() {
+            if self.truth[k as usize] != v {
+                return Err(format!("CPMT entry {k} → {v:#x}, the map says {:#x}", self.truth[k as usize]));
+            }
+            if !dirty && self.flash_pmt[k as usize] != v {
+                return Err(format!("clean CPMT entry {k} → {v:#x} differs from its PMT unit ({:#x})", self.flash_pmt[k as usize]));
+            }
+        }
+        for (l, &v) in self.truth.iter().enumerate() {
+            if self.cpmt.peek(l as u32).is_none() && self.flash_pmt[l] != v {
+                return Err(format!("logical page {l}: uncached, its PMT unit says {:#x}, the map {v:#x}", self.flash_pmt[l]));
+            }
+            if v != NONE && (v / self.ppb < self.user_first || v / self.ppb >= n) {
+                return Err(format!("logical page {l} maps outside the user partition ({v:#x})"));
+            }
+        }
+        // Directories point into their partitions; partitions are consistent.
+        for (k, dir) in [(PartKind::Pmt, &self.pmd), (PartKind::Bit, &self.bid)] {
+            let p = &self.parts[k as usize];
+            for (i, &a) in dir.iter().enumerate() {
+                if a != NONE && !p.contains(a / slots) {
+                    return Err(format!("{k:?} unit {i} at {a:#x}, outside its partition"));
+                }
+                if a != NONE && a / slots == p.upd && a % slots >= p.wp {
+                    return Err(format!("{k:?} unit {i} beyond its update block's write pointer"));
+                }
+            }
+            for &b in &p.free {
+                if !p.contains(b) || b == p.upd || p.bad[(b - p.first) as usize] {
+                    return Err(format!("{k:?} free block {b} is not a free block of it"));
+                }
+                let info = self.s.ctl.chip().block_info(self.s.block_addr(b)).map_err(|e| format!("{e}"))?;
+                if info.next_page > 0 {
+                    return Err(format!("{k:?} free block {b} holds data"));
+                }
+            }
+            if p.wp > slots {
+                return Err(format!("{k:?} write pointer {} past the block", p.wp));
+            }
+        }
+        // The update block, the free queue, the BIT's view against the map.
+        if self.u < self.user_first || self.u >= n {
+            return Err(format!("update block {} outside the user partition", self.u));
+        }
+        let info = self.s.ctl.chip().block_info(self.s.block_addr(self.u)).map_err(|e| format!("{e}"))?;
+        if info.next_page != self.u_wp {
+            return Err(format!("update block {}: write pointer {} but the chip's is {}", self.u, self.u_wp, info.next_page));
+        }
+        let view = |b: u32| -> BitEntry {
+            self.cbit.peek(b).map_or(self.flash_bit[b as usize], |(e, _)| e)
+        };
+        let mut count = vec![0u32; n as usize];
+        for &v in &self.truth {
+            if v != NONE {
+                count[(v / self.ppb) as usize] += 1;
+            }
+        }
+        let mut free = 0;
+        let mut short = 0u64;
+        for b in self.user_first..n {
+            let e = view(b);
+            if e.erase != self.s.erase[b as usize] {
+                return Err(format!("block {b}: BIT erase count {} but {} erases", e.erase, self.s.erase[b as usize]));
+            }
+            let have = count[b as usize];
+            if (e.valid as u32) > have {
+                return Err(format!("block {b}: BIT says {} valid pages, the map {have}", e.valid));
+            }
+            short += (have - e.valid as u32) as u64;
+            match e.state {
+                bst::FREE => {
+                    free += 1;
+                    if have > 0 {
+                        return Err(format!("free block {b} holds {have} mapped pages"));
+                    }
+                }
+                bst::USED | bst::BAD => {}
+                s => return Err(format!("user block {b} in state {s}")),
+            }
+        }
+        if short > self.drift {
+            return Err(format!("valid counts {short} pages short of the map, more than the {} recovery allows", self.drift));
+        }
+        if view(self.u).state != bst::USED {
+            return Err(format!("update block {} is not in use in the BIT", self.u));
+        }
+        if free != self.free_total {
+            return Err(format!("{free} free user blocks in the BIT, the UFP counts {}", self.free_total));
+        }
+        for (i, &b) in self.free_q.iter().enumerate() {
+            if view(b).state != bst::FREE || self.free_q.iter().skip(i + 1).any(|&x| x == b) {
+                return Err(format!("queued free block {b} is not free (or queued twice)"));
+            }
+        }
+        for &(b, _) in &self.bsi {
+            if view(b).state != bst::USED {
+                return Err(format!("BSI candidate {b} is not a used block"));
+            }
+        }
+        Ok(())
+    }
+}
+

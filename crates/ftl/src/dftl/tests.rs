@@ -1,0 +1,286 @@
+//! DFTL_por and SPFTL against a reference model (`verify` after every operation), clean
+//! and crash remounts, power cuts at every operation of a short run, and bad input.
+
+use super::*;
+use crate::Ftl;
+use alloc::collections::BTreeMap;
+use alloc::string::ToString;
+use controller::{Controller, ControllerConfig};
+use nand::{Chip, ChipConfig, ConstantRber, CutMode, RamStorage};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+type Ctl = Controller<RamStorage, ConstantRber>;
+type F = DftlFtl<RamStorage, ConstantRber>;
+
+/// `tiny-mlc` with 64 blocks per plane and two subpages per page.
+fn chip(seed: u64, subpages: u32) -> ChipConfig {
+    let mut cfg = ChipConfig::preset("tiny-mlc").unwrap();
+    cfg.geometry.blocks_per_plane = 64;
+    cfg.geometry.subpages_per_page = subpages;
+    cfg.reliability.wear_fail_rate = 0.0;
+    cfg.reliability.wear_fail_growth = 0.0;
+    cfg.seed = seed;
+    cfg
+}
+
+fn controller(cfg: ChipConfig, seed: u64) -> Ctl {
+    Controller::new(
+        Chip::ram(cfg).unwrap(),
+        ConstantRber(0.0),
+        ControllerConfig {
+            seed,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// A small memory budget so that the caches evict constantly.
+fn small() -> DftlConfig {
+    DftlConfig {
+        overprovision: 0.2,
+        memory: MemoryBudget {
+            cpmt: 8 * CPMT_ENTRY_BYTES,
+            cbit: 4 * CBIT_ENTRY_BYTES,
+            ..MemoryBudget::default()
+        },
+        ..DftlConfig::default()
+    }
+}
+
+fn pattern(size: usize, l: u64, v: u64) -> Vec<u8> {
+    nand::pattern::bytes(size, l << 24 ^ v)
+}
+
+fn check_all(ftl: &mut F, model: &BTreeMap<u64, u64>, t: Nanos, what: &str) {
+    let n = ftl.logical_pages();
+    let size = ftl.page_size();
+    let mut buf = vec![0u8; size];
+    for l in 0..n {
+        ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf)
+            .unwrap_or_else(|e| panic!("{what}: page {l}: {e}"));
+        let want = model.get(&l).map_or(vec![0; size], |&v| pattern(size, l, v));
+        assert!(buf == want, "{what}: page {l} reads wrong data");
+    }
+    ftl.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+/// Random and sequential writes, trims, reads and flushes; `verify` after every
+/// operation; remounts (clean) along the way.
+fn model_run(mode: MetaMode, seed: u64, ops: usize) {
+    let mut ftl = F::format(controller(chip(seed, 2), seed), mode, small(), Nanos::ZERO).unwrap();
+    ftl.verify().unwrap();
+    let n = ftl.logical_pages();
+    let size = ftl.page_size();
+    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut buf = vec![0u8; size];
+    let mut t = Nanos::ZERO;
+    let mut seq = 0u64;
+    for i in 0..ops {
+        t += Nanos(10_000);
+        let r = rng.next_u32() % 100;
+        let lpn = |l: u64| Lpn::checked(l, n).unwrap();
+        if r < 25 {
+            let l = seq % n;
+            seq += 1;
+            ftl.write(t, lpn(l), &pattern(size, l, i as u64))
+                .unwrap_or_else(|e| panic!("op {i}: {e}"));
+            model.insert(l, i as u64);
+        } else if r < 70 {
+            let l = rng.next_u64() % n;
+            ftl.write(t, lpn(l), &pattern(size, l, i as u64))
+                .unwrap_or_else(|e| panic!("op {i}: {e}"));
+            model.insert(l, i as u64);
+        } else if r < 75 {
+            let l = rng.next_u64() % n;
+            ftl.trim(t, lpn(l)).unwrap();
+            model.remove(&l);
+        } else if r < 95 {
+            let l = rng.next_u64() % n;
+            ftl.read(t, lpn(l), &mut buf)
+                .unwrap_or_else(|e| panic!("op {i}: read {l}: {e}"));
+            let want = model.get(&l).map_or(vec![0; size], |&v| pattern(size, l, v));
+            assert!(buf == want, "op {i}: page {l} reads wrong data");
+        } else if r < 99 {
+            ftl.flush(t).unwrap();
+        } else {
+            let ctl = ftl.into_controller();
+            ftl = F::mount(ctl, mode, small(), t).unwrap_or_else(|e| panic!("op {i}: mount: {e}"));
+        }
+        ftl.verify().unwrap_or_else(|e| panic!("op {i}: {e}"));
+    }
+    check_all(&mut ftl, &model, t, "end");
+    let c = *ftl.counters();
+    assert!(c.gc_victims > 0, "the run never collected a victim");
+    assert!(c.meta_bytes_by_kind.pmt > 0 && c.meta_bytes_by_kind.bit > 0);
+    assert!(c.meta_bytes_by_kind.pmt_gc > 0, "the PMT partition never collected");
+    assert!(c.cpmt_misses > 0 && c.cpmt_hits > 0);
+    if mode == MetaMode::Subpage {
+        assert!(c.sp_erases > 0);
+        assert!(ftl.controller().chip().counters().subpage_programs > 0);
+    }
+    let ctl = ftl.into_controller();
+    let mut ftl = F::mount(ctl, mode, small(), t).unwrap();
+    check_all(&mut ftl, &model, t, "remount");
+}
+
+#[test]
+fn dftl_por_follows_the_model() {
+    model_run(MetaMode::Page, 1, 6000);
+}
+
+#[test]
+fn spftl_follows_the_model() {
+    model_run(MetaMode::Subpage, 2, 6000);
+}
+
+/// SPFTL writes half the metadata bytes of DFTL_por for the same random writes (each
+/// unit is half a page; write-backs batch about as many entries).
+#[test]
+fn spftl_halves_metadata_bytes() {
+    let run = |mode| {
+        let mut ftl = F::format(controller(chip(5, 2), 5), mode, small(), Nanos::ZERO).unwrap();
+        let n = ftl.logical_pages();
+        let size = ftl.page_size();
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for i in 0..4000u64 {
+            let l = rng.next_u64() % n;
+            ftl.write(Nanos(i * 1000), Lpn::checked(l, n).unwrap(), &pattern(size, l, i))
+                .unwrap();
+        }
+        ftl.counters().meta_bytes
+    };
+    let (d, s) = (run(MetaMode::Page), run(MetaMode::Subpage));
+    let ratio = s as f64 / d as f64;
+    assert!((0.4..0.75).contains(&ratio), "SPFTL/DFTL_por metadata bytes {ratio}");
+}
+
+/// A power cut at every chip operation of a short run (every cut mode in turn):
+/// recovery keeps every flushed write, never returns another page's data, and passes
+/// `verify`.
+fn cut_everywhere(mode: MetaMode, seed: u64) {
+    let ops = 260u64;
+    let workload = |ftl: &mut F, upto: Option<u64>| -> Result<(Vec<(u64, Option<u64>)>, usize), (Vec<(u64, Option<u64>)>, usize)> {
+        let n = ftl.logical_pages();
+        let size = ftl.page_size();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut log = Vec::new();
+        let mut flushed = 0;
+        for i in 0..upto.unwrap_or(ops) {
+            let l = rng.next_u64() % n.min(200);
+            let t = Nanos(i * 1000);
+            let r = match rng.next_u32() % 20 {
+                0 => ftl.flush(t).map(|_| flushed = log.len()),
+                1 => ftl.trim(t, Lpn::checked(l, n).unwrap()).map(|_| log.push((l, None))),
+                _ => ftl
+                    .write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i))
+                    .map(|_| log.push((l, Some(i)))),
+            };
+            if r.is_err() {
+                return Err((log, flushed));
+            }
+        }
+        Ok((log, flushed))
+    };
+    // How many chip operations the run takes.
+    let mut ftl = F::format(controller(chip(seed, 2), seed), mode, small(), Nanos::ZERO).unwrap();
+    let start = ftl.controller().chip().ops();
+    workload(&mut ftl, None).unwrap();
+    let total = ftl.controller().chip().ops() - start;
+    let modes = CutMode::ALL;
+    let step = (total / 150).max(1);
+    let mut k = 0;
+    let mut cut_at = 1;
+    while cut_at <= total {
+        let cm = modes[k % modes.len()];
+        k += 1;
+        let mut ftl = F::format(controller(chip(seed, 2), seed), mode, small(), Nanos::ZERO).unwrap();
+        let base = ftl.controller().chip().ops();
+        ftl.controller_mut().chip_mut().arm_cut(base + cut_at, cm);
+        let (log, flushed) = match workload(&mut ftl, None) {
+            Ok(x) | Err(x) => x,
+        };
+        let mut ctl = ftl.into_controller();
+        ctl.chip_mut().disarm_cut();
+        ctl.chip_mut().power_on();
+        let id = format!("{mode:?} cut at op {cut_at} ({cm:?})");
+        let mut ftl = F::mount(ctl, mode, small(), Nanos(1 << 40)).unwrap_or_else(|e| panic!("{id}: mount: {e}"));
+        ftl.verify().unwrap_or_else(|e| panic!("{id}: {e}"));
+        // Per page: the durable value (as of the last completed flush) and those after.
+        let n = ftl.logical_pages();
+        let size = ftl.page_size();
+        let mut durable: BTreeMap<u64, Option<u64>> = BTreeMap::new();
+        let mut since: BTreeMap<u64, Vec<Option<u64>>> = BTreeMap::new();
+        for (i, &(l, v)) in log.iter().enumerate() {
+            if i < flushed {
+                durable.insert(l, v);
+            } else {
+                since.entry(l).or_default().push(v);
+            }
+        }
+        let mut buf = vec![0u8; size];
+        for l in 0..n.min(200) {
+            ftl.read(Nanos(1 << 40), Lpn::checked(l, n).unwrap(), &mut buf)
+                .unwrap_or_else(|e| panic!("{id}: read {l}: {e}"));
+            let mut ok: Vec<Option<u64>> = vec![durable.get(&l).copied().flatten()];
+            ok.extend(since.get(&l).into_iter().flatten().copied());
+            let good = ok.iter().any(|v| match v {
+                None => buf.iter().all(|&b| b == 0),
+                Some(v) => buf == pattern(size, l, *v),
+            });
+            assert!(good, "{id}: page {l} holds neither its flushed value nor a later one");
+        }
+        // And it keeps working.
+        for i in 0..40u64 {
+            let l = i * 7 % n;
+            ftl.write(Nanos((1 << 40) + i), Lpn::checked(l, n).unwrap(), &pattern(size, l, 9_000 + i))
+                .unwrap_or_else(|e| panic!("{id}: write after mount: {e}"));
+            ftl.verify().unwrap_or_else(|e| panic!("{id}: after mount: {e}"));
+        }
+        cut_at += step;
+    }
+}
+
+#[test]
+fn dftl_por_survives_cuts() {
+    cut_everywhere(MetaMode::Page, 11);
+}
+
+#[test]
+fn spftl_survives_cuts() {
+    cut_everywhere(MetaMode::Subpage, 12);
+}
+
+#[test]
+fn bad_input_names_the_key() {
+    let err = |mode, cfg: DftlConfig, subpages| {
+        F::format(controller(chip(1, subpages), 1), mode, cfg, Nanos::ZERO)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(MetaMode::Subpage, small(), 1);
+    assert!(e.contains("subpages_per_page = 1"), "{e}");
+    let e = err(
+        MetaMode::Page,
+        DftlConfig {
+            memory: MemoryBudget { gxt: 16, ..small().memory },
+            ..small()
+        },
+        2,
+    );
+    assert!(e.contains("memory.gxt"), "{e}");
+    let e = err(MetaMode::Page, DftlConfig { meta_spare: 16.0, ..small() }, 2);
+    assert!(e.contains("larger than the device") || e.contains("overprovision"), "{e}");
+    let e = err(MetaMode::Page, DftlConfig { overprovision: 0.01, ..small() }, 2);
+    assert!(e.contains("overprovision"), "{e}");
+    let e = err(MetaMode::Subpage, DftlConfig { meta_ecc_t: 40, ..small() }, 2);
+    assert!(e.contains("meta_ecc_t"), "{e}");
+    // A volume of the other writer is refused, not misread.
+    let ftl = F::format(controller(chip(1, 2), 1), MetaMode::Page, small(), Nanos::ZERO).unwrap();
+    let e = F::mount(ftl.into_controller(), MetaMode::Subpage, small(), Nanos::ZERO)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("GXT") || e.contains("another"), "{e}");
+}
