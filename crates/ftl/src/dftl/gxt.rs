@@ -4,7 +4,7 @@
 //! ```text
 //! magic "GXT1" u32 | mode u8 | block width w u8 | free-queue entries u8 | BSI entries u8
 //! | update block (user) w | PMT update block w | PMT write pointer u16
-//! | BIT update block w | BIT write pointer u16 | victim w | free user blocks u32
+//! | BIT update block w | BIT write pointer u16 | victims 2 × w | free user blocks u32
 //! | free queue: free_queue × w | BSI: bsi_entries × (w + valid u16)
 //! | subpage partitions: 2 bits per metadata block | PMD: u16 per PMT unit
 //! | BID: u16 per BIT unit | CRC32C u32 of everything before
@@ -29,7 +29,8 @@ pub(crate) struct Gxt {
     pub pmt_wp: u32,
     pub bit_upd: u32,
     pub bit_wp: u32,
-    pub victim: u32,
+    /// The victims collected at the last switch (`NONE`: none).
+    pub victims: [u32; 2],
     pub free_total: u32,
     pub free_q: Vec<u32>,
     pub bsi: Vec<(u32, u32)>,
@@ -52,7 +53,7 @@ fn width(nblocks: u32) -> usize {
 pub(crate) fn encoded_len(plan: &Plan, nblocks: u32, cfg: &DftlConfig) -> usize {
     let w = width(nblocks);
     let meta: u32 = plan.part_len.iter().sum();
-    8 + w * 4 + 2 * 2 + 4
+    8 + w * 5 + 2 * 2 + 4
         + cfg.free_queue as usize * w
         + cfg.bsi_entries as usize * (w + 2)
         + (meta as usize).div_ceil(4)
@@ -88,7 +89,8 @@ impl Gxt {
         out.extend_from_slice(&(self.pmt_wp as u16).to_le_bytes());
         put_block(&mut out, w, self.bit_upd);
         out.extend_from_slice(&(self.bit_wp as u16).to_le_bytes());
-        put_block(&mut out, w, self.victim);
+        put_block(&mut out, w, self.victims[0]);
+        put_block(&mut out, w, self.victims[1]);
         out.extend_from_slice(&self.free_total.to_le_bytes());
         for i in 0..cfg.free_queue as usize {
             put_block(&mut out, w, self.free_q.get(i).copied().unwrap_or(NONE));
@@ -126,7 +128,7 @@ impl Gxt {
     ) -> Option<Gxt> {
         let w = width(nblocks);
         let len = 8
-            + w * 4
+            + w * 5
             + 2 * 2
             + 4
             + cfg.free_queue as usize * w
@@ -174,7 +176,7 @@ impl Gxt {
         let pmt_wp = u16_at(&mut at) as u32;
         let bit_upd = block(&mut at);
         let bit_wp = u16_at(&mut at) as u32;
-        let victim = block(&mut at);
+        let victims = [block(&mut at), block(&mut at)];
         let free_total = u32::from_le_bytes(body[at..at + 4].try_into().ok()?);
         at += 4;
         let mut free_q = Vec::new();
@@ -206,7 +208,7 @@ impl Gxt {
             pmt_wp,
             bit_upd,
             bit_wp,
-            victim,
+            victims,
             free_total,
             free_q,
             bsi,

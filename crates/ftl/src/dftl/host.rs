@@ -5,6 +5,7 @@
 use super::{bst, BitEntry, DftlFtl, NONE, PAD_TAG, TOMB_TAG};
 use crate::substrate::NO_UPPER;
 use crate::{Cause, FtlError, OpKind};
+use alloc::vec::Vec;
 use controller::{CtlError, DataClass, OobRecord, PageKind, PageRead};
 use nand::{ErrorModel, Lpn, NandError, Nanos, Storage};
 
@@ -131,8 +132,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         l: u32,
         data: Option<(&[u8], DataClass)>,
     ) -> Result<(), FtlError> {
-        let old = self.pmt_get(now, l)?;
-        let p = self.place(now, l, old, data)?;
+        let (p, old) = self.place(now, l, data)?;
         self.pmt_set(now, l, if data.is_some() { p } else { NONE })?;
         if data.is_some() {
             self.bit_add(now, self.u, 1)?;
@@ -143,18 +143,31 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         Ok(())
     }
 
-    /// Programs the next page of the update block for `l` (switching blocks as needed).
+    /// Programs the next page of the update block for `l` (switching blocks as needed);
+    /// returns the page and the one it supersedes, looked up after any switch (whose
+    /// collection may have moved `l`).
     fn place(
         &mut self,
         now: Nanos,
         l: u32,
-        old: u32,
         data: Option<(&[u8], DataClass)>,
-    ) -> Result<u32, FtlError> {
+    ) -> Result<(u32, u32), FtlError> {
         // Bounded: each round uses a page of the update block or switches blocks.
         for _ in 0..4 * self.ppb + 8 {
+            // (A look-up that evicts may pad the update block: room is checked after it.)
+            let old = self.pmt_get(now, l)?;
             if self.u == NONE || self.u_wp >= self.ppb {
                 self.switch(now)?;
+                continue;
+            }
+            // The entries this write changes are fetched first, so that no write-back
+            // runs between its program and their update: a unit written back after the
+            // page's program (a larger stamp) then always holds the page's effect.
+            self.bit_get(now, self.u)?;
+            if old != NONE {
+                self.bit_get(now, old / self.ppb)?;
+            }
+            if self.u_wp >= self.ppb {
                 continue;
             }
             let p = self.u * self.ppb + self.u_wp;
@@ -174,9 +187,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.zeros = zeros;
             self.u_data[(p % self.ppb) as usize] = true;
             match r? {
-                Prog::Done => return Ok(p),
-                Prog::Conflict => {
-                }
+                Prog::Done => return Ok((p, old)),
+                Prog::Conflict => {}
                 Prog::Bad => self.u_wp = self.ppb,
             }
         }
@@ -226,6 +238,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// is written back, the GXT is written (naming the new update block and, when free
     /// blocks run low, the victim), and the victim is collected.
     pub(crate) fn switch(&mut self, now: Nanos) -> Result<(), FtlError> {
+        // The last switch's victims had their copies programmed into the update block,
+        // now full (nothing exposed): they are erased now, while the GXT still names them
+        // (a mount compares their erase counts with the chip's).
+        for (v, done) in self.victims.clone() {
+            if done {
+                self.erase_victim(now, v)?;
+            }
+        }
         if self.free_q.is_empty() {
             self.bit_scan(now)?;
         }
@@ -237,38 +257,67 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         if e.state != bst::FREE {
             return Err(FtlError::Corrupt("a queued free block is not free in the BIT"));
         }
+        // In use from now on (so no BIT scan queues it again); the GXT names it only once
+        // the closed block's changes are written back.
         e.state = bst::USED;
         e.valid = 0;
-        self.u = b;
-        self.u_wp = 0;
-        self.u_data.fill(false);
         self.bit_set(now, b, e)?;
         self.bsi.retain(|&(x, _)| x != b);
-        self.victim = NONE;
-        if self.free_total < self.cfg.gc_threshold {
+        // One victim when free blocks are below the threshold, two when more than one
+        // short (a mount can leave a collected victim unerased).
+        let want = match self.free_total {
+            f if f + 1 < self.cfg.gc_threshold => 2,
+            f if f < self.cfg.gc_threshold => 1,
+            _ => 0,
+        };
+        let mut victims: Vec<(u32, bool)> = Vec::new();
+        for _ in 0..want {
             if self.bsi.is_empty() {
                 self.bit_scan(now)?;
             }
-            self.victim = self
+            let pick = self
                 .bsi
                 .iter()
-                .filter(|&&(x, _)| x != self.u)
+                .filter(|&&(x, _)| x != self.u && x != b && victims.iter().all(|v| v.0 != x))
                 .min_by_key(|&&(x, v)| (v, x))
-                .map_or(NONE, |&(x, _)| x);
+                .map(|&(x, _)| x);
+            match pick {
+                Some(v) => victims.push((v, false)),
+                None => break,
+            }
         }
+        // Everything the closed update block's pages changed goes to flash before a GXT
+        // names the new one (a GXT written meanwhile still names the old block).
         self.writeback_all(now)?;
+        self.u = b;
+        self.u_wp = 0;
+        self.u_data.fill(false);
+        self.victims = victims;
         self.write_gxt(now)?;
-        if self.victim != NONE {
-            let v = self.victim;
-            self.collect(now, v)?;
+        for i in 0..self.victims.len() {
+            let v = self.victims[i].0;
+            // A second victim only if its pages fit beside the first's.
+            if i > 0 {
+                let need = self.bit_get(now, v)?.valid as u32;
+                if self.u_wp + need + 1 >= self.ppb {
+                    self.victims.truncate(i);
+                    break;
+                }
+            }
+            if !self.collect(now, v)? {
+                break;
+            }
+            self.victims[i].1 = true;
         }
         Ok(())
     }
 
     /// Collects victim `v` into the update block: each page's record read, its logical
-    /// page looked up, the valid ones copied; the copies sealed; the victim erased. If the
-    /// update block cannot hold every valid page the victim is left as it is.
-    fn collect(&mut self, now: Nanos, v: u32) -> Result<(), FtlError> {
+    /// page looked up, the valid ones copied. The victim is erased at the next switch
+    /// (when the copies can no longer be corrupted by a cut upper-page program).
+    /// `Ok(false)`: the update block could not hold every valid page; the victim keeps
+    /// the rest.
+    fn collect(&mut self, now: Nanos, v: u32) -> Result<bool, FtlError> {
         let die = self.s.die_of(v);
         for q in 0..self.ppb {
             let src = v * self.ppb + q;
@@ -292,12 +341,16 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 continue;
             }
             if !self.copy(now, src, l, class)? {
-                // No room left: the victim keeps its remaining pages.
-                self.victim = NONE;
-                return self.seal(now);
+                return Ok(false);
             }
         }
-        self.seal(now)?;
+        // Its erase waits for the next switch (see `switch`): the copies may sit in
+        // exposed lower pages until the update block fills.
+        Ok(true)
+    }
+
+    /// Erases collected victim `v` and returns it to the free blocks.
+    fn erase_victim(&mut self, now: Nanos, v: u32) -> Result<(), FtlError> {
         let mut e = self.bit_get(now, v)?;
         if self.s.erase_block(now, v, Cause::Gc)? {
             e = BitEntry {
@@ -315,7 +368,6 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         self.bit_set(now, v, e)?;
         self.s.log.counters.gc_victims += 1;
-        self.victim = NONE;
         Ok(())
     }
 
@@ -335,6 +387,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         };
         self.s.occupy(die, t, timing);
         let op = self.s.push_op(vb, OpKind::Read, Cause::Gc, timing, ecc, None);
+        // Fetched before the program (see `place`).
+        self.bit_get(now, self.u)?;
+        self.bit_get(now, vb)?;
         loop {
             if self.u_wp >= self.ppb {
                 return Ok(false);

@@ -56,7 +56,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     // ----- unit I/O ---------------------------------------------------------------------
 
     /// Programs unit slot `slot` of metadata block `b`. `Ok(false)`: the program failed
-    /// and the block is now bad.
+    /// (the block is now bad) or the slot cannot take a program (skipped).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn program_unit(
         &mut self,
@@ -108,6 +108,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 self.mark_meta_bad(b);
                 Ok(false)
             }
+            // The slot cannot be programmed (a unit torn to all ones by a power cut reads
+            // as erased, so a mount's scan stopped before it): skipped.
+            Err(CtlError::Nand(
+                NandError::NotErased(_) | NandError::OutOfOrder { .. } | NandError::NeedsErase(_),
+            )) => Ok(false),
             Err(e) => Err(e.into()),
         }
     }
@@ -352,7 +357,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             _ => (BIT_TAG, Bytes::Bit),
         };
         let field = (stamp << INDEX_BITS) | index as u64;
-        for _ in 0..=self.parts[kind as usize].len {
+        for _ in 0..(self.parts[kind as usize].len + 1) * self.slots() {
             let (b, slot) = self.take_slot(now, kind)?;
             self.parts[kind as usize].wp += 1;
             if self.program_unit(now, b, slot, data, field, tag, bytes)? {
@@ -372,7 +377,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             pmt_wp: self.parts[PartKind::Pmt as usize].wp,
             bit_upd: self.parts[PartKind::Bit as usize].upd,
             bit_wp: self.parts[PartKind::Bit as usize].wp,
-            victim: self.victim,
+            victims: [0, 1].map(|i| self.victims.get(i).map_or(NONE, |v| v.0)),
             free_total: self.free_total,
             free_q: self.free_q.iter().copied().collect(),
             bsi: self.bsi.clone(),

@@ -299,8 +299,9 @@ pub struct DftlFtl<S: Storage, M: ErrorModel> {
     pub(crate) free_total: u32,
     /// BSI: victim candidates (block, valid pages).
     pub(crate) bsi: Vec<(u32, u32)>,
-    /// The victim the last GXT names (`NONE`: none).
-    pub(crate) victim: u32,
+    /// The victims the last switch collected (named in the GXT), and whether every
+    /// valid page of each was copied (then it is erased at the next switch).
+    pub(crate) victims: Vec<(u32, bool)>,
     /// Per block: its subpage partition (SP blocks), advanced at the next erase when
     /// `sp_bump` is set.
     pub(crate) sp_part: Vec<u8>,
@@ -476,9 +477,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let cpmt = m.cpmt / CPMT_ENTRY_BYTES;
         let cbit = m.cbit / CBIT_ENTRY_BYTES;
-        if cpmt == 0 || cbit == 0 {
+        if cpmt < 2 || cbit < 2 {
             return Err(FtlError::Config(format!(
-                "{}: cpmt = {} and cbit = {} must hold at least one entry ({CPMT_ENTRY_BYTES} and {CBIT_ENTRY_BYTES} bytes)",
+                "{}: cpmt = {} and cbit = {} must hold at least two entries ({CPMT_ENTRY_BYTES} and {CBIT_ENTRY_BYTES} bytes each)",
                 key("memory"),
                 m.cpmt,
                 m.cbit
@@ -566,7 +567,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             free_q: VecDeque::new(),
             free_total: 0,
             bsi: Vec::new(),
-            victim: NONE,
+            victims: Vec::new(),
             sp_part: vec![0; nblocks as usize],
             sp_bump: vec![false; nblocks as usize],
             drift: 0,

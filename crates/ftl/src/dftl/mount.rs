@@ -267,12 +267,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         self.pmd = gxt.pmd.iter().map(|&l| self.from_local(PartKind::Pmt, l)).collect();
         self.bid = gxt.bid.iter().map(|&l| self.from_local(PartKind::Bit, l)).collect();
         let valid_block = |b: u32| b == NONE || b < n;
-        if !(valid_block(gxt.u) && valid_block(gxt.victim) && gxt.u != NONE && gxt.u >= self.user_first)
+        if !(valid_block(gxt.u)
+            && gxt.victims.iter().all(|&v| valid_block(v))
+            && gxt.u != NONE
+            && gxt.u >= self.user_first)
         {
             return Err(FtlError::Corrupt("the GXT names an impossible update block"));
         }
         self.u = gxt.u;
-        self.victim = gxt.victim;
         self.free_total = gxt.free_total;
         self.free_q = gxt.free_q.iter().copied().filter(|&b| b < n && b >= self.user_first).collect();
         self.bsi = gxt.bsi.iter().copied().filter(|&(b, _)| b < n && b >= self.user_first).collect();
@@ -315,6 +317,23 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
             self.parts[k as usize].wp = end;
         }
+        // 4b. Metadata partitions: free blocks are those holding no live unit.
+        for k in [PartKind::Pmt, PartKind::Bit] {
+            let live = self.live_units(k);
+            let p = self.parts[k as usize].clone();
+            let mut free = alloc::collections::VecDeque::new();
+            for i in 0..p.len {
+                let b = p.first + i;
+                if p.bad[i as usize] || b == p.upd || live[i as usize] > 0 {
+                    continue;
+                }
+                if holds[b as usize] && !self.erase_meta(now, b, Cause::Mount)? {
+                    continue;
+                }
+                free.push_back(b);
+            }
+            self.parts[k as usize].free = free;
+        }
         // 5. The whole BIT (erase counts of user blocks; each unit's stamp).
         let mut bit = vec![BitEntry::default(); n as usize];
         let mut bit_stamp = vec![0u64; self.bit_units as usize];
@@ -344,8 +363,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         // 6. The victim: erased after the GXT if the chip counts more erases.
         let mut fix: BTreeMap<u32, BitEntry> = BTreeMap::new();
-        if self.victim != NONE && self.victim >= self.user_first {
-            let v = self.victim;
+        for v in gxt.victims {
+            if v == NONE || v < self.user_first {
+                continue;
+            }
             let info = self.s.read_header(now, v, Cause::Mount)?;
             if info.erase_count > bit[v as usize].erase || info.status != BlockStatus::Good {
                 let e = BitEntry {
@@ -354,17 +375,34 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     erase: info.erase_count,
                 };
                 self.s.erase[v as usize] = info.erase_count;
-                if e.state == bst::FREE {
-                    self.free_total += 1;
-                    if self.free_q.len() < self.cfg.free_queue as usize && !self.free_q.contains(&v) {
-                        self.free_q.push_back(v);
-                    }
+                if e.state == bst::FREE
+                    && self.free_q.len() < self.cfg.free_queue as usize
+                    && !self.free_q.contains(&v)
+                {
+                    self.free_q.push_back(v);
                 }
                 self.bsi.retain(|&(x, _)| x != v);
                 fix.insert(v, e);
             }
         }
-        self.victim = NONE;
+        // The free-block count, from the BIT itself (the GXT's may be one behind or ahead
+        // of a victim's erase).
+        self.free_total = (self.user_first..n)
+            .filter(|&b| {
+                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE
+                    && b != self.u
+            })
+            .count() as u32;
+        let fq: Vec<u32> = self.free_q.iter().copied().collect();
+        self.free_q = fq
+            .into_iter()
+            .filter(|&b| fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u)
+            .collect();
+        let cands: Vec<(u32, u32)> = self.bsi.clone();
+        self.bsi = cands
+            .into_iter()
+            .filter(|&(b, _)| fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::USED && b != self.u)
+            .collect();
         // 7. The user update block, from its first page.
         let u = self.u;
         let mut pages: Vec<(u32, OobRecord)> = Vec::new();
@@ -395,6 +433,36 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 None => undecodable += 1,
             }
         }
+        // The pages a cut upper-page program may have damaged (lower pages whose upper
+        // partner is at or past the end of the scan) keep their records; read them whole.
+        let end = self.u_wp;
+        let mut kept = Vec::with_capacity(pages.len());
+        let mut data = vec![0u8; if self.s.digest { 0 } else { self.s.geo.page_size as usize }];
+        for (p, r) in pages {
+            let q = p % self.ppb;
+            let up = self.s.upper[q as usize];
+            if up == crate::substrate::NO_UPPER || up < end.saturating_sub(1) || r.kind.data_class().is_none() {
+                kept.push((p, r));
+                continue;
+            }
+            let die = self.s.die_of(u);
+            let t = self.s.op_time(die, now);
+            let (ok, timing, ecc) = match self.s.ctl.read(t, self.s.phys_addr(p), &mut data) {
+                Ok(PageRead::Data(info)) => (true, info.timing, info.ecc),
+                Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
+                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
+                Err(e) => return Err(e.into()),
+            };
+            self.s.occupy(die, t, timing);
+            self.s.push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+            if ok {
+                kept.push((p, r));
+            } else {
+                undecodable += 1;
+                self.u_data[q as usize] = false;
+            }
+        }
+        let pages = kept;
         self.s.seq = self.s.seq.max(max_seq + 1);
         // 8. Which scanned writes are newer than what the PMT and BIT units hold.
         let mut pmt_stamp: BTreeMap<u32, u64> = BTreeMap::new();
@@ -469,23 +537,6 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         e.state = bst::USED;
         self.bit_set(now, u, e)?;
         self.drift += undecodable;
-        // 10. Metadata partitions: free blocks are those holding no live unit.
-        for k in [PartKind::Pmt, PartKind::Bit] {
-            let live = self.live_units(k);
-            let p = self.parts[k as usize].clone();
-            let mut free = alloc::collections::VecDeque::new();
-            for i in 0..p.len {
-                let b = p.first + i;
-                if p.bad[i as usize] || b == p.upd || live[i as usize] > 0 {
-                    continue;
-                }
-                if holds[b as usize] && !self.erase_meta(now, b, Cause::Mount)? {
-                    continue;
-                }
-                free.push_back(b);
-            }
-            self.parts[k as usize].free = free;
-        }
         // 11. The simulator's records of what the flash holds (raw, uncharged).
         self.rebuild_shadows();
         for b in 0..self.user_first {
@@ -603,7 +654,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             return Err(format!("update block {} outside the user partition", self.u));
         }
         let info = self.s.ctl.chip().block_info(self.s.block_addr(self.u)).map_err(|e| format!("{e}"))?;
-        if info.next_page != self.u_wp {
+        // (A page torn to all ones reads as erased: the scan stops before it, the chip
+        // refuses it, and the next program skips it.)
+        if info.next_page < self.u_wp || info.next_page > self.u_wp + 1 {
             return Err(format!("update block {}: write pointer {} but the chip's is {}", self.u, self.u_wp, info.next_page));
         }
         let view = |b: u32| -> BitEntry {
