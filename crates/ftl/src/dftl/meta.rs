@@ -471,15 +471,36 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Evicts the least recently used CPMT entry while the CPMT is full (writing back
     /// its unit if it is dirty).
+    ///
+    /// A dirty entry whose unit also holds an entry pointing at an exposed page is passed
+    /// over (moved to the front) while another can go: writing it back would need the
+    /// update block sealed first (padding pages).
     fn cpmt_room(&mut self, now: Nanos) -> Result<(), FtlError> {
+        let mut passes = self.cpmt_cap;
         while self.cpmt.is_full() {
             let (k, _, dirty) = self.cpmt.lru().expect("full cache");
             if dirty {
-                self.writeback_pmt(now, k / self.pmt_per_unit)?;
+                let i = k / self.pmt_per_unit;
+                if passes > 0 && self.unit_exposed(i) {
+                    passes -= 1;
+                    self.cpmt.get(k);
+                    continue;
+                }
+                self.writeback_pmt(now, i)?;
             }
             self.cpmt.remove(k);
         }
         Ok(())
+    }
+
+    /// Whether a dirty CPMT entry of PMT unit `i` points at an exposed page.
+    fn unit_exposed(&self, i: u32) -> bool {
+        let lo = i * self.pmt_per_unit;
+        let hi = (lo + self.pmt_per_unit).min(self.lpns);
+        self.cpmt
+            .dirty_in(lo, hi)
+            .iter()
+            .any(|&(_, v)| self.exposed(v))
     }
 
     /// Writes PMT unit `i` back: read, every dirty CPMT entry of it applied, programmed

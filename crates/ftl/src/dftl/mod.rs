@@ -286,6 +286,8 @@ pub struct DftlFtl<S: Storage, M: ErrorModel> {
     pub(crate) pmd: Vec<u32>,
     pub(crate) bid: Vec<u32>,
     pub(crate) cpmt: EntryCache<u32>,
+    /// CPMT capacity in entries.
+    pub(crate) cpmt_cap: u32,
     pub(crate) cbit: EntryCache<BitEntry>,
     /// The user update block and its next page.
     pub(crate) u: u32,
@@ -560,6 +562,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             pmd: vec![NONE; plan.pmt_units as usize],
             bid: vec![NONE; plan.bit_units as usize],
             cpmt: EntryCache::new(plan.cpmt),
+            cpmt_cap: plan.cpmt as u32,
             cbit: EntryCache::new(plan.cbit),
             u: NONE,
             u_wp: 0,

@@ -297,10 +297,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 continue;
             }
             let mut end = wp;
+            let mut whole = vec![0u8; self.unit];
             for slot in wp..slots {
                 let a = upd * slots + slot;
+                // Whole units: a torn one may keep its record.
                 let mut failed = false;
-                let r = self.unit_record(now, a, Cause::Mount, &mut failed)?;
+                let r = self.read_unit(now, a, &mut whole, Cause::Mount, Some(&mut failed))?;
                 if r.is_none() && !failed {
                     break;
                 }
@@ -434,14 +436,18 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
         }
         // The pages a cut upper-page program may have damaged (lower pages whose upper
-        // partner is at or past the end of the scan) keep their records; read them whole.
+        // partner is at or past the end of the scan) keep their records, and so may the
+        // last page a cut tore: read them whole.
         let end = self.u_wp;
         let mut kept = Vec::with_capacity(pages.len());
         let mut data = vec![0u8; if self.s.digest { 0 } else { self.s.geo.page_size as usize }];
         for (p, r) in pages {
             let q = p % self.ppb;
             let up = self.s.upper[q as usize];
-            if up == crate::substrate::NO_UPPER || up < end.saturating_sub(1) || r.kind.data_class().is_none() {
+            // (The last programmed page may be torn itself with its record intact.)
+            let last = q + 1 == end;
+            let lower = up != crate::substrate::NO_UPPER && up + 1 >= end;
+            if !(last || lower) || r.kind.data_class().is_none() {
                 kept.push((p, r));
                 continue;
             }

@@ -231,8 +231,10 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         }
         let mut buf = vec![0u8; size];
         for l in 0..n.min(200) {
+            let m = ftl.mapping(l);
+            let info = m.map(|a| ftl.controller().chip().page_state(a).map(|st| format!("{st:?}")));
             ftl.read(Nanos(1 << 40), Lpn::checked(l, n).unwrap(), &mut buf)
-                .unwrap_or_else(|e| panic!("{id}: read {l}: {e}"));
+                .unwrap_or_else(|e| panic!("{id}: read {l}: {e} (mapped to {m:?}: {info:?}; u {} wp {})", ftl.u, ftl.u_wp));
             let mut ok: Vec<Option<u64>> = vec![durable.get(&l).copied().flatten()];
             ok.extend(since.get(&l).into_iter().flatten().copied());
             let good = ok.iter().any(|v| match v {
