@@ -232,6 +232,9 @@ pub struct FtlCounters {
     /// Refresh alarms raised by the ECC-strength policy.
     #[serde(default)]
     pub refresh_alarms: u64,
+    /// Metadata units programmed (pages or subpages; `meta_bytes` is their bytes).
+    #[serde(default)]
+    pub meta_programs: u64,
     /// Erases of SP blocks (blocks programmed by subpages: SPFTL's metadata blocks), a
     /// part of `erases` (NWI, SPFTL eq. 1).
     #[serde(default)]

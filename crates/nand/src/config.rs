@@ -150,6 +150,7 @@ pub const PRESET_NAMES: &[&str] = &[
     "slc-1g-dcr",
     "tiny-mlc",
     "tiny-mlc-4die",
+    "tiny-mlc-sp",
     "tiny-slc",
 ];
 
@@ -209,7 +210,9 @@ impl ChipConfig {
     /// - `slc-1g-dcr` (DCR §4.1): SLC, 2048+64 B, 64 pages/block, 8192 blocks (1 GiB), the
     ///   same timing as `k9k8g08u0b`, one plane.
     /// - `tiny-mlc` / `tiny-slc`: small chips for tests and examples (not from a paper);
-    ///   `tiny-mlc-4die` is `tiny-mlc` on 2 channels × 2 dies (multi-die tests).
+    ///   `tiny-mlc-4die` is `tiny-mlc` on 2 channels × 2 dies (multi-die tests);
+    ///   `tiny-mlc-sp` is `tiny-mlc` with 64 blocks per plane and two subpages per page
+    ///   (SPFTL's tests: a demand-paged map needs room for its metadata partitions).
     pub fn preset(name: &str) -> Option<ChipConfig> {
         let (cell, layout, geometry, timing, reliability) = match name {
             "micron-29f64g" => (
@@ -250,11 +253,13 @@ impl ChipConfig {
                 Timing::uniform(25_000, 200_000, 1_500_000, 25_000),
                 SLC_RELIABILITY,
             ),
-            "tiny-mlc" | "tiny-mlc-4die" => (
+            "tiny-mlc" | "tiny-mlc-4die" | "tiny-mlc-sp" => (
                 CellType::Mlc,
                 PairingLayout::Dist3,
                 if name == "tiny-mlc" {
                     geometry(2, 16, 16, 4096, 224, 1)
+                } else if name == "tiny-mlc-sp" {
+                    geometry(2, 64, 16, 4096, 224, 2)
                 } else {
                     Geometry {
                         channels: 2,

@@ -29,6 +29,11 @@ enum SchemeArg {
     Gftl,
     /// RFTL (WAO-GC's Table I; SLC presets; always its full-scan recovery).
     Rftl,
+    /// DFTL_por (SPFTL's baseline; its GXT + update-block recovery; `--preset` defaults to
+    /// `tiny-mlc-sp`).
+    DftlPor,
+    /// SPFTL (a preset with subpages; `--preset` defaults to `tiny-mlc-sp`).
+    Spftl,
 }
 
 #[derive(Debug, Args)]
@@ -135,7 +140,10 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
     ];
     if matches!(
         cfg.scheme,
-        ftl::SchemeConfig::Gftl(_) | ftl::SchemeConfig::Rftl(_)
+        ftl::SchemeConfig::Gftl(_)
+            | ftl::SchemeConfig::Rftl(_)
+            | ftl::SchemeConfig::DftlPor(_)
+            | ftl::SchemeConfig::Spftl(_)
     ) {
         let with_checkpoints = [
             (args.checkpoint_interval.is_some(), "--checkpoint-interval"),
@@ -231,8 +239,15 @@ fn parse_wear_leveling(w: &str) -> Result<Option<ftl::WearLevelConfig>> {
 }
 
 pub fn run(args: CrashArgs) -> Result<()> {
+    let mut args = args;
+    if matches!(args.scheme, SchemeArg::DftlPor | SchemeArg::Spftl) && args.preset == "tiny-mlc" {
+        args.preset = "tiny-mlc-sp".into();
+    }
     let mut cfg = match args.scheme {
         SchemeArg::Page => CrashConfig::small(args.seed),
+        SchemeArg::DftlPor | SchemeArg::Spftl => {
+            CrashConfig::small_dftl(args.seed, &args.preset, args.scheme == SchemeArg::Spftl)
+        }
         SchemeArg::Block => CrashConfig::small_block(args.seed, &args.preset),
         SchemeArg::Gftl | SchemeArg::Rftl => {
             let kind = if args.scheme == SchemeArg::Gftl {

@@ -38,7 +38,7 @@ use crate::trace::{TraceFormat, TraceReader};
 use crate::workload::{RequestSource, Synthetic, SyntheticConfig};
 use crate::SimError;
 use controller::{Controller, ControllerConfig, EccLatency, PayloadMode};
-use ftl::{BlockFtlConfig, PageFtlConfig, RtBlockConfig, SchemeConfig};
+use ftl::{BlockFtlConfig, DftlConfig, PageFtlConfig, RtBlockConfig, SchemeConfig};
 use nand::{
     CachedFlares, Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos,
     RamStorage, ReadDisturb,
@@ -143,6 +143,12 @@ pub enum FtlScheme {
     Gftl,
     /// RFTL (WAO-GC's Table I): primary, replacement and buffer block per logical block.
     Rftl,
+    /// DFTL_por (SPFTL's baseline): demand-paged page map and block information, the
+    /// GXT, metadata in whole SLC-mode pages.
+    #[serde(rename = "dftl-por")]
+    DftlPor,
+    /// SPFTL: DFTL_por with every metadata unit a subpage of an SP block.
+    Spftl,
 }
 
 /// `[ftl]`.
@@ -159,6 +165,11 @@ pub struct FtlSection {
     pub gftl: RtBlockConfig,
     /// `[ftl.rftl]` settings.
     pub rftl: RtBlockConfig,
+    /// `[ftl.dftl-por]` settings.
+    #[serde(rename = "dftl-por")]
+    pub dftl_por: DftlConfig,
+    /// `[ftl.spftl]` settings.
+    pub spftl: DftlConfig,
 }
 
 impl FtlSection {
@@ -169,6 +180,8 @@ impl FtlSection {
             FtlScheme::Block => SchemeConfig::Block(self.block),
             FtlScheme::Gftl => SchemeConfig::Gftl(self.gftl),
             FtlScheme::Rftl => SchemeConfig::Rftl(self.rftl),
+            FtlScheme::DftlPor => SchemeConfig::DftlPor(self.dftl_por),
+            FtlScheme::Spftl => SchemeConfig::Spftl(self.spftl),
         }
     }
 }
@@ -627,6 +640,8 @@ impl ExperimentConfig {
                     FtlScheme::Block => kv(&json(&self.ftl.block)),
                     FtlScheme::Gftl => kv(&json(&self.ftl.gftl)),
                     FtlScheme::Rftl => kv(&json(&self.ftl.rftl)),
+                    FtlScheme::DftlPor => kv(&json(&self.ftl.dftl_por)),
+                    FtlScheme::Spftl => kv(&json(&self.ftl.spftl)),
                 }
             ),
             errors: match errors.model {

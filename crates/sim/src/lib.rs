@@ -78,6 +78,7 @@ impl Experiment {
         }
         let baseline = self.engine.counters();
         let ecc_baseline = self.engine.ftl().ecc_stats();
+        let busy0: u64 = self.engine.die_busy().iter().map(|t| t.0).sum();
         self.engine.run(&mut *self.source, self.mode, progress)?;
         let counters = self.engine.counters();
         let ftl = self.engine.ftl();
@@ -109,6 +110,11 @@ impl Experiment {
             open_loop: matches!(self.mode, engine::LoadMode::OpenLoop),
             setup: self.config.setup(&self.chip),
             config: serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null),
+            sp_weight: match self.config.ftl.scheme_config() {
+                ftl::SchemeConfig::DftlPor(c) | ftl::SchemeConfig::Spftl(c) => c.sp_weight,
+                _ => 1.0 / 1.71,
+            },
+            busy_ns: self.engine.die_busy().iter().map(|t| t.0).sum::<u64>() - busy0,
         });
         report.input_notes = self.source.notes();
         if let Some(n) = &self.fit_note {

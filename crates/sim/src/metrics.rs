@@ -345,6 +345,9 @@ pub struct Report {
     pub ecc: EccReport,
     /// Space and latency bounds (WAO-GC's Table I and Fig. 11).
     pub realtime: RealTimeReport,
+    /// FTL metadata by kind, its share of flash writes, SP-block wear and NWI, the
+    /// demand-paged caches' hit rates, NAND service time (SPFTL's Figs. 1, 5, 6, §V-D).
+    pub meta: MetaReport,
     /// IOPS over the measured phase (simulated time).
     pub iops: f64,
     /// NAND page reads and programs per second of the measured phase (FLARES's Fig. 7
@@ -390,7 +393,18 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         meta_bytes_by_kind: ftl::MetaBytes {
             checkpoint: a.meta_bytes_by_kind.checkpoint - b.meta_bytes_by_kind.checkpoint,
             log: a.meta_bytes_by_kind.log - b.meta_bytes_by_kind.log,
+            pmt: a.meta_bytes_by_kind.pmt - b.meta_bytes_by_kind.pmt,
+            bit: a.meta_bytes_by_kind.bit - b.meta_bytes_by_kind.bit,
+            gxt: a.meta_bytes_by_kind.gxt - b.meta_bytes_by_kind.gxt,
+            pmt_gc: a.meta_bytes_by_kind.pmt_gc - b.meta_bytes_by_kind.pmt_gc,
+            bit_gc: a.meta_bytes_by_kind.bit_gc - b.meta_bytes_by_kind.bit_gc,
         },
+        meta_programs: a.meta_programs - b.meta_programs,
+        sp_erases: a.sp_erases - b.sp_erases,
+        cpmt_hits: a.cpmt_hits - b.cpmt_hits,
+        cpmt_misses: a.cpmt_misses - b.cpmt_misses,
+        cbit_hits: a.cbit_hits - b.cbit_hits,
+        cbit_misses: a.cbit_misses - b.cbit_misses,
         refresh_alarms: a.refresh_alarms - b.refresh_alarms,
         slc_blocks: a.slc_blocks - b.slc_blocks,
         region_swaps: a.region_swaps - b.region_swaps,
@@ -407,6 +421,44 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         partial_steps: a.partial_steps - b.partial_steps,
         rt_overruns: a.rt_overruns - b.rt_overruns,
     }
+}
+
+/// FTL metadata (SPFTL, paper 001): bytes by kind, share of flash writes, erases of
+/// full-page and SP blocks, NWI (eq. 1), cache hit rates and NAND service time.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct MetaReport {
+    /// Metadata bytes programmed in all (every scheme: checkpoints and logs too).
+    pub bytes: u64,
+    /// Page-map (PMT) units written back.
+    pub pmt_bytes: u64,
+    /// Block-information (BIT) units written back.
+    pub bit_bytes: u64,
+    /// Global-context (GXT) units.
+    pub gxt_bytes: u64,
+    /// PMT units copied by the PMT partition's GC.
+    pub pmt_gc_bytes: u64,
+    /// BIT units copied by the BIT partition's GC.
+    pub bit_gc_bytes: u64,
+    /// Host data bytes programmed (host pages, GC copies, padding: every program that is
+    /// not a metadata unit, at the page size).
+    pub data_bytes: u64,
+    /// `bytes / (bytes + data_bytes)`: the metadata share of flash writes (Fig. 1).
+    pub share: f64,
+    /// Metadata bytes per host byte written.
+    pub per_host_byte: f64,
+    /// Erases of full-page blocks.
+    pub fp_erases: u64,
+    /// Erases of SP blocks (SPFTL's metadata blocks).
+    pub sp_erases: u64,
+    /// NWI: `fp_erases + sp_erases × sp_weight` (eq. 1).
+    pub nwi: f64,
+    /// CPMT look-ups that hit (0 when the scheme has no CPMT).
+    pub cpmt_hit_rate: f64,
+    /// CBIT look-ups that hit.
+    pub cbit_hit_rate: f64,
+    /// NAND service time: every die's busy time over the measured phase, s (§V-D's FTL
+    /// service time).
+    pub service_s: f64,
 }
 
 /// A scheme's space utilisation and, when it guarantees one, its latency bound (µs; 0
@@ -469,6 +521,10 @@ pub struct ReportInput<'a> {
     pub setup: Setup,
     /// The experiment configuration.
     pub config: serde_json::Value,
+    /// NWI weight of an SP block's erase (SPFTL eq. 1).
+    pub sp_weight: f64,
+    /// Every die's busy time over the measured phase, ns.
+    pub busy_ns: u64,
 }
 
 impl Report {
@@ -520,7 +576,36 @@ impl Report {
             .filter_map(|k| latency.get(k))
             .map(|l: &LatencyStats| l.max_us)
             .fold(0.0, f64::max);
+        let rate = |h: u64, m: u64| if h + m == 0 { 0.0 } else { h as f64 / (h + m) as f64 };
+        let data_bytes = (c.programs.iter().sum::<u64>() - c.meta_programs) * i.page_size;
+        let all_erases: u64 = c.erases.iter().sum();
+        let meta = MetaReport {
+            bytes: c.meta_bytes,
+            pmt_bytes: c.meta_bytes_by_kind.pmt,
+            bit_bytes: c.meta_bytes_by_kind.bit,
+            gxt_bytes: c.meta_bytes_by_kind.gxt,
+            pmt_gc_bytes: c.meta_bytes_by_kind.pmt_gc,
+            bit_gc_bytes: c.meta_bytes_by_kind.bit_gc,
+            data_bytes,
+            share: if c.meta_bytes + data_bytes == 0 {
+                0.0
+            } else {
+                c.meta_bytes as f64 / (c.meta_bytes + data_bytes) as f64
+            },
+            per_host_byte: if m.bytes[1] > 0 {
+                c.meta_bytes as f64 / m.bytes[1] as f64
+            } else {
+                0.0
+            },
+            fp_erases: all_erases - c.sp_erases,
+            sp_erases: c.sp_erases,
+            nwi: (all_erases - c.sp_erases) as f64 + c.sp_erases as f64 * i.sp_weight,
+            cpmt_hit_rate: rate(c.cpmt_hits, c.cpmt_misses),
+            cbit_hit_rate: rate(c.cbit_hits, c.cbit_misses),
+            service_s: i.busy_ns as f64 / 1e9,
+        };
         Report {
+            meta,
             name: i.name.to_string(),
             seed: i.seed,
             chip: i.chip.to_string(),
@@ -797,6 +882,7 @@ impl Report {
             },
             latency: ReqKind::ALL.iter().map(|k| (k.name(), stats)).collect(),
             realtime: RealTimeReport::default(),
+            meta: MetaReport::default(),
             ecc: EccReport {
                 reads: 0,
                 corrected_bits: 0,

@@ -4,7 +4,7 @@
 //! ```text
 //! magic "GXT1" u32 | mode u8 | block width w u8 | free-queue entries u8 | BSI entries u8
 //! | update block (user) w | PMT update block w | PMT write pointer u16
-//! | BIT update block w | BIT write pointer u16 | victims 2 × w | free user blocks u32
+//! | BIT update block w | BIT write pointer u16 | victims 2 × w | free user blocks u32 | drift u32
 //! | free queue: free_queue × w | BSI: bsi_entries × (w + valid u16)
 //! | subpage partitions: 2 bits per metadata block | PMD: u16 per PMT unit
 //! | BID: u16 per BIT unit | CRC32C u32 of everything before
@@ -32,6 +32,8 @@ pub(crate) struct Gxt {
     /// The victims collected at the last switch (`NONE`: none).
     pub victims: [u32; 2],
     pub free_total: u32,
+    /// Valid-count drift recovery allows (lower pages lost to power cuts since format).
+    pub drift: u32,
     pub free_q: Vec<u32>,
     pub bsi: Vec<(u32, u32)>,
     /// Per metadata block (from block 0).
@@ -53,7 +55,7 @@ fn width(nblocks: u32) -> usize {
 pub(crate) fn encoded_len(plan: &Plan, nblocks: u32, cfg: &DftlConfig) -> usize {
     let w = width(nblocks);
     let meta: u32 = plan.part_len.iter().sum();
-    8 + w * 5 + 2 * 2 + 4
+    8 + w * 5 + 2 * 2 + 8
         + cfg.free_queue as usize * w
         + cfg.bsi_entries as usize * (w + 2)
         + (meta as usize).div_ceil(4)
@@ -92,6 +94,7 @@ impl Gxt {
         put_block(&mut out, w, self.victims[0]);
         put_block(&mut out, w, self.victims[1]);
         out.extend_from_slice(&self.free_total.to_le_bytes());
+        out.extend_from_slice(&self.drift.to_le_bytes());
         for i in 0..cfg.free_queue as usize {
             put_block(&mut out, w, self.free_q.get(i).copied().unwrap_or(NONE));
         }
@@ -130,7 +133,7 @@ impl Gxt {
         let len = 8
             + w * 5
             + 2 * 2
-            + 4
+            + 8
             + cfg.free_queue as usize * w
             + cfg.bsi_entries as usize * (w + 2)
             + (meta_blocks as usize).div_ceil(4)
@@ -179,6 +182,8 @@ impl Gxt {
         let victims = [block(&mut at), block(&mut at)];
         let free_total = u32::from_le_bytes(body[at..at + 4].try_into().ok()?);
         at += 4;
+        let drift = u32::from_le_bytes(body[at..at + 4].try_into().ok()?);
+        at += 4;
         let mut free_q = Vec::new();
         for i in 0..cfg.free_queue as usize {
             let b = block(&mut at);
@@ -210,6 +215,7 @@ impl Gxt {
             bit_wp,
             victims,
             free_total,
+            drift,
             free_q,
             bsi,
             sp_part,

@@ -92,6 +92,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 let c = &mut self.s.log.counters;
                 let n = self.unit as u64;
                 c.meta_bytes += n;
+                c.meta_programs += 1;
                 let k = &mut c.meta_bytes_by_kind;
                 match bytes {
                     Bytes::Pmt => k.pmt += n,
@@ -287,7 +288,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Greedy GC of partition `kind`: the block of fewest live units (not the update block)
     /// has them copied into the update block and is erased.
-    fn meta_gc(&mut self, now: Nanos, kind: PartKind) -> Result<(), FtlError> {
+    pub(crate) fn meta_gc(&mut self, now: Nanos, kind: PartKind) -> Result<(), FtlError> {
         let k = kind as usize;
         let live = self.live_units(kind);
         let p = &self.parts[k];
@@ -379,6 +380,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             bit_wp: self.parts[PartKind::Bit as usize].wp,
             victims: [0, 1].map(|i| self.victims.get(i).map_or(NONE, |v| v.0)),
             free_total: self.free_total,
+            drift: self.drift.min(u32::MAX as u64) as u32,
             free_q: self.free_q.iter().copied().collect(),
             bsi: self.bsi.clone(),
             sp_part: self.sp_part[..meta].to_vec(),

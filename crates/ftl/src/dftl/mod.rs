@@ -308,7 +308,8 @@ pub struct DftlFtl<S: Storage, M: ErrorModel> {
     /// `sp_bump` is set.
     pub(crate) sp_part: Vec<u8>,
     pub(crate) sp_bump: Vec<bool>,
-    /// Valid-count drift recovery allows (see the module docs).
+    /// Valid-count drift recovery allows: lower pages lost to power cuts since format
+    /// (kept in the GXT; see the module docs).
     pub(crate) drift: u64,
     /// The simulator's record of every logical page's physical page (what the FTL's map
     /// says), for `verify` and `mapping`; never consulted by the scheme.

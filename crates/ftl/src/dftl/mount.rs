@@ -170,6 +170,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         // 1. Every metadata block's header: erase count, bad, holds data.
         let mut holds = vec![false; self.user_first as usize];
+        // Per metadata block: the slots below the chip's write pointer (the header says
+        // where it is: a unit torn to all ones reads as erased, and scans go past it).
+        let mut slot_end = vec![0u32; self.user_first as usize];
+        let mut hdr_part: Vec<Option<u8>> = vec![None; self.user_first as usize];
         for b in 0..self.user_first {
             let info = self.s.read_header(now, b, Cause::Mount)?;
             self.s.erase[b as usize] = info.erase_count;
@@ -177,6 +181,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 self.mark_meta_bad(b);
             }
             holds[b as usize] = info.next_page > 0 || info.needs_erase;
+            slot_end[b as usize] = self.lsb.iter().filter(|&&p| p < info.next_page).count() as u32;
+            // An SP block in use says which subpage partition it uses.
+            if let nand::Usage::Subpage(k) = info.usage {
+                hdr_part[b as usize] = Some(k);
+                self.sp_part[b as usize] = k;
+            }
         }
         // 2. The newest complete GXT.
         let g = self.parts[PartKind::Gxt as usize].clone();
@@ -187,14 +197,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 continue;
             }
             let mut run: Vec<Option<OobRecord>> = Vec::new();
-            let mut end = 0;
-            for slot in 0..slots {
+            let end = slot_end[b as usize];
+            for slot in 0..end {
                 let mut failed = false;
                 let r = self.unit_record(now, b * slots + slot, Cause::Mount, &mut failed)?;
-                if r.is_none() && !failed {
-                    break;
-                }
-                end = slot + 1;
                 run.push(r.filter(|r| r.kind == PageKind::Meta(GXT_TAG)));
             }
             gxt_end.insert(b, end);
@@ -219,6 +225,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
         }
         found.sort_unstable_by(|a, b| b.cmp(a));
+
         let mut gxt = None;
         for &(_, b, first, parts) in &found {
             let mut bytes = Vec::with_capacity(parts as usize * self.unit);
@@ -276,9 +283,15 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         self.u = gxt.u;
         self.free_total = gxt.free_total;
+        self.drift = gxt.drift as u64;
         self.free_q = gxt.free_q.iter().copied().filter(|&b| b < n && b >= self.user_first).collect();
         self.bsi = gxt.bsi.iter().copied().filter(|&(b, _)| b < n && b >= self.user_first).collect();
         self.sp_part[..self.user_first as usize].copy_from_slice(&gxt.sp_part);
+        for (b, k) in hdr_part.iter().enumerate() {
+            if let Some(k) = k {
+                self.sp_part[b] = *k;
+            }
+        }
         for (k, upd, wp) in [
             (PartKind::Pmt, gxt.pmt_upd, gxt.pmt_wp),
             (PartKind::Bit, gxt.bit_upd, gxt.bit_wp),
@@ -296,17 +309,13 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if upd == NONE {
                 continue;
             }
-            let mut end = wp;
+            let end = slot_end[upd as usize].max(wp);
             let mut whole = vec![0u8; self.unit];
-            for slot in wp..slots {
+            for slot in wp..end {
                 let a = upd * slots + slot;
                 // Whole units: a torn one may keep its record.
                 let mut failed = false;
                 let r = self.read_unit(now, a, &mut whole, Cause::Mount, Some(&mut failed))?;
-                if r.is_none() && !failed {
-                    break;
-                }
-                end = slot + 1;
                 let Some(r) = r.filter(|r| r.kind == PageKind::Meta(tag)) else {
                     continue;
                 };
@@ -335,6 +344,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 free.push_back(b);
             }
             self.parts[k as usize].free = free;
+        }
+        // A cut between taking a partition's last free block and collecting a victim
+        // into it leaves none: collect now (the update block has the room).
+        for k in [PartKind::Pmt, PartKind::Bit] {
+            let p = &self.parts[k as usize];
+            if p.free.is_empty() && p.upd != NONE && p.wp < slots {
+                self.meta_gc(now, k)?;
+            }
         }
         // 5. The whole BIT (erase counts of user blocks; each unit's stamp).
         let mut bit = vec![BitEntry::default(); n as usize];
@@ -409,8 +426,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let u = self.u;
         let mut pages: Vec<(u32, OobRecord)> = Vec::new();
         let mut undecodable = 0u64;
-        self.u_wp = self.ppb;
-        for q in 0..self.ppb {
+        let info = self.s.read_header(now, u, Cause::Mount)?;
+        self.u_wp = info.next_page.min(self.ppb);
+        for q in 0..self.u_wp {
             let p = u * self.ppb + q;
             let die = self.s.die_of(u);
             let t = self.s.op_time(die, now);
@@ -423,8 +441,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.s.occupy(die, t, timing);
             self.s.push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
             if erased {
-                self.u_wp = q;
-                break;
+                continue; // torn to all ones
             }
             match rec {
                 Some(r) => {
@@ -543,6 +560,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         e.state = bst::USED;
         self.bit_set(now, u, e)?;
         self.drift += undecodable;
+        // A lower page lost to the cut stays in this block: close it (its changes written
+        // back, the GXT naming a new update block), so that no later mount scans it and
+        // takes a damaged page whose record survived for data.
+        if undecodable > 0 {
+            self.switch(now)?;
+        }
         // 11. The simulator's records of what the flash holds (raw, uncharged).
         self.rebuild_shadows();
         for b in 0..self.user_first {

@@ -167,6 +167,32 @@ impl CrashConfig {
         cfg
     }
 
+    /// DFTL_por or SPFTL (`spftl`) on `preset` (one with subpages for SPFTL), with a
+    /// small memory budget so that the CPMT and CBIT evict all the time.
+    pub fn small_dftl(seed: u64, preset: &str, spftl: bool) -> Self {
+        let mut cfg = CrashConfig::small(seed);
+        cfg.chip = ChipConfig::preset(preset).expect("preset");
+        cfg.chip.seed = seed;
+        cfg.chip.reliability.wear_fail_rate = 0.0;
+        cfg.chip.reliability.wear_fail_growth = 0.0;
+        let d = ftl::DftlConfig {
+            overprovision: 0.25,
+            memory: ftl::MemoryBudget {
+                cpmt: 16 * ftl::dftl::CPMT_ENTRY_BYTES,
+                cbit: 8 * ftl::dftl::CBIT_ENTRY_BYTES,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        cfg.scheme = if spftl {
+            SchemeConfig::Spftl(d)
+        } else {
+            SchemeConfig::DftlPor(d)
+        };
+        cfg.seq_pct = 30;
+        cfg
+    }
+
     /// `dev` through the configured wrapper, if any.
     fn wrapped(&self, dev: Dev) -> Dev {
         match self.wrap {
