@@ -59,6 +59,11 @@ const FILES: &[(&str, &str)] = &[
         "dcr-capacity.toml",
         include_str!("../../../experiments/dcr-capacity.toml"),
     ),
+    ("spftl.toml", include_str!("../../../experiments/spftl.toml")),
+    (
+        "spftl-base.toml",
+        include_str!("../../../experiments/spftl-base.toml"),
+    ),
     (
         "waogc.toml",
         include_str!("../../../experiments/waogc.toml"),
@@ -98,6 +103,7 @@ const MATRICES: &[&str] = &[
     "waogc",
     "waogc-table1",
     "waogc-traces",
+    "spftl",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity

@@ -452,54 +452,28 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 None => undecodable += 1,
             }
         }
-        // The pages a cut upper-page program may have damaged (lower pages whose upper
-        // partner is at or past the end of the scan) keep their records, and so may the
-        // last page a cut tore: read them whole.
-        let end = self.u_wp;
-        let mut kept = Vec::with_capacity(pages.len());
-        let mut data = vec![0u8; if self.s.digest { 0 } else { self.s.geo.page_size as usize }];
-        for (p, r) in pages {
-            let q = p % self.ppb;
-            let up = self.s.upper[q as usize];
-            // (The last programmed page may be torn itself with its record intact.)
-            let last = q + 1 == end;
-            let lower = up != crate::substrate::NO_UPPER && up + 1 >= end;
-            if !(last || lower) || r.kind.data_class().is_none() {
-                kept.push((p, r));
-                continue;
-            }
-            let die = self.s.die_of(u);
-            let t = self.s.op_time(die, now);
-            let (ok, timing, ecc) = match self.s.ctl.read(t, self.s.phys_addr(p), &mut data) {
-                Ok(PageRead::Data(info)) => (true, info.timing, info.ecc),
-                Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
-                Err(e) => return Err(e.into()),
-            };
-            self.s.occupy(die, t, timing);
-            self.s.push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
-            if ok {
-                kept.push((p, r));
-            } else {
-                undecodable += 1;
-                self.u_data[q as usize] = false;
-            }
-        }
-        let pages = kept;
         self.s.seq = self.s.seq.max(max_seq + 1);
-        // 8. Which scanned writes are newer than what the PMT and BIT units hold.
+        // 8. Which scanned writes are newer than what the PMT and BIT units hold. For each
+        // logical page the newest such write whose page reads back whole wins (a lower
+        // page a cut upper-page program damaged, or a page a cut tore, may keep a
+        // decodable record: it is read whole before the map takes it; one that fails is
+        // damaged — its write never happened — and the next older one is tried).
         let mut pmt_stamp: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut changes: BTreeMap<u32, u32> = BTreeMap::new();
-        let mut deltas: BTreeMap<u32, i32> = BTreeMap::new();
+        let mut by_lpn: BTreeMap<u32, Vec<(u32, OobRecord)>> = BTreeMap::new();
         for &(p, r) in &pages {
             let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);
             if r.kind.data_class().is_none() && !tomb {
                 continue; // padding
             }
             let l = (r.lpn & field::LPN) as u32;
-            if l >= self.lpns {
-                continue;
+            if l < self.lpns {
+                by_lpn.entry(l).or_default().push((p, r));
             }
+        }
+        let mut changes: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut damaged: alloc::collections::BTreeSet<u32> = alloc::collections::BTreeSet::new();
+        let mut data = vec![0u8; if self.s.digest { 0 } else { self.s.geo.page_size as usize }];
+        for (&l, list) in &by_lpn {
             let i = l / self.pmt_per_unit;
             let stamp = match pmt_stamp.get(&i) {
                 Some(&s) => s,
@@ -511,15 +485,49 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                         let mut failed = false;
                         match self.unit_record(now, a, Cause::Mount, &mut failed)? {
                             Some(x) => x.lpn >> INDEX_BITS,
-                            None => return Err(FtlError::Corrupt("a PMT unit the PMD names is unreadable")),
+                            None => {
+                                return Err(FtlError::Corrupt(
+                                    "a PMT unit the PMD names is unreadable",
+                                ))
+                            }
                         }
                     };
                     pmt_stamp.insert(i, s);
                     s
                 }
             };
-            if r.seq >= stamp {
-                changes.insert(l, if tomb { NONE } else { p });
+            for &(p, r) in list.iter().rev() {
+                if r.seq < stamp {
+                    break;
+                }
+                if r.kind == PageKind::Meta(super::TOMB_TAG) {
+                    changes.insert(l, NONE);
+                    break;
+                }
+                let die = self.s.die_of(u);
+                let t = self.s.op_time(die, now);
+                let (ok, timing, ecc) = match self.s.ctl.read(t, self.s.phys_addr(p), &mut data) {
+                    Ok(PageRead::Data(info)) => (true, info.timing, info.ecc),
+                    Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
+                    Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
+                    Err(e) => return Err(e.into()),
+                };
+                self.s.occupy(die, t, timing);
+                self.s.push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+                if ok {
+                    changes.insert(l, p);
+                    break;
+                }
+                damaged.insert(p);
+                self.u_data[(p % self.ppb) as usize] = false;
+            }
+        }
+        undecodable += damaged.len() as u64;
+        let mut deltas: BTreeMap<u32, i32> = BTreeMap::new();
+        for &(p, r) in &pages {
+            let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);
+            if (r.kind.data_class().is_none() && !tomb) || damaged.contains(&p) {
+                continue;
             }
             let old = field::old(r.lpn);
             if old != NONE && old / self.ppb != u && old / self.ppb < n {
@@ -547,7 +555,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         // The update block's own count, recounted.
         let mut count = 0u16;
         for &(p, r) in &pages {
-            if r.kind.data_class().is_none() {
+            if r.kind.data_class().is_none() || damaged.contains(&p) {
                 continue;
             }
             let l = (r.lpn & field::LPN) as u32;
