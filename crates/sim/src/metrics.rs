@@ -442,8 +442,12 @@ pub struct MetaReport {
     /// Host data bytes programmed (host pages, GC copies, padding: every program that is
     /// not a metadata unit, at the page size).
     pub data_bytes: u64,
-    /// `bytes / (bytes + data_bytes)`: the metadata share of flash writes (Fig. 1).
+    /// `bytes / (bytes + data_bytes)`: the metadata share of every byte programmed.
     pub share: f64,
+    /// `bytes / (bytes + host bytes written)`: metadata against the user data it serves,
+    /// GC copies left out (SPFTL's Fig. 1 breakdown of flash writes into user data and FTL
+    /// metadata).
+    pub share_of_host: f64,
     /// Metadata bytes per host byte written.
     pub per_host_byte: f64,
     /// Erases of full-page blocks.
@@ -591,6 +595,11 @@ impl Report {
                 0.0
             } else {
                 c.meta_bytes as f64 / (c.meta_bytes + data_bytes) as f64
+            },
+            share_of_host: if c.meta_bytes + m.bytes[1] == 0 {
+                0.0
+            } else {
+                c.meta_bytes as f64 / (c.meta_bytes + m.bytes[1]) as f64
             },
             per_host_byte: if m.bytes[1] > 0 {
                 c.meta_bytes as f64 / m.bytes[1] as f64

@@ -61,6 +61,10 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("spftl.toml", include_str!("../../../experiments/spftl.toml")),
     (
+        "spftl-random.toml",
+        include_str!("../../../experiments/spftl-random.toml"),
+    ),
+    (
         "spftl-base.toml",
         include_str!("../../../experiments/spftl-base.toml"),
     ),
@@ -104,6 +108,7 @@ const MATRICES: &[&str] = &[
     "waogc-table1",
     "waogc-traces",
     "spftl",
+    "spftl-random",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
@@ -112,6 +117,7 @@ pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
         "dcr" => &["dcr-capacity"],
         "waogc" => &["waogc-table1", "waogc-traces"],
+        "spftl" => &["spftl-random"],
         _ => &[],
     }
 }
