@@ -18,7 +18,7 @@ trap cleanup EXIT
 echo "-- reproduce --quick (each must finish within 60 s on 2 cores)"
 # AP's cost trends ("within 1 % of BL") do not hold everywhere, for reasons its reports
 # give: those matrices must keep their other verdicts (named below), not every one.
-for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fig5 flares-refresh dcr waogc; do
+for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fig5 flares-refresh dcr waogc spftl; do
   start=$(date +%s%N)
   timeout 120 "$bin" reproduce "$name" --quick --out "$work/reproduce/$name" --quiet \
     > "$work/$name.out" 2> "$work/$name.err" || { cat "$work/$name.err" >&2; exit 1; }
@@ -39,6 +39,9 @@ for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fi
     dcr) must="holds: DCR's advantage grows with capacity" ;;
     # (It runs waogc-table1 after it: Table I measured, each scheme against its bound.)
     waogc) must="holds: every scheme's measured worst write stays within its bound" ;;
+    # (It runs spftl-random after it. At --quick size the chip has so few PMT units that
+    # write-backs batch several entries: the published absolute volumes are not reached.)
+    spftl) must="holds: SPFTL writes fewer metadata bytes than DFTL_por (paper" ;;
     *) must="" ;;
   esac
   if [ -n "$must" ]; then

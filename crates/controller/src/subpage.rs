@@ -71,9 +71,14 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         spare[l.record_offset..l.record_offset + RECORD_BYTES].copy_from_slice(&rec);
         let rp = l.record_parity_offset;
         self.record_enc
-            .encode(&rec, &mut spare[rp..rp + crate::layout::RECORD_PARITY_BYTES])
+            .encode(
+                &rec,
+                &mut spare[rp..rp + crate::layout::RECORD_PARITY_BYTES],
+            )
             .map_err(CtlError::Ecc)?;
-        let code = self.codes[t as usize].as_ref().expect("built by the layout");
+        let code = self.codes[t as usize]
+            .as_ref()
+            .expect("built by the layout");
         let parity = l.parity_offset..l.parity_offset + l.sectors * l.parity_bytes;
         code.encode_sectors(data, l.sector_size, &mut spare[parity])
             .map_err(CtlError::Ecc)?;
@@ -133,17 +138,21 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             &mut counts[..n],
         );
         let fail_t = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, RECORD_T)
-            + self
-                .cfg
-                .latency
-                .decode_sectors(l.sector_size, l.sectors, l.t, l.t * l.sectors as u32);
+            + self.cfg.latency.decode_sectors(
+                l.sector_size,
+                l.sectors,
+                l.t,
+                l.t * l.sectors as u32,
+            );
         let (record, mut corrected, _) = self
             .decode_header_and_record(addr, &mut spare, counts[0], counts[1], damaged)
             .map_err(|e| e.timed(timing, fail_t))?;
         let kind = Some(record.kind);
         let t = l.t;
         let mut ecc = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected);
-        let code = self.codes[t as usize].as_ref().expect("built by the layout");
+        let code = self.codes[t as usize]
+            .as_ref()
+            .expect("built by the layout");
         let mut max_cw = corrected;
         for s in 0..l.sectors {
             let sector = &mut data[s * l.sector_size..(s + 1) * l.sector_size];

@@ -10,8 +10,8 @@
 
 use crate::page::recovery::{RecoveryKind, RecoveryReport};
 use crate::{
-    BlockFtl, BlockFtlConfig, DftlConfig, DftlFtl, Ftl, MetaMode, FtlError, Invariant, MountFailure, PageFtl, PageFtlConfig,
-    RtBlockConfig, RtBlockFtl, RtKind,
+    BlockFtl, BlockFtlConfig, DftlConfig, DftlFtl, Ftl, FtlError, Invariant, MetaMode,
+    MountFailure, PageFtl, PageFtlConfig, RtBlockConfig, RtBlockFtl, RtKind,
 };
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -249,12 +249,9 @@ impl SchemeConfig {
                 cfg,
                 now,
             )?)),
-            SchemeConfig::DftlPor(cfg) => Ok(Box::new(DftlFtl::try_mount(
-                ctl,
-                MetaMode::Page,
-                cfg,
-                now,
-            )?)),
+            SchemeConfig::DftlPor(cfg) => {
+                Ok(Box::new(DftlFtl::try_mount(ctl, MetaMode::Page, cfg, now)?))
+            }
             SchemeConfig::Spftl(cfg) => Ok(Box::new(DftlFtl::try_mount(
                 ctl,
                 MetaMode::Subpage,

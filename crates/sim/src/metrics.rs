@@ -580,7 +580,13 @@ impl Report {
             .filter_map(|k| latency.get(k))
             .map(|l: &LatencyStats| l.max_us)
             .fold(0.0, f64::max);
-        let rate = |h: u64, m: u64| if h + m == 0 { 0.0 } else { h as f64 / (h + m) as f64 };
+        let rate = |h: u64, m: u64| {
+            if h + m == 0 {
+                0.0
+            } else {
+                h as f64 / (h + m) as f64
+            }
+        };
         let data_bytes = (c.programs.iter().sum::<u64>() - c.meta_programs) * i.page_size;
         let all_erases: u64 = c.erases.iter().sum();
         let meta = MetaReport {

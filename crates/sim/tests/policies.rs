@@ -577,3 +577,73 @@ page_requests = true
         );
     }
 }
+
+/// DFTL_por and SPFTL from an experiment file: real bytes verified on every read through
+/// a preconditioned (aged) volume, metadata accounted by kind, SPFTL's subpage programs
+/// and SP-block erases; SPFTL on a chip without subpages is refused by name.
+#[test]
+fn dftl_and_spftl_run_from_a_file() {
+    let mut bytes = Vec::new();
+    for scheme in ["dftl-por", "spftl"] {
+        let text = format!(
+            r#"name = "dftl"
+seed = 3
+[chip]
+preset = "tiny-mlc-sp"
+[chip.reliability]
+wear_fail_rate = 0.0
+wear_fail_growth = 0.0
+[controller]
+mode = "bytes"
+[errors]
+model = "none"
+[ftl]
+scheme = "{scheme}"
+[ftl.{scheme}]
+overprovision = 0.25
+[precondition]
+max_overwrite = 0.5
+[workload]
+requests = 6000
+read_pct = 30
+size = [4096, 8192]
+align = 4096
+[load]
+mode = "closed"
+queue_depth = 1
+"#
+        );
+        let cfg = ExperimentConfig::from_toml_str(&text, "dftl.toml").unwrap();
+        let r = run(cfg);
+        assert!(r.host.verified_reads > 1000, "{scheme}: {:?}", r.host);
+        assert_eq!(r.host.mismatches, 0, "{scheme}");
+        assert!(r.nand.gc_victims > 10, "{scheme}: {:?}", r.nand);
+        let m = r.meta;
+        assert!(m.pmt_bytes > 0 && m.bit_bytes > 0 && m.gxt_bytes > 0, "{scheme}: {m:?}");
+        assert_eq!(
+            m.bytes,
+            m.pmt_bytes + m.bit_bytes + m.gxt_bytes + m.pmt_gc_bytes + m.bit_gc_bytes,
+            "{scheme}: {m:?}"
+        );
+        assert!(m.share > 0.0 && m.share < 1.0 && m.cpmt_hit_rate < 1.0);
+        if scheme == "spftl" {
+            assert!(m.sp_erases > 0 && m.nwi < (m.fp_erases + m.sp_erases) as f64);
+        } else {
+            assert_eq!(m.sp_erases, 0);
+            assert_eq!(m.nwi, m.fp_erases as f64);
+        }
+        bytes.push(m.bytes);
+        let plain = text.replace("tiny-mlc-sp", "tiny-mlc");
+        if scheme == "spftl" {
+            let e = match ExperimentConfig::from_toml_str(&plain, "dftl.toml")
+                .unwrap()
+                .build(Path::new("."))
+            {
+                Ok(_) => panic!("SPFTL on a chip without subpages was accepted"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains("subpages_per_page = 1"), "{e}");
+        }
+    }
+    assert!(bytes[1] < bytes[0], "SPFTL wrote no less metadata: {bytes:?}");
+}

@@ -59,7 +59,10 @@ const FILES: &[(&str, &str)] = &[
         "dcr-capacity.toml",
         include_str!("../../../experiments/dcr-capacity.toml"),
     ),
-    ("spftl.toml", include_str!("../../../experiments/spftl.toml")),
+    (
+        "spftl.toml",
+        include_str!("../../../experiments/spftl.toml"),
+    ),
     (
         "spftl-random.toml",
         include_str!("../../../experiments/spftl-random.toml"),

@@ -55,7 +55,9 @@ fn width(nblocks: u32) -> usize {
 pub(crate) fn encoded_len(plan: &Plan, nblocks: u32, cfg: &DftlConfig) -> usize {
     let w = width(nblocks);
     let meta: u32 = plan.part_len.iter().sum();
-    8 + w * 5 + 2 * 2 + 8
+    8 + w * 5
+        + 2 * 2
+        + 8
         + cfg.free_queue as usize * w
         + cfg.bsi_entries as usize * (w + 2)
         + (meta as usize).div_ceil(4)

@@ -176,11 +176,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 Some((_, c)) => PageKind::User(c),
                 None => PageKind::Meta(TOMB_TAG),
             };
-            let rec = OobRecord::new(
-                field::pack(l, data.is_none(), old),
-                self.s.next_seq(),
-                kind,
-            );
+            let rec = OobRecord::new(field::pack(l, data.is_none(), old), self.s.next_seq(), kind);
             let zeros = core::mem::take(&mut self.zeros);
             let payload = UserPayload::Data(data.map_or(&zeros[..], |(d, _)| d));
             let r = self.program_user(now, p, payload, rec, Cause::Host, None);
@@ -255,7 +251,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         self.free_total = self.free_total.saturating_sub(1);
         let mut e = self.bit_get(now, b)?;
         if e.state != bst::FREE {
-            return Err(FtlError::Corrupt("a queued free block is not free in the BIT"));
+            return Err(FtlError::Corrupt(
+                "a queued free block is not free in the BIT",
+            ));
         }
         // In use from now on (so no BIT scan queues it again); the GXT names it only once
         // the closed block's changes are written back.
@@ -329,7 +327,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 Err(e) => return Err(e.into()),
             };
             self.s.occupy(die, t, timing);
-            self.s.push_op(v, OpKind::Read, Cause::Gc, timing, ecc, None);
+            self.s
+                .push_op(v, OpKind::Read, Cause::Gc, timing, ecc, None);
             let Some(rec) = rec else {
                 continue;
             };
@@ -386,7 +385,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             Err(e) => return Err(e.into()),
         };
         self.s.occupy(die, t, timing);
-        let op = self.s.push_op(vb, OpKind::Read, Cause::Gc, timing, ecc, None);
+        let op = self
+            .s
+            .push_op(vb, OpKind::Read, Cause::Gc, timing, ecc, None);
         // Fetched before the program (see `place`).
         self.bit_get(now, self.u)?;
         self.bit_get(now, vb)?;

@@ -3,7 +3,10 @@
 //! the BIT scan that refills the free-block queue and the BSI.
 
 use super::gxt::Gxt;
-use super::{bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_ENTRY, BIT_TAG, GXT_TAG, NONE, PMT_ENTRY, PMT_TAG};
+use super::{
+    bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_ENTRY, BIT_TAG, GXT_TAG, NONE, PMT_ENTRY,
+    PMT_TAG,
+};
 use crate::{Cause, FtlError, OpKind};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -45,7 +48,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     }
 
     /// Global unit address of a partition-local one (`NONE` for `0xFFFF` or out of range).
-    pub(crate) fn from_local(&self, kind: PartKind, l: u16) -> u32 {
+    pub(crate) fn local_to_global(&self, kind: PartKind, l: u16) -> u32 {
         let p = &self.parts[kind as usize];
         if l == 0xFFFF || l as u32 >= p.len * self.slots() {
             return NONE;
@@ -223,7 +226,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Erases metadata block `b` (its partition's GC, a GXT block's reuse, mount).
     /// `Ok(false)`: it went bad.
-    pub(crate) fn erase_meta(&mut self, now: Nanos, b: u32, cause: Cause) -> Result<bool, FtlError> {
+    pub(crate) fn erase_meta(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        cause: Cause,
+    ) -> Result<bool, FtlError> {
         if !self.s.erase_block(now, b, cause)? {
             self.mark_meta_bad(b);
             return Ok(false);
@@ -262,7 +270,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     fn switch_part(&mut self, now: Nanos, kind: PartKind) -> Result<(), FtlError> {
         let k = kind as usize;
         let Some(b) = self.parts[k].free.pop_front() else {
-            return Err(FtlError::Corrupt("a metadata partition has no free block left"));
+            return Err(FtlError::Corrupt(
+                "a metadata partition has no free block left",
+            ));
         };
         self.parts[k].upd = b;
         self.parts[k].wp = 0;
@@ -277,7 +287,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     pub(crate) fn live_units(&self, kind: PartKind) -> Vec<u32> {
         let p = &self.parts[kind as usize];
         let mut live = vec![0u32; p.len as usize];
-        let dir = if kind == PartKind::Pmt { &self.pmd } else { &self.bid };
+        let dir = if kind == PartKind::Pmt {
+            &self.pmd
+        } else {
+            &self.bid
+        };
         for &a in dir {
             if a != NONE {
                 live[(a / self.slots() - p.first) as usize] += 1;
@@ -309,10 +323,18 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             PartKind::Pmt => (PMT_TAG, Bytes::PmtGc),
             _ => (BIT_TAG, Bytes::BitGc),
         };
-        let n = if kind == PartKind::Pmt { self.pmt_units } else { self.bit_units };
+        let n = if kind == PartKind::Pmt {
+            self.pmt_units
+        } else {
+            self.bit_units
+        };
         let mut buf = vec![0u8; self.unit];
         for i in 0..n {
-            let a = if kind == PartKind::Pmt { self.pmd[i as usize] } else { self.bid[i as usize] };
+            let a = if kind == PartKind::Pmt {
+                self.pmd[i as usize]
+            } else {
+                self.bid[i as usize]
+            };
             if a == NONE || a / slots != v {
                 continue;
             }
@@ -322,7 +344,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             loop {
                 let p = &self.parts[k];
                 if p.wp >= slots {
-                    return Err(FtlError::Corrupt("a metadata partition's GC ran out of room"));
+                    return Err(FtlError::Corrupt(
+                        "a metadata partition's GC ran out of room",
+                    ));
                 }
                 let (ub, slot) = (p.upd, p.wp);
                 self.parts[k].wp += 1;
@@ -384,8 +408,16 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             free_q: self.free_q.iter().copied().collect(),
             bsi: self.bsi.clone(),
             sp_part: self.sp_part[..meta].to_vec(),
-            pmd: self.pmd.iter().map(|&a| self.to_local(PartKind::Pmt, a)).collect(),
-            bid: self.bid.iter().map(|&a| self.to_local(PartKind::Bit, a)).collect(),
+            pmd: self
+                .pmd
+                .iter()
+                .map(|&a| self.to_local(PartKind::Pmt, a))
+                .collect(),
+            bid: self
+                .bid
+                .iter()
+                .map(|&a| self.to_local(PartKind::Bit, a))
+                .collect(),
         }
     }
 
@@ -394,7 +426,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// first — when the current one cannot hold it.
     pub(crate) fn write_gxt(&mut self, now: Nanos) -> Result<(), FtlError> {
         let nblocks = self.s.geo.total_blocks();
-        let mut bytes = self.gxt().encode(nblocks, &self.cfg, self.s.ctl.crc32c_fn());
+        let mut bytes = self
+            .gxt()
+            .encode(nblocks, &self.cfg, self.s.ctl.crc32c_fn());
         let n = bytes.len().div_ceil(self.unit) as u32;
         bytes.resize(n as usize * self.unit, 0xFF);
         let slots = self.slots();
@@ -403,7 +437,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             let p = &self.parts[g];
             if p.upd == NONE || p.wp + n > slots {
                 // The next good block of the partition after the current one.
-                let start = if p.upd == NONE { 0 } else { p.upd - p.first + 1 };
+                let start = if p.upd == NONE {
+                    0
+                } else {
+                    p.upd - p.first + 1
+                };
                 let Some(b) = (0..p.len)
                     .map(|i| p.first + (start + i) % p.len)
                     .find(|&b| !p.bad[(b - p.first) as usize] && b != p.upd)
@@ -450,7 +488,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             NONE
         } else {
             let mut buf = vec![0u8; self.unit];
-            if self.read_unit(now, a, &mut buf, Cause::Meta, None)?.is_none() {
+            if self
+                .read_unit(now, a, &mut buf, Cause::Meta, None)?
+                .is_none()
+            {
                 return Err(FtlError::Corrupt("a PMT unit the PMD names is erased"));
             }
             let o = (l % self.pmt_per_unit) as usize * PMT_ENTRY;
@@ -518,7 +559,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let mut buf = vec![0xFFu8; self.unit];
         let a = self.pmd[i as usize];
-        if a != NONE && self.read_unit(now, a, &mut buf, Cause::Meta, None)?.is_none() {
+        if a != NONE
+            && self
+                .read_unit(now, a, &mut buf, Cause::Meta, None)?
+                .is_none()
+        {
             return Err(FtlError::Corrupt("a PMT unit the PMD names is erased"));
         }
         for &(k, v) in &dirty {
@@ -550,7 +595,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             BitEntry::default()
         } else {
             let mut buf = vec![0u8; self.unit];
-            if self.read_unit(now, a, &mut buf, Cause::Meta, None)?.is_none() {
+            if self
+                .read_unit(now, a, &mut buf, Cause::Meta, None)?
+                .is_none()
+            {
                 return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
             }
             decode_bit(&buf, (b % self.bit_per_unit) as usize)
@@ -596,7 +644,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let dirty = self.cbit.dirty_in(lo, hi);
         let mut buf = vec![0u8; self.unit];
         let a = self.bid[j as usize];
-        if a != NONE && self.read_unit(now, a, &mut buf, Cause::Meta, None)?.is_none() {
+        if a != NONE
+            && self
+                .read_unit(now, a, &mut buf, Cause::Meta, None)?
+                .is_none()
+        {
             return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
         }
         for &(k, e) in &dirty {
@@ -679,7 +731,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if a == NONE {
                 continue;
             }
-            if self.read_unit(now, a, &mut buf, Cause::Meta, None)?.is_none() {
+            if self
+                .read_unit(now, a, &mut buf, Cause::Meta, None)?
+                .is_none()
+            {
                 return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
             }
             let lo = j * self.bit_per_unit;

@@ -83,6 +83,7 @@ use crate::page::recovery::RecoveryReport;
 use crate::policy::{FixedStrength, Policies};
 use crate::substrate::{Substrate, SubstrateConfig};
 use crate::{FlashOp, Ftl, FtlCounters, FtlError, Invariant};
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::vec;
@@ -338,15 +339,22 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         mut ctl: Controller<S, M>,
         mode: MetaMode,
         cfg: DftlConfig,
-    ) -> Result<Self, (FtlError, Controller<S, M>)> {
+    ) -> Result<Self, Box<crate::MountFailure<S, M>>> {
         match Self::plan(&mut ctl, mode, &cfg) {
             Ok(plan) => Ok(Self::build(ctl, mode, cfg, plan)),
-            Err(e) => Err((e, ctl)),
+            Err(error) => Err(Box::new(crate::MountFailure {
+                error,
+                controller: ctl,
+            })),
         }
     }
 
     /// Checks the configuration against the chip and sizes every structure.
-    fn plan(ctl: &mut Controller<S, M>, mode: MetaMode, cfg: &DftlConfig) -> Result<Plan, FtlError> {
+    fn plan(
+        ctl: &mut Controller<S, M>,
+        mode: MetaMode,
+        cfg: &DftlConfig,
+    ) -> Result<Plan, FtlError> {
         let name = mode.scheme();
         let key = |k: &str| format!("[ftl.{name}] {k}");
         let chip = ctl.chip().config().clone();
@@ -386,7 +394,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 cfg.gc_threshold
             )));
         }
-        if cfg.bsi_entries == 0 || cfg.bsi_entries > 255 || cfg.free_queue == 0 || cfg.free_queue > 255 {
+        if cfg.bsi_entries == 0
+            || cfg.bsi_entries > 255
+            || cfg.free_queue == 0
+            || cfg.free_queue > 255
+        {
             return Err(FtlError::Config(format!(
                 "{} and {} must be in 1..=255",
                 key("bsi_entries"),
@@ -463,7 +475,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             )));
         }
         let m = &cfg.memory;
-        let sum = m.cpmt as u64 + m.cbit as u64 + m.gxt as u64 + m.copyback as u64 + m.page_buffer as u64;
+        let sum =
+            m.cpmt as u64 + m.cbit as u64 + m.gxt as u64 + m.copyback as u64 + m.page_buffer as u64;
         if sum > m.total as u64 {
             return Err(FtlError::Config(format!(
                 "{}: cpmt + cbit + gxt + copyback + page_buffer = {sum} bytes exceed total = {}",
@@ -674,7 +687,9 @@ fn lsb_pages(chip: &nand::ChipConfig) -> Vec<u32> {
         return (0..ppb).collect();
     }
     match nand::PairingTable::new(chip.layout, chip.cell, ppb) {
-        Ok(t) => (0..ppb).filter(|&p| t.kind(p) == nand::BitKind::Lsb).collect(),
+        Ok(t) => (0..ppb)
+            .filter(|&p| t.kind(p) == nand::BitKind::Lsb)
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -709,7 +724,11 @@ impl Sizes {
             bit_per_unit,
             pmt_units,
             bit_units,
-            part_len: [cfg.gxt_blocks, part_blocks(pmt_units), part_blocks(bit_units)],
+            part_len: [
+                cfg.gxt_blocks,
+                part_blocks(pmt_units),
+                part_blocks(bit_units),
+            ],
         }
     }
 }

@@ -4,7 +4,10 @@
 use super::gxt::Gxt;
 use super::host::field;
 use super::meta::{decode_bit, encode_bit, INDEX_BITS};
-use super::{bst, BitEntry, DftlConfig, DftlFtl, MetaMode, PartKind, BIT_TAG, GXT_TAG, NONE, PMT_ENTRY, PMT_TAG};
+use super::{
+    bst, BitEntry, DftlConfig, DftlFtl, MetaMode, PartKind, BIT_TAG, GXT_TAG, NONE, PMT_ENTRY,
+    PMT_TAG,
+};
 use crate::page::recovery::RecoveryReport;
 use crate::{Cause, FtlError, MountFailure};
 use alloc::boxed::Box;
@@ -25,7 +28,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         cfg: DftlConfig,
         now: Nanos,
     ) -> Result<Self, FtlError> {
-        let mut ftl = Self::empty(ctl, mode, cfg).map_err(|(e, _)| e)?;
+        let mut ftl = Self::empty(ctl, mode, cfg).map_err(|f| f.error)?;
         let n = ftl.s.geo.total_blocks();
         let mut bit = vec![BitEntry::default(); n as usize];
         for b in 0..n {
@@ -140,12 +143,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         cfg: DftlConfig,
         now: Nanos,
     ) -> Result<Self, Box<MountFailure<S, M>>> {
-        let mut ftl = match Self::empty(ctl, mode, cfg) {
-            Ok(f) => f,
-            Err((error, controller)) => {
-                return Err(Box::new(MountFailure { error, controller }))
-            }
-        };
+        let mut ftl = Self::empty(ctl, mode, cfg)?;
         match ftl.recover(now) {
             Ok(r) => {
                 ftl.recovery = Some(r);
@@ -234,7 +232,13 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             for k in 0..parts {
                 let mut failed = false;
                 if self
-                    .read_unit(now, b * slots + first + k, &mut buf, Cause::Mount, Some(&mut failed))?
+                    .read_unit(
+                        now,
+                        b * slots + first + k,
+                        &mut buf,
+                        Cause::Mount,
+                        Some(&mut failed),
+                    )?
                     .is_none()
                 {
                     ok = false;
@@ -271,21 +275,41 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             ));
         }
         // 3. The GXT's fields.
-        self.pmd = gxt.pmd.iter().map(|&l| self.from_local(PartKind::Pmt, l)).collect();
-        self.bid = gxt.bid.iter().map(|&l| self.from_local(PartKind::Bit, l)).collect();
+        self.pmd = gxt
+            .pmd
+            .iter()
+            .map(|&l| self.local_to_global(PartKind::Pmt, l))
+            .collect();
+        self.bid = gxt
+            .bid
+            .iter()
+            .map(|&l| self.local_to_global(PartKind::Bit, l))
+            .collect();
         let valid_block = |b: u32| b == NONE || b < n;
         if !(valid_block(gxt.u)
             && gxt.victims.iter().all(|&v| valid_block(v))
             && gxt.u != NONE
             && gxt.u >= self.user_first)
         {
-            return Err(FtlError::Corrupt("the GXT names an impossible update block"));
+            return Err(FtlError::Corrupt(
+                "the GXT names an impossible update block",
+            ));
         }
         self.u = gxt.u;
         self.free_total = gxt.free_total;
         self.drift = gxt.drift as u64;
-        self.free_q = gxt.free_q.iter().copied().filter(|&b| b < n && b >= self.user_first).collect();
-        self.bsi = gxt.bsi.iter().copied().filter(|&(b, _)| b < n && b >= self.user_first).collect();
+        self.free_q = gxt
+            .free_q
+            .iter()
+            .copied()
+            .filter(|&b| b < n && b >= self.user_first)
+            .collect();
+        self.bsi = gxt
+            .bsi
+            .iter()
+            .copied()
+            .filter(|&(b, _)| b < n && b >= self.user_first)
+            .collect();
         self.sp_part[..self.user_first as usize].copy_from_slice(&gxt.sp_part);
         for (b, k) in hdr_part.iter().enumerate() {
             if let Some(k) = k {
@@ -298,7 +322,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         ] {
             let p = &mut self.parts[k as usize];
             if upd != NONE && !p.contains(upd) {
-                return Err(FtlError::Corrupt("the GXT names an update block outside its partition"));
+                return Err(FtlError::Corrupt(
+                    "the GXT names an update block outside its partition",
+                ));
             }
             p.upd = upd;
             p.wp = wp.min(slots);
@@ -321,7 +347,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 };
                 max_seq = max_seq.max(r.seq);
                 let i = (r.lpn & ((1 << INDEX_BITS) - 1)) as usize;
-                let dir = if k == PartKind::Pmt { &mut self.pmd } else { &mut self.bid };
+                let dir = if k == PartKind::Pmt {
+                    &mut self.pmd
+                } else {
+                    &mut self.bid
+                };
                 if i < dir.len() {
                     dir[i] = a;
                 }
@@ -390,7 +420,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if info.erase_count > bit[v as usize].erase || info.status != BlockStatus::Good {
                 let e = BitEntry {
                     valid: 0,
-                    state: if info.status == BlockStatus::Good { bst::FREE } else { bst::BAD },
+                    state: if info.status == BlockStatus::Good {
+                        bst::FREE
+                    } else {
+                        bst::BAD
+                    },
                     erase: info.erase_count,
                 };
                 self.s.erase[v as usize] = info.erase_count;
@@ -408,19 +442,22 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         // of a victim's erase).
         self.free_total = (self.user_first..n)
             .filter(|&b| {
-                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE
-                    && b != self.u
+                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u
             })
             .count() as u32;
         let fq: Vec<u32> = self.free_q.iter().copied().collect();
         self.free_q = fq
             .into_iter()
-            .filter(|&b| fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u)
+            .filter(|&b| {
+                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u
+            })
             .collect();
         let cands: Vec<(u32, u32)> = self.bsi.clone();
         self.bsi = cands
             .into_iter()
-            .filter(|&(b, _)| fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::USED && b != self.u)
+            .filter(|&(b, _)| {
+                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::USED && b != self.u
+            })
             .collect();
         // 7. The user update block, from its first page.
         let u = self.u;
@@ -439,7 +476,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 Err(e) => return Err(e.into()),
             };
             self.s.occupy(die, t, timing);
-            self.s.push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+            self.s
+                .push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
             if erased {
                 continue; // torn to all ones
             }
@@ -472,7 +510,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let mut changes: BTreeMap<u32, u32> = BTreeMap::new();
         let mut damaged: alloc::collections::BTreeSet<u32> = alloc::collections::BTreeSet::new();
-        let mut data = vec![0u8; if self.s.digest { 0 } else { self.s.geo.page_size as usize }];
+        let mut data = vec![
+            0u8;
+            if self.s.digest {
+                0
+            } else {
+                self.s.geo.page_size as usize
+            }
+        ];
         for (&l, list) in &by_lpn {
             let i = l / self.pmt_per_unit;
             let stamp = match pmt_stamp.get(&i) {
@@ -513,7 +558,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     Err(e) => return Err(e.into()),
                 };
                 self.s.occupy(die, t, timing);
-                self.s.push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+                self.s
+                    .push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
                 if ok {
                     changes.insert(l, p);
                     break;
@@ -612,7 +658,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
             for l in lo..hi {
                 let o = (l - lo) as usize * PMT_ENTRY;
-                self.flash_pmt[l as usize] = u32::from_le_bytes(buf[o..o + 4].try_into().expect("4"));
+                self.flash_pmt[l as usize] =
+                    u32::from_le_bytes(buf[o..o + 4].try_into().expect("4"));
             }
         }
         self.truth.clone_from(&self.flash_pmt);
@@ -625,11 +672,23 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     fn peek_unit(&mut self, a: u32, buf: &mut [u8]) -> bool {
         let (b, slot) = self.unit_at(a);
         let g = self.s.geo;
-        let Some(pi) = g.page_index(self.s.block_addr(b).page(self.lsb[slot as usize]).expect("slot")) else {
+        let Some(pi) = g.page_index(
+            self.s
+                .block_addr(b)
+                .page(self.lsb[slot as usize])
+                .expect("slot"),
+        ) else {
             return false;
         };
         let mut page = vec![0u8; (g.page_size + g.spare_size) as usize];
-        if self.s.ctl.chip_mut().storage_mut().read(pi, &mut page).is_err() {
+        if self
+            .s
+            .ctl
+            .chip_mut()
+            .storage_mut()
+            .read(pi, &mut page)
+            .is_err()
+        {
             return false;
         }
         let off = match self.mode {
@@ -648,18 +707,29 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         self.cbit.check().map_err(|e| format!("CBIT: {e}"))?;
         for (k, v, dirty) in self.cpmt.entries() {
             if self.truth[k as usize] != v {
-                return Err(format!("CPMT entry {k} → {v:#x}, the map says {:#x}", self.truth[k as usize]));
+                return Err(format!(
+                    "CPMT entry {k} → {v:#x}, the map says {:#x}",
+                    self.truth[k as usize]
+                ));
             }
             if !dirty && self.flash_pmt[k as usize] != v {
-                return Err(format!("clean CPMT entry {k} → {v:#x} differs from its PMT unit ({:#x})", self.flash_pmt[k as usize]));
+                return Err(format!(
+                    "clean CPMT entry {k} → {v:#x} differs from its PMT unit ({:#x})",
+                    self.flash_pmt[k as usize]
+                ));
             }
         }
         for (l, &v) in self.truth.iter().enumerate() {
             if self.cpmt.peek(l as u32).is_none() && self.flash_pmt[l] != v {
-                return Err(format!("logical page {l}: uncached, its PMT unit says {:#x}, the map {v:#x}", self.flash_pmt[l]));
+                return Err(format!(
+                    "logical page {l}: uncached, its PMT unit says {:#x}, the map {v:#x}",
+                    self.flash_pmt[l]
+                ));
             }
             if v != NONE && (v / self.ppb < self.user_first || v / self.ppb >= n) {
-                return Err(format!("logical page {l} maps outside the user partition ({v:#x})"));
+                return Err(format!(
+                    "logical page {l} maps outside the user partition ({v:#x})"
+                ));
             }
         }
         // Directories point into their partitions; partitions are consistent.
@@ -670,14 +740,21 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     return Err(format!("{k:?} unit {i} at {a:#x}, outside its partition"));
                 }
                 if a != NONE && a / slots == p.upd && a % slots >= p.wp {
-                    return Err(format!("{k:?} unit {i} beyond its update block's write pointer"));
+                    return Err(format!(
+                        "{k:?} unit {i} beyond its update block's write pointer"
+                    ));
                 }
             }
             for &b in &p.free {
                 if !p.contains(b) || b == p.upd || p.bad[(b - p.first) as usize] {
                     return Err(format!("{k:?} free block {b} is not a free block of it"));
                 }
-                let info = self.s.ctl.chip().block_info(self.s.block_addr(b)).map_err(|e| format!("{e}"))?;
+                let info = self
+                    .s
+                    .ctl
+                    .chip()
+                    .block_info(self.s.block_addr(b))
+                    .map_err(|e| format!("{e}"))?;
                 if info.next_page > 0 {
                     return Err(format!("{k:?} free block {b} holds data"));
                 }
@@ -688,16 +765,29 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         // The update block, the free queue, the BIT's view against the map.
         if self.u < self.user_first || self.u >= n {
-            return Err(format!("update block {} outside the user partition", self.u));
+            return Err(format!(
+                "update block {} outside the user partition",
+                self.u
+            ));
         }
-        let info = self.s.ctl.chip().block_info(self.s.block_addr(self.u)).map_err(|e| format!("{e}"))?;
+        let info = self
+            .s
+            .ctl
+            .chip()
+            .block_info(self.s.block_addr(self.u))
+            .map_err(|e| format!("{e}"))?;
         // (A page torn to all ones reads as erased: the scan stops before it, the chip
         // refuses it, and the next program skips it.)
         if info.next_page < self.u_wp || info.next_page > self.u_wp + 1 {
-            return Err(format!("update block {}: write pointer {} but the chip's is {}", self.u, self.u_wp, info.next_page));
+            return Err(format!(
+                "update block {}: write pointer {} but the chip's is {}",
+                self.u, self.u_wp, info.next_page
+            ));
         }
         let view = |b: u32| -> BitEntry {
-            self.cbit.peek(b).map_or(self.flash_bit[b as usize], |(e, _)| e)
+            self.cbit
+                .peek(b)
+                .map_or(self.flash_bit[b as usize], |(e, _)| e)
         };
         let mut count = vec![0u32; n as usize];
         for &v in &self.truth {
@@ -710,11 +800,17 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         for b in self.user_first..n {
             let e = view(b);
             if e.erase != self.s.erase[b as usize] {
-                return Err(format!("block {b}: BIT erase count {} but {} erases", e.erase, self.s.erase[b as usize]));
+                return Err(format!(
+                    "block {b}: BIT erase count {} but {} erases",
+                    e.erase, self.s.erase[b as usize]
+                ));
             }
             let have = count[b as usize];
             if (e.valid as u32) > have {
-                return Err(format!("block {b}: BIT says {} valid pages, the map {have}", e.valid));
+                return Err(format!(
+                    "block {b}: BIT says {} valid pages, the map {have}",
+                    e.valid
+                ));
             }
             short += (have - e.valid as u32) as u64;
             match e.state {
@@ -729,17 +825,25 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
         }
         if short > self.drift {
-            return Err(format!("valid counts {short} pages short of the map, more than the {} recovery allows", self.drift));
+            return Err(format!(
+                "valid counts {short} pages short of the map, more than the {} recovery allows",
+                self.drift
+            ));
         }
         if view(self.u).state != bst::USED {
             return Err(format!("update block {} is not in use in the BIT", self.u));
         }
         if free != self.free_total {
-            return Err(format!("{free} free user blocks in the BIT, the UFP counts {}", self.free_total));
+            return Err(format!(
+                "{free} free user blocks in the BIT, the UFP counts {}",
+                self.free_total
+            ));
         }
         for (i, &b) in self.free_q.iter().enumerate() {
             if view(b).state != bst::FREE || self.free_q.iter().skip(i + 1).any(|&x| x == b) {
-                return Err(format!("queued free block {b} is not free (or queued twice)"));
+                return Err(format!(
+                    "queued free block {b} is not free (or queued twice)"
+                ));
             }
         }
         for &(b, _) in &self.bsi {
@@ -750,4 +854,3 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         Ok(())
     }
 }
-

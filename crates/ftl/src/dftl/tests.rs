@@ -60,7 +60,9 @@ fn check_all(ftl: &mut F, model: &BTreeMap<u64, u64>, t: Nanos, what: &str) {
     for l in 0..n {
         ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf)
             .unwrap_or_else(|e| panic!("{what}: page {l}: {e}"));
-        let want = model.get(&l).map_or(vec![0; size], |&v| pattern(size, l, v));
+        let want = model
+            .get(&l)
+            .map_or(vec![0; size], |&v| pattern(size, l, v));
         assert!(buf == want, "{what}: page {l} reads wrong data");
     }
     ftl.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -101,7 +103,9 @@ fn model_run(mode: MetaMode, seed: u64, ops: usize) {
             let l = rng.next_u64() % n;
             ftl.read(t, lpn(l), &mut buf)
                 .unwrap_or_else(|e| panic!("op {i}: read {l}: {e}"));
-            let want = model.get(&l).map_or(vec![0; size], |&v| pattern(size, l, v));
+            let want = model
+                .get(&l)
+                .map_or(vec![0; size], |&v| pattern(size, l, v));
             assert!(buf == want, "op {i}: page {l} reads wrong data");
         } else if r < 99 {
             ftl.flush(t).unwrap();
@@ -109,13 +113,17 @@ fn model_run(mode: MetaMode, seed: u64, ops: usize) {
             let ctl = ftl.into_controller();
             ftl = F::mount(ctl, mode, small(), t).unwrap_or_else(|e| panic!("op {i}: mount: {e}"));
         }
-        ftl.verify().unwrap_or_else(|e| panic!("op {i} (r {r}): {e}"));
+        ftl.verify()
+            .unwrap_or_else(|e| panic!("op {i} (r {r}): {e}"));
     }
     check_all(&mut ftl, &model, t, "end");
     let c = *ftl.counters();
     assert!(c.gc_victims > 0, "the run never collected a victim");
     assert!(c.meta_bytes_by_kind.pmt > 0 && c.meta_bytes_by_kind.bit > 0);
-    assert!(c.erases[crate::Cause::Meta.index()] > 0, "no metadata block was ever reused");
+    assert!(
+        c.erases[crate::Cause::Meta.index()] > 0,
+        "no metadata block was ever reused"
+    );
     assert!(c.cpmt_misses > 0 && c.cpmt_hits > 0);
     if mode == MetaMode::Subpage {
         assert!(c.sp_erases > 0);
@@ -147,22 +155,33 @@ fn spftl_halves_metadata_bytes() {
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         for i in 0..4000u64 {
             let l = rng.next_u64() % n;
-            ftl.write(Nanos(i * 1000), Lpn::checked(l, n).unwrap(), &pattern(size, l, i))
-                .unwrap();
+            ftl.write(
+                Nanos(i * 1000),
+                Lpn::checked(l, n).unwrap(),
+                &pattern(size, l, i),
+            )
+            .unwrap();
         }
         ftl.counters().meta_bytes
     };
     let (d, s) = (run(MetaMode::Page), run(MetaMode::Subpage));
     let ratio = s as f64 / d as f64;
-    assert!((0.4..0.75).contains(&ratio), "SPFTL/DFTL_por metadata bytes {ratio}");
+    assert!(
+        (0.4..0.75).contains(&ratio),
+        "SPFTL/DFTL_por metadata bytes {ratio}"
+    );
 }
 
 /// A power cut at every chip operation of a short run (every cut mode in turn):
 /// recovery keeps every flushed write, never returns another page's data, and passes
 /// `verify`.
+/// The operations that completed (logical page, version or `None` for a trim) and how many
+/// of them a completed flush covers.
+type Done = (Vec<(u64, Option<u64>)>, usize);
+
 fn cut_everywhere(mode: MetaMode, seed: u64) {
     let ops = 260u64;
-    let workload = |ftl: &mut F, upto: Option<u64>| -> Result<(Vec<(u64, Option<u64>)>, usize), (Vec<(u64, Option<u64>)>, usize)> {
+    let workload = |ftl: &mut F, upto: Option<u64>| -> Result<Done, Done> {
         let n = ftl.logical_pages();
         let size = ftl.page_size();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -176,7 +195,8 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
                 0 => ftl.flush(t).map(|_| flushed = log.len()),
                 1 => {
                     pending = Some((l, None));
-                    ftl.trim(t, Lpn::checked(l, n).unwrap()).map(|_| log.push((l, None)))
+                    ftl.trim(t, Lpn::checked(l, n).unwrap())
+                        .map(|_| log.push((l, None)))
                 }
                 _ => {
                     pending = Some((l, Some(i)));
@@ -206,7 +226,8 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
     while cut_at <= total {
         let cm = modes[k % modes.len()];
         k += 1;
-        let mut ftl = F::format(controller(chip(seed, 2), seed), mode, small(), Nanos::ZERO).unwrap();
+        let mut ftl =
+            F::format(controller(chip(seed, 2), seed), mode, small(), Nanos::ZERO).unwrap();
         ftl.controller_mut().chip_mut().arm_cut(cut_at, cm);
         let (log, flushed) = match workload(&mut ftl, None) {
             Ok(x) | Err(x) => x,
@@ -215,7 +236,8 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         ctl.chip_mut().disarm_cut();
         ctl.chip_mut().power_on();
         let id = format!("{mode:?} cut at op {cut_at} ({cm:?})");
-        let mut ftl = F::mount(ctl, mode, small(), Nanos(1 << 40)).unwrap_or_else(|e| panic!("{id}: mount: {e}"));
+        let mut ftl = F::mount(ctl, mode, small(), Nanos(1 << 40))
+            .unwrap_or_else(|e| panic!("{id}: mount: {e}"));
         ftl.verify().unwrap_or_else(|e| panic!("{id}: {e}"));
         // Per page: the durable value (as of the last completed flush) and those after.
         let n = ftl.logical_pages();
@@ -232,24 +254,41 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         let mut buf = vec![0u8; size];
         for l in 0..n.min(200) {
             let m = ftl.mapping(l);
-            let info = m.map(|a| ftl.controller().chip().page_state(a).map(|st| format!("{st:?}")));
+            let info = m.map(|a| {
+                ftl.controller()
+                    .chip()
+                    .page_state(a)
+                    .map(|st| format!("{st:?}"))
+            });
             ftl.read(Nanos(1 << 40), Lpn::checked(l, n).unwrap(), &mut buf)
-                .unwrap_or_else(|e| panic!("{id}: read {l}: {e} (mapped to {m:?}: {info:?}; u {} wp {})", ftl.u, ftl.u_wp));
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{id}: read {l}: {e} (mapped to {m:?}: {info:?}; u {} wp {})",
+                        ftl.u, ftl.u_wp
+                    )
+                });
             let mut ok: Vec<Option<u64>> = vec![durable.get(&l).copied().flatten()];
             ok.extend(since.get(&l).into_iter().flatten().copied());
             let good = ok.iter().any(|v| match v {
                 None => buf.iter().all(|&b| b == 0),
                 Some(v) => buf == pattern(size, l, *v),
             });
-            let what = (0..ops).find(|&v| buf == pattern(size, l, v)).map_or("other".to_string(), |v| v.to_string());
+            let what = (0..ops)
+                .find(|&v| buf == pattern(size, l, v))
+                .map_or("other".to_string(), |v| v.to_string());
             assert!(good, "{id}: page {l} holds neither its flushed value nor a later one: read {what}, allowed {ok:?} (flushed {flushed} of {})", log.len());
         }
         // And it keeps working.
         for i in 0..40u64 {
             let l = i * 7 % n;
-            ftl.write(Nanos((1 << 40) + i), Lpn::checked(l, n).unwrap(), &pattern(size, l, 9_000 + i))
-                .unwrap_or_else(|e| panic!("{id}: write after mount: {e}"));
-            ftl.verify().unwrap_or_else(|e| panic!("{id}: after mount: {e}"));
+            ftl.write(
+                Nanos((1 << 40) + i),
+                Lpn::checked(l, n).unwrap(),
+                &pattern(size, l, 9_000 + i),
+            )
+            .unwrap_or_else(|e| panic!("{id}: write after mount: {e}"));
+            ftl.verify()
+                .unwrap_or_else(|e| panic!("{id}: after mount: {e}"));
         }
         cut_at += step;
     }
@@ -277,22 +316,60 @@ fn bad_input_names_the_key() {
     let e = err(
         MetaMode::Page,
         DftlConfig {
-            memory: MemoryBudget { gxt: 16, ..small().memory },
+            memory: MemoryBudget {
+                gxt: 16,
+                ..small().memory
+            },
             ..small()
         },
         2,
     );
     assert!(e.contains("memory.gxt"), "{e}");
-    let e = err(MetaMode::Page, DftlConfig { meta_spare: 16.0, ..small() }, 2);
-    assert!(e.contains("larger than the device") || e.contains("overprovision"), "{e}");
-    let e = err(MetaMode::Page, DftlConfig { overprovision: 0.01, ..small() }, 2);
+    let e = err(
+        MetaMode::Page,
+        DftlConfig {
+            meta_spare: 16.0,
+            ..small()
+        },
+        2,
+    );
+    assert!(
+        e.contains("larger than the device") || e.contains("overprovision"),
+        "{e}"
+    );
+    let e = err(
+        MetaMode::Page,
+        DftlConfig {
+            overprovision: 0.01,
+            ..small()
+        },
+        2,
+    );
     assert!(e.contains("overprovision"), "{e}");
-    let e = err(MetaMode::Subpage, DftlConfig { meta_ecc_t: 40, ..small() }, 2);
+    let e = err(
+        MetaMode::Subpage,
+        DftlConfig {
+            meta_ecc_t: 40,
+            ..small()
+        },
+        2,
+    );
     assert!(e.contains("meta_ecc_t"), "{e}");
     // A volume of the other writer is refused, not misread.
-    let ftl = F::format(controller(chip(1, 2), 1), MetaMode::Page, small(), Nanos::ZERO).unwrap();
-    let e = F::mount(ftl.into_controller(), MetaMode::Subpage, small(), Nanos::ZERO)
-        .unwrap_err()
-        .to_string();
+    let ftl = F::format(
+        controller(chip(1, 2), 1),
+        MetaMode::Page,
+        small(),
+        Nanos::ZERO,
+    )
+    .unwrap();
+    let e = F::mount(
+        ftl.into_controller(),
+        MetaMode::Subpage,
+        small(),
+        Nanos::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("GXT") || e.contains("another"), "{e}");
 }
