@@ -619,7 +619,10 @@ queue_depth = 1
         assert_eq!(r.host.mismatches, 0, "{scheme}");
         assert!(r.nand.gc_victims > 10, "{scheme}: {:?}", r.nand);
         let m = r.meta;
-        assert!(m.pmt_bytes > 0 && m.bit_bytes > 0 && m.gxt_bytes > 0, "{scheme}: {m:?}");
+        assert!(
+            m.pmt_bytes > 0 && m.bit_bytes > 0 && m.gxt_bytes > 0,
+            "{scheme}: {m:?}"
+        );
         assert_eq!(
             m.bytes,
             m.pmt_bytes + m.bit_bytes + m.gxt_bytes + m.pmt_gc_bytes + m.bit_gc_bytes,
@@ -645,5 +648,8 @@ queue_depth = 1
             assert!(e.contains("subpages_per_page = 1"), "{e}");
         }
     }
-    assert!(bytes[1] < bytes[0], "SPFTL wrote no less metadata: {bytes:?}");
+    assert!(
+        bytes[1] < bytes[0],
+        "SPFTL wrote no less metadata: {bytes:?}"
+    );
 }

@@ -1,8 +1,8 @@
 //! The demand-paged page-mapping FTLs of SPFTL (paper 001): **DFTL_por** (§IV-A, the
-//! baseline), **SPFTL** (§IV-B: every metadata unit a subpage of an SP block) and
-//! **SPFTL_log** (§IV-C: metadata updates logged by subpages, merged into the metadata
-//! pages when a log subpage fills). One kernel, [`DftlFtl`]; the three differ only in how
-//! metadata is written ([`MetaMode`]).
+//! baseline) and **SPFTL** (§IV-B: every metadata unit a subpage of an SP block). One
+//! kernel, [`DftlFtl`]; the two differ only in how metadata is written ([`MetaMode`]).
+//! (SPFTL_log, §IV-C — metadata updates logged by subpages and merged when a log subpage
+//! fills — is not built yet.)
 //!
 //! ## What lives where
 //!
@@ -15,15 +15,14 @@
 //!   below) and the **UFP** (update-block pointers of every partition, the free user
 //!   blocks known, the free-block count, the victim being collected, each metadata
 //!   block's subpage partition); a page buffer and a copy-back buffer; SPFTL_log's merge
-//!   buffer and the **LID** (where each metadata unit's newest log subpage is).
+//!   buffer and the **LID** (not built yet).
 //! - **Flash**, fixed partitions at the start of the chip, every block in SLC mode (LSB
-//!   pages only on multi-level chips): the GXT partition, the PMT partition, the BIT
-//!   partition and (SPFTL_log) the log partition; then the user partition (multi-level
-//!   mode). Each metadata partition is log-structured with its own update block and its
+//!   pages only on multi-level chips): the GXT partition, the PMT partition and the BIT
+//!   partition; then the user partition (multi-level mode). Each metadata partition is log-structured with its own update block and its
 //!   own greedy GC (victim: fewest live units; its live units copied into the update
 //!   block, counted as PMT-GC or BIT-GC bytes).
-//! - A **metadata unit** is a page's data area (DFTL_por) or one subpage (SPFTL,
-//!   SPFTL_log: programmed only by subpage programming, through the controller's subpage
+//! - A **metadata unit** is a page's data area (DFTL_por) or one subpage (SPFTL: programmed
+//!   only by subpage programming, through the controller's subpage
 //!   path, in SP blocks whose subpage partition is used in the pong-pong order — the
 //!   partition advances at the block's next erase after a unit of it failed to decode).
 //!   A PMT unit holds `unit / 4` entries (4-byte physical page, `u32::MAX`: unmapped); a
@@ -125,7 +124,7 @@ impl MetaMode {
 
 /// The internal-memory budget (bytes). The paper's 26 KiB: 2 KiB of cached PMT/BIT entries
 /// (one update block's worth), 4 KiB of GXT, an 8 KiB copy-back buffer and an 8 KiB page
-/// buffer; SPFTL_log adds a 4 KiB merge buffer.
+/// buffer (SPFTL_log's 4 KiB merge buffer comes with it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryBudget {
