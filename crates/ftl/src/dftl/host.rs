@@ -199,11 +199,18 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         lpn: Lpn,
         data: &mut [u8],
     ) -> Result<(), FtlError> {
-        let p = self.pmt_get(now, l)?;
+        // A map unit that cannot be read loses the pages it maps: they are unreadable.
+        let p = match self.pmt_get(now, l) {
+            Err(FtlError::Corrupt(_)) => return Err(FtlError::Unreadable(lpn)),
+            r => r?,
+        };
         if p == NONE {
             data.fill(0);
             self.s.log.counters.unmapped_reads += 1;
             return Ok(());
+        }
+        if p / self.ppb < self.user_first || p / self.ppb >= self.s.geo.total_blocks() {
+            return Err(FtlError::Unreadable(lpn));
         }
         let b = p / self.ppb;
         let die = self.s.die_of(b);

@@ -188,6 +188,21 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
     }
 
+    /// Reads unit `a` a directory names into `buf` (a unit); its being erased means the
+    /// directory is wrong: `Corrupt`.
+    pub(crate) fn read_named_unit(
+        &mut self,
+        now: Nanos,
+        a: u32,
+        buf: &mut [u8],
+        cause: Cause,
+    ) -> Result<OobRecord, FtlError> {
+        self.read_unit(now, a, buf, cause, None)?
+            .ok_or(FtlError::Corrupt(
+                "a metadata unit its directory names is erased",
+            ))
+    }
+
     /// The record of unit `a` (a scan): a spare-area read of a page unit, a whole subpage
     /// read of a subpage unit. `Ok(None)` with `*failed` set: programmed but unreadable.
     pub(crate) fn unit_record(
@@ -338,9 +353,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if a == NONE || a / slots != v {
                 continue;
             }
-            let Some(rec) = self.read_unit(now, a, &mut buf, Cause::Meta, None)? else {
-                return Err(FtlError::Corrupt("a live metadata unit reads as erased"));
-            };
+            let rec = self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
             loop {
                 let p = &self.parts[k];
                 if p.wp >= slots {
@@ -488,12 +501,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             NONE
         } else {
             let mut buf = vec![0u8; self.unit];
-            if self
-                .read_unit(now, a, &mut buf, Cause::Meta, None)?
-                .is_none()
-            {
-                return Err(FtlError::Corrupt("a PMT unit the PMD names is erased"));
-            }
+            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
             let o = (l % self.pmt_per_unit) as usize * PMT_ENTRY;
             u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"))
         };
@@ -559,12 +567,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let mut buf = vec![0xFFu8; self.unit];
         let a = self.pmd[i as usize];
-        if a != NONE
-            && self
-                .read_unit(now, a, &mut buf, Cause::Meta, None)?
-                .is_none()
-        {
-            return Err(FtlError::Corrupt("a PMT unit the PMD names is erased"));
+        if a != NONE {
+            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
         }
         for &(k, v) in &dirty {
             let o = (k - lo) as usize * PMT_ENTRY;
@@ -595,12 +599,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             BitEntry::default()
         } else {
             let mut buf = vec![0u8; self.unit];
-            if self
-                .read_unit(now, a, &mut buf, Cause::Meta, None)?
-                .is_none()
-            {
-                return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
-            }
+            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
             decode_bit(&buf, (b % self.bit_per_unit) as usize)
         };
         self.cbit_room(now)?;
@@ -644,12 +643,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let dirty = self.cbit.dirty_in(lo, hi);
         let mut buf = vec![0u8; self.unit];
         let a = self.bid[j as usize];
-        if a != NONE
-            && self
-                .read_unit(now, a, &mut buf, Cause::Meta, None)?
-                .is_none()
-        {
-            return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
+        if a != NONE {
+            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
         }
         for &(k, e) in &dirty {
             encode_bit(&mut buf, (k - lo) as usize, e);
@@ -731,12 +726,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if a == NONE {
                 continue;
             }
-            if self
-                .read_unit(now, a, &mut buf, Cause::Meta, None)?
-                .is_none()
-            {
-                return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
-            }
+            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
             let lo = j * self.bit_per_unit;
             for k in 0..self.bit_per_unit {
                 let b = lo + k;

@@ -392,9 +392,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if a == NONE {
                 continue;
             }
-            let Some(r) = self.read_unit(now, a, &mut buf, Cause::Mount, None)? else {
-                return Err(FtlError::Corrupt("a BIT unit the BID names is erased"));
-            };
+            let r = self.read_named_unit(now, a, &mut buf, Cause::Mount)?;
             bit_stamp[j as usize] = r.lpn >> INDEX_BITS;
             for k in 0..self.bit_per_unit {
                 let b = j * self.bit_per_unit + k;
@@ -621,7 +619,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.switch(now)?;
         }
         // 11. The simulator's records of what the flash holds (raw, uncharged).
-        self.rebuild_shadows();
+        self.rebuild_shadows()?;
         for b in 0..self.user_first {
             self.s.ctl.keep_whole(b, true);
         }
@@ -643,7 +641,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Rebuilds `flash_pmt`, `flash_bit` and `truth` from the units the directories name
     /// (raw storage reads: simulator bookkeeping, not charged) and the caches.
-    fn rebuild_shadows(&mut self) {
+    fn rebuild_shadows(&mut self) -> Result<(), FtlError> {
+        let mut bad_entries = false;
         let per = self.pmt_per_unit;
         let mut buf = vec![0u8; self.unit];
         for i in 0..self.pmt_units {
@@ -656,16 +655,26 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 }
                 continue;
             }
+            let pages = self.s.geo.total_blocks() * self.ppb;
             for l in lo..hi {
                 let o = (l - lo) as usize * PMT_ENTRY;
-                self.flash_pmt[l as usize] =
-                    u32::from_le_bytes(buf[o..o + 4].try_into().expect("4"));
+                let v = u32::from_le_bytes(buf[o..o + 4].try_into().expect("4"));
+                self.flash_pmt[l as usize] = v;
+                if v != NONE && (v >= pages || v / self.ppb < self.user_first) {
+                    bad_entries = true;
+                }
             }
         }
         self.truth.clone_from(&self.flash_pmt);
         for (k, v, _) in self.cpmt.entries() {
             self.truth[k as usize] = v;
         }
+        if bad_entries {
+            return Err(FtlError::Corrupt(
+                "a PMT unit maps a page outside the user partition",
+            ));
+        }
+        Ok(())
     }
 
     /// The bytes of unit `a` straight from storage (no charge, no error draw).
