@@ -39,7 +39,7 @@ for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fi
     dcr) must="holds: DCR's advantage grows with capacity" ;;
     # (It runs waogc-table1 after it: Table I measured, each scheme against its bound.)
     waogc) must="holds: every scheme's measured worst write stays within its bound" ;;
-    # (It runs spftl-random after it. At --quick size the chip has so few PMT units that
+    # (It runs spftl-random and spftl-traces after it. At --quick size the chip has so few PMT units that
     # write-backs batch several entries: the published absolute volumes are not reached.)
     spftl) must="holds: SPFTL writes fewer metadata bytes than DFTL_por (paper" ;;
     *) must="" ;;

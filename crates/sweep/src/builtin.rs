@@ -68,6 +68,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/spftl-random.toml"),
     ),
     (
+        "spftl-traces.toml",
+        include_str!("../../../experiments/spftl-traces.toml"),
+    ),
+    (
+        "spftl-trace-base.toml",
+        include_str!("../../../experiments/spftl-trace-base.toml"),
+    ),
+    (
         "spftl-base.toml",
         include_str!("../../../experiments/spftl-base.toml"),
     ),
@@ -112,6 +120,7 @@ const MATRICES: &[&str] = &[
     "waogc-traces",
     "spftl",
     "spftl-random",
+    "spftl-traces",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
@@ -120,7 +129,7 @@ pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
         "dcr" => &["dcr-capacity"],
         "waogc" => &["waogc-table1", "waogc-traces"],
-        "spftl" => &["spftl-random"],
+        "spftl" => &["spftl-random", "spftl-traces"],
         _ => &[],
     }
 }
