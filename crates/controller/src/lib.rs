@@ -609,6 +609,22 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         r
     }
 
+    /// The bytes stored in page `addr` (data area then spare area, `buf` a whole raw page)
+    /// as the storage holds them: no chip operation, no error draw, nothing counted.
+    /// Simulator introspection for invariant checks and bookkeeping beside an FTL — never
+    /// for an FTL's decisions, which must read through the charged paths (a test in the
+    /// `ftl` crate holds the FTL sources to that).
+    pub fn inspect_stored(&mut self, addr: PhysAddr, buf: &mut [u8]) -> Result<(), CtlError> {
+        let g = *self.chip.geometry();
+        let pi = g
+            .page_index(addr)
+            .ok_or(CtlError::Nand(NandError::PageOutOfRange(addr)))?;
+        self.chip
+            .storage_mut()
+            .read(pi, buf)
+            .map_err(|e| CtlError::Nand(e.into()))
+    }
+
     /// Erases a block (an FTL's admin operation: no data passes the controller).
     pub fn erase(&mut self, now: Nanos, block: BlockAddr) -> Result<OpTiming, NandError> {
         self.chip.erase(now, block)

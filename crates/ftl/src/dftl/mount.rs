@@ -677,27 +677,18 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         Ok(())
     }
 
-    /// The bytes of unit `a` straight from storage (no charge, no error draw).
+    /// The bytes of unit `a` straight from storage (no charge, no error draw): only for
+    /// the simulator's record of the flash units (`verify`, `mapping`), never a decision.
     fn peek_unit(&mut self, a: u32, buf: &mut [u8]) -> bool {
         let (b, slot) = self.unit_at(a);
         let g = self.s.geo;
-        let Some(pi) = g.page_index(
-            self.s
-                .block_addr(b)
-                .page(self.lsb[slot as usize])
-                .expect("slot"),
-        ) else {
-            return false;
-        };
-        let mut page = vec![0u8; (g.page_size + g.spare_size) as usize];
-        if self
+        let addr = self
             .s
-            .ctl
-            .chip_mut()
-            .storage_mut()
-            .read(pi, &mut page)
-            .is_err()
-        {
+            .block_addr(b)
+            .page(self.lsb[slot as usize])
+            .expect("slot");
+        let mut page = vec![0u8; (g.page_size + g.spare_size) as usize];
+        if self.s.ctl.inspect_stored(addr, &mut page).is_err() {
             return false;
         }
         let off = match self.mode {
