@@ -53,16 +53,27 @@ fn width(nblocks: u32) -> usize {
 
 /// Bytes of the GXT of a chip of `nblocks` blocks sized by `plan`.
 pub(crate) fn encoded_len(plan: &Plan, nblocks: u32, cfg: &DftlConfig) -> usize {
-    let w = width(nblocks);
     let meta: u32 = plan.part_len.iter().sum();
+    byte_len(nblocks, meta, plan.pmt_units, plan.bit_units, cfg)
+}
+
+/// Bytes of the GXT: the layout in the module docs.
+fn byte_len(
+    nblocks: u32,
+    meta_blocks: u32,
+    pmt_units: u32,
+    bit_units: u32,
+    cfg: &DftlConfig,
+) -> usize {
+    let w = width(nblocks);
     8 + w * 5
         + 2 * 2
         + 8
         + cfg.free_queue as usize * w
         + cfg.bsi_entries as usize * (w + 2)
-        + (meta as usize).div_ceil(4)
-        + 2 * plan.pmt_units as usize
-        + 2 * plan.bit_units as usize
+        + (meta_blocks as usize).div_ceil(4)
+        + 2 * pmt_units as usize
+        + 2 * bit_units as usize
         + 4
 }
 
@@ -132,16 +143,7 @@ impl Gxt {
         crc: fn(&[u8]) -> u32,
     ) -> Option<Gxt> {
         let w = width(nblocks);
-        let len = 8
-            + w * 5
-            + 2 * 2
-            + 8
-            + cfg.free_queue as usize * w
-            + cfg.bsi_entries as usize * (w + 2)
-            + (meta_blocks as usize).div_ceil(4)
-            + 2 * pmt_units as usize
-            + 2 * bit_units as usize
-            + 4;
+        let len = byte_len(nblocks, meta_blocks, pmt_units, bit_units, cfg);
         if bytes.len() < len {
             return None;
         }

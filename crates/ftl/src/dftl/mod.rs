@@ -75,8 +75,12 @@ mod gxt;
 mod host;
 mod meta;
 mod mount;
+mod sizing;
+pub use sizing::metadata_blocks;
+use sizing::{lsb_pages, Plan, Sizes};
 #[cfg(test)]
 mod tests;
+mod verify;
 
 use crate::page::recovery::RecoveryReport;
 use crate::policy::{FixedStrength, Policies};
@@ -660,7 +664,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         Ok(lpn.get() as u32)
     }
 
-    /// Checks every invariant (see [`verify`](mod@self) in `mount.rs`).
+    /// Checks every invariant (`dftl::verify`).
     pub fn verify(&self) -> Result<(), Invariant> {
         self.check().map_err(Invariant::Structure)?;
         self.s
@@ -676,93 +680,6 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let all: u64 = c.erases.iter().sum();
         (all - c.sp_erases) as f64 + c.sp_erases as f64 * self.cfg.sp_weight
     }
-}
-
-/// The LSB pages of a block (every page on one-bit-per-cell chips): the slots of an
-/// SLC-mode metadata block.
-fn lsb_pages(chip: &nand::ChipConfig) -> Vec<u32> {
-    let ppb = chip.geometry.pages_per_block;
-    if chip.cell == nand::CellType::Slc {
-        return (0..ppb).collect();
-    }
-    match nand::PairingTable::new(chip.layout, chip.cell, ppb) {
-        Ok(t) => (0..ppb)
-            .filter(|&p| t.kind(p) == nand::BitKind::Lsb)
-            .collect(),
-        Err(_) => Vec::new(),
-    }
-}
-
-/// The volume's and the partitions' sizes: from the geometry and the configuration
-/// alone, so that format, mount and the digest store's whole-block list agree.
-struct Sizes {
-    logical_blocks: u64,
-    lpns: u64,
-    pmt_per_unit: u64,
-    bit_per_unit: u64,
-    pmt_units: u64,
-    bit_units: u64,
-    part_len: [u32; 3],
-}
-
-impl Sizes {
-    fn of(nblocks: u64, ppb: u32, slots: u64, unit: usize, cfg: &DftlConfig) -> Sizes {
-        let logical_blocks = libm::floor(nblocks as f64 * (1.0 - cfg.overprovision)) as u64;
-        let lpns = logical_blocks * ppb as u64;
-        let pmt_per_unit = (unit / PMT_ENTRY) as u64;
-        let bit_per_unit = (unit / BIT_ENTRY) as u64;
-        let pmt_units = lpns.div_ceil(pmt_per_unit.max(1));
-        let bit_units = nblocks.div_ceil(bit_per_unit.max(1));
-        let part_blocks = |units: u64| -> u32 {
-            libm::ceil(units.div_ceil(slots.max(1)) as f64 * (1.0 + cfg.meta_spare)) as u32 + 2
-        };
-        Sizes {
-            logical_blocks,
-            lpns,
-            pmt_per_unit,
-            bit_per_unit,
-            pmt_units,
-            bit_units,
-            part_len: [
-                cfg.gxt_blocks,
-                part_blocks(pmt_units),
-                part_blocks(bit_units),
-            ],
-        }
-    }
-}
-
-/// The metadata partitions' blocks (flat indices from 0) of a chip and configuration:
-/// what a digest-mode store keeps whole.
-pub fn metadata_blocks(chip: &nand::ChipConfig, mode: MetaMode, cfg: &DftlConfig) -> Vec<u32> {
-    let g = chip.geometry;
-    let unit = match mode {
-        MetaMode::Page => g.page_size as usize,
-        MetaMode::Subpage => g.subpage_size(),
-    };
-    let sz = Sizes::of(
-        g.total_blocks() as u64,
-        g.pages_per_block,
-        lsb_pages(chip).len() as u64,
-        unit,
-        cfg,
-    );
-    let n: u32 = sz.part_len.iter().sum();
-    (0..n.min(g.total_blocks())).collect()
-}
-
-/// What `plan` sized.
-pub(crate) struct Plan {
-    pub unit: usize,
-    pub lsb: Vec<u32>,
-    pub lpns: u32,
-    pub pmt_per_unit: u32,
-    pub bit_per_unit: u32,
-    pub pmt_units: u32,
-    pub bit_units: u32,
-    pub part_len: [u32; 3],
-    pub cpmt: usize,
-    pub cbit: usize,
 }
 
 impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
