@@ -252,6 +252,9 @@ pub struct FtlCounters {
     /// See `cbit_hits`.
     #[serde(default)]
     pub cbit_misses: u64,
+    /// SPFTL_log: logs merged into their metadata unit (a log that outgrew its subpage).
+    #[serde(default)]
+    pub log_merges: u64,
     /// What the ECC-strength policy counted (FLARES zones, alarms, scrub, strengths).
     #[serde(default)]
     pub ecc_policy: policy::EccPolicyCounters,

@@ -405,6 +405,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         cpmt_misses: a.cpmt_misses - b.cpmt_misses,
         cbit_hits: a.cbit_hits - b.cbit_hits,
         cbit_misses: a.cbit_misses - b.cbit_misses,
+        log_merges: a.log_merges - b.log_merges,
         refresh_alarms: a.refresh_alarms - b.refresh_alarms,
         slc_blocks: a.slc_blocks - b.slc_blocks,
         region_swaps: a.region_swaps - b.region_swaps,

@@ -7,18 +7,39 @@
 //! | BIT update block w | BIT write pointer u16 | victims 2 × w | free user blocks u32 | drift u32
 //! | free queue: free_queue × w | BSI: bsi_entries × (w + valid u16)
 //! | subpage partitions: 2 bits per metadata block | PMD: u16 per PMT unit
-//! | BID: u16 per BIT unit | CRC32C u32 of everything before
+//! | BID: u16 per BIT unit
+//! | (SPFTL_log only) PMT-log update block w | its write pointer u16 | BIT-log update block w
+//! | its write pointer u16 | PLID: u16 per PMT unit | BLID: u16 per BIT unit
+//! | CRC32C u32 of everything before
 //! ```
 //!
 //! Block numbers take `w` = 2 bytes on chips of up to 65,535 blocks, else 4 (all ones:
 //! none); PMD and BID entries are partition-local unit addresses (block index in the
 //! partition × slots + slot; `0xFFFF`: never written), as §IV-B suggests to keep the GXT
-//! small.
+//! small. The LIDs (SPFTL_log's log information directories) are partition-local the same
+//! way, into the PMT-log and BIT-log partitions.
+//!
+//! ## GXT logs (SPFTL_log)
+//!
+//! SPFTL_log writes the GXT as a **log** into an SP block of the GXT-log partition: the
+//! GXT's fields that differ from the last whole GXT written (the *base*), each as (field
+//! position in [`Gxt::cells`], value) — the paper's "(type, value)" —, coalesced: each
+//! GXT log holds every change since the base, so a mount needs the base and the newest
+//! readable log naming it. When the changes no longer fit one subpage, the whole GXT is
+//! written (a page of the GXT partition) and becomes the next base.
+//!
+//! ```text
+//! magic "GXL1" u32 | base sequence number u64 | entries n u32 | n × (position u32, value u32)
+//! | CRC32C u32 of everything before
+//! ```
 
 use super::{DftlConfig, Plan, NONE};
 use alloc::vec::Vec;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"GXT1");
+const LOG_MAGIC: u32 = u32::from_le_bytes(*b"GXL1");
+/// Bytes of a GXT log besides its entries.
+const LOG_FIXED: usize = 4 + 8 + 4 + 4;
 
 /// The GXT's fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +62,27 @@ pub(crate) struct Gxt {
     /// Partition-local unit addresses.
     pub pmd: Vec<u16>,
     pub bid: Vec<u16>,
+    /// SPFTL_log: the PMT-log and BIT-log partitions' update blocks and write pointers
+    /// (`NONE`, 0 in the other modes).
+    pub plog_upd: u32,
+    pub plog_wp: u32,
+    pub blog_upd: u32,
+    pub blog_wp: u32,
+    /// SPFTL_log: partition-local log addresses per PMT / BIT unit (empty in the other
+    /// modes).
+    pub plid: Vec<u16>,
+    pub blid: Vec<u16>,
+}
+
+/// The shape of a chip's GXT: what sizes its byte form and its cells.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    pub nblocks: u32,
+    pub meta_blocks: u32,
+    pub pmt_units: u32,
+    pub bit_units: u32,
+    /// SPFTL_log: the log fields are present.
+    pub log: bool,
 }
 
 fn width(nblocks: u32) -> usize {
@@ -52,29 +94,103 @@ fn width(nblocks: u32) -> usize {
 }
 
 /// Bytes of the GXT of a chip of `nblocks` blocks sized by `plan`.
-pub(crate) fn encoded_len(plan: &Plan, nblocks: u32, cfg: &DftlConfig) -> usize {
+pub(crate) fn encoded_len(plan: &Plan, nblocks: u32, cfg: &DftlConfig, log: bool) -> usize {
     let meta: u32 = plan.part_len.iter().sum();
-    byte_len(nblocks, meta, plan.pmt_units, plan.bit_units, cfg)
+    byte_len(
+        &Shape {
+            nblocks,
+            meta_blocks: meta,
+            pmt_units: plan.pmt_units,
+            bit_units: plan.bit_units,
+            log,
+        },
+        cfg,
+    )
 }
 
 /// Bytes of the GXT: the layout in the module docs.
-fn byte_len(
-    nblocks: u32,
-    meta_blocks: u32,
-    pmt_units: u32,
-    bit_units: u32,
-    cfg: &DftlConfig,
-) -> usize {
-    let w = width(nblocks);
+fn byte_len(sh: &Shape, cfg: &DftlConfig) -> usize {
+    let w = width(sh.nblocks);
+    let units = 2 * sh.pmt_units as usize + 2 * sh.bit_units as usize;
     8 + w * 5
         + 2 * 2
         + 8
         + cfg.free_queue as usize * w
         + cfg.bsi_entries as usize * (w + 2)
-        + (meta_blocks as usize).div_ceil(4)
-        + 2 * pmt_units as usize
-        + 2 * bit_units as usize
+        + (sh.meta_blocks as usize).div_ceil(4)
+        + units
+        + if sh.log { 2 * w + 4 + units } else { 0 }
         + 4
+}
+
+/// GXT-log entries a subpage of `sub` bytes holds.
+pub(crate) fn log_capacity(sub: usize) -> usize {
+    sub.saturating_sub(LOG_FIXED) / 8
+}
+
+/// A GXT log: the changes `cur` holds against `base` (cells), extending the whole GXT of
+/// sequence number `base_seq`; `None` if they do not fit `sub` bytes.
+pub(crate) fn encode_log(
+    base_seq: u64,
+    base: &[u32],
+    cur: &[u32],
+    sub: usize,
+    crc: fn(&[u8]) -> u32,
+) -> Option<Vec<u8>> {
+    let changed: Vec<(usize, u32)> = base
+        .iter()
+        .zip(cur)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (_, &b))| (i, b))
+        .collect();
+    if changed.len() > log_capacity(sub) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(sub);
+    out.extend_from_slice(&LOG_MAGIC.to_le_bytes());
+    out.extend_from_slice(&base_seq.to_le_bytes());
+    out.extend_from_slice(&(changed.len() as u32).to_le_bytes());
+    for (i, v) in changed {
+        out.extend_from_slice(&(i as u32).to_le_bytes());
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    let c = crc(&out);
+    out.extend_from_slice(&c.to_le_bytes());
+    Some(out)
+}
+
+/// A GXT log's base sequence number and entries; `None` if the bytes are not one (magic,
+/// length, CRC) or name positions outside `cells` cells.
+pub(crate) fn decode_log(
+    bytes: &[u8],
+    cells: usize,
+    crc: fn(&[u8]) -> u32,
+) -> Option<(u64, Vec<(usize, u32)>)> {
+    if bytes.len() < LOG_FIXED || u32::from_le_bytes(bytes[..4].try_into().ok()?) != LOG_MAGIC {
+        return None;
+    }
+    let base = u64::from_le_bytes(bytes[4..12].try_into().ok()?);
+    let n = u32::from_le_bytes(bytes[12..16].try_into().ok()?) as usize;
+    let end = 16usize.checked_add(n.checked_mul(8)?)?;
+    if end + 4 > bytes.len() {
+        return None;
+    }
+    let stored = u32::from_le_bytes(bytes[end..end + 4].try_into().ok()?);
+    if crc(&bytes[..end]) != stored {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n);
+    for k in 0..n {
+        let o = 16 + 8 * k;
+        let i = u32::from_le_bytes(bytes[o..o + 4].try_into().ok()?) as usize;
+        let v = u32::from_le_bytes(bytes[o + 4..o + 8].try_into().ok()?);
+        if i >= cells {
+            return None;
+        }
+        out.push((i, v));
+    }
+    Some((base, out))
 }
 
 fn put_block(out: &mut Vec<u8>, w: usize, b: u32) {
@@ -126,6 +242,15 @@ impl Gxt {
         for &a in self.pmd.iter().chain(self.bid.iter()) {
             out.extend_from_slice(&a.to_le_bytes());
         }
+        if self.mode == super::MetaMode::Log as u8 {
+            put_block(&mut out, w, self.plog_upd);
+            out.extend_from_slice(&(self.plog_wp as u16).to_le_bytes());
+            put_block(&mut out, w, self.blog_upd);
+            out.extend_from_slice(&(self.blog_wp as u16).to_le_bytes());
+            for &a in self.plid.iter().chain(self.blid.iter()) {
+                out.extend_from_slice(&a.to_le_bytes());
+            }
+        }
         let c = crc(&out);
         out.extend_from_slice(&c.to_le_bytes());
         out
@@ -135,15 +260,13 @@ impl Gxt {
     /// CRC).
     pub fn decode(
         bytes: &[u8],
-        nblocks: u32,
-        meta_blocks: u32,
-        pmt_units: u32,
-        bit_units: u32,
+        sh: &Shape,
         cfg: &DftlConfig,
         crc: fn(&[u8]) -> u32,
     ) -> Option<Gxt> {
-        let w = width(nblocks);
-        let len = byte_len(nblocks, meta_blocks, pmt_units, bit_units, cfg);
+        let w = width(sh.nblocks);
+        let len = byte_len(sh, cfg);
+        let (meta_blocks, pmt_units, bit_units) = (sh.meta_blocks, sh.pmt_units, sh.bit_units);
         if bytes.len() < len {
             return None;
         }
@@ -210,6 +333,16 @@ impl Gxt {
         at += (meta_blocks as usize).div_ceil(4);
         let pmd = (0..pmt_units).map(|_| u16_at(&mut at)).collect();
         let bid = (0..bit_units).map(|_| u16_at(&mut at)).collect();
+        let (mut plog_upd, mut plog_wp, mut blog_upd, mut blog_wp) = (NONE, 0, NONE, 0);
+        let (mut plid, mut blid) = (Vec::new(), Vec::new());
+        if sh.log {
+            plog_upd = block(&mut at);
+            plog_wp = u16_at(&mut at) as u32;
+            blog_upd = block(&mut at);
+            blog_wp = u16_at(&mut at) as u32;
+            plid = (0..pmt_units).map(|_| u16_at(&mut at)).collect();
+            blid = (0..bit_units).map(|_| u16_at(&mut at)).collect();
+        }
         Some(Gxt {
             mode: body[4],
             u,
@@ -225,6 +358,107 @@ impl Gxt {
             sp_part,
             pmd,
             bid,
+            plog_upd,
+            plog_wp,
+            blog_upd,
+            blog_wp,
+            plid,
+            blid,
+        })
+    }
+
+    /// Every field as a flat list of `u32` cells, fixed in length for a shape (free queue
+    /// and BSI padded to their configured lengths): what GXT logs name by position.
+    pub fn cells(&self, cfg: &DftlConfig) -> Vec<u32> {
+        let mut c = Vec::new();
+        c.extend_from_slice(&[
+            self.mode as u32,
+            self.u,
+            self.pmt_upd,
+            self.pmt_wp,
+            self.bit_upd,
+            self.bit_wp,
+            self.victims[0],
+            self.victims[1],
+            self.free_total,
+            self.drift,
+            self.plog_upd,
+            self.plog_wp,
+            self.blog_upd,
+            self.blog_wp,
+            self.free_q.len() as u32,
+            self.bsi.len() as u32,
+        ]);
+        for i in 0..cfg.free_queue as usize {
+            c.push(self.free_q.get(i).copied().unwrap_or(NONE));
+        }
+        for i in 0..cfg.bsi_entries as usize {
+            let (b, v) = self.bsi.get(i).copied().unwrap_or((NONE, 0));
+            c.push(b);
+            c.push(v);
+        }
+        c.extend(self.sp_part.iter().map(|&x| x as u32));
+        for t in [&self.pmd, &self.bid, &self.plid, &self.blid] {
+            c.extend(t.iter().map(|&x| x as u32));
+        }
+        c
+    }
+
+    /// The GXT `cells` describe (the inverse of [`cells`](Self::cells)); `None` if a
+    /// cell is out of its field's range.
+    pub fn from_cells(c: &[u32], sh: &Shape, cfg: &DftlConfig) -> Option<Gxt> {
+        let (fq, bs) = (cfg.free_queue as usize, cfg.bsi_entries as usize);
+        let (pu, bu) = (sh.pmt_units as usize, sh.bit_units as usize);
+        let lu = if sh.log { pu + bu } else { 0 };
+        if c.len() != 16 + fq + 2 * bs + sh.meta_blocks as usize + pu + bu + lu {
+            return None;
+        }
+        let (nq, nb) = (c[14] as usize, c[15] as usize);
+        if c[0] > 255 || nq > fq || nb > bs {
+            return None;
+        }
+        let mut at = 16;
+        let free_q = c[at..at + nq].to_vec();
+        at += fq;
+        let bsi = (0..nb)
+            .map(|i| (c[at + 2 * i], c[at + 2 * i + 1]))
+            .collect();
+        at += 2 * bs;
+        let mut take = |n: usize, max: u32| -> Option<Vec<u32>> {
+            let v = c[at..at + n].to_vec();
+            at += n;
+            v.iter().all(|&x| x <= max).then_some(v)
+        };
+        let sp_part = take(sh.meta_blocks as usize, 3)?;
+        let u16s = |v: Vec<u32>| v.into_iter().map(|x| x as u16).collect::<Vec<u16>>();
+        let pmd = u16s(take(pu, 0xFFFF)?);
+        let bid = u16s(take(bu, 0xFFFF)?);
+        let (plid, blid) = if sh.log {
+            (u16s(take(pu, 0xFFFF)?), u16s(take(bu, 0xFFFF)?))
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Some(Gxt {
+            mode: c[0] as u8,
+            u: c[1],
+            pmt_upd: c[2],
+            pmt_wp: c[3],
+            bit_upd: c[4],
+            bit_wp: c[5],
+            victims: [c[6], c[7]],
+            free_total: c[8],
+            drift: c[9],
+            plog_upd: c[10],
+            plog_wp: c[11],
+            blog_upd: c[12],
+            blog_wp: c[13],
+            free_q,
+            bsi,
+            sp_part: sp_part.into_iter().map(|x| x as u8).collect(),
+            pmd,
+            bid,
+            plid,
+            blid,
         })
     }
 }

@@ -4,8 +4,7 @@
 
 use super::gxt::Gxt;
 use super::{
-    bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_ENTRY, BIT_TAG, GXT_TAG, NONE, PMT_ENTRY,
-    PMT_TAG,
+    bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_ENTRY, BIT_TAG, GXT_TAG, NONE, PMT_TAG,
 };
 use crate::{Cause, FtlError, OpKind};
 use alloc::vec;
@@ -80,12 +79,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let t = self.s.op_time(die, now);
         let rec = OobRecord::new(field, self.s.next_seq(), PageKind::Meta(tag));
         let ecc = self.cfg.meta_ecc_t;
-        let r = match self.mode {
-            MetaMode::Page => self.s.ctl.program_meta(t, addr, data, rec, ecc),
-            MetaMode::Subpage => {
-                let sub = self.sp_part[b as usize] as u32;
-                self.s.ctl.program_subpage(t, addr, sub, data, rec, ecc)
-            }
+        let r = if self.is_sub(b) {
+            let sub = self.sp_part[b as usize] as u32;
+            self.s.ctl.program_subpage(t, addr, sub, data, rec, ecc)
+        } else {
+            self.s.ctl.program_meta(t, addr, data, rec, ecc)
         };
         match r {
             Ok(timing) => {
@@ -93,7 +91,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 self.s
                     .push_op(b, OpKind::Program, Cause::Meta, timing, Nanos::ZERO, None);
                 let c = &mut self.s.log.counters;
-                let n = self.unit as u64;
+                let n = data.len() as u64;
                 c.meta_bytes += n;
                 c.meta_programs += 1;
                 let k = &mut c.meta_bytes_by_kind;
@@ -155,12 +153,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let die = self.s.die_of(b);
         for _ in 0..UNIT_READS {
             let t = self.s.op_time(die, now);
-            let r = match self.mode {
-                MetaMode::Page => self.s.ctl.read_meta(t, addr, buf),
-                MetaMode::Subpage => {
-                    let sub = self.sp_part[b as usize] as u32;
-                    self.s.ctl.read_subpage(t, addr, sub, buf)
-                }
+            let r = if self.is_sub(b) {
+                let sub = self.sp_part[b as usize] as u32;
+                self.s.ctl.read_subpage(t, addr, sub, buf)
+            } else {
+                self.s.ctl.read_meta(t, addr, buf)
             };
             let (out, timing, ecc) = match r {
                 Ok(PageRead::Data(info)) => (Some(Some(info.record)), info.timing, info.ecc),
@@ -174,7 +171,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 return Ok(o);
             }
             self.s.log.counters.read_retries += 1;
-            if self.mode == MetaMode::Subpage {
+            if self.is_sub(b) {
                 // Pong-pong: this partition is worn; the next erase moves to the next.
                 self.sp_bump[b as usize] = true;
             }
@@ -213,11 +210,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         failed: &mut bool,
     ) -> Result<Option<OobRecord>, FtlError> {
         *failed = false;
-        if self.mode == MetaMode::Subpage {
-            let mut buf = vec![0u8; self.unit];
+        let (b, slot) = self.unit_at(a);
+        if self.is_sub(b) {
+            let mut buf = vec![0u8; self.unit_len(b)];
             return self.read_unit(now, a, &mut buf, cause, Some(failed));
         }
-        let (b, slot) = self.unit_at(a);
         let addr = self
             .s
             .block_addr(b)
@@ -251,7 +248,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.mark_meta_bad(b);
             return Ok(false);
         }
-        if self.mode == MetaMode::Subpage {
+        if self.is_sub(b) {
             self.s.log.counters.sp_erases += 1;
             if self.sp_bump[b as usize] {
                 self.sp_bump[b as usize] = false;
@@ -298,16 +295,31 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         Ok(())
     }
 
+    /// The directory of partition `kind` (PMD, BID, or a LID).
+    pub(crate) fn dir(&self, kind: PartKind) -> &Vec<u32> {
+        match kind {
+            PartKind::Pmt => &self.pmd,
+            PartKind::Bit => &self.bid,
+            PartKind::PmtLog => &self.plid,
+            _ => &self.blid,
+        }
+    }
+
+    /// The directory of partition `kind`, mutably.
+    pub(crate) fn dir_mut(&mut self, kind: PartKind) -> &mut Vec<u32> {
+        match kind {
+            PartKind::Pmt => &mut self.pmd,
+            PartKind::Bit => &mut self.bid,
+            PartKind::PmtLog => &mut self.plid,
+            _ => &mut self.blid,
+        }
+    }
+
     /// Live units per block of partition `kind` (from its directory).
     pub(crate) fn live_units(&self, kind: PartKind) -> Vec<u32> {
         let p = &self.parts[kind as usize];
         let mut live = vec![0u32; p.len as usize];
-        let dir = if kind == PartKind::Pmt {
-            &self.pmd
-        } else {
-            &self.bid
-        };
-        for &a in dir {
+        for &a in self.dir(kind) {
             if a != NONE {
                 live[(a / self.slots() - p.first) as usize] += 1;
             }
@@ -334,22 +346,15 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 "a metadata partition is full of live units (raise meta_spare)",
             ));
         }
-        let (tag, bytes) = match kind {
-            PartKind::Pmt => (PMT_TAG, Bytes::PmtGc),
-            _ => (BIT_TAG, Bytes::BitGc),
+        let (tag, _) = tag_of(kind);
+        let bytes = match kind {
+            PartKind::Pmt | PartKind::PmtLog => Bytes::PmtGc,
+            _ => Bytes::BitGc,
         };
-        let n = if kind == PartKind::Pmt {
-            self.pmt_units
-        } else {
-            self.bit_units
-        };
-        let mut buf = vec![0u8; self.unit];
+        let n = self.dir(kind).len() as u32;
+        let mut buf = vec![0u8; self.unit_len(v)];
         for i in 0..n {
-            let a = if kind == PartKind::Pmt {
-                self.pmd[i as usize]
-            } else {
-                self.bid[i as usize]
-            };
+            let a = self.dir(kind)[i as usize];
             if a == NONE || a / slots != v {
                 continue;
             }
@@ -364,12 +369,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 let (ub, slot) = (p.upd, p.wp);
                 self.parts[k].wp += 1;
                 if self.program_unit(now, ub, slot, &buf, rec.lpn, tag, bytes)? {
-                    let na = ub * slots + slot;
-                    if kind == PartKind::Pmt {
-                        self.pmd[i as usize] = na;
-                    } else {
-                        self.bid[i as usize] = na;
-                    }
+                    self.dir_mut(kind)[i as usize] = ub * slots + slot;
                     break;
                 }
             }
@@ -390,10 +390,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         stamp: u64,
         data: &[u8],
     ) -> Result<u32, FtlError> {
-        let (tag, bytes) = match kind {
-            PartKind::Pmt => (PMT_TAG, Bytes::Pmt),
-            _ => (BIT_TAG, Bytes::Bit),
-        };
+        let (tag, bytes) = tag_of(kind);
         let field = (stamp << INDEX_BITS) | index as u64;
         for _ in 0..(self.parts[kind as usize].len + 1) * self.slots() {
             let (b, slot) = self.take_slot(now, kind)?;
@@ -431,6 +428,20 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 .iter()
                 .map(|&a| self.to_local(PartKind::Bit, a))
                 .collect(),
+            plog_upd: self.parts[PartKind::PmtLog as usize].upd,
+            plog_wp: self.parts[PartKind::PmtLog as usize].wp,
+            blog_upd: self.parts[PartKind::BitLog as usize].upd,
+            blog_wp: self.parts[PartKind::BitLog as usize].wp,
+            plid: self
+                .plid
+                .iter()
+                .map(|&a| self.to_local(PartKind::PmtLog, a))
+                .collect(),
+            blid: self
+                .blid
+                .iter()
+                .map(|&a| self.to_local(PartKind::BitLog, a))
+                .collect(),
         }
     }
 
@@ -438,6 +449,20 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// numbers and count in each record), moving to the partition's next block — erased
     /// first — when the current one cannot hold it.
     pub(crate) fn write_gxt(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.mode == MetaMode::Log && self.write_gxt_log(now)? {
+            return Ok(());
+        }
+        self.write_whole_gxt(now)?;
+        if self.mode == MetaMode::Log {
+            let cells = self.gxt().cells(&self.cfg);
+            self.gxt_base = Some((self.s.seq - 1, cells));
+            self.next_gxt_log_block(now)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the whole GXT into the GXT partition (see [`write_gxt`](Self::write_gxt)).
+    fn write_whole_gxt(&mut self, now: Nanos) -> Result<(), FtlError> {
         let nblocks = self.s.geo.total_blocks();
         let mut bytes = self
             .gxt()
@@ -495,16 +520,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             return Ok(v);
         }
         self.s.log.counters.cpmt_misses += 1;
-        let i = l / self.pmt_per_unit;
-        let a = self.pmd[i as usize];
-        let v = if a == NONE {
-            NONE
-        } else {
-            let mut buf = vec![0u8; self.unit];
-            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
-            let o = (l % self.pmt_per_unit) as usize * PMT_ENTRY;
-            u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes"))
-        };
+        let v = self
+            .lookup(now, PartKind::Pmt, l)?
+            .map_or(NONE, |x| x as u32);
         self.cpmt_room(now)?;
         self.cpmt.insert(l, v, false);
         Ok(v)
@@ -565,20 +583,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         if dirty.iter().any(|&(_, v)| self.exposed(v)) {
             self.seal(now)?;
         }
-        let mut buf = vec![0xFFu8; self.unit];
-        let a = self.pmd[i as usize];
-        if a != NONE {
-            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
-        }
+        let changes: Vec<(u32, u64)> = dirty.iter().map(|&(k, v)| (k, v as u64)).collect();
+        self.commit(now, PartKind::Pmt, i, &changes)?;
         for &(k, v) in &dirty {
-            let o = (k - lo) as usize * PMT_ENTRY;
-            buf[o..o + 4].copy_from_slice(&v.to_le_bytes());
             self.flash_pmt[k as usize] = v;
-        }
-        let stamp = self.s.seq;
-        let na = self.write_unit(now, PartKind::Pmt, i, stamp, &buf)?;
-        self.pmd[i as usize] = na;
-        for &(k, _) in &dirty {
             self.cpmt.clean(k);
         }
         Ok(())
@@ -593,15 +601,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             return Ok(e);
         }
         self.s.log.counters.cbit_misses += 1;
-        let j = b / self.bit_per_unit;
-        let a = self.bid[j as usize];
-        let e = if a == NONE {
-            BitEntry::default()
-        } else {
-            let mut buf = vec![0u8; self.unit];
-            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
-            decode_bit(&buf, (b % self.bit_per_unit) as usize)
-        };
+        let e = self
+            .lookup(now, PartKind::Bit, b)?
+            .map_or(BitEntry::default(), bit_of);
         self.cbit_room(now)?;
         self.cbit.insert(b, e, false);
         Ok(e)
@@ -641,19 +643,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let lo = j * per;
         let hi = (lo + per).min(self.s.geo.total_blocks());
         let dirty = self.cbit.dirty_in(lo, hi);
-        let mut buf = vec![0u8; self.unit];
-        let a = self.bid[j as usize];
-        if a != NONE {
-            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
-        }
+        let changes: Vec<(u32, u64)> = dirty.iter().map(|&(k, e)| (k, bit_value(e))).collect();
+        self.commit(now, PartKind::Bit, j, &changes)?;
         for &(k, e) in &dirty {
-            encode_bit(&mut buf, (k - lo) as usize, e);
             self.flash_bit[k as usize] = e;
-        }
-        let stamp = self.s.seq;
-        let na = self.write_unit(now, PartKind::Bit, j, stamp, &buf)?;
-        self.bid[j as usize] = na;
-        for &(k, _) in &dirty {
             self.cbit.clean(k);
         }
         Ok(())
@@ -722,11 +715,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let mut cands: Vec<(u32, u32)> = Vec::new();
         let mut buf = vec![0u8; self.unit];
         for j in 0..self.bit_units {
-            let a = self.bid[j as usize];
-            if a == NONE {
+            if self.bid[j as usize] == NONE {
                 continue;
             }
-            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
+            self.read_current(now, PartKind::Bit, j, &mut buf, Cause::Meta)?;
             let lo = j * self.bit_per_unit;
             for k in 0..self.bit_per_unit {
                 let b = lo + k;
@@ -778,4 +770,28 @@ pub(crate) fn encode_bit(buf: &mut [u8], k: usize, e: BitEntry) {
     buf[o + 2] = e.state;
     buf[o + 3] = 0;
     buf[o + 4..o + 8].copy_from_slice(&e.erase.to_le_bytes());
+}
+
+/// Record tag and byte counter of a unit write into partition `kind`.
+pub(crate) fn tag_of(kind: PartKind) -> (MetaTag, Bytes) {
+    match kind {
+        PartKind::Pmt => (PMT_TAG, Bytes::Pmt),
+        PartKind::Bit => (BIT_TAG, Bytes::Bit),
+        PartKind::PmtLog => (super::PMT_LOG_TAG, Bytes::Pmt),
+        PartKind::BitLog => (super::BIT_LOG_TAG, Bytes::Bit),
+        PartKind::Gxt => (GXT_TAG, Bytes::Gxt),
+        PartKind::GxtLog => (super::GXT_LOG_TAG, Bytes::Gxt),
+    }
+}
+
+/// A BIT entry as a log value (its 8 bytes on flash, little-endian).
+pub(crate) fn bit_value(e: BitEntry) -> u64 {
+    let mut b = [0u8; BIT_ENTRY];
+    encode_bit(&mut b, 0, e);
+    u64::from_le_bytes(b)
+}
+
+/// The BIT entry of a log value.
+pub(crate) fn bit_of(v: u64) -> BitEntry {
+    decode_bit(&v.to_le_bytes(), 0)
 }

@@ -73,6 +73,7 @@
 mod cache;
 mod gxt;
 mod host;
+mod log;
 mod meta;
 mod mount;
 mod sizing;
@@ -105,6 +106,9 @@ pub(crate) const BIT_TAG: MetaTag = MetaTag::new(41);
 pub(crate) const GXT_TAG: MetaTag = MetaTag::new(42);
 pub(crate) const PAD_TAG: MetaTag = MetaTag::new(43);
 pub(crate) const TOMB_TAG: MetaTag = MetaTag::new(44);
+pub(crate) const PMT_LOG_TAG: MetaTag = MetaTag::new(45);
+pub(crate) const BIT_LOG_TAG: MetaTag = MetaTag::new(46);
+pub(crate) const GXT_LOG_TAG: MetaTag = MetaTag::new(47);
 
 /// How metadata units are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,6 +118,8 @@ pub enum MetaMode {
     Page,
     /// SPFTL: subpages of SP blocks.
     Subpage,
+    /// SPFTL_log: whole pages, updated through logs in subpages of SP blocks.
+    Log,
 }
 
 impl MetaMode {
@@ -122,13 +128,14 @@ impl MetaMode {
         match self {
             MetaMode::Page => "dftl-por",
             MetaMode::Subpage => "spftl",
+            MetaMode::Log => "spftl-log",
         }
     }
 }
 
 /// The internal-memory budget (bytes). The paper's 26 KiB: 2 KiB of cached PMT/BIT entries
 /// (one update block's worth), 4 KiB of GXT, an 8 KiB copy-back buffer and an 8 KiB page
-/// buffer (SPFTL_log's 4 KiB merge buffer comes with it).
+/// buffer, and SPFTL_log's 4 KiB merge buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryBudget {
@@ -144,6 +151,9 @@ pub struct MemoryBudget {
     pub copyback: u32,
     /// Page buffer (a metadata unit being read, patched and rewritten).
     pub page_buffer: u32,
+    /// SPFTL_log's merge buffer (a log subpage being read, coalesced and rewritten); the
+    /// other schemes leave it unused.
+    pub merge_buffer: u32,
 }
 
 impl Default for MemoryBudget {
@@ -155,6 +165,7 @@ impl Default for MemoryBudget {
             gxt: 4096,
             copyback: 8192,
             page_buffer: 8192,
+            merge_buffer: 4096,
         }
     }
 }
@@ -241,6 +252,22 @@ pub(crate) enum PartKind {
     Gxt = 0,
     Pmt = 1,
     Bit = 2,
+    /// SPFTL_log's logging partitions (empty in the other modes).
+    PmtLog = 3,
+    BitLog = 4,
+    GxtLog = 5,
+}
+
+impl PartKind {
+    /// Every partition, in chip order.
+    pub const ALL: [PartKind; 6] = [
+        PartKind::Gxt,
+        PartKind::Pmt,
+        PartKind::Bit,
+        PartKind::PmtLog,
+        PartKind::BitLog,
+        PartKind::GxtLog,
+    ];
 }
 
 /// A metadata partition.
@@ -274,6 +301,8 @@ pub struct DftlFtl<S: Storage, M: ErrorModel> {
     pub(crate) ppb: u32,
     /// Bytes of a metadata unit.
     pub(crate) unit: usize,
+    /// Bytes of a log unit (SPFTL_log: a subpage; the other modes: `unit`).
+    pub(crate) log_unit: usize,
     /// Slot → page of an SLC-mode block (its LSB pages, ascending).
     pub(crate) lsb: Vec<u32>,
     /// Logical pages.
@@ -282,13 +311,20 @@ pub struct DftlFtl<S: Storage, M: ErrorModel> {
     pub(crate) bit_per_unit: u32,
     pub(crate) pmt_units: u32,
     pub(crate) bit_units: u32,
-    /// The partitions: GXT, PMT, BIT.
-    pub(crate) parts: [Part; 3],
+    /// The partitions: GXT, PMT, BIT, then SPFTL_log's PMT-log, BIT-log and GXT-log.
+    pub(crate) parts: [Part; 6],
     /// First block of the user partition.
     pub(crate) user_first: u32,
     /// PMD / BID: unit → slot address (`block × slots + slot`), `NONE`: never written.
     pub(crate) pmd: Vec<u32>,
     pub(crate) bid: Vec<u32>,
+    /// SPFTL_log's LID: PMT / BIT unit → its log's address (`NONE`: no log).
+    pub(crate) plid: Vec<u32>,
+    pub(crate) blid: Vec<u32>,
+    /// SPFTL_log: the sequence number and cells of the last whole GXT written (the base
+    /// GXT logs extend). A firmware keeps a changed bit per cell instead (≤ 1 bit per
+    /// directory entry); the changes a log holds are the same.
+    pub(crate) gxt_base: Option<(u64, Vec<u32>)>,
     pub(crate) cpmt: EntryCache<u32>,
     /// CPMT capacity in entries.
     pub(crate) cpmt_cap: u32,
@@ -410,14 +446,23 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         ctl.layout(cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("{} = {}: {e}", key("ecc_t"), cfg.ecc_t)))?;
-        let unit = match mode {
+        let mut page_unit = || -> Result<usize, FtlError> {
+            ctl.layout(cfg.meta_ecc_t).map_err(|e| {
+                FtlError::Config(format!("{} = {}: {e}", key("meta_ecc_t"), cfg.meta_ecc_t))
+            })?;
+            Ok(g.page_size as usize)
+        };
+        let (unit, log_unit) = match mode {
             MetaMode::Page => {
-                ctl.layout(cfg.meta_ecc_t).map_err(|e| {
-                    FtlError::Config(format!("{} = {}: {e}", key("meta_ecc_t"), cfg.meta_ecc_t))
-                })?;
-                g.page_size as usize
+                let u = page_unit()?;
+                (u, u)
             }
-            MetaMode::Subpage => {
+            MetaMode::Subpage | MetaMode::Log => {
+                let page = if mode == MetaMode::Log {
+                    Some(page_unit()?)
+                } else {
+                    None
+                };
                 if g.subpages_per_page < 2 {
                     return Err(FtlError::Config(format!(
                         "scheme = \"{name}\" needs subpage programming: chip {} has geometry.subpages_per_page = 1",
@@ -435,14 +480,15 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                         g.subpages_per_page
                     ))
                 })?;
-                g.subpage_size()
+                let sub = g.subpage_size();
+                (page.unwrap_or(sub), sub)
             }
         };
         let ppb = g.pages_per_block;
         let lsb = lsb_pages(&chip);
         let slots = lsb.len() as u64;
         let nblocks = g.total_blocks() as u64;
-        let sz = Sizes::of(nblocks, ppb, slots, unit, cfg);
+        let sz = Sizes::of(nblocks, ppb, slots, unit, mode == MetaMode::Log, cfg);
         let (user_blocks_logical, lpns) = (sz.logical_blocks, sz.lpns);
         if lpns >= (1 << 31) {
             return Err(FtlError::Config(format!(
@@ -451,15 +497,20 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let (pmt_per_unit, bit_per_unit) = (sz.pmt_per_unit, sz.bit_per_unit);
         let (pmt_units, bit_units) = (sz.pmt_units, sz.bit_units);
-        let [gb, pb, bb] = sz.part_len.map(|x| x as u64);
-        let meta = gb + pb + bb;
+        let [gb, pb, bb, plb, blb, glb] = sz.part_len.map(|x| x as u64);
+        let meta = gb + pb + bb + plb + blb + glb;
         if meta >= nblocks {
+            let logs = if mode == MetaMode::Log {
+                format!(" + {plb} PMT-log + {blb} BIT-log + {glb} GXT-log")
+            } else {
+                alloc::string::String::new()
+            };
             return Err(FtlError::Config(format!(
-                "the metadata partitions ({gb} GXT + {pb} PMT + {bb} BIT blocks, {}) are larger than the device ({nblocks} blocks)",
+                "the metadata partitions ({gb} GXT + {pb} PMT + {bb} BIT{logs} blocks, {}) are larger than the device ({nblocks} blocks)",
                 key("meta_spare")
             )));
         }
-        for (n, what) in [(pb, "PMT"), (bb, "BIT")] {
+        for (n, what) in [(pb, "PMT"), (bb, "BIT"), (plb, "PMT-log"), (blb, "BIT-log")] {
             if n * slots > 0xFFFF {
                 return Err(FtlError::Config(format!(
                     "the {what} partition ({n} blocks of {slots} units) exceeds the GXT's 16-bit unit addresses: lower {}",
@@ -478,13 +529,24 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             )));
         }
         let m = &cfg.memory;
-        let sum =
-            m.cpmt as u64 + m.cbit as u64 + m.gxt as u64 + m.copyback as u64 + m.page_buffer as u64;
+        let sum = m.cpmt as u64
+            + m.cbit as u64
+            + m.gxt as u64
+            + m.copyback as u64
+            + m.page_buffer as u64
+            + m.merge_buffer as u64;
         if sum > m.total as u64 {
             return Err(FtlError::Config(format!(
-                "{}: cpmt + cbit + gxt + copyback + page_buffer = {sum} bytes exceed total = {}",
+                "{}: cpmt + cbit + gxt + copyback + page_buffer + merge_buffer = {sum} bytes exceed total = {}",
                 key("memory"),
                 m.total
+            )));
+        }
+        if mode == MetaMode::Log && (m.merge_buffer as usize) < log_unit {
+            return Err(FtlError::Config(format!(
+                "{}: merge_buffer = {} must hold a log subpage ({log_unit} bytes)",
+                key("memory"),
+                m.merge_buffer
             )));
         }
         if (m.copyback as usize) < g.page_size as usize || (m.page_buffer as usize) < unit {
@@ -506,20 +568,21 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let plan = Plan {
             unit,
+            log_unit,
             lsb,
             lpns: lpns as u32,
             pmt_per_unit: pmt_per_unit as u32,
             bit_per_unit: bit_per_unit as u32,
             pmt_units: pmt_units as u32,
             bit_units: bit_units as u32,
-            part_len: [gb as u32, pb as u32, bb as u32],
+            part_len: sz.part_len,
             cpmt: cpmt as usize,
             cbit: cbit as usize,
         };
-        let gxt = gxt::encoded_len(&plan, nblocks as u32, cfg);
+        let gxt = gxt::encoded_len(&plan, nblocks as u32, cfg, mode == MetaMode::Log);
         if gxt > m.gxt as usize {
             return Err(FtlError::Config(format!(
-                "{} = {} bytes cannot hold the GXT: {gxt} bytes ({} PMD and {} BID entries of 2 bytes, {} BSI and {} free-block entries, {meta} metadata blocks' subpage partitions)",
+                "{} = {} bytes cannot hold the GXT: {gxt} bytes ({} PMD and {} BID entries of 2 bytes (twice with SPFTL_log's LIDs), {} BSI and {} free-block entries, {meta} metadata blocks' subpage partitions)",
                 key("memory.gxt"),
                 m.gxt,
                 plan.pmt_units,
@@ -568,6 +631,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             zeros: vec![0; if digest { 0 } else { geo.page_size as usize }],
             ppb: geo.pages_per_block,
             unit: plan.unit,
+            log_unit: plan.log_unit,
             lsb: plan.lsb,
             lpns: plan.lpns,
             pmt_per_unit: plan.pmt_per_unit,
@@ -578,6 +642,23 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             parts,
             pmd: vec![NONE; plan.pmt_units as usize],
             bid: vec![NONE; plan.bit_units as usize],
+            plid: vec![
+                NONE;
+                if mode == MetaMode::Log {
+                    plan.pmt_units as usize
+                } else {
+                    0
+                }
+            ],
+            blid: vec![
+                NONE;
+                if mode == MetaMode::Log {
+                    plan.bit_units as usize
+                } else {
+                    0
+                }
+            ],
+            gxt_base: None,
             cpmt: EntryCache::new(plan.cpmt),
             cpmt_cap: plan.cpmt as u32,
             cbit: EntryCache::new(plan.cbit),
@@ -603,9 +684,29 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// The partition holding metadata block `b`, if any.
     pub(crate) fn part_of(&self, b: u32) -> Option<PartKind> {
-        [PartKind::Gxt, PartKind::Pmt, PartKind::Bit]
+        PartKind::ALL
             .into_iter()
             .find(|&k| self.parts[k as usize].contains(b))
+    }
+
+    /// Whether metadata block `b` is an SP block (programmed by subpages).
+    pub(crate) fn is_sub(&self, b: u32) -> bool {
+        match self.mode {
+            MetaMode::Page => false,
+            MetaMode::Subpage => true,
+            MetaMode::Log => {
+                b >= self.parts[PartKind::PmtLog as usize].first && b < self.user_first
+            }
+        }
+    }
+
+    /// Bytes of a unit of metadata block `b`.
+    pub(crate) fn unit_len(&self, b: u32) -> usize {
+        if self.mode == MetaMode::Log && self.is_sub(b) {
+            self.log_unit
+        } else {
+            self.unit
+        }
     }
 
     /// Slots (units) per metadata block.

@@ -5,8 +5,8 @@ use super::gxt::Gxt;
 use super::host::field;
 use super::meta::{decode_bit, encode_bit, INDEX_BITS};
 use super::{
-    bst, BitEntry, DftlConfig, DftlFtl, MetaMode, PartKind, BIT_TAG, GXT_TAG, NONE, PMT_ENTRY,
-    PMT_TAG,
+    bst, BitEntry, DftlConfig, DftlFtl, MetaMode, PartKind, BIT_LOG_TAG, BIT_TAG, GXT_LOG_TAG,
+    GXT_TAG, NONE, PMT_ENTRY, PMT_LOG_TAG, PMT_TAG,
 };
 use crate::page::recovery::RecoveryReport;
 use crate::{Cause, FtlError, MountFailure};
@@ -66,13 +66,18 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 ftl.s.ctl.set_slc_mode(addr, false)?;
             }
             if let Some(k) = ftl.part_of(b) {
-                if k != PartKind::Gxt {
+                if k != PartKind::Gxt && k != PartKind::GxtLog {
                     ftl.parts[k as usize].free.push_back(b);
                 }
             }
         }
-        for k in [PartKind::Pmt, PartKind::Bit] {
-            if ftl.parts[k as usize].free.len() < 2 {
+        for k in [
+            PartKind::Pmt,
+            PartKind::Bit,
+            PartKind::PmtLog,
+            PartKind::BitLog,
+        ] {
+            if ftl.parts[k as usize].len > 0 && ftl.parts[k as usize].free.len() < 2 {
                 return Err(FtlError::Config(format!(
                     "the {:?} partition has fewer than two good blocks",
                     k
@@ -225,7 +230,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         found.sort_unstable_by(|a, b| b.cmp(a));
 
         let mut gxt = None;
-        for &(_, b, first, parts) in &found {
+        for &(seq, b, first, parts) in &found {
             let mut bytes = Vec::with_capacity(parts as usize * self.unit);
             let mut buf = vec![0u8; self.unit];
             let mut ok = true;
@@ -249,18 +254,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if !ok {
                 continue;
             }
-            if let Some(x) = Gxt::decode(
-                &bytes,
-                n,
-                self.user_first,
-                self.pmt_units,
-                self.bit_units,
-                &self.cfg,
-                self.s.ctl.crc32c_fn(),
-            ) {
+            if let Some(x) = Gxt::decode(&bytes, &self.shape(), &self.cfg, self.s.ctl.crc32c_fn()) {
                 self.parts[PartKind::Gxt as usize].upd = b;
                 self.parts[PartKind::Gxt as usize].wp = gxt_end.get(&b).copied().unwrap_or(slots);
-                gxt = Some(x);
+                gxt = Some(if self.mode == MetaMode::Log {
+                    self.apply_gxt_log(now, seq, x, &holds, &slot_end, &mut max_seq)?
+                } else {
+                    x
+                });
                 break;
             }
         }
@@ -285,6 +286,18 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             .iter()
             .map(|&l| self.local_to_global(PartKind::Bit, l))
             .collect();
+        if self.mode == MetaMode::Log {
+            self.plid = gxt
+                .plid
+                .iter()
+                .map(|&l| self.local_to_global(PartKind::PmtLog, l))
+                .collect();
+            self.blid = gxt
+                .blid
+                .iter()
+                .map(|&l| self.local_to_global(PartKind::BitLog, l))
+                .collect();
+        }
         let valid_block = |b: u32| b == NONE || b < n;
         if !(valid_block(gxt.u)
             && gxt.victims.iter().all(|&v| valid_block(v))
@@ -319,6 +332,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         for (k, upd, wp) in [
             (PartKind::Pmt, gxt.pmt_upd, gxt.pmt_wp),
             (PartKind::Bit, gxt.bit_upd, gxt.bit_wp),
+            (PartKind::PmtLog, gxt.plog_upd, gxt.plog_wp),
+            (PartKind::BitLog, gxt.blog_upd, gxt.blog_wp),
         ] {
             let p = &mut self.parts[k as usize];
             if upd != NONE && !p.contains(upd) {
@@ -329,14 +344,23 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             p.upd = upd;
             p.wp = wp.min(slots);
         }
-        // 4. Units written after the GXT in the PMT and BIT update blocks.
-        for (k, tag) in [(PartKind::Pmt, PMT_TAG), (PartKind::Bit, BIT_TAG)] {
+        // 4. Units (and SPFTL_log's logs) written after the GXT in the update blocks.
+        let mut scanned: [BTreeMap<u32, u64>; 4] = Default::default();
+        for (n, (k, tag)) in [
+            (PartKind::Pmt, PMT_TAG),
+            (PartKind::Bit, BIT_TAG),
+            (PartKind::PmtLog, PMT_LOG_TAG),
+            (PartKind::BitLog, BIT_LOG_TAG),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let (upd, wp) = (self.parts[k as usize].upd, self.parts[k as usize].wp);
             if upd == NONE {
                 continue;
             }
             let end = slot_end[upd as usize].max(wp);
-            let mut whole = vec![0u8; self.unit];
+            let mut whole = vec![0u8; self.unit_len(upd)];
             for slot in wp..end {
                 let a = upd * slots + slot;
                 // Whole units: a torn one may keep its record.
@@ -347,19 +371,40 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 };
                 max_seq = max_seq.max(r.seq);
                 let i = (r.lpn & ((1 << INDEX_BITS) - 1)) as usize;
-                let dir = if k == PartKind::Pmt {
-                    &mut self.pmd
-                } else {
-                    &mut self.bid
-                };
+                let dir = self.dir_mut(k);
                 if i < dir.len() {
                     dir[i] = a;
+                    scanned[n].insert(i as u32, r.lpn >> INDEX_BITS);
                 }
             }
             self.parts[k as usize].wp = end;
         }
+        // SPFTL_log: a unit written after the GXT with a newer stamp than its log merged it.
+        if self.mode == MetaMode::Log {
+            for (n, k) in [(0, PartKind::Pmt), (1, PartKind::Bit)] {
+                let lk = super::log::log_kind(k);
+                for (&i, &su) in &scanned[n] {
+                    if self.dir(lk)[i as usize] == NONE {
+                        continue;
+                    }
+                    let sl = match scanned[n + 2].get(&i) {
+                        Some(&s) => s,
+                        None => self.stamp_at(now, self.dir(lk)[i as usize])?,
+                    };
+                    if su > sl {
+                        self.dir_mut(lk)[i as usize] = NONE;
+                    }
+                }
+            }
+        }
         // 4b. Metadata partitions: free blocks are those holding no live unit.
-        for k in [PartKind::Pmt, PartKind::Bit] {
+        let kinds = [
+            PartKind::Pmt,
+            PartKind::Bit,
+            PartKind::PmtLog,
+            PartKind::BitLog,
+        ];
+        for k in kinds {
             let live = self.live_units(k);
             let p = self.parts[k as usize].clone();
             let mut free = alloc::collections::VecDeque::new();
@@ -377,7 +422,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         // A cut between taking a partition's last free block and collecting a victim
         // into it leaves none: collect now (the update block has the room).
-        for k in [PartKind::Pmt, PartKind::Bit] {
+        for k in kinds {
             let p = &self.parts[k as usize];
             if p.free.is_empty() && p.upd != NONE && p.wp < slots {
                 self.meta_gc(now, k)?;
@@ -388,12 +433,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let mut bit_stamp = vec![0u64; self.bit_units as usize];
         let mut buf = vec![0u8; self.unit];
         for j in 0..self.bit_units {
-            let a = self.bid[j as usize];
-            if a == NONE {
+            if self.bid[j as usize] == NONE {
                 continue;
             }
-            let r = self.read_named_unit(now, a, &mut buf, Cause::Mount)?;
-            bit_stamp[j as usize] = r.lpn >> INDEX_BITS;
+            bit_stamp[j as usize] =
+                self.read_current(now, PartKind::Bit, j, &mut buf, Cause::Mount)?;
             for k in 0..self.bit_per_unit {
                 let b = j * self.bit_per_unit + k;
                 if b < n {
@@ -521,20 +565,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             let stamp = match pmt_stamp.get(&i) {
                 Some(&s) => s,
                 None => {
-                    let a = self.pmd[i as usize];
-                    let s = if a == NONE {
-                        0
+                    let a = if self.has_log(PartKind::Pmt, i) {
+                        self.plid[i as usize]
                     } else {
-                        let mut failed = false;
-                        match self.unit_record(now, a, Cause::Mount, &mut failed)? {
-                            Some(x) => x.lpn >> INDEX_BITS,
-                            None => {
-                                return Err(FtlError::Corrupt(
-                                    "a PMT unit the PMD names is unreadable",
-                                ))
-                            }
-                        }
+                        self.pmd[i as usize]
                     };
+                    let s = if a == NONE { 0 } else { self.stamp_at(now, a)? };
                     pmt_stamp.insert(i, s);
                     s
                 }
@@ -618,6 +654,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         if undecodable > 0 {
             self.switch(now)?;
         }
+        // 10. SPFTL_log: a whole GXT, the base of the GXT logs to come.
+        if self.mode == MetaMode::Log {
+            self.gxt_base = None;
+            self.write_gxt(now)?;
+        }
         // 11. The simulator's records of what the flash holds (raw, uncharged).
         self.rebuild_shadows()?;
         for b in 0..self.user_first {
@@ -655,15 +696,35 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 }
                 continue;
             }
-            let pages = self.s.geo.total_blocks() * self.ppb;
             for l in lo..hi {
                 let o = (l - lo) as usize * PMT_ENTRY;
-                let v = u32::from_le_bytes(buf[o..o + 4].try_into().expect("4"));
-                self.flash_pmt[l as usize] = v;
-                if v != NONE && (v >= pages || v / self.ppb < self.user_first) {
-                    bad_entries = true;
-                }
+                self.flash_pmt[l as usize] =
+                    u32::from_le_bytes(buf[o..o + 4].try_into().expect("4"));
             }
+        }
+        // SPFTL_log: the logs on top.
+        let mut lbuf = vec![0u8; self.log_unit];
+        for i in 0..self.plid.len() as u32 {
+            let a = self.plid[i as usize];
+            if a == NONE || !self.peek_unit(a, &mut lbuf) {
+                continue;
+            }
+            match self.decode_log(PartKind::Pmt, i, &lbuf) {
+                Some(e) => {
+                    for (l, v) in e {
+                        self.flash_pmt[l as usize] = v as u32;
+                    }
+                }
+                None => bad_entries = true,
+            }
+        }
+        let pages = self.s.geo.total_blocks() * self.ppb;
+        if self
+            .flash_pmt
+            .iter()
+            .any(|&v| v != NONE && (v >= pages || v / self.ppb < self.user_first))
+        {
+            bad_entries = true;
         }
         self.truth.clone_from(&self.flash_pmt);
         for (k, v, _) in self.cpmt.entries() {
@@ -691,11 +752,90 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         if self.s.ctl.inspect_stored(addr, &mut page).is_err() {
             return false;
         }
-        let off = match self.mode {
-            MetaMode::Page => 0,
-            MetaMode::Subpage => self.sp_part[b as usize] as usize * self.unit,
+        let len = self.unit_len(b);
+        let off = if self.is_sub(b) {
+            self.sp_part[b as usize] as usize * len
+        } else {
+            0
         };
-        buf.copy_from_slice(&page[off..off + self.unit]);
+        buf[..len].copy_from_slice(&page[off..off + len]);
         true
+    }
+
+    /// The GXT's shape on this chip.
+    pub(crate) fn shape(&self) -> super::gxt::Shape {
+        super::gxt::Shape {
+            nblocks: self.s.geo.total_blocks(),
+            meta_blocks: self.user_first,
+            pmt_units: self.pmt_units,
+            bit_units: self.bit_units,
+            log: self.mode == MetaMode::Log,
+        }
+    }
+
+    /// The stamp of the unit or log at `a` (a charged record read); unreadable: `Corrupt`.
+    fn stamp_at(&mut self, now: Nanos, a: u32) -> Result<u64, FtlError> {
+        let mut failed = false;
+        match self.unit_record(now, a, Cause::Mount, &mut failed)? {
+            Some(x) => Ok(x.lpn >> INDEX_BITS),
+            None => Err(FtlError::Corrupt(
+                "a PMT unit or log its directory names is unreadable",
+            )),
+        }
+    }
+
+    /// SPFTL_log: the whole GXT `base` (sequence number `seq`) with the newest readable GXT
+    /// log extending it applied (every GXT-log slot read whole, charged).
+    fn apply_gxt_log(
+        &mut self,
+        now: Nanos,
+        seq: u64,
+        base: Gxt,
+        holds: &[bool],
+        slot_end: &[u32],
+        max_seq: &mut u64,
+    ) -> Result<Gxt, FtlError> {
+        let p = self.parts[PartKind::GxtLog as usize].clone();
+        let slots = self.slots();
+        let mut cells = base.cells(&self.cfg);
+        let crc = self.s.ctl.crc32c_fn();
+        let mut best: Option<(u64, Vec<(usize, u32)>)> = None;
+        let mut buf = vec![0u8; self.log_unit];
+        for b in p.first..p.first + p.len {
+            if p.bad[(b - p.first) as usize] || !holds[b as usize] {
+                continue;
+            }
+            for slot in 0..slot_end[b as usize] {
+                let mut failed = false;
+                let r = self.read_unit(
+                    now,
+                    b * slots + slot,
+                    &mut buf,
+                    Cause::Mount,
+                    Some(&mut failed),
+                )?;
+                let Some(r) = r.filter(|r| r.kind == PageKind::Meta(GXT_LOG_TAG)) else {
+                    continue;
+                };
+                *max_seq = (*max_seq).max(r.seq);
+                if r.seq <= seq || best.as_ref().is_some_and(|x| x.0 >= r.seq) {
+                    continue;
+                }
+                if let Some((s, e)) = super::gxt::decode_log(&buf, cells.len(), crc) {
+                    if s == seq {
+                        best = Some((r.seq, e));
+                    }
+                }
+            }
+        }
+        let Some((_, entries)) = best else {
+            return Ok(base);
+        };
+        for (i, v) in entries {
+            cells[i] = v;
+        }
+        Gxt::from_cells(&cells, &self.shape(), &self.cfg).ok_or(FtlError::Corrupt(
+            "a GXT log names values outside their fields",
+        ))
     }
 }

@@ -28,11 +28,20 @@ pub(crate) struct Sizes {
     pub(crate) bit_per_unit: u64,
     pub(crate) pmt_units: u64,
     pub(crate) bit_units: u64,
-    pub(crate) part_len: [u32; 3],
+    pub(crate) part_len: [u32; 6],
 }
 
 impl Sizes {
-    pub(crate) fn of(nblocks: u64, ppb: u32, slots: u64, unit: usize, cfg: &DftlConfig) -> Sizes {
+    /// `log`: SPFTL_log (its logging partitions sized like the partitions they log for:
+    /// at most one live log per unit; the GXT-log partition `gxt_blocks` long).
+    pub(crate) fn of(
+        nblocks: u64,
+        ppb: u32,
+        slots: u64,
+        unit: usize,
+        log: bool,
+        cfg: &DftlConfig,
+    ) -> Sizes {
         let logical_blocks = libm::floor(nblocks as f64 * (1.0 - cfg.overprovision)) as u64;
         let lpns = logical_blocks * ppb as u64;
         let pmt_per_unit = (unit / PMT_ENTRY) as u64;
@@ -53,6 +62,9 @@ impl Sizes {
                 cfg.gxt_blocks,
                 part_blocks(pmt_units),
                 part_blocks(bit_units),
+                if log { part_blocks(pmt_units) } else { 0 },
+                if log { part_blocks(bit_units) } else { 0 },
+                if log { cfg.gxt_blocks } else { 0 },
             ],
         }
     }
@@ -63,7 +75,7 @@ impl Sizes {
 pub fn metadata_blocks(chip: &nand::ChipConfig, mode: MetaMode, cfg: &DftlConfig) -> Vec<u32> {
     let g = chip.geometry;
     let unit = match mode {
-        MetaMode::Page => g.page_size as usize,
+        MetaMode::Page | MetaMode::Log => g.page_size as usize,
         MetaMode::Subpage => g.subpage_size(),
     };
     let sz = Sizes::of(
@@ -71,6 +83,7 @@ pub fn metadata_blocks(chip: &nand::ChipConfig, mode: MetaMode, cfg: &DftlConfig
         g.pages_per_block,
         lsb_pages(chip).len() as u64,
         unit,
+        mode == MetaMode::Log,
         cfg,
     );
     let n: u32 = sz.part_len.iter().sum();
@@ -80,13 +93,14 @@ pub fn metadata_blocks(chip: &nand::ChipConfig, mode: MetaMode, cfg: &DftlConfig
 /// What `plan` sized.
 pub(crate) struct Plan {
     pub unit: usize,
+    pub log_unit: usize,
     pub lsb: Vec<u32>,
     pub lpns: u32,
     pub pmt_per_unit: u32,
     pub bit_per_unit: u32,
     pub pmt_units: u32,
     pub bit_units: u32,
-    pub part_len: [u32; 3],
+    pub part_len: [u32; 6],
     pub cpmt: usize,
     pub cbit: usize,
 }

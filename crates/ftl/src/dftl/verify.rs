@@ -43,7 +43,13 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
         }
         // Directories point into their partitions; partitions are consistent.
-        for (k, dir) in [(PartKind::Pmt, &self.pmd), (PartKind::Bit, &self.bid)] {
+        for k in [
+            PartKind::Pmt,
+            PartKind::Bit,
+            PartKind::PmtLog,
+            PartKind::BitLog,
+        ] {
+            let dir = self.dir(k);
             let p = &self.parts[k as usize];
             for (i, &a) in dir.iter().enumerate() {
                 if a != NONE && !p.contains(a / slots) {
