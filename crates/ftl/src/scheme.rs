@@ -173,6 +173,9 @@ pub enum SchemeConfig {
     DftlPor(DftlConfig),
     /// SPFTL ([`DftlFtl`]): DFTL_por with every metadata unit a subpage of an SP block.
     Spftl(DftlConfig),
+    /// SPFTL_log ([`DftlFtl`]): DFTL_por whose metadata updates are logged by subpages in
+    /// SP logging blocks (coalesced per unit, merged when a log subpage fills).
+    SpftlLog(DftlConfig),
 }
 
 impl Default for SchemeConfig {
@@ -191,6 +194,7 @@ impl SchemeConfig {
             SchemeConfig::Rftl(_) => "rftl",
             SchemeConfig::DftlPor(_) => "dftl-por",
             SchemeConfig::Spftl(_) => "spftl",
+            SchemeConfig::SpftlLog(_) => "spftl-log",
         }
     }
 
@@ -214,6 +218,9 @@ impl SchemeConfig {
             }
             SchemeConfig::Spftl(cfg) => {
                 Ok(Box::new(DftlFtl::format(ctl, MetaMode::Subpage, cfg, now)?))
+            }
+            SchemeConfig::SpftlLog(cfg) => {
+                Ok(Box::new(DftlFtl::format(ctl, MetaMode::Log, cfg, now)?))
             }
         }
     }
@@ -258,6 +265,9 @@ impl SchemeConfig {
                 cfg,
                 now,
             )?)),
+            SchemeConfig::SpftlLog(cfg) => {
+                Ok(Box::new(DftlFtl::try_mount(ctl, MetaMode::Log, cfg, now)?))
+            }
         }
     }
 
@@ -268,7 +278,9 @@ impl SchemeConfig {
             SchemeConfig::Page(cfg) => cfg.recovery,
             SchemeConfig::Block(cfg) => cfg.recovery,
             SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => RecoveryKind::FullScan,
-            SchemeConfig::DftlPor(_) | SchemeConfig::Spftl(_) => RecoveryKind::RollForward,
+            SchemeConfig::DftlPor(_) | SchemeConfig::Spftl(_) | SchemeConfig::SpftlLog(_) => {
+                RecoveryKind::RollForward
+            }
         }
     }
 
@@ -281,7 +293,8 @@ impl SchemeConfig {
             SchemeConfig::Gftl(_)
             | SchemeConfig::Rftl(_)
             | SchemeConfig::DftlPor(_)
-            | SchemeConfig::Spftl(_) => {}
+            | SchemeConfig::Spftl(_)
+            | SchemeConfig::SpftlLog(_) => {}
         }
     }
 
@@ -291,7 +304,9 @@ impl SchemeConfig {
             SchemeConfig::Page(cfg) => cfg.ecc_t,
             SchemeConfig::Block(cfg) => cfg.ecc_t,
             SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t,
-            SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) => cfg.ecc_t,
+            SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) | SchemeConfig::SpftlLog(cfg) => {
+                cfg.ecc_t
+            }
         }
     }
 
@@ -301,7 +316,9 @@ impl SchemeConfig {
             SchemeConfig::Page(cfg) => cfg.ecc_t = t,
             SchemeConfig::Block(cfg) => cfg.ecc_t = t,
             SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t = t,
-            SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) => cfg.ecc_t = t,
+            SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) | SchemeConfig::SpftlLog(cfg) => {
+                cfg.ecc_t = t
+            }
         }
     }
 
@@ -317,6 +334,7 @@ impl SchemeConfig {
             // The metadata partitions (fixed, at the start of the chip).
             SchemeConfig::DftlPor(cfg) => crate::dftl::metadata_blocks(chip, MetaMode::Page, cfg),
             SchemeConfig::Spftl(cfg) => crate::dftl::metadata_blocks(chip, MetaMode::Subpage, cfg),
+            SchemeConfig::SpftlLog(cfg) => crate::dftl::metadata_blocks(chip, MetaMode::Log, cfg),
         }
     }
 

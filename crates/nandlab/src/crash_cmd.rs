@@ -34,6 +34,8 @@ enum SchemeArg {
     DftlPor,
     /// SPFTL (a preset with subpages; `--preset` defaults to `tiny-mlc-sp`).
     Spftl,
+    /// SPFTL_log (a preset with subpages; `--preset` defaults to `tiny-mlc-sp`).
+    SpftlLog,
 }
 
 #[derive(Debug, Args)]
@@ -144,6 +146,7 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
             | ftl::SchemeConfig::Rftl(_)
             | ftl::SchemeConfig::DftlPor(_)
             | ftl::SchemeConfig::Spftl(_)
+            | ftl::SchemeConfig::SpftlLog(_)
     ) {
         let with_checkpoints = [
             (args.checkpoint_interval.is_some(), "--checkpoint-interval"),
@@ -240,13 +243,22 @@ fn parse_wear_leveling(w: &str) -> Result<Option<ftl::WearLevelConfig>> {
 
 pub fn run(args: CrashArgs) -> Result<()> {
     let mut args = args;
-    if matches!(args.scheme, SchemeArg::DftlPor | SchemeArg::Spftl) && args.preset == "tiny-mlc" {
+    if matches!(
+        args.scheme,
+        SchemeArg::DftlPor | SchemeArg::Spftl | SchemeArg::SpftlLog
+    ) && args.preset == "tiny-mlc"
+    {
         args.preset = "tiny-mlc-sp".into();
     }
     let mut cfg = match args.scheme {
         SchemeArg::Page => CrashConfig::small(args.seed),
-        SchemeArg::DftlPor | SchemeArg::Spftl => {
-            CrashConfig::small_dftl(args.seed, &args.preset, args.scheme == SchemeArg::Spftl)
+        SchemeArg::DftlPor | SchemeArg::Spftl | SchemeArg::SpftlLog => {
+            let mode = match args.scheme {
+                SchemeArg::DftlPor => ftl::MetaMode::Page,
+                SchemeArg::Spftl => ftl::MetaMode::Subpage,
+                _ => ftl::MetaMode::Log,
+            };
+            CrashConfig::small_dftl(args.seed, &args.preset, mode)
         }
         SchemeArg::Block => CrashConfig::small_block(args.seed, &args.preset),
         SchemeArg::Gftl | SchemeArg::Rftl => {

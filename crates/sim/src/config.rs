@@ -149,6 +149,9 @@ pub enum FtlScheme {
     DftlPor,
     /// SPFTL: DFTL_por with every metadata unit a subpage of an SP block.
     Spftl,
+    /// SPFTL_log: DFTL_por with metadata updates logged by subpages in SP logging blocks.
+    #[serde(rename = "spftl-log")]
+    SpftlLog,
 }
 
 /// `[ftl]`.
@@ -170,6 +173,9 @@ pub struct FtlSection {
     pub dftl_por: DftlConfig,
     /// `[ftl.spftl]` settings.
     pub spftl: DftlConfig,
+    /// `[ftl.spftl-log]` settings.
+    #[serde(rename = "spftl-log")]
+    pub spftl_log: DftlConfig,
 }
 
 impl FtlSection {
@@ -182,6 +188,7 @@ impl FtlSection {
             FtlScheme::Rftl => SchemeConfig::Rftl(self.rftl),
             FtlScheme::DftlPor => SchemeConfig::DftlPor(self.dftl_por),
             FtlScheme::Spftl => SchemeConfig::Spftl(self.spftl),
+            FtlScheme::SpftlLog => SchemeConfig::SpftlLog(self.spftl_log),
         }
     }
 }
@@ -642,6 +649,7 @@ impl ExperimentConfig {
                     FtlScheme::Rftl => kv(&json(&self.ftl.rftl)),
                     FtlScheme::DftlPor => kv(&json(&self.ftl.dftl_por)),
                     FtlScheme::Spftl => kv(&json(&self.ftl.spftl)),
+                    FtlScheme::SpftlLog => kv(&json(&self.ftl.spftl_log)),
                 }
             ),
             errors: match errors.model {

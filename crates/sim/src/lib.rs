@@ -111,7 +111,9 @@ impl Experiment {
             setup: self.config.setup(&self.chip),
             config: serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null),
             sp_weight: match self.config.ftl.scheme_config() {
-                ftl::SchemeConfig::DftlPor(c) | ftl::SchemeConfig::Spftl(c) => c.sp_weight,
+                ftl::SchemeConfig::DftlPor(c)
+                | ftl::SchemeConfig::Spftl(c)
+                | ftl::SchemeConfig::SpftlLog(c) => c.sp_weight,
                 _ => 1.0 / 1.71,
             },
             busy_ns: self.engine.die_busy().iter().map(|t| t.0).sum::<u64>() - busy0,

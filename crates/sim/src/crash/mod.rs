@@ -167,16 +167,21 @@ impl CrashConfig {
         cfg
     }
 
-    /// DFTL_por or SPFTL (`spftl`) on `preset` (one with subpages for SPFTL), with a
-    /// small memory budget so that the CPMT and CBIT evict all the time.
-    pub fn small_dftl(seed: u64, preset: &str, spftl: bool) -> Self {
+    /// DFTL_por, SPFTL or SPFTL_log (`mode`) on `preset` (one with subpages for the
+    /// latter two), with a small memory budget so that the CPMT and CBIT evict all the
+    /// time (SPFTL_log: a smaller volume, its logging partitions taking blocks).
+    pub fn small_dftl(seed: u64, preset: &str, mode: ftl::MetaMode) -> Self {
         let mut cfg = CrashConfig::small(seed);
         cfg.chip = ChipConfig::preset(preset).expect("preset");
         cfg.chip.seed = seed;
         cfg.chip.reliability.wear_fail_rate = 0.0;
         cfg.chip.reliability.wear_fail_growth = 0.0;
         let d = ftl::DftlConfig {
-            overprovision: 0.25,
+            overprovision: if mode == ftl::MetaMode::Log {
+                0.32
+            } else {
+                0.25
+            },
             memory: ftl::MemoryBudget {
                 cpmt: 16 * ftl::dftl::CPMT_ENTRY_BYTES,
                 cbit: 8 * ftl::dftl::CBIT_ENTRY_BYTES,
@@ -184,10 +189,10 @@ impl CrashConfig {
             },
             ..Default::default()
         };
-        cfg.scheme = if spftl {
-            SchemeConfig::Spftl(d)
-        } else {
-            SchemeConfig::DftlPor(d)
+        cfg.scheme = match mode {
+            ftl::MetaMode::Page => SchemeConfig::DftlPor(d),
+            ftl::MetaMode::Subpage => SchemeConfig::Spftl(d),
+            ftl::MetaMode::Log => SchemeConfig::SpftlLog(d),
         };
         cfg.seq_pct = 30;
         cfg
