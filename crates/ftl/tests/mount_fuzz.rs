@@ -497,8 +497,49 @@ fn exercise_dftl(dev: &mut ftl::BoxedVolume<RamStorage, ConstantRber>) {
     }
 }
 
+/// `tiny-slc` with two subpages per page (SPFTL, SPFTL_log).
+fn controller_sp(seed: u64) -> Ctl {
+    let mut cfg = ChipConfig::preset("tiny-slc").unwrap();
+    cfg.geometry.subpages_per_page = 2;
+    cfg.seed = seed;
+    Controller::new(
+        Chip::ram(cfg).unwrap(),
+        ConstantRber(0.0),
+        ControllerConfig {
+            seed,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// A real volume of `cfg` (GC and metadata write-backs run), flushed, then `damages`; a
+/// mount must error or give a volume whose pages read or report unreadable.
+fn damaged_volume(cfg: ftl::SchemeConfig, ctl: Ctl, damages: &[Damage], seed: u64) {
+    let mut dev = cfg.format(ctl, Nanos(0)).unwrap();
+    let n = dev.logical_pages();
+    let ps = dev.page_size();
+    for v in 0..(n * 2) {
+        let l = if v % 3 == 0 { (v * 7919 + seed) % n } else { v % n };
+        dev.write(Nanos(v), Lpn::checked(l, n).unwrap(), &nand::pattern::bytes(ps, v))
+            .unwrap();
+    }
+    dev.flush(Nanos(n * 2)).unwrap();
+    let mut ctl = dev.into_controller();
+    for d in damages {
+        apply(&mut ctl, d, seed);
+    }
+    if let Ok(mut dev) = cfg.mount(ctl, Nanos(0)) {
+        exercise_dftl(&mut dev);
+    }
+}
+
 fn dftl_cfg() -> ftl::SchemeConfig {
-    ftl::SchemeConfig::DftlPor(ftl::DftlConfig {
+    ftl::SchemeConfig::DftlPor(dftl_settings())
+}
+
+fn dftl_settings() -> ftl::DftlConfig {
+    ftl::DftlConfig {
         overprovision: 0.45,
         ecc_t: 1,
         meta_ecc_t: 1,
@@ -509,7 +550,7 @@ fn dftl_cfg() -> ftl::SchemeConfig {
             ..Default::default()
         },
         ..Default::default()
-    })
+    }
 }
 
 proptest! {
@@ -534,22 +575,13 @@ proptest! {
     /// the block counts it decrements may end up short of the map.)
     #[test]
     fn dftl_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>()) {
-        let ctl = controller(seed);
-        let cfg = dftl_cfg();
-        let mut dev = cfg.format(ctl, Nanos(0)).unwrap();
-        let n = dev.logical_pages();
-        let ps = dev.page_size();
-        for v in 0..(n * 2) {
-            let l = if v % 3 == 0 { (v * 7919 + seed) % n } else { v % n };
-            dev.write(Nanos(v), Lpn::checked(l, n).unwrap(), &nand::pattern::bytes(ps, v)).unwrap();
-        }
-        dev.flush(Nanos(n * 2)).unwrap();
-        let mut ctl = dev.into_controller();
-        for d in &damages {
-            apply(&mut ctl, d, seed);
-        }
-        if let Ok(mut dev) = cfg.mount(ctl, Nanos(0)) {
-            exercise_dftl(&mut dev);
-        }
+        damaged_volume(dftl_cfg(), controller(seed), &damages, seed);
+    }
+
+    /// The same for SPFTL_log: damaged logs, GXT logs, LIDs.
+    #[test]
+    fn spftl_log_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>()) {
+        let cfg = ftl::SchemeConfig::SpftlLog(ftl::DftlConfig { overprovision: 0.4, ..dftl_settings() });
+        damaged_volume(cfg, controller_sp(seed), &damages, seed);
     }
 }

@@ -461,6 +461,8 @@ pub struct MetaReport {
     pub cpmt_hit_rate: f64,
     /// CBIT look-ups that hit.
     pub cbit_hit_rate: f64,
+    /// SPFTL_log: logs merged into their metadata unit (a log subpage that filled).
+    pub log_merges: u64,
     /// NAND service time: every die's busy time over the measured phase, s (§V-D's FTL
     /// service time).
     pub service_s: f64,
@@ -618,6 +620,7 @@ impl Report {
             nwi: (all_erases - c.sp_erases) as f64 + c.sp_erases as f64 * i.sp_weight,
             cpmt_hit_rate: rate(c.cpmt_hits, c.cpmt_misses),
             cbit_hit_rate: rate(c.cbit_hits, c.cbit_misses),
+            log_merges: c.log_merges,
             service_s: i.busy_ns as f64 / 1e9,
         };
         Report {

@@ -1,8 +1,9 @@
 //! The demand-paged page-mapping FTLs of SPFTL (paper 001): **DFTL_por** (§IV-A, the
-//! baseline) and **SPFTL** (§IV-B: every metadata unit a subpage of an SP block). One
-//! kernel, [`DftlFtl`]; the two differ only in how metadata is written ([`MetaMode`]).
-//! (SPFTL_log, §IV-C — metadata updates logged by subpages and merged when a log subpage
-//! fills — is not built yet.)
+//! baseline), **SPFTL** (§IV-B: every metadata unit a subpage of an SP block) and
+//! **SPFTL_log** (§IV-C: DFTL_por's whole metadata pages, their updates logged by subpages
+//! in SP logging blocks — coalesced per unit, merged into the unit when a log subpage
+//! fills; see `log`). One kernel, [`DftlFtl`]; the three differ only in how metadata is
+//! written ([`MetaMode`]).
 //!
 //! ## What lives where
 //!
@@ -14,11 +15,13 @@
 //!   BIT unit is), the **BSI** (block status information: the greedy victim candidates,
 //!   below) and the **UFP** (update-block pointers of every partition, the free user
 //!   blocks known, the free-block count, the victim being collected, each metadata
-//!   block's subpage partition); a page buffer and a copy-back buffer; SPFTL_log's merge
-//!   buffer and the **LID** (not built yet).
+//!   block's subpage partition; SPFTL_log: the **LID**, each unit's log address, and the
+//!   logging partitions' update blocks); a page buffer and a copy-back buffer; SPFTL_log's
+//!   merge buffer (a log subpage being coalesced).
 //! - **Flash**, fixed partitions at the start of the chip, every block in SLC mode (LSB
 //!   pages only on multi-level chips): the GXT partition, the PMT partition and the BIT
-//!   partition; then the user partition (multi-level mode). Each metadata partition is log-structured with its own update block and its
+//!   partition; SPFTL_log's PMT-log, BIT-log and GXT-log partitions of SP blocks; then the
+//!   user partition (multi-level mode). Each metadata partition is log-structured with its own update block and its
 //!   own greedy GC (victim: fewest live units; its live units copied into the update
 //!   block, counted as PMT-GC or BIT-GC bytes).
 //! - A **metadata unit** is a page's data area (DFTL_por) or one subpage (SPFTL: programmed
@@ -54,8 +57,10 @@
 //! ## Power-off recovery
 //!
 //! The newest complete GXT (records of the GXT partition's pages read; then its units
-//! whole), then the PMT and BIT update blocks' units written after the GXT's write
-//! pointers (newest stamp per unit), then the user update block from its first page. A
+//! whole; SPFTL_log: with the newest readable GXT log extending it applied), then the PMT
+//! and BIT update blocks' units (SPFTL_log: and the logging update blocks' logs) written
+//! after the GXT's write pointers (newest per unit; a log whose unit was written later
+//! with a newer stamp was merged into it and is dropped), then the user update block from its first page. A
 //! scanned user page whose sequence number is above its PMT unit's stamp updates the map;
 //! above the stamp of the BIT unit of the block it superseded, that block's valid count
 //! drops — so effects already written back are never applied twice. The update block's
