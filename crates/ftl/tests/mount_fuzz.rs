@@ -497,10 +497,13 @@ fn exercise_dftl(dev: &mut ftl::BoxedVolume<RamStorage, ConstantRber>) {
     }
 }
 
-/// `tiny-slc` with two subpages per page (SPFTL, SPFTL_log).
+/// `tiny-slc` with two subpages per page, a larger spare area and twice the blocks
+/// (SPFTL_log's logging partitions).
 fn controller_sp(seed: u64) -> Ctl {
     let mut cfg = ChipConfig::preset("tiny-slc").unwrap();
     cfg.geometry.subpages_per_page = 2;
+    cfg.geometry.spare_size = 128;
+    cfg.geometry.blocks_per_plane *= 2;
     cfg.seed = seed;
     Controller::new(
         Chip::ram(cfg).unwrap(),
@@ -520,9 +523,17 @@ fn damaged_volume(cfg: ftl::SchemeConfig, ctl: Ctl, damages: &[Damage], seed: u6
     let n = dev.logical_pages();
     let ps = dev.page_size();
     for v in 0..(n * 2) {
-        let l = if v % 3 == 0 { (v * 7919 + seed) % n } else { v % n };
-        dev.write(Nanos(v), Lpn::checked(l, n).unwrap(), &nand::pattern::bytes(ps, v))
-            .unwrap();
+        let l = if v % 3 == 0 {
+            (v * 7919 + seed) % n
+        } else {
+            v % n
+        };
+        dev.write(
+            Nanos(v),
+            Lpn::checked(l, n).unwrap(),
+            &nand::pattern::bytes(ps, v),
+        )
+        .unwrap();
     }
     dev.flush(Nanos(n * 2)).unwrap();
     let mut ctl = dev.into_controller();

@@ -19,6 +19,11 @@ use alloc::vec::Vec;
 use controller::{Controller, CtlError, OobRecord, PageKind, PageRead};
 use nand::{BlockStatus, ErrorModel, Nanos, Storage};
 
+/// A mount refused because the GXT it could use is older than the volume.
+const STALE: FtlError = FtlError::Corrupt(
+    "the newest GXT does not decode and the volume changed after the one before it: refusing to mount stale metadata",
+);
+
 impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Formats the chip: every good block erased, the metadata blocks switched to SLC mode,
     /// every BIT unit and the first GXT written.
@@ -194,6 +199,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         // 2. The newest complete GXT.
         let g = self.parts[PartKind::Gxt as usize].clone();
         let mut found: Vec<(u64, u32, u32, u32)> = Vec::new(); // (seq of last part, block, first slot, parts)
+                                                               // A GXT write that does not decode (torn by a cut, or worn): the mount then checks
+                                                               // that nothing was written after the GXT it uses (see `moved_on_meta`).
+        let mut gxt_damaged = false;
         let mut gxt_end: BTreeMap<u32, u32> = BTreeMap::new();
         for b in g.first..g.first + g.len {
             if g.bad[(b - g.first) as usize] || !holds[b as usize] {
@@ -204,6 +212,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             for slot in 0..end {
                 let mut failed = false;
                 let r = self.unit_record(now, b * slots + slot, Cause::Mount, &mut failed)?;
+                gxt_damaged |= failed;
                 run.push(r.filter(|r| r.kind == PageKind::Meta(GXT_TAG)));
             }
             gxt_end.insert(b, end);
@@ -230,6 +239,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         found.sort_unstable_by(|a, b| b.cmp(a));
 
         let mut gxt = None;
+        let mut gxt_seq = 0;
         for &(seq, b, first, parts) in &found {
             let mut bytes = Vec::with_capacity(parts as usize * self.unit);
             let mut buf = vec![0u8; self.unit];
@@ -252,18 +262,30 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 bytes.extend_from_slice(&buf);
             }
             if !ok {
+                gxt_damaged = true;
                 continue;
             }
             if let Some(x) = Gxt::decode(&bytes, &self.shape(), &self.cfg, self.s.ctl.crc32c_fn()) {
                 self.parts[PartKind::Gxt as usize].upd = b;
                 self.parts[PartKind::Gxt as usize].wp = gxt_end.get(&b).copied().unwrap_or(slots);
+                gxt_seq = seq;
                 gxt = Some(if self.mode == MetaMode::Log {
-                    self.apply_gxt_log(now, seq, x, &holds, &slot_end, &mut max_seq)?
+                    let (x, s) = self.apply_gxt_log(
+                        now,
+                        seq,
+                        x,
+                        (&holds, &slot_end),
+                        &mut max_seq,
+                        &mut gxt_damaged,
+                    )?;
+                    gxt_seq = s;
+                    x
                 } else {
                     x
                 });
                 break;
             }
+            gxt_damaged = true;
         }
         let Some(gxt) = gxt else {
             return Err(FtlError::Corrupt(
@@ -404,6 +426,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             PartKind::PmtLog,
             PartKind::BitLog,
         ];
+        if gxt_damaged {
+            self.moved_on_meta(now, gxt_seq, &holds)?;
+        }
         for k in kinds {
             let live = self.live_units(k);
             let p = self.parts[k as usize].clone();
@@ -479,6 +504,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 self.bsi.retain(|&(x, _)| x != v);
                 fix.insert(v, e);
             }
+        }
+        if gxt_damaged {
+            self.moved_on_user(now, gxt_seq, &bit, &fix)?;
         }
         // The free-block count, from the BIT itself (the GXT's may be one behind or ahead
         // of a victim's erase).
@@ -784,17 +812,92 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
     }
 
+    /// After a GXT write that did not decode, the mount uses an older GXT: that is sound
+    /// only if the volume did not change after it (the bad one was the last write, torn
+    /// by the cut). A metadata block holding no unit the GXT's directories name, outside
+    /// the update blocks, whose first unit is newer than the GXT (sequence number
+    /// `gxt_seq`) was written after it: refused (charged record reads).
+    fn moved_on_meta(&mut self, now: Nanos, gxt_seq: u64, holds: &[bool]) -> Result<(), FtlError> {
+        let slots = self.slots();
+        for k in [
+            PartKind::Pmt,
+            PartKind::Bit,
+            PartKind::PmtLog,
+            PartKind::BitLog,
+        ] {
+            let live = self.live_units(k);
+            let p = self.parts[k as usize].clone();
+            for i in 0..p.len {
+                let b = p.first + i;
+                if p.bad[i as usize] || b == p.upd || live[i as usize] > 0 || !holds[b as usize] {
+                    continue;
+                }
+                let mut failed = false;
+                if let Some(r) = self.unit_record(now, b * slots, Cause::Mount, &mut failed)? {
+                    if r.seq > gxt_seq {
+                        return Err(STALE);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The user side of [`moved_on_meta`](Self::moved_on_meta): a user block other
+    /// than the update block whose last page is newer than the GXT, or that the recovered
+    /// BIT calls free but holds pages, was written after the GXT (a charged header read of
+    /// every user block, and a record read of each one's last page: the price of a
+    /// damaged GXT, not paid by a clean mount).
+    fn moved_on_user(
+        &mut self,
+        now: Nanos,
+        gxt_seq: u64,
+        bit: &[BitEntry],
+        fix: &BTreeMap<u32, BitEntry>,
+    ) -> Result<(), FtlError> {
+        for b in self.user_first..self.s.geo.total_blocks() {
+            if b == self.u || self.s.state[b as usize] == crate::substrate::BState::Bad {
+                continue;
+            }
+            let info = self.s.read_header(now, b, Cause::Mount)?;
+            if info.next_page == 0 || info.status != BlockStatus::Good {
+                continue;
+            }
+            let e = fix.get(&b).copied().unwrap_or(bit[b as usize]);
+            if e.state == bst::FREE {
+                return Err(STALE);
+            }
+            let p = b * self.ppb + info.next_page.min(self.ppb) - 1;
+            let die = self.s.die_of(b);
+            let t = self.s.op_time(die, now);
+            let (rec, timing, ecc) = match self.s.ctl.read_record(t, self.s.phys_addr(p)) {
+                Ok(PageRead::Data(i)) => (Some(i.record), i.timing, i.ecc),
+                Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO),
+                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc),
+                Err(e) => return Err(e.into()),
+            };
+            self.s.occupy(die, t, timing);
+            self.s
+                .push_op(b, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+            if rec.is_some_and(|r| r.seq > gxt_seq) {
+                return Err(STALE);
+            }
+        }
+        Ok(())
+    }
+
     /// SPFTL_log: the whole GXT `base` (sequence number `seq`) with the newest readable GXT
-    /// log extending it applied (every GXT-log slot read whole, charged).
+    /// log extending it applied (every GXT-log slot read whole, charged); and the sequence
+    /// number of what it used. A GXT log that does not decode sets `damaged`.
     fn apply_gxt_log(
         &mut self,
         now: Nanos,
         seq: u64,
         base: Gxt,
-        holds: &[bool],
-        slot_end: &[u32],
+        (holds, slot_end): (&[bool], &[u32]),
         max_seq: &mut u64,
-    ) -> Result<Gxt, FtlError> {
+        damaged: &mut bool,
+    ) -> Result<(Gxt, u64), FtlError> {
         let p = self.parts[PartKind::GxtLog as usize].clone();
         let slots = self.slots();
         let mut cells = base.cells(&self.cfg);
@@ -814,6 +917,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     Cause::Mount,
                     Some(&mut failed),
                 )?;
+                *damaged |= failed;
                 let Some(r) = r.filter(|r| r.kind == PageKind::Meta(GXT_LOG_TAG)) else {
                     continue;
                 };
@@ -821,21 +925,22 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 if r.seq <= seq || best.as_ref().is_some_and(|x| x.0 >= r.seq) {
                     continue;
                 }
-                if let Some((s, e)) = super::gxt::decode_log(&buf, cells.len(), crc) {
-                    if s == seq {
-                        best = Some((r.seq, e));
-                    }
+                match super::gxt::decode_log(&buf, cells.len(), crc) {
+                    Some((s, e)) if s == seq => best = Some((r.seq, e)),
+                    Some(_) => {}
+                    None => *damaged = true,
                 }
             }
         }
-        let Some((_, entries)) = best else {
-            return Ok(base);
+        let Some((used, entries)) = best else {
+            return Ok((base, seq));
         };
         for (i, v) in entries {
             cells[i] = v;
         }
-        Gxt::from_cells(&cells, &self.shape(), &self.cfg).ok_or(FtlError::Corrupt(
+        let g = Gxt::from_cells(&cells, &self.shape(), &self.cfg).ok_or(FtlError::Corrupt(
             "a GXT log names values outside their fields",
-        ))
+        ))?;
+        Ok((g, used))
     }
 }
