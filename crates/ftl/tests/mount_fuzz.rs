@@ -10,7 +10,10 @@ use proptest::prelude::*;
 type Ctl = Controller<RamStorage, ConstantRber>;
 
 fn controller(seed: u64) -> Ctl {
-    let mut cfg = ChipConfig::preset("tiny-slc").unwrap();
+    controller_of(ChipConfig::preset("tiny-slc").unwrap(), seed)
+}
+
+fn controller_of(mut cfg: ChipConfig, seed: u64) -> Ctl {
     cfg.seed = seed;
     Controller::new(
         Chip::ram(cfg).unwrap(),
@@ -504,16 +507,7 @@ fn controller_sp(seed: u64) -> Ctl {
     cfg.geometry.subpages_per_page = 2;
     cfg.geometry.spare_size = 128;
     cfg.geometry.blocks_per_plane *= 2;
-    cfg.seed = seed;
-    Controller::new(
-        Chip::ram(cfg).unwrap(),
-        ConstantRber(0.0),
-        ControllerConfig {
-            seed,
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    controller_of(cfg, seed)
 }
 
 /// A real volume of `cfg` (GC and metadata write-backs run), flushed, then `damages`; a

@@ -191,6 +191,28 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         Err(FtlError::NoSpace)
     }
 
+    /// One charged record read of user page `p`: its record (`None`: erased or
+    /// undecodable) and whether it reads erased.
+    pub(crate) fn page_record(
+        &mut self,
+        now: Nanos,
+        p: u32,
+        cause: Cause,
+    ) -> Result<(Option<OobRecord>, bool), FtlError> {
+        let b = p / self.ppb;
+        let die = self.s.die_of(b);
+        let t = self.s.op_time(die, now);
+        let (rec, timing, ecc, erased) = match self.s.ctl.read_record(t, self.s.phys_addr(p)) {
+            Ok(PageRead::Data(info)) => (Some(info.record), info.timing, info.ecc, false),
+            Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO, true),
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc, false),
+            Err(e) => return Err(e.into()),
+        };
+        self.s.occupy(die, t, timing);
+        self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
+        Ok((rec, erased))
+    }
+
     /// A host read of logical page `l`.
     pub(crate) fn host_read(
         &mut self,
@@ -323,20 +345,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// `Ok(false)`: the update block could not hold every valid page; the victim keeps
     /// the rest.
     fn collect(&mut self, now: Nanos, v: u32) -> Result<bool, FtlError> {
-        let die = self.s.die_of(v);
         for q in 0..self.ppb {
             let src = v * self.ppb + q;
-            let t = self.s.op_time(die, now);
-            let (rec, timing, ecc) = match self.s.ctl.read_record(t, self.s.phys_addr(src)) {
-                Ok(PageRead::Data(info)) => (Some(info.record), info.timing, info.ecc),
-                Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO),
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc),
-                Err(e) => return Err(e.into()),
-            };
-            self.s.occupy(die, t, timing);
-            self.s
-                .push_op(v, OpKind::Read, Cause::Gc, timing, ecc, None);
-            let Some(rec) = rec else {
+            let Some(rec) = self.page_record(now, src, Cause::Gc)?.0 else {
                 continue;
             };
             let Some(class) = rec.kind.data_class() else {

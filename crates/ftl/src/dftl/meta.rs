@@ -46,6 +46,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         ((b - self.parts[kind as usize].first) * self.slots() + slot) as u16
     }
 
+    /// Partition `kind`'s directory in partition-local form (the GXT's).
+    pub(crate) fn local_dir(&self, kind: PartKind) -> Vec<u16> {
+        self.dir(kind)
+            .iter()
+            .map(|&a| self.to_local(kind, a))
+            .collect()
+    }
+
     /// Global unit address of a partition-local one (`NONE` for `0xFFFF` or out of range).
     pub(crate) fn local_to_global(&self, kind: PartKind, l: u16) -> u32 {
         let p = &self.parts[kind as usize];
@@ -418,30 +426,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             free_q: self.free_q.iter().copied().collect(),
             bsi: self.bsi.clone(),
             sp_part: self.sp_part[..meta].to_vec(),
-            pmd: self
-                .pmd
-                .iter()
-                .map(|&a| self.to_local(PartKind::Pmt, a))
-                .collect(),
-            bid: self
-                .bid
-                .iter()
-                .map(|&a| self.to_local(PartKind::Bit, a))
-                .collect(),
+            pmd: self.local_dir(PartKind::Pmt),
+            bid: self.local_dir(PartKind::Bit),
             plog_upd: self.parts[PartKind::PmtLog as usize].upd,
             plog_wp: self.parts[PartKind::PmtLog as usize].wp,
             blog_upd: self.parts[PartKind::BitLog as usize].upd,
             blog_wp: self.parts[PartKind::BitLog as usize].wp,
-            plid: self
-                .plid
-                .iter()
-                .map(|&a| self.to_local(PartKind::PmtLog, a))
-                .collect(),
-            blid: self
-                .blid
-                .iter()
-                .map(|&a| self.to_local(PartKind::BitLog, a))
-                .collect(),
+            plid: self.local_dir(PartKind::PmtLog),
+            blid: self.local_dir(PartKind::BitLog),
         }
     }
 

@@ -298,27 +298,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             ));
         }
         // 3. The GXT's fields.
-        self.pmd = gxt
-            .pmd
-            .iter()
-            .map(|&l| self.local_to_global(PartKind::Pmt, l))
-            .collect();
-        self.bid = gxt
-            .bid
-            .iter()
-            .map(|&l| self.local_to_global(PartKind::Bit, l))
-            .collect();
-        if self.mode == MetaMode::Log {
-            self.plid = gxt
-                .plid
-                .iter()
-                .map(|&l| self.local_to_global(PartKind::PmtLog, l))
-                .collect();
-            self.blid = gxt
-                .blid
-                .iter()
-                .map(|&l| self.local_to_global(PartKind::BitLog, l))
-                .collect();
+        for (k, local) in [
+            (PartKind::Pmt, &gxt.pmd),
+            (PartKind::Bit, &gxt.bid),
+            (PartKind::PmtLog, &gxt.plid),
+            (PartKind::BitLog, &gxt.blid),
+        ] {
+            let dir = local.iter().map(|&l| self.local_to_global(k, l)).collect();
+            *self.dir_mut(k) = dir;
         }
         let valid_block = |b: u32| b == NONE || b < n;
         if !(valid_block(gxt.u)
@@ -537,17 +524,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         self.u_wp = info.next_page.min(self.ppb);
         for q in 0..self.u_wp {
             let p = u * self.ppb + q;
-            let die = self.s.die_of(u);
-            let t = self.s.op_time(die, now);
-            let (rec, timing, ecc, erased) = match self.s.ctl.read_record(t, self.s.phys_addr(p)) {
-                Ok(PageRead::Data(info)) => (Some(info.record), info.timing, info.ecc, false),
-                Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO, true),
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc, false),
-                Err(e) => return Err(e.into()),
-            };
-            self.s.occupy(die, t, timing);
-            self.s
-                .push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+            let (rec, erased) = self.page_record(now, p, Cause::Mount)?;
             if erased {
                 continue; // torn to all ones
             }
@@ -868,17 +845,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 return Err(STALE);
             }
             let p = b * self.ppb + info.next_page.min(self.ppb) - 1;
-            let die = self.s.die_of(b);
-            let t = self.s.op_time(die, now);
-            let (rec, timing, ecc) = match self.s.ctl.read_record(t, self.s.phys_addr(p)) {
-                Ok(PageRead::Data(i)) => (Some(i.record), i.timing, i.ecc),
-                Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO),
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc),
-                Err(e) => return Err(e.into()),
-            };
-            self.s.occupy(die, t, timing);
-            self.s
-                .push_op(b, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+            let (rec, _) = self.page_record(now, p, Cause::Mount)?;
             if rec.is_some_and(|r| r.seq > gxt_seq) {
                 return Err(STALE);
             }

@@ -172,23 +172,7 @@ fn spftl_log_follows_the_model() {
 /// merges and GXT logs along the way.
 #[test]
 fn spftl_log_writes_less_metadata() {
-    let run = |mode| {
-        let mut ftl = F::format(controller(chip(5, 2), 5), mode, small(), Nanos::ZERO).unwrap();
-        let n = ftl.logical_pages();
-        let size = ftl.page_size();
-        let mut rng = ChaCha8Rng::seed_from_u64(9);
-        for i in 0..4000u64 {
-            let l = rng.next_u64() % n;
-            ftl.write(
-                Nanos(i * 1000),
-                Lpn::checked(l, n).unwrap(),
-                &pattern(size, l, i),
-            )
-            .unwrap();
-        }
-        *ftl.counters()
-    };
-    let (d, l) = (run(MetaMode::Page), run(MetaMode::Log));
+    let (d, l) = (random_writes(MetaMode::Page), random_writes(MetaMode::Log));
     let ratio = l.meta_bytes as f64 / d.meta_bytes as f64;
     assert!(
         (0.4..0.9).contains(&ratio),
@@ -197,27 +181,32 @@ fn spftl_log_writes_less_metadata() {
     assert!(l.meta_bytes_by_kind.gxt < d.meta_bytes_by_kind.gxt);
 }
 
+/// 4,000 random writes on a fresh volume of `mode`: its counters.
+fn random_writes(mode: MetaMode) -> crate::FtlCounters {
+    let mut ftl = F::format(controller(chip(5, 2), 5), mode, small(), Nanos::ZERO).unwrap();
+    let n = ftl.logical_pages();
+    let size = ftl.page_size();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for i in 0..4000u64 {
+        let l = rng.next_u64() % n;
+        ftl.write(
+            Nanos(i * 1000),
+            Lpn::checked(l, n).unwrap(),
+            &pattern(size, l, i),
+        )
+        .unwrap();
+    }
+    *ftl.counters()
+}
+
 /// SPFTL writes half the metadata bytes of DFTL_por for the same random writes (each
 /// unit is half a page; write-backs batch about as many entries).
 #[test]
 fn spftl_halves_metadata_bytes() {
-    let run = |mode| {
-        let mut ftl = F::format(controller(chip(5, 2), 5), mode, small(), Nanos::ZERO).unwrap();
-        let n = ftl.logical_pages();
-        let size = ftl.page_size();
-        let mut rng = ChaCha8Rng::seed_from_u64(9);
-        for i in 0..4000u64 {
-            let l = rng.next_u64() % n;
-            ftl.write(
-                Nanos(i * 1000),
-                Lpn::checked(l, n).unwrap(),
-                &pattern(size, l, i),
-            )
-            .unwrap();
-        }
-        ftl.counters().meta_bytes
-    };
-    let (d, s) = (run(MetaMode::Page), run(MetaMode::Subpage));
+    let (d, s) = (
+        random_writes(MetaMode::Page).meta_bytes,
+        random_writes(MetaMode::Subpage).meta_bytes,
+    );
     let ratio = s as f64 / d as f64;
     assert!(
         (0.4..0.75).contains(&ratio),
