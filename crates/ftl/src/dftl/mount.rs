@@ -854,8 +854,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     }
 
     /// SPFTL_log: the whole GXT `base` (sequence number `seq`) with the newest readable GXT
-    /// log extending it applied (every GXT-log slot read whole, charged); and the sequence
-    /// number of what it used. A GXT log that does not decode sets `damaged`.
+    /// log extending it applied (each GXT-log block's slots read whole, charged, newest
+    /// first, down to the first log that extends the base or predates it); and the
+    /// sequence number of what it used. A GXT log that does not decode sets `damaged`.
     fn apply_gxt_log(
         &mut self,
         now: Nanos,
@@ -875,7 +876,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if p.bad[(b - p.first) as usize] || !holds[b as usize] {
                 continue;
             }
-            for slot in 0..slot_end[b as usize] {
+            // Newest first: a block's logs are in ascending order, so the first one that
+            // extends the base is the block's newest, and one older than the base ends it.
+            for slot in (0..slot_end[b as usize]).rev() {
                 let mut failed = false;
                 let r = self.read_unit(
                     now,
@@ -890,10 +893,13 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 };
                 *max_seq = (*max_seq).max(r.seq);
                 if r.seq <= seq || best.as_ref().is_some_and(|x| x.0 >= r.seq) {
-                    continue;
+                    break;
                 }
                 match super::gxt::decode_log(&buf, cells.len(), crc) {
-                    Some((s, e)) if s == seq => best = Some((r.seq, e)),
+                    Some((s, e)) if s == seq => {
+                        best = Some((r.seq, e));
+                        break;
+                    }
                     Some(_) => {}
                     None => *damaged = true,
                 }
