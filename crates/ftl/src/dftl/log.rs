@@ -200,19 +200,31 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         buf: &mut [u8],
         cause: Cause,
     ) -> Result<u64, FtlError> {
-        let a = self.dir(kind)[i as usize];
-        let mut stamp = 0;
-        if a == NONE {
-            buf.fill(if kind == PartKind::Pmt { 0xFF } else { 0 });
-        } else {
-            stamp = self.read_named_unit(now, a, buf, cause)?.lpn >> INDEX_BITS;
-        }
+        let mut stamp = self.read_page_unit(now, kind, i, buf, cause)?;
         if self.has_log(kind, i) {
             let (e, s) = self.read_log(now, kind, i, cause)?;
             self.patch(kind, i, buf, &e);
             stamp = stamp.max(s);
         }
         Ok(stamp)
+    }
+
+    /// Unit `i` of `kind` itself (not its log) into `buf` (a never-written unit reads as
+    /// all unmapped / zero); returns its stamp (0: never written).
+    fn read_page_unit(
+        &mut self,
+        now: Nanos,
+        kind: PartKind,
+        i: u32,
+        buf: &mut [u8],
+        cause: Cause,
+    ) -> Result<u64, FtlError> {
+        let a = self.dir(kind)[i as usize];
+        if a == NONE {
+            buf.fill(if kind == PartKind::Pmt { 0xFF } else { 0 });
+            return Ok(0);
+        }
+        Ok(self.read_named_unit(now, a, buf, cause)?.lpn >> INDEX_BITS)
     }
 
     /// Applies `entries` to unit `i`'s bytes.
@@ -254,12 +266,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             all.extend_from_slice(changes);
         }
         let mut buf = vec![0u8; self.unit];
-        let a = self.dir(kind)[i as usize];
-        if a == NONE {
-            buf.fill(if kind == PartKind::Pmt { 0xFF } else { 0 });
-        } else {
-            self.read_named_unit(now, a, &mut buf, Cause::Meta)?;
-        }
+        self.read_page_unit(now, kind, i, &mut buf, Cause::Meta)?;
         self.patch(kind, i, &mut buf, &all);
         let stamp = self.s.seq;
         let na = self.write_unit(now, kind, i, stamp, &buf)?;

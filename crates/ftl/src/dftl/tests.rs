@@ -4,6 +4,7 @@
 use super::*;
 use crate::Ftl;
 use alloc::collections::BTreeMap;
+use alloc::format;
 use alloc::string::ToString;
 use controller::{Controller, ControllerConfig};
 use nand::{Chip, ChipConfig, ConstantRber, CutMode, RamStorage};
