@@ -273,6 +273,11 @@ pub struct FtlCounters {
     /// critical page skipped); also counted in `pad_pages`.
     #[serde(default)]
     pub placement_pads: u64,
+    /// Critical pages placed in an unreliable slot the placement would have padded, because
+    /// a real-time pacing's shared destination had no pad to spare (its eq. 6 slack) while
+    /// a victim was being collected (AP under WAO-GC: the combined profile).
+    #[serde(default)]
+    pub placement_lapses: u64,
     /// GC and relocation reads retried after a page did not decode (each a charged read).
     #[serde(default)]
     pub read_retries: u64,

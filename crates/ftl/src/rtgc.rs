@@ -54,6 +54,12 @@ pub struct WaoBounds {
     pub t_wr: u64,
     /// Block erase time, ns.
     pub t_er: u64,
+    /// Padding pages a placement that keeps critical pages out of unreliable slots (AP's
+    /// MSB allocation) may program before one page: the longest run of unreliable pages in
+    /// a block (0 without such a placement; see [`with_pads`](WaoBounds::with_pads)).
+    pub pads: u32,
+    /// Program time of a padding page (an unreliable page's), ns.
+    pub t_pad: u64,
 }
 
 impl WaoBounds {
@@ -115,12 +121,41 @@ impl WaoBounds {
             t_rd,
             t_wr,
             t_er,
+            pads: 0,
+            t_pad: 0,
         })
     }
 
-    /// The worst latency of a write (its program plus one partial step), ns.
+    /// The same bounds for a scheme whose placement may pad up to `pads` pages of program
+    /// time `t_pad` before any page it programs, host write or GC copy (AP's MSB allocation
+    /// on the shared destination; the combined profile). Eq. 4's α is kept, so a step of α
+    /// copies with their pads may outlast an erase: the write bound is re-derived as the
+    /// write's program and pads plus the longer of an erase and α copies with theirs. The
+    /// pads also take destination pages: eq. 6 leaves [`pad_slack`](WaoBounds::pad_slack)
+    /// of them per destination, and the FTL pads no more than that while a victim is being
+    /// collected (a critical page then takes the unreliable slot, counted as a lapse).
+    pub fn with_pads(mut self, pads: u32, t_pad: u64) -> WaoBounds {
+        self.pads = pads;
+        self.t_pad = t_pad;
+        self
+    }
+
+    /// Destination pages eq. 6 leaves beyond the k writes and U(λ) copies of one victim's
+    /// collection: π − k − U(λ), the padding pages a destination may take while it runs.
+    pub fn pad_slack(&self) -> u32 {
+        self.pi.saturating_sub(self.k + self.u_lambda)
+    }
+
+    /// The worst partial step in array times: the erase, or α copies each with its pads.
+    fn worst_step(&self) -> u64 {
+        let copy = self.t_rd + self.t_wr + self.pads as u64 * self.t_pad;
+        self.t_er.max(self.alpha as u64 * copy)
+    }
+
+    /// The worst latency of a write (its program and pads plus one partial step), ns; with
+    /// no pads t_er + t_wr (eq. 4 makes α copies no longer than an erase).
     pub fn worst_write(&self) -> u64 {
-        self.t_er + self.t_wr
+        self.t_wr + self.pads as u64 * self.t_pad + self.worst_step()
     }
 
     /// The worst latency of a read that may wait for one partial step, ns.
@@ -135,13 +170,18 @@ impl WaoBounds {
     /// transfer (data and spare), `decode` the decode of a page at its strength's limit.
     /// Eq. 4 counts array times only, so with transfers α copies can outlast an erase.
     pub fn worst_write_with(&self, xfer: u64, decode: u64) -> u64 {
-        self.t_wr + xfer + self.worst_step_with(xfer, decode)
+        self.t_wr + xfer + self.pads as u64 * (self.t_pad + xfer) + self.worst_step_with(xfer, decode)
     }
 
     /// The longest partial step with the controller's costs (see
-    /// [`worst_write_with`](WaoBounds::worst_write_with)).
+    /// [`worst_write_with`](WaoBounds::worst_write_with)); each copy with its pads.
     pub fn worst_step_with(&self, xfer: u64, decode: u64) -> u64 {
-        let copy = self.t_rd + xfer + decode + xfer + self.t_wr;
+        let copy = self.t_rd
+            + xfer
+            + decode
+            + xfer
+            + self.t_wr
+            + self.pads as u64 * (self.t_pad + xfer);
         self.t_er.max(self.alpha as u64 * copy)
     }
 

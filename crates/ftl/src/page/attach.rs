@@ -99,6 +99,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             if ftl.cfg.gc_pacing.shares_destination() {
                 // The blocks are known now (bad ones included): the bound for this chip.
                 ftl.rt_latency = Some(ftl.shared_destination_bound(ftl.logical)?);
+                ftl.note_lapses_after_mount();
             }
             Ok(report)
         });

@@ -360,7 +360,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ));
         }
         let mut valid = vec![0u32; self.s.state.len()];
-        // No critical page in an LSB page (AP), for placements that promise it.
+        // No critical page in an LSB page (AP), for placements that promise it, but the
+        // counted lapses of a real-time pacing (`Substrate::lapsed`).
         let protect = self.s.placement.protects_critical();
         if self.critical.len() as u64 != self.logical.div_ceil(64) {
             return Err(format!(
@@ -382,7 +383,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 ));
             }
             let b = self.s.block_of(p);
-            if protect && self.is_critical(lpn) && !self.s.slot(p).reliable() {
+            if protect
+                && self.is_critical(lpn)
+                && !self.s.slot(p).reliable()
+                && !self.s.is_lapsed(p)
+            {
                 return Err(format!(
                     "critical logical page {lpn} sits in page {} of block {b}, an unreliable ({:?}) page",
                     p % self.s.ppb,
@@ -515,9 +520,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                         self.s.close_if_full(phys);
                         paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
-                        if !self.s.dies[die].refresh.is_empty() {
+                        if !self.s.real_time && !self.s.dies[die].refresh.is_empty() {
                             // Rewrites wait for idle time, but at most one per host write
                             // also runs here, so they cannot starve under a busy host.
+                            // (Not under a real-time pacing: the write's bound has no
+                            // room for one; its rewrites run in idle time only.)
                             run_refresh(self, now, die, 1)?;
                         }
                         return Ok(());

@@ -4,9 +4,10 @@
 
 use super::recovery::RecoveryKind;
 use super::{PageFtl, PageFtlConfig};
-use crate::policy::{CopyOrderKind, EccKind, PlacementKind, RESERVE};
+use crate::policy::{EccKind, PlacementKind, RESERVE};
 use crate::rtgc::WaoBounds;
 use crate::substrate::BState;
+use super::map::MapStore;
 use crate::{FtlError, LatencyBound};
 use alloc::format;
 use nand::{ErrorModel, Storage};
@@ -40,12 +41,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 "a migration would take the die's last free block outside the partial steps (WAO-GC levels wear by its victim tie-break instead)",
             );
         }
-        if cfg.ecc != EccKind::Fixed {
-            return refuse(
-                "ecc = \"fixed\"",
-                "refresh relocations are writes the bound does not count",
-            );
-        }
         if cfg.replicas > 0 {
             return refuse(
                 "replicas = 0",
@@ -58,10 +53,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 "a destination opened in SLC mode holds only its LSB pages, fewer than the π the bound counts",
             );
         }
-        if cfg.placement != PlacementKind::Striped || cfg.copy_order != CopyOrderKind::Ascending {
+        if cfg.placement == PlacementKind::HintStreams {
             return refuse(
-                "placement = \"striped\" and copy_order = \"ascending\"",
-                "writes and copies share one destination block per die, filled in order",
+                "placement = \"striped\" or \"msb-critical\"",
+                "writes and copies share one destination block per die: there is no cold stream",
             );
         }
         Ok(())
@@ -76,12 +71,45 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// [`WaoBounds::with_wait`]: crate::rtgc::WaoBounds::with_wait
     fn real_time_bounds(&self, logical: u64) -> Result<WaoBounds, FtlError> {
         let sigma = self.die_sigma(logical);
-        WaoBounds::with_wait(self.s.ctl.chip().config(), sigma, self.s.window).map_err(|e| {
+        let chip = self.s.ctl.chip().config();
+        let b = WaoBounds::with_wait(chip, sigma, self.s.window).map_err(|e| {
             FtlError::Config(format!(
                 "gc_pacing = \"wao-gc\" with over_provisioning = {}: {e}",
                 self.cfg.over_provisioning
             ))
-        })
+        })?;
+        let (pads, t_pad) = self.pads_per_program();
+        Ok(b.with_pads(pads, t_pad))
+    }
+
+    /// The most padding pages the placement can program before one page (the longest run
+    /// of unreliable pages in a block, when the placement keeps critical pages out of
+    /// them; 0 otherwise) and the slowest program of such a page, ns.
+    fn pads_per_program(&self) -> (u32, u64) {
+        if !self.s.placement.protects_critical() {
+            return (0, 0);
+        }
+        let (mut run, mut longest) = (0u32, 0u32);
+        for &bit in &self.s.bits {
+            run = if bit == nand::BitKind::Msb { 0 } else { run + 1 };
+            longest = longest.max(run);
+        }
+        let t = &self.s.ctl.chip().config().timing;
+        let t_pad = [nand::BitKind::Lsb, nand::BitKind::Csb]
+            .iter()
+            .map(|&k| t.program(k).0)
+            .max()
+            .unwrap_or(0);
+        (longest, t_pad)
+    }
+
+    /// The strongest t any page of this volume is programmed with: `ecc_t`, or an adaptive
+    /// policy's upper limit (FLARES's `t_max`) — what a copy's decode is bounded by.
+    fn strongest_t(&self) -> u32 {
+        match self.cfg.ecc {
+            EccKind::Fixed => self.cfg.ecc_t,
+            EccKind::Flares(f) => f.t_max.max(self.cfg.ecc_t),
+        }
     }
 
     /// The latency bound of a scheme with one destination per die on a volume of `logical`
@@ -100,16 +128,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             .timing
             .transfer((geo.page_size + geo.spare_size) as usize)
             .0;
+        let strongest = self.strongest_t();
         let decode = self
             .s
             .ctl
-            .worst_decode(self.cfg.ecc_t)
-            .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", self.cfg.ecc_t)))?
+            .worst_decode(strongest)
+            .map_err(|e| FtlError::Config(format!("ecc t = {strongest}: {e}")))?
             .0;
         let read_ns = WaoBounds::read_bound(self.s.ctl.chip().config(), xfer, decode);
         if self.cfg.gc_pacing.is_real_time() {
             let b = self.real_time_bounds(logical)?;
             self.rt = Some(b);
+            // Pads while a victim is collected stay within eq. 6's slack (AP's placement).
+            self.s.pad_slack = b.pad_slack();
+            for d in &mut self.s.dies {
+                d.pads_left = d.pads_left.min(b.pad_slack());
+            }
             return Ok(LatencyBound {
                 write_ns: b.worst_write_with(xfer, decode),
                 read_ns: b.worst_read_with(xfer, decode),
@@ -145,6 +179,27 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             .unwrap_or(0);
         let pages = worst.saturating_sub(1 + RESERVE as u64) * self.s.ppb as u64;
         logical.div_ceil(ndies) as f64 / pages.max(1) as f64
+    }
+
+    /// After a mount: critical pages the recovered map finds in unreliable slots are lapses
+    /// (the RAM set of them did not survive; what flash holds is the state to keep). A RAM
+    /// pass over the map and the critical-page bitmap, no flash access.
+    pub(super) fn note_lapses_after_mount(&mut self) {
+        if !self.s.placement.protects_critical() {
+            return;
+        }
+        for lpn in 0..self.logical {
+            let Some(p) = self.map.peek(lpn) else {
+                continue;
+            };
+            if p != super::INVALID
+                && p != super::LOST
+                && self.is_critical(lpn)
+                && !self.s.slot(p).reliable()
+            {
+                self.s.mark_lapse(p, true);
+            }
+        }
     }
 
     /// WAO-GC's bounds for this volume (`None` unless `gc_pacing = "wao-gc"`).

@@ -229,6 +229,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 0
             };
             self.dies[die].frontier[stream] = Some(Frontier { block: b, next });
+            self.dies[die].pads_left = self.pad_slack;
         }
     }
 
@@ -339,6 +340,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         write: WriteKind,
     ) -> Result<u32, FtlError> {
         let mut phys = self.allocate(now, die, stream)?;
+        let mut lapse = false;
         for _ in 0..self.ppb {
             let slot = self.slot(phys);
             if write.class().critical {
@@ -348,12 +350,50 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             if self.placement.slot(&slot, write) == SlotChoice::Take {
                 break;
             }
+            // A shared destination (real-time pacing) while the die is down to its reserve:
+            // a victim is being collected into it, and its pads must stay within eq. 6's
+            // slack, or the collection could outgrow the block. With none left the page
+            // takes the slot, counted as a lapse.
+            let d = &mut self.dies[die];
+            let tight = self.real_time && d.free.len() <= crate::policy::RESERVE;
+            if tight && d.pads_left == 0 {
+                self.log.counters.placement_lapses += 1;
+                lapse = true;
+                break;
+            }
+            if tight {
+                d.pads_left -= 1;
+            }
             if self.pad_page(now, die, phys)? {
                 self.log.counters.placement_pads += 1;
             }
             phys = self.allocate(now, die, stream)?;
         }
+        self.mark_lapse(phys, lapse);
         Ok(phys)
+    }
+
+    /// Records whether the page at `phys` holds a lapsed critical page (see `lapsed`).
+    pub fn mark_lapse(&mut self, phys: u32, lapse: bool) {
+        if self.lapsed.is_empty() {
+            if !lapse {
+                return;
+            }
+            self.lapsed = alloc::vec![0; (self.state.len() * self.ppb as usize).div_ceil(64)];
+        }
+        let (w, bit) = (phys as usize / 64, 1u64 << (phys % 64));
+        if lapse {
+            self.lapsed[w] |= bit;
+        } else {
+            self.lapsed[w] &= !bit;
+        }
+    }
+
+    /// Whether the page at `phys` holds a critical page placed by a counted lapse.
+    pub fn is_lapsed(&self, phys: u32) -> bool {
+        self.lapsed
+            .get(phys as usize / 64)
+            .is_some_and(|w| w & (1u64 << (phys % 64)) != 0)
     }
 
     /// At a flush: updates the moving average of host pages per flush interval (weight

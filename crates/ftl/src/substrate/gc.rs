@@ -137,7 +137,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             Some(Alarm::Refresh { block }) => {
                 self.log.counters.refresh_alarms += 1;
                 let i = block as usize;
-                if i < self.state.len() && self.state[i] == BState::Full && !self.young[i] {
+                if self.real_time && i < self.state.len() && self.state[i] == BState::Full {
+                    // A shared destination has no block for a relocation job: the block's
+                    // pages are rewritten one by one instead, as writes are.
+                    for p in 0..self.ppb {
+                        self.queue_rewrite(block * self.ppb + p);
+                    }
+                } else if i < self.state.len() && self.state[i] == BState::Full && !self.young[i] {
                     let die = self.die_of(block) as usize;
                     let job = self.claim_victim(block, Cause::Relocate);
                     self.dies[die].background.push_back(job);
@@ -729,7 +735,8 @@ pub(crate) const REFRESH_QUEUE: usize = 4096;
 /// Rewrites the pages the ECC-strength policy asked for on `die` (while it has free blocks
 /// to spare), at most `budget` of them: each still valid page is relocated (cause
 /// `refresh`, re-encoded at its new page's strength); pages no longer valid are
-/// forgotten.
+/// forgotten. Under a real-time pacing (one shared destination) each rewrite is paced as
+/// a host write is: the kernels call this in idle time only there.
 pub(crate) fn run_refresh<K: Kernel>(
     k: &mut K,
     now: Nanos,
@@ -737,9 +744,15 @@ pub(crate) fn run_refresh<K: Kernel>(
     budget: usize,
 ) -> Result<usize, FtlError> {
     let threshold = k.sub().cfg.gc_threshold as usize;
+    let real_time = k.sub().real_time;
     let mut done = 0;
     while done < budget && !k.sub().dies[die].refresh.is_empty() {
-        if k.sub().dies[die].free.len() < threshold {
+        if real_time {
+            // A shared destination: the rewrite is paced like a host write (the bound's
+            // fallback before it, one partial step after it), so the pages it takes are
+            // among the k writes eq. 6 counts per victim.
+            paced(k, now, die, false)?;
+        } else if k.sub().dies[die].free.len() < threshold {
             // Refresh is background work of its own: collect first, as a host write would.
             ensure_space(k, now, die)?;
             if k.sub().dies[die].free.len() < threshold {
@@ -756,6 +769,9 @@ pub(crate) fn run_refresh<K: Kernel>(
             Some(lpn) => {
                 relocate(k, now, die, phys, lpn, Cause::Refresh)?;
                 done += 1;
+                if real_time {
+                    paced(k, now, die, true)?;
+                }
             }
             None => k.sub_mut().ecc.forget(phys),
         }

@@ -194,6 +194,10 @@ pub(crate) struct DieState {
     /// Victims waiting for their erase.
     pub dirty: VecDeque<Pending>,
     pub erases_since_check: u32,
+    /// Padding pages the open shared destination may still take while the die has no free
+    /// block beyond the reserve (a real-time pacing with a placement that pads: eq. 6's
+    /// slack, [`Substrate::pad_slack`]); reset when a destination opens.
+    pub pads_left: u32,
 }
 
 /// The shared physical layer of every FTL scheme (see the module docs).
@@ -250,6 +254,13 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub dies: Vec<DieState>,
     /// One bit per flat page: queued in a die's `refresh` (allocated on first use).
     pub rewrite_queued: Vec<u64>,
+    /// Padding pages a shared destination may take while a victim is collected (WAO-GC's
+    /// π − k − U(λ) with a placement that pads; `u32::MAX`: no limit).
+    pub pad_slack: u32,
+    /// One bit per flat page: a critical page placed in an unreliable slot because the
+    /// destination's `pad_slack` was spent (a counted lapse of AP's rule under a
+    /// real-time pacing; allocated on first use). `verify` accepts exactly these.
+    pub lapsed: Vec<u64>,
     /// Next sequence number (every data page, copy, pad and trim takes one).
     pub seq: u64,
     pub log: OpLog,
@@ -378,6 +389,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             prev: vec![NIL; nblocks],
             head: vec![NIL; ndies * (ppb as usize + 1)],
             rewrite_queued: Vec::new(),
+            pad_slack: u32::MAX,
+            lapsed: Vec::new(),
             dies: (0..ndies)
                 .map(|_| DieState {
                     free: BinaryHeap::new(),
@@ -387,6 +400,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                     refresh: VecDeque::new(),
                     dirty: VecDeque::new(),
                     erases_since_check: 0,
+                    pads_left: u32::MAX,
                 })
                 .collect(),
             seq: 1,
