@@ -179,6 +179,9 @@ pub struct NandStats {
     /// Padding pages programmed because the placement refused a slot (AP: LSB pages a
     /// critical page skipped; part of `pad_pages`).
     pub placement_pads: u64,
+    /// Critical pages placed in a slot the placement would have padded, because a shared
+    /// destination had no pad to spare while a victim was collected (AP under WAO-GC).
+    pub placement_lapses: u64,
     /// Searches of the shared-pages table (AP; each charged `pairing_lookup_ns`).
     pub pairing_lookups: u64,
     /// Replica pages programmed (Meta-Cure's backup copies; part of the host programs).
@@ -411,6 +414,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         region_swaps: a.region_swaps - b.region_swaps,
         pairing_lookups: a.pairing_lookups - b.pairing_lookups,
         placement_pads: a.placement_pads - b.placement_pads,
+        placement_lapses: a.placement_lapses - b.placement_lapses,
         read_retries: a.read_retries - b.read_retries,
         replica_programs: a.replica_programs - b.replica_programs,
         replica_reads: a.replica_reads - b.replica_reads,
@@ -663,6 +667,7 @@ impl Report {
                 meta_bytes: c.meta_bytes,
                 pad_pages: c.pad_pages,
                 placement_pads: c.placement_pads,
+                placement_lapses: c.placement_lapses,
                 pairing_lookups: c.pairing_lookups,
                 replica_programs: c.replica_programs,
                 replica_reads: c.replica_reads,
@@ -875,6 +880,7 @@ impl Report {
                 meta_bytes: 0,
                 pad_pages: 0,
                 placement_pads: 0,
+                placement_lapses: 0,
                 pairing_lookups: 0,
                 replica_programs: 0,
                 replica_reads: 0,

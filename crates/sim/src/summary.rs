@@ -100,8 +100,8 @@ impl Report {
         if n.pairing_lookups > 0 || n.placement_pads > 0 {
             let _ = writeln!(
                 w,
-                "placement   {} padding pages for refused slots (of the {} above); {} shared-pages table look-ups",
-                n.placement_pads, n.pad_pages, n.pairing_lookups
+                "placement   {} padding pages for refused slots (of the {} above); {} shared-pages table look-ups; {} critical pages in LSB slots for want of a pad (lapses)",
+                n.placement_pads, n.pad_pages, n.pairing_lookups, n.placement_lapses
             );
         }
         if n.replica_programs > 0 {

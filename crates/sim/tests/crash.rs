@@ -495,3 +495,64 @@ fn block_level_torn_page_found_after_a_mount_survives_a_second_cut() {
     let outcome = run_case(&cfg, id);
     assert!(matches!(outcome, Outcome::Passed), "{outcome:?}");
 }
+
+/// WAO-GC's compositions of the combined profile (issue 21) under cuts on MLC: AP's
+/// MSB-critical placement and asymmetric GC (pads within eq. 6's slack, lapses counted and
+/// accepted by `verify` after every mount) and FLARES's per-page strength (GC copies
+/// re-encoded, PPROF codewords in the spare area) on the shared destination.
+#[test]
+fn wao_gc_with_ap_and_flares_survives_cuts() {
+    use ftl::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};
+    for (ap, flares, seed) in [(true, false, 74), (false, true, 75), (true, true, 76)] {
+        let mut cfg = CrashConfig::small(seed);
+        cfg.chip = nand::ChipConfig::preset("tiny-mlc").unwrap();
+        cfg.chip.seed = seed;
+        cfg.chip.reliability.wear_fail_rate = 0.0;
+        cfg.chip.reliability.wear_fail_growth = 0.0;
+        let mut p = ftl::PageFtlConfig {
+            over_provisioning: 0.7,
+            gc_pacing: PacingKind::WaoGc,
+            recovery: RecoveryKind::FullScan,
+            wear_leveling: None,
+            checkpoint_interval: 6,
+            flush_buffer: false,
+            ..Default::default()
+        };
+        if ap {
+            p.placement = PlacementKind::MsbCritical;
+            p.copy_order = CopyOrderKind::Asymmetric;
+            cfg.critical_every = 3;
+        }
+        cfg.scheme = ftl::SchemeConfig::Page(p);
+        cfg.fit_ecc().unwrap();
+        if flares {
+            // The PPROF codeword takes spare bytes too: a range below the plain maximum.
+            let t_max = cfg.scheme.ecc_t().saturating_sub(2).max(2);
+            p.ecc_t = t_max;
+            p.ecc = EccKind::Flares(ftl::flares::FlaresConfig {
+                t_min: 1,
+                t_max,
+                ..Default::default()
+            });
+            cfg.scheme = ftl::SchemeConfig::Page(p);
+        }
+        cfg.ops = 700;
+        let name = format!("tiny-mlc WAO-GC ap {ap} flares {flares}");
+        let s = holds(
+            &format!("{name}, random"),
+            &cfg,
+            Plan::Random { samples: 400 },
+            350,
+        );
+        assert!(s.workload.gc_victims > 10, "{name}: {:?}", s.workload);
+        if ap {
+            assert!(s.workload.placement_pads > 0, "{name}: {:?}", s.workload);
+        }
+        holds(
+            &format!("{name}, nested"),
+            &cfg,
+            Plan::Nested { samples: 200 },
+            150,
+        );
+    }
+}
