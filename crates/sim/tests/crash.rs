@@ -498,23 +498,35 @@ fn block_level_torn_page_found_after_a_mount_survives_a_second_cut() {
 
 /// WAO-GC's compositions of the combined profile (issue 21) under cuts on MLC: AP's
 /// MSB-critical placement and asymmetric GC (pads within eq. 6's slack, lapses counted and
-/// accepted by `verify` after every mount) and FLARES's per-page strength (GC copies
-/// re-encoded, PPROF codewords in the spare area) on the shared destination.
+/// accepted by `verify` after every mount), FLARES's per-page strength (GC copies
+/// re-encoded, PPROF codewords in the spare area) and roll-forward recovery (young blocks
+/// kept from GC) on the shared destination.
 #[test]
 fn wao_gc_with_ap_and_flares_survives_cuts() {
     use ftl::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};
-    for (ap, flares, seed) in [(true, false, 74), (false, true, 75), (true, true, 76)] {
+    for (ap, flares, rf, seed) in [
+        (true, false, false, 74),
+        (false, true, false, 75),
+        (false, false, true, 77),
+        (true, true, true, 76),
+    ] {
         let mut cfg = CrashConfig::small(seed);
         cfg.chip = nand::ChipConfig::preset("tiny-mlc").unwrap();
         cfg.chip.seed = seed;
         cfg.chip.reliability.wear_fail_rate = 0.0;
         cfg.chip.reliability.wear_fail_growth = 0.0;
+        // Roll-forward: DCR's young blocks are left out of σ, two per die at most for a host
+        // that flushes every 16 operations (a block is 16 pages here).
         let mut p = ftl::PageFtlConfig {
             over_provisioning: 0.7,
             gc_pacing: PacingKind::WaoGc,
-            recovery: RecoveryKind::FullScan,
+            recovery: if rf {
+                RecoveryKind::RollForward
+            } else {
+                RecoveryKind::FullScan
+            },
             wear_leveling: None,
-            checkpoint_interval: 6,
+            checkpoint_interval: if rf { 2 } else { 6 },
             flush_buffer: false,
             ..Default::default()
         };
@@ -537,7 +549,7 @@ fn wao_gc_with_ap_and_flares_survives_cuts() {
             cfg.scheme = ftl::SchemeConfig::Page(p);
         }
         cfg.ops = 700;
-        let name = format!("tiny-mlc WAO-GC ap {ap} flares {flares}");
+        let name = format!("tiny-mlc WAO-GC ap {ap} flares {flares} roll-forward {rf}");
         let s = holds(
             &format!("{name}, random"),
             &cfg,

@@ -29,12 +29,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             crate::rtgc::WaoBounds::alpha(chip)
                 .map_err(|e| FtlError::Config(format!("gc_pacing = \"{name}\": {e}")))?;
         }
-        if cfg.recovery != RecoveryKind::FullScan {
-            return refuse(
-                "recovery = \"full-scan\"",
-                "roll-forward keeps blocks written since the last checkpoint from GC, so the greedy victim could hold more than U(λ) valid pages",
-            );
-        }
         if cfg.wear_leveling.is_some() {
             return refuse(
                 "wear_leveling off",
@@ -73,8 +67,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let sigma = self.die_sigma(logical);
         let chip = self.s.ctl.chip().config();
         let b = WaoBounds::with_wait(chip, sigma, self.s.window).map_err(|e| {
+            let young = match self.young_budget() {
+                0 => alloc::string::String::new(),
+                y => format!(
+                    " and roll-forward recovery (checkpoint_interval = {y}: up to {y} blocks per die written since the last checkpoint are kept from GC and left out of σ's blocks)"
+                ),
+            };
             FtlError::Config(format!(
-                "gc_pacing = \"wao-gc\" with over_provisioning = {}: {e}",
+                "gc_pacing = \"wao-gc\" with over_provisioning = {}{young}: {e}",
                 self.cfg.over_provisioning
             ))
         })?;
@@ -164,8 +164,29 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         })
     }
 
+    /// Blocks per die roll-forward recovery keeps from GC: DCR's rule (a block written
+    /// since the last checkpoint is not erased before the next one) applies to every block
+    /// opened since it, and a flush writes the checkpoint once
+    /// [`checkpoint_interval_blocks`](Self::checkpoint_interval_blocks) have opened — so,
+    /// for a host that flushes at least that often, at most that many blocks (all of them on
+    /// one die, at worst) are young. 0 with full-scan recovery.
+    ///
+    /// Eq. 7's greedy argument then runs over the other blocks: they hold every valid page
+    /// when the young ones hold none, so σ is the die's share over its data blocks but the
+    /// destination, the reserve and these. A write that finds only young victims writes the
+    /// checkpoint itself and counts an overrun (the bound's premise — a flush every that
+    /// many blocks — broke).
+    pub(super) fn young_budget(&self) -> u32 {
+        if self.cfg.recovery == RecoveryKind::RollForward {
+            self.checkpoint_interval_blocks()
+        } else {
+            0
+        }
+    }
+
     /// The worst die's share of `logical` pages over the pages of its good data blocks but
-    /// the destination and the reserve (neither holds a victim when GC starts).
+    /// the destination, the reserve (neither holds a victim when GC starts) and the blocks
+    /// roll-forward recovery keeps from GC ([`young_budget`](Self::young_budget)).
     fn die_sigma(&self, logical: u64) -> f64 {
         let ndies = self.s.dies.len() as u64;
         let bpd = self.s.blocks_per_die;
@@ -177,7 +198,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             })
             .min()
             .unwrap_or(0);
-        let pages = worst.saturating_sub(1 + RESERVE as u64) * self.s.ppb as u64;
+        let kept = 1 + RESERVE as u64 + self.young_budget() as u64;
+        let pages = worst.saturating_sub(kept) * self.s.ppb as u64;
         logical.div_ceil(ndies) as f64 / pages.max(1) as f64
     }
 
