@@ -36,6 +36,7 @@ extern crate alloc;
 
 mod block;
 mod bytes;
+pub mod combined;
 pub mod dftl;
 pub mod flares;
 pub mod gc;

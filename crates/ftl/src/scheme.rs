@@ -176,6 +176,9 @@ pub enum SchemeConfig {
     /// SPFTL_log ([`DftlFtl`]): DFTL_por whose metadata updates are logged by subpages in
     /// SP logging blocks (coalesced per unit, merged when a log subpage fills).
     SpftlLog(DftlConfig),
+    /// The combined profile ([`PageFtl`] configured by [`crate::combined`]: AP, FLARES,
+    /// WAO-GC and roll-forward recovery together), fitted to the chip at format and mount.
+    Combined(PageFtlConfig),
 }
 
 impl Default for SchemeConfig {
@@ -195,6 +198,7 @@ impl SchemeConfig {
             SchemeConfig::DftlPor(_) => "dftl-por",
             SchemeConfig::Spftl(_) => "spftl",
             SchemeConfig::SpftlLog(_) => "spftl-log",
+            SchemeConfig::Combined(_) => "combined",
         }
     }
 
@@ -221,6 +225,11 @@ impl SchemeConfig {
             }
             SchemeConfig::SpftlLog(cfg) => {
                 Ok(Box::new(DftlFtl::format(ctl, MetaMode::Log, cfg, now)?))
+            }
+            SchemeConfig::Combined(cfg) => {
+                let mut ctl = ctl;
+                let cfg = crate::combined::fit(cfg, &mut ctl)?;
+                Ok(Box::new(PageFtl::format(ctl, cfg, now)?))
             }
         }
     }
@@ -268,6 +277,16 @@ impl SchemeConfig {
             SchemeConfig::SpftlLog(cfg) => {
                 Ok(Box::new(DftlFtl::try_mount(ctl, MetaMode::Log, cfg, now)?))
             }
+            SchemeConfig::Combined(cfg) => {
+                let mut ctl = ctl;
+                match crate::combined::fit(cfg, &mut ctl) {
+                    Ok(cfg) => Ok(Box::new(PageFtl::try_mount(ctl, cfg, now)?)),
+                    Err(error) => Err(Box::new(MountFailure {
+                        error,
+                        controller: ctl,
+                    })),
+                }
+            }
         }
     }
 
@@ -275,7 +294,7 @@ impl SchemeConfig {
     /// and SPFTL: always the GXT and the blocks written after it, reported as roll-forward).
     pub fn recovery(&self) -> RecoveryKind {
         match self {
-            SchemeConfig::Page(cfg) => cfg.recovery,
+            SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => cfg.recovery,
             SchemeConfig::Block(cfg) => cfg.recovery,
             SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => RecoveryKind::FullScan,
             SchemeConfig::DftlPor(_) | SchemeConfig::Spftl(_) | SchemeConfig::SpftlLog(_) => {
@@ -288,7 +307,7 @@ impl SchemeConfig {
     /// scan: ignored).
     pub fn set_recovery(&mut self, kind: RecoveryKind) {
         match self {
-            SchemeConfig::Page(cfg) => cfg.recovery = kind,
+            SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => cfg.recovery = kind,
             SchemeConfig::Block(cfg) => cfg.recovery = kind,
             SchemeConfig::Gftl(_)
             | SchemeConfig::Rftl(_)
@@ -301,7 +320,7 @@ impl SchemeConfig {
     /// The BCH correction capability the scheme programs data pages with.
     pub fn ecc_t(&self) -> u32 {
         match self {
-            SchemeConfig::Page(cfg) => cfg.ecc_t,
+            SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => cfg.ecc_t,
             SchemeConfig::Block(cfg) => cfg.ecc_t,
             SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t,
             SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) | SchemeConfig::SpftlLog(cfg) => {
@@ -313,7 +332,7 @@ impl SchemeConfig {
     /// Sets the BCH correction capability of data pages.
     pub fn set_ecc_t(&mut self, t: u32) {
         match self {
-            SchemeConfig::Page(cfg) => cfg.ecc_t = t,
+            SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => cfg.ecc_t = t,
             SchemeConfig::Block(cfg) => cfg.ecc_t = t,
             SchemeConfig::Gftl(cfg) | SchemeConfig::Rftl(cfg) => cfg.ecc_t = t,
             SchemeConfig::DftlPor(cfg) | SchemeConfig::Spftl(cfg) | SchemeConfig::SpftlLog(cfg) => {
@@ -327,7 +346,7 @@ impl SchemeConfig {
     /// whole. Depends only on the chip and the scheme's configuration.
     pub fn keep_whole_blocks(&self, chip: &ChipConfig) -> Vec<u32> {
         match self {
-            SchemeConfig::Page(cfg) => cfg.region_blocks(chip),
+            SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => cfg.region_blocks(chip),
             SchemeConfig::Block(cfg) => cfg.region_blocks(chip),
             // No checkpoint region: records only.
             SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => Vec::new(),
@@ -348,7 +367,9 @@ impl SchemeConfig {
             mask[b as usize] = true;
         }
         let prefix = match self {
-            SchemeConfig::Page(p) if matches!(p.ecc, crate::policy::EccKind::Flares(_)) => {
+            SchemeConfig::Page(p) | SchemeConfig::Combined(p)
+                if matches!(p.ecc, crate::policy::EccKind::Flares(_)) =>
+            {
                 controller::layout::DIGEST_SPARE_BYTES_PPROF
             }
             _ => controller::layout::DIGEST_SPARE_BYTES,

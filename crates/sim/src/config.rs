@@ -152,10 +152,13 @@ pub enum FtlScheme {
     /// SPFTL_log: DFTL_por with metadata updates logged by subpages in SP logging blocks.
     #[serde(rename = "spftl-log")]
     SpftlLog,
+    /// The combined profile (`ftl::combined`): the page-level FTL with AP, FLARES, WAO-GC
+    /// and roll-forward recovery.
+    Combined,
 }
 
 /// `[ftl]`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FtlSection {
     /// Scheme.
@@ -176,6 +179,39 @@ pub struct FtlSection {
     /// `[ftl.spftl-log]` settings.
     #[serde(rename = "spftl-log")]
     pub spftl_log: DftlConfig,
+    /// `[ftl.combined]` settings: `[ftl.page]`'s keys, each replacing the combined
+    /// profile's value of it ([`ftl::combined::profile`]); the rest are the profile's.
+    #[serde(deserialize_with = "combined_over_profile")]
+    pub combined: PageFtlConfig,
+}
+
+impl Default for FtlSection {
+    fn default() -> Self {
+        FtlSection {
+            scheme: FtlScheme::default(),
+            page: PageFtlConfig::default(),
+            block: BlockFtlConfig::default(),
+            gftl: RtBlockConfig::default(),
+            rftl: RtBlockConfig::default(),
+            dftl_por: DftlConfig::default(),
+            spftl: DftlConfig::default(),
+            spftl_log: DftlConfig::default(),
+            combined: ftl::combined::profile(),
+        }
+    }
+}
+
+/// `[ftl.combined]`: the keys given, over the combined profile's values of the others.
+fn combined_over_profile<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<PageFtlConfig, D::Error> {
+    use serde::de::Error;
+    let given = toml::Table::deserialize(d)?;
+    let mut table = toml::Table::try_from(ftl::combined::profile()).map_err(D::Error::custom)?;
+    table.extend(given);
+    toml::Value::Table(table)
+        .try_into()
+        .map_err(|e| D::Error::custom(format!("ftl.combined: {e}")))
 }
 
 impl FtlSection {
@@ -189,6 +225,7 @@ impl FtlSection {
             FtlScheme::DftlPor => SchemeConfig::DftlPor(self.dftl_por),
             FtlScheme::Spftl => SchemeConfig::Spftl(self.spftl),
             FtlScheme::SpftlLog => SchemeConfig::SpftlLog(self.spftl_log),
+            FtlScheme::Combined => SchemeConfig::Combined(self.combined),
         }
     }
 }
@@ -650,6 +687,7 @@ impl ExperimentConfig {
                     FtlScheme::DftlPor => kv(&json(&self.ftl.dftl_por)),
                     FtlScheme::Spftl => kv(&json(&self.ftl.spftl)),
                     FtlScheme::SpftlLog => kv(&json(&self.ftl.spftl_log)),
+                    FtlScheme::Combined => kv(&json(&self.ftl.combined)),
                 }
             ),
             errors: match errors.model {

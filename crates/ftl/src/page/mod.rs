@@ -679,6 +679,14 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
         let mut worked = false;
+        if self.s.young_budget > 0 && self.s.opened_since_cp + 1 >= self.s.young_budget {
+            // A real-time pacing with roll-forward recovery: the checkpoint that makes the
+            // young blocks collectable again, in idle time before a write has to write it
+            // (running jobs first, so sealing takes no page a job counted on).
+            finish_jobs(self, now)?;
+            self.write_checkpoint(now)?;
+            worked = true;
+        }
         if self.s.fixed_t.is_none() {
             // FLARES's idle-time scrub: pages past their retention queue for a rewrite.
             let mut due = Vec::new();

@@ -141,6 +141,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.rt = Some(b);
             // Pads while a victim is collected stay within eq. 6's slack (AP's placement).
             self.s.pad_slack = b.pad_slack();
+            self.s.young_budget = self.young_budget();
             for d in &mut self.s.dies {
                 d.pads_left = d.pads_left.min(b.pad_slack());
             }

@@ -623,6 +623,18 @@ pub(crate) fn paced<K: Kernel>(
         s.pacing.before_write(&space)
     };
     if s.real_time {
+        if !after
+            && s.young_budget > 0
+            && s.opened_since_cp >= s.young_budget
+            && !s.frontier_has_room(die, s.copy_stream)
+        {
+            // The write would open a block past the young blocks the bound leaves out of σ
+            // (no flush or idle period wrote a checkpoint in time): checkpoint first, so
+            // they become collectable again — inside the write, an overrun.
+            s.log.counters.rt_overruns += 1;
+            k.checkpoint(now)?;
+        }
+        let s = k.sub_mut();
         if !after && space.free == 0 && !s.frontier_has_room(die, s.copy_stream) {
             // The bound's premise broke (blocks went bad since it was checked): the write
             // would find no page. Collect whole victims now, and count the overrun.

@@ -295,6 +295,10 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub young: Vec<bool>,
     /// Blocks opened since the last checkpoint.
     pub opened_since_cp: u32,
+    /// A real-time pacing with roll-forward recovery: at most this many blocks opened
+    /// since the last checkpoint (kept from GC) before the next checkpoint — the blocks its
+    /// bound leaves out of σ; 0: no such limit.
+    pub young_budget: u32,
     /// Zeros for padding pages.
     pub pad: Vec<u8>,
     /// When each die is next free, as the engine's timeline last said (`Ftl::sync_dies`)
@@ -411,6 +415,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             superseded: vec![0; nblocks],
             suspect: vec![false; nblocks],
             young: vec![false; nblocks],
+            young_budget: 0,
             opened_since_cp: 0,
             pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
             die_clock: Vec::new(),

@@ -1,0 +1,93 @@
+//! The combined profile (`[ftl] scheme = "combined"`): one page-level FTL with the
+//! techniques of nandlab's five papers that compose on the page kernel, each as the policy
+//! its paper defines, their conflicts settled where they meet (see ARCHITECTURE.md,
+//! "The combined profile"):
+//!
+//! - **AP** (paper 000): critical pages kept out of LSB pages — MSB allocation
+//!   ([`PlacementKind::MsbCritical`]) and asymmetric GC ([`CopyOrderKind::Asymmetric`]);
+//! - **FLARES** (paper 002): per-page BCH strength from Alg. 1/2 with rewrite alarms and
+//!   the idle-time scrub ([`EccKind::Flares`]); metadata pages at `ecc_t`, the worst case;
+//! - **WAO-GC** (paper 003): one partial GC step after each write, writes and copies sharing
+//!   one destination per die ([`PacingKind::WaoGc`]), its bound re-derived with AP's pads and
+//!   FLARES's decode at `t_max`, rewrites paced as writes in idle time;
+//! - **DCR's idea over the page map** (paper 004): checkpoint plus deterministic
+//!   roll-forward of the blocks the allocator can have opened since
+//!   ([`RecoveryKind::RollForward`]), its young blocks left out of WAO-GC's σ.
+//!
+//! Not yet part of it: SPFTL's metadata writes (paper 001). The page kernel's map is in RAM
+//! and its metadata is the checkpoint region's whole pages; SPFTL_log's logging of a
+//! demand-paged map lives in its own kernel (`ftl::dftl`) so far.
+//!
+//! The profile fits itself to the chip at format and mount (both apply the same rule, so
+//! they agree): on a single-level chip AP has no MSB page to prefer and is left out
+//! (striped placement, ascending copies); FLARES's `t_max` (and `ecc_t`, the strength of
+//! metadata pages) is capped to the largest strength whose parity and PPROF codeword fit
+//! the spare area. Everything else is as configured; a configuration the bound cannot hold
+//! (over-provisioning below what U(σ) needs with the young blocks left out) is refused
+//! naming the key.
+
+use crate::flares::FlaresConfig;
+use crate::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};
+use crate::{FtlError, PageFtlConfig, RecoveryKind, VictimKind};
+use alloc::format;
+use controller::Controller;
+use nand::{CellType, ErrorModel, Storage};
+
+/// The combined profile's configuration before it is fitted to a chip.
+///
+/// Over-provisioning 0.3 (WAO-GC's σ with two young blocks per die left out, on the
+/// FLARES and AP chips' geometries at their 2–3 copies per step); a checkpoint at a flush
+/// once two blocks have opened since the last one (each die's young blocks, which
+/// roll-forward needs kept from GC, stay at two for a host that flushes that often); no
+/// static wear levelling (a migration would take a block outside the partial steps: WAO-GC
+/// levels wear by its victims), no flush buffer (an SLC-mode destination holds fewer than
+/// the π pages the bound counts).
+pub fn profile() -> PageFtlConfig {
+    PageFtlConfig {
+        over_provisioning: 0.3,
+        victim: VictimKind::Greedy,
+        placement: PlacementKind::MsbCritical,
+        copy_order: CopyOrderKind::Asymmetric,
+        gc_pacing: PacingKind::WaoGc,
+        wear_leveling: None,
+        ecc_t: 50,
+        ecc: EccKind::Flares(FlaresConfig::default()),
+        checkpoint_interval: 2,
+        recovery: RecoveryKind::RollForward,
+        flush_buffer: false,
+        ..PageFtlConfig::default()
+    }
+}
+
+/// `cfg` fitted to the chip behind `ctl` (see the module docs): AP left out on a
+/// single-level chip; FLARES's `t_max`, `t_min` and `ecc_t` capped to the strongest code
+/// the spare area holds beside the PPROF codeword. Errors if not even t = 1 fits.
+pub fn fit<S: Storage, M: ErrorModel>(
+    mut cfg: PageFtlConfig,
+    ctl: &mut Controller<S, M>,
+) -> Result<PageFtlConfig, FtlError> {
+    if ctl.chip().config().cell == CellType::Slc {
+        cfg.placement = PlacementKind::Striped;
+        cfg.copy_order = CopyOrderKind::Ascending;
+    }
+    if let EccKind::Flares(mut f) = cfg.ecc {
+        ctl.enable_pprof()
+            .map_err(|e| FtlError::Config(format!("flares: {e}")))?;
+        let strongest = (1..=f.t_max.max(cfg.ecc_t))
+            .rev()
+            .find(|&t| ctl.layout(t).is_ok())
+            .ok_or_else(|| {
+                FtlError::Config(format!(
+                    "combined: no BCH strength fits chip {}'s spare area beside the PPROF codeword",
+                    ctl.chip().config().name
+                ))
+            })?;
+        f.t_max = f.t_max.min(strongest);
+        f.t_min = f.t_min.min(f.t_max);
+        cfg.ecc_t = cfg.ecc_t.min(strongest);
+        cfg.ecc = EccKind::Flares(f);
+    } else {
+        cfg.ecc_t = cfg.ecc_t.min(ctl.max_t().max(1));
+    }
+    Ok(cfg)
+}
