@@ -170,18 +170,17 @@ impl WaoBounds {
     /// transfer (data and spare), `decode` the decode of a page at its strength's limit.
     /// Eq. 4 counts array times only, so with transfers α copies can outlast an erase.
     pub fn worst_write_with(&self, xfer: u64, decode: u64) -> u64 {
-        self.t_wr + xfer + self.pads as u64 * (self.t_pad + xfer) + self.worst_step_with(xfer, decode)
+        self.t_wr
+            + xfer
+            + self.pads as u64 * (self.t_pad + xfer)
+            + self.worst_step_with(xfer, decode)
     }
 
     /// The longest partial step with the controller's costs (see
     /// [`worst_write_with`](WaoBounds::worst_write_with)); each copy with its pads.
     pub fn worst_step_with(&self, xfer: u64, decode: u64) -> u64 {
-        let copy = self.t_rd
-            + xfer
-            + decode
-            + xfer
-            + self.t_wr
-            + self.pads as u64 * (self.t_pad + xfer);
+        let copy =
+            self.t_rd + xfer + decode + xfer + self.t_wr + self.pads as u64 * (self.t_pad + xfer);
         self.t_er.max(self.alpha as u64 * copy)
     }
 

@@ -317,7 +317,10 @@ fn wao_gc_with_roll_forward_leaves_the_young_blocks_out_of_sigma() {
     };
     let dev = device(rf(2), 16, 1).unwrap();
     let (a, b) = (full.wao_bounds().unwrap(), dev.wao_bounds().unwrap());
-    assert!(b.sigma > a.sigma, "young blocks count out of σ: {a:?} {b:?}");
+    assert!(
+        b.sigma > a.sigma,
+        "young blocks count out of σ: {a:?} {b:?}"
+    );
     // Too many young blocks for the over-provisioning: refused, naming the interval.
     let e = device(rf(12), 16, 1).unwrap_err().to_string();
     assert!(e.contains("checkpoint_interval = 12"), "{e}");
@@ -358,7 +361,10 @@ fn ap_placement_under_wao_gc_keeps_the_bound_with_its_pads() {
         assert!(b.pads > 0, "the 29F64G has runs of LSB pages: {b:?}");
         let mut dev = drive_dev(dev, Nanos::ZERO, shape, 11, 12_000, 7, 10, 0);
         let c = *dev.counters();
-        assert!(c.placement_pads > 0, "{shape:?}: critical writes met no LSB page");
+        assert!(
+            c.placement_pads > 0,
+            "{shape:?}: critical writes met no LSB page"
+        );
         if op < 0.45 {
             lapses_at_tight += c.placement_lapses;
         }
@@ -405,7 +411,11 @@ fn flares_under_wao_gc_rewrites_in_idle_time_within_the_bound() {
         assert!(ticks < 100_000, "idle work did not end");
     }
     let c = *dev.counters();
-    assert!(c.programs[ftl::Cause::Refresh.index()] > 0, "{:?}", c.programs);
+    assert!(
+        c.programs[ftl::Cause::Refresh.index()] > 0,
+        "{:?}",
+        c.programs
+    );
     assert_eq!(c.rt_overruns, 0);
     assert!(c.max_victim_valid <= b.u_lambda as u64);
     dev.verify().unwrap();

@@ -655,3 +655,57 @@ queue_depth = 1
         "SPFTL or SPFTL_log wrote no less metadata: {bytes:?}"
     );
 }
+
+/// `[ftl] scheme = "combined"`: the combined profile from a file (AP, FLARES, WAO-GC and
+/// roll-forward recovery on the page kernel), `[ftl.combined]` keys replacing the
+/// profile's; every technique shows in the report: pads and lapses (AP), per-page strength
+/// (FLARES), partial steps within the bound (WAO-GC), checkpoints written at flushes
+/// (roll-forward's young blocks).
+#[test]
+fn the_combined_profile_runs_from_a_file_with_every_technique() {
+    let rest = r#"
+[errors]
+model = "none"
+[ftl]
+scheme = "combined"
+[ftl.combined]
+over_provisioning = 0.7
+[hints]
+critical = [[0, 1048576]]
+[precondition]
+max_overwrite = 1.0
+[workload]
+requests = 6000
+read_pct = 30
+size = 4096
+flush_every = 8
+metadata = { pct = 10, bytes = 1048576 }
+"#;
+    let cfg =
+        ExperimentConfig::from_toml_str(&experiment_text("combined", 5, rest), "c.toml").unwrap();
+    let ftl::SchemeConfig::Combined(p) = cfg.ftl.scheme_config() else {
+        panic!("not the combined scheme")
+    };
+    assert_eq!(
+        p.over_provisioning, 0.7,
+        "the file's key replaces the profile's"
+    );
+    assert_eq!(p.placement, ftl::policy::PlacementKind::MsbCritical);
+    assert_eq!(p.gc_pacing, ftl::policy::PacingKind::WaoGc);
+    let r = run(cfg);
+    assert!(r.setup.ftl.starts_with("combined:"), "{}", r.setup.ftl);
+    assert!(r.nand.placement_pads > 0, "{:?}", r.nand);
+    assert!(r.nand.partial_steps > 0, "{:?}", r.nand);
+    assert_eq!(r.nand.rt_overruns, 0, "{:?}", r.nand);
+    assert!(r.nand.checkpoints > 1, "{:?}", r.nand);
+    assert!(r.realtime.write_bound_us > 0.0, "{:?}", r.realtime);
+    // An unknown key is named with its section.
+    let bad = rest.replace(
+        "over_provisioning = 0.7",
+        "over_provisioning = 0.7\nspeed = 9",
+    );
+    let e = ExperimentConfig::from_toml_str(&experiment_text("combined", 5, &bad), "c.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ftl.combined") && e.contains("speed"), "{e}");
+}

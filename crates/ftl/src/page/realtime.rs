@@ -2,12 +2,12 @@
 //! demand of its Table I, paper 003): what their bounds need of the configuration, and the
 //! bounds themselves for a sized volume.
 
+use super::map::MapStore;
 use super::recovery::RecoveryKind;
 use super::{PageFtl, PageFtlConfig};
 use crate::policy::{EccKind, PlacementKind, RESERVE};
 use crate::rtgc::WaoBounds;
 use crate::substrate::BState;
-use super::map::MapStore;
 use crate::{FtlError, LatencyBound};
 use alloc::format;
 use nand::{ErrorModel, Storage};
@@ -91,7 +91,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         let (mut run, mut longest) = (0u32, 0u32);
         for &bit in &self.s.bits {
-            run = if bit == nand::BitKind::Msb { 0 } else { run + 1 };
+            run = if bit == nand::BitKind::Msb {
+                0
+            } else {
+                run + 1
+            };
             longest = longest.max(run);
         }
         let t = &self.s.ctl.chip().config().timing;

@@ -1,0 +1,148 @@
+//! The combined profile (`SchemeConfig::Combined`, `ftl::combined`): fitted to the chip at
+//! format and mount, every technique at work together, the volume mounts after a crash and
+//! a clean shutdown, and the young blocks roll-forward keeps from GC are bounded by
+//! checkpoints in idle time (or, counted as overruns, inside the write that needs one).
+
+use controller::{Controller, ControllerConfig, DataClass};
+use ftl::policy::{CopyOrderKind, EccKind, PlacementKind};
+use ftl::{combined, BoxedVolume, SchemeConfig};
+use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+type Dev = BoxedVolume<RamStorage, ConstantRber>;
+
+fn controller(
+    preset: &str,
+    blocks_per_plane: u32,
+    sector_size: usize,
+) -> Controller<RamStorage, ConstantRber> {
+    let mut chip = ChipConfig::preset(preset).unwrap();
+    chip.geometry.blocks_per_plane = blocks_per_plane;
+    chip.reliability.wear_fail_rate = 0.0;
+    chip.reliability.wear_fail_growth = 0.0;
+    chip.reliability.factory_bad_rate = 0.0;
+    let cfg = ControllerConfig {
+        sector_size,
+        ..Default::default()
+    };
+    Controller::new(Chip::ram(chip).unwrap(), ConstantRber(0.0), cfg).unwrap()
+}
+
+/// Random writes, a tenth of the volume critical; a flush every `flush_every` writes and
+/// idle time (ticks until done) every `idle_every` (0: never).
+fn drive(dev: &mut Dev, writes: u64, flush_every: u64, idle_every: u64, seed: u64) -> Nanos {
+    let n = dev.logical_pages();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let page = vec![0xa5u8; dev.page_size()];
+    let mut now = Nanos(1_000_000);
+    for i in 1..=writes {
+        let lpn = rng.next_u64() % n;
+        let class = DataClass {
+            critical: lpn < n / 10,
+            ..DataClass::default()
+        };
+        dev.write_with(now, Lpn::checked(lpn, n).unwrap(), &page, class)
+            .unwrap();
+        now += Nanos(200_000);
+        if flush_every > 0 && i % flush_every == 0 {
+            dev.flush(now).unwrap();
+        }
+        if idle_every > 0 && i % idle_every == 0 {
+            while dev.tick(now).unwrap() {}
+        }
+        if i % 256 == 0 {
+            dev.verify().unwrap();
+        }
+    }
+    now
+}
+
+#[test]
+fn every_technique_runs_together_and_the_volume_mounts_after_a_crash() {
+    let scheme = SchemeConfig::Combined(combined::profile());
+    let mut dev = scheme
+        .format(controller("flares-mlc-3x", 128, 4096), Nanos::ZERO)
+        .unwrap();
+    assert_eq!(dev.scheme(), "page");
+    let bound = dev.latency_bound().expect("WAO-GC reports its bound");
+    let now = drive(&mut dev, 30_000, 16, 0, 1);
+    let c = *dev.counters();
+    assert!(c.placement_pads > 0, "AP: {c:?}");
+    assert!(c.partial_steps > 0, "WAO-GC: {c:?}");
+    assert_eq!(c.rt_overruns, 0, "{c:?}");
+    assert!(c.checkpoints > 1, "roll-forward's checkpoints: {c:?}");
+    assert!(
+        c.ecc_policy
+            .programs_by_t
+            .iter()
+            .filter(|&&n| n > 0)
+            .count()
+            >= 2,
+        "FLARES: data pages at their own strength, metadata at ecc_t: {c:?}"
+    );
+    // A crash (no shutdown): roll-forward recovery, the same bound, every page readable.
+    let ctl = dev.into_controller();
+    let mut dev = scheme.mount(ctl, now).unwrap();
+    dev.verify().unwrap();
+    assert_eq!(dev.latency_bound(), Some(bound));
+    assert!(dev.recovery_report().is_some());
+    let n = dev.logical_pages();
+    let mut buf = vec![0u8; dev.page_size()];
+    for l in 0..n {
+        dev.read(now, Lpn::checked(l, n).unwrap(), &mut buf)
+            .unwrap();
+    }
+    dev.shutdown(now).unwrap();
+    let dev = scheme.mount(dev.into_controller(), now).unwrap();
+    dev.verify().unwrap();
+}
+
+#[test]
+fn the_profile_fits_itself_to_the_chip() {
+    // Single-level: AP has no MSB page to prefer and is left out.
+    let mut ctl = controller("k9k8g08u0b", 16, 512);
+    let cfg = combined::fit(combined::profile(), &mut ctl).unwrap();
+    assert_eq!(cfg.placement, PlacementKind::Striped);
+    assert_eq!(cfg.copy_order, CopyOrderKind::Ascending);
+    // Its 64-byte spare holds far less than t = 50 per 512-byte sector: capped.
+    let EccKind::Flares(f) = cfg.ecc else {
+        panic!("FLARES stays")
+    };
+    assert!(
+        f.t_max < 50 && f.t_min <= f.t_max && cfg.ecc_t == f.t_max,
+        "{cfg:?}"
+    );
+    assert!(ctl.layout(f.t_max).is_ok());
+    // Multi-level with room for t = 50: everything as configured.
+    let mut ctl = controller("flares-mlc-3x", 128, 4096);
+    let cfg = combined::fit(combined::profile(), &mut ctl).unwrap();
+    assert_eq!(cfg, combined::profile());
+}
+
+/// A host that never flushes or idles: the young blocks reach the budget and the write
+/// that would open one more writes the checkpoint itself, counted as an overrun — and the
+/// device never runs out of space. With idle periods the checkpoint comes there instead.
+#[test]
+fn young_blocks_are_checkpointed_in_idle_time_or_counted_as_overruns() {
+    let scheme = SchemeConfig::Combined(combined::profile());
+    let mut dev = scheme
+        .format(controller("flares-mlc-3x", 128, 4096), Nanos::ZERO)
+        .unwrap();
+    let at_format = dev.counters().checkpoints;
+    drive(&mut dev, 6_000, 0, 0, 2);
+    let c = *dev.counters();
+    assert!(c.rt_overruns > 0, "{c:?}");
+    assert_eq!(
+        c.rt_overruns,
+        c.checkpoints - at_format,
+        "every checkpoint after the format's was forced: {c:?}"
+    );
+    let mut dev = scheme
+        .format(controller("flares-mlc-3x", 128, 4096), Nanos::ZERO)
+        .unwrap();
+    drive(&mut dev, 6_000, 0, 32, 2);
+    let c = *dev.counters();
+    assert!(c.checkpoints > 0, "{c:?}");
+    assert_eq!(c.rt_overruns, 0, "{c:?}");
+}
