@@ -152,14 +152,15 @@ fn drive_on(
     read_every: u64,
 ) -> Dev {
     let dev = device_on(preset, cfg, 16, seed).unwrap();
-    drive_dev(dev, Nanos::ZERO, shape, seed, writes, read_every, 0, 0)
+    drive_dev(dev, Load::new(shape, seed, writes, read_every))
 }
 
-/// [`drive`] on a formatted device from time `start`; the logical pages below
-/// `critical_pct` % of the volume are written as critical (AP's metadata); a flush after
-/// every `flush_every` writes (0: none; a flush's own time is not bounded).
-fn drive_dev(
-    mut dev: Dev,
+/// What [`drive_dev`] writes: `writes` writes of `shape` from time `start`, a read after
+/// every `read_every`; the logical pages below `critical_pct` % of the volume written as
+/// critical (AP's metadata); a flush after every `flush_every` writes (0: none; a flush's
+/// own time is not bounded).
+#[derive(Debug, Clone, Copy)]
+struct Load {
     start: Nanos,
     shape: Shape,
     seed: u64,
@@ -167,7 +168,33 @@ fn drive_dev(
     read_every: u64,
     critical_pct: u64,
     flush_every: u64,
-) -> Dev {
+}
+
+impl Load {
+    fn new(shape: Shape, seed: u64, writes: u64, read_every: u64) -> Load {
+        Load {
+            start: Nanos::ZERO,
+            shape,
+            seed,
+            writes,
+            read_every,
+            critical_pct: 0,
+            flush_every: 0,
+        }
+    }
+}
+
+/// [`drive`] on a formatted device.
+fn drive_dev(mut dev: Dev, load: Load) -> Dev {
+    let Load {
+        start,
+        shape,
+        seed,
+        writes,
+        read_every,
+        critical_pct,
+        flush_every,
+    } = load;
     let (b, w_bound, r_bound) = bounds(&dev);
     assert!(b.fits_one_block(), "{b:?}");
     took(&mut dev);
@@ -327,7 +354,13 @@ fn wao_gc_with_roll_forward_leaves_the_young_blocks_out_of_sigma() {
     assert!(e.contains("U(σ)"), "{e}");
     for shape in [Shape::Random, Shape::HotBlock, Shape::Cold] {
         let dev = device(rf(2), 16, 3).unwrap();
-        let mut dev = drive_dev(dev, Nanos::ZERO, shape, 3, 8_000, 5, 0, 32);
+        let mut dev = drive_dev(
+            dev,
+            Load {
+                flush_every: 32,
+                ..Load::new(shape, 3, 8_000, 5)
+            },
+        );
         assert!(dev.counters().checkpoints > 2, "{:?}", dev.counters());
         dev.flush(Nanos(1 << 50)).unwrap();
         let ctl = dev.into_controller();
@@ -359,7 +392,13 @@ fn ap_placement_under_wao_gc_keeps_the_bound_with_its_pads() {
         let dev = device_on("micron-29f64g", cfg, 16, 11).unwrap();
         let b = *dev.wao_bounds().unwrap();
         assert!(b.pads > 0, "the 29F64G has runs of LSB pages: {b:?}");
-        let mut dev = drive_dev(dev, Nanos::ZERO, shape, 11, 12_000, 7, 10, 0);
+        let mut dev = drive_dev(
+            dev,
+            Load {
+                critical_pct: 10,
+                ..Load::new(shape, 11, 12_000, 7)
+            },
+        );
         let c = *dev.counters();
         assert!(
             c.placement_pads > 0,
@@ -392,7 +431,7 @@ fn flares_under_wao_gc_rewrites_in_idle_time_within_the_bound() {
     };
     let dev = device_with("flares-mlc-3x", cfg, 16, 5, 4096).unwrap();
     let (b, _, r_bound) = bounds(&dev);
-    let mut dev = drive_dev(dev, Nanos::ZERO, Shape::Random, 5, 4_000, 5, 0, 0);
+    let mut dev = drive_dev(dev, Load::new(Shape::Random, 5, 4_000, 5));
     let n = dev.logical_pages();
     // Two years on, every page is past the retention its strength was chosen for: reads
     // raise rewrite alarms, idle time serves them.
@@ -420,6 +459,12 @@ fn flares_under_wao_gc_rewrites_in_idle_time_within_the_bound() {
     assert!(c.max_victim_valid <= b.u_lambda as u64);
     dev.verify().unwrap();
     // Writes after the rewrites still keep the bound (checked per write inside).
-    let dev = drive_dev(dev, Nanos(t2.0 + 1), Shape::Random, 6, 3_000, 5, 0, 0);
+    let dev = drive_dev(
+        dev,
+        Load {
+            start: Nanos(t2.0 + 1),
+            ..Load::new(Shape::Random, 6, 3_000, 5)
+        },
+    );
     assert_eq!(dev.counters().rt_overruns, 0);
 }
