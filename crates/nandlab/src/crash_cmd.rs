@@ -36,6 +36,10 @@ enum SchemeArg {
     Spftl,
     /// SPFTL_log (a preset with subpages; `--preset` defaults to `tiny-mlc-sp`).
     SpftlLog,
+    /// The combined profile (AP, FLARES, WAO-GC and roll-forward recovery on the page
+    /// kernel; over-provisioning 0.7 on the tiny MLC preset, every third logical page
+    /// critical).
+    Combined,
 }
 
 #[derive(Debug, Args)]
@@ -181,8 +185,8 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         }
         return Ok(());
     }
-    let ftl::SchemeConfig::Page(p) = &mut cfg.scheme else {
-        unreachable!("block handled above")
+    let (ftl::SchemeConfig::Page(p) | ftl::SchemeConfig::Combined(p)) = &mut cfg.scheme else {
+        unreachable!("the other schemes are handled above")
     };
     if args.ap {
         p.placement = ftl::policy::PlacementKind::MsbCritical;
@@ -252,6 +256,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     }
     let mut cfg = match args.scheme {
         SchemeArg::Page => CrashConfig::small(args.seed),
+        SchemeArg::Combined => CrashConfig::small_combined(args.seed),
         SchemeArg::DftlPor | SchemeArg::Spftl | SchemeArg::SpftlLog => {
             let mode = match args.scheme {
                 SchemeArg::DftlPor => ftl::MetaMode::Page,

@@ -47,6 +47,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod fit;
+mod recover;
 
 /// `[controller]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -341,6 +342,17 @@ pub struct ReportSection {
     pub csv: Option<PathBuf>,
 }
 
+/// `[recovery]`: what happens after the measured run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecoverySection {
+    /// Copy the chip as the run left it — a crash after its last operation: no flush, no
+    /// shutdown — and mount the copy with the scheme's recovery procedure; the report's
+    /// `recovery.*` gives its simulated time and reads (DCR's measure). The run itself is
+    /// unaffected.
+    pub after_run: bool,
+}
+
 /// `[aging]`: cycle the chip before the FTL formats it (see `Chip::age_all`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -411,6 +423,9 @@ pub struct ExperimentConfig {
     /// Report files.
     #[serde(default)]
     pub report: ReportSection,
+    /// A recovery after the run (`[recovery] after_run`).
+    #[serde(default)]
+    pub recovery: RecoverySection,
 }
 
 fn default_name() -> String {
@@ -477,6 +492,7 @@ impl ExperimentConfig {
             hints: HintSection::default(),
             load: LoadSection::default(),
             report: ReportSection::default(),
+            recovery: RecoverySection::default(),
         }
     }
 
@@ -745,7 +761,7 @@ impl ExperimentConfig {
         chip_cfg: &ChipConfig,
         model: Box<dyn ErrorModel + Send>,
         scheme: &ftl::SchemeConfig,
-    ) -> Result<Box<dyn ftl::Ftl>, String> {
+    ) -> Result<crate::SimVolume, String> {
         let g = chip_cfg.geometry;
         let storage = if self.controller.mode == PayloadMode::Bytes {
             RamStorage::new(&g)

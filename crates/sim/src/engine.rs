@@ -235,7 +235,7 @@ fn refill(
 
 /// The engine.
 pub struct Engine {
-    ftl: Box<dyn Ftl>,
+    ftl: crate::SimVolume,
     /// Firmware time per mapped page a trim drops.
     map_update: Nanos,
     /// Firmware time per shared-pages table look-up.
@@ -279,7 +279,7 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// An engine over `ftl` on a chip with `dies` dies and `channels` channels. In bytes mode
     /// (`bytes_mode`) the engine writes real page patterns and verifies every read.
-    pub fn new(mut ftl: Box<dyn Ftl>, dies: usize, channels: usize, bytes_mode: bool) -> Self {
+    pub fn new(mut ftl: crate::SimVolume, dies: usize, channels: usize, bytes_mode: bool) -> Self {
         // Operations of formatting or mounting happened before time starts: they count in
         // the FTL's counters but are not charged to the first request.
         ftl.take_ops(&mut Vec::new());
@@ -442,6 +442,11 @@ impl Engine {
     /// The FTL.
     pub fn ftl(&self) -> &dyn Ftl {
         &*self.ftl
+    }
+
+    /// The FTL as a volume of its scheme (its controller, recovery report, invariants).
+    pub fn volume(&self) -> &crate::SimVolume {
+        &self.ftl
     }
 
     /// The metrics so far.

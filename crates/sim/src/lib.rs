@@ -28,6 +28,10 @@ pub use workload::{RequestSource, Synthetic, SyntheticConfig};
 
 use thiserror::Error;
 
+/// The volume a simulation runs: any scheme over the simulator's RAM chip and its boxed
+/// error model (the scheme factory's [`ftl::BoxedVolume`]).
+pub type SimVolume = ftl::BoxedVolume<nand::RamStorage, Box<dyn nand::ErrorModel + Send>>;
+
 /// Simulator errors.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum SimError {
@@ -119,6 +123,9 @@ impl Experiment {
             busy_ns: self.engine.die_busy().iter().map(|t| t.0).sum::<u64>() - busy0,
         });
         report.input_notes = self.source.notes();
+        if self.config.recovery.after_run {
+            report.recovery = Some(self.recover_copy()?);
+        }
         if let Some(n) = &self.fit_note {
             report.setup.workload = format!("{}; {n}", report.setup.workload);
         }

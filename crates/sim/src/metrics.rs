@@ -369,6 +369,9 @@ pub struct Report {
     /// What the request source skipped, clamped or changed in its input (a trace's
     /// counted warnings: other devices, zero-length requests, clamped timestamps, folds).
     pub input_notes: Vec<String>,
+    /// The recovery of a copy of the chip as the run left it (`[recovery] after_run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryStats>,
 }
 
 fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
@@ -488,6 +491,24 @@ pub struct RealTimeReport {
     pub u_lambda: u64,
     /// Table I's L_buf (pages of the destination writes take while a victim is collected).
     pub l_buf: u64,
+}
+
+/// A crash recovery measured after the run (`[recovery] after_run`): the scheme's own
+/// procedure over a copy of the chip, in simulated NAND time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RecoveryStats {
+    /// The procedure (`roll-forward`, `full-scan`, …).
+    pub procedure: String,
+    /// Simulated recovery time, ms (per die the sum of its reads, dies in parallel).
+    pub ms: f64,
+    /// Pages read in all.
+    pub pages_read: u64,
+    /// Checkpoint pages read.
+    pub checkpoint_pages: u64,
+    /// Data blocks whose pages were read.
+    pub blocks_scanned: u64,
+    /// Logical pages mapped after recovery.
+    pub mapped_pages: u64,
 }
 
 /// What a report is built from.
@@ -782,6 +803,7 @@ impl Report {
                 0.0
             },
             input_notes: Vec::new(),
+            recovery: None,
         }
     }
 
@@ -925,6 +947,7 @@ impl Report {
             max_response_us: 0.0,
             throughput_mib_s: 0.0,
             input_notes: Vec::new(),
+            recovery: Some(RecoveryStats::default()),
         };
         example.metrics().into_keys().collect()
     }

@@ -142,6 +142,18 @@ impl Report {
                 human_time(l.max_us)
             );
         }
+        if let Some(r) = &self.recovery {
+            let _ = writeln!(
+                w,
+                "recovery    {} after the run (a crash after its last operation): {} simulated, {} pages read ({} of the checkpoint), {} blocks scanned, {} pages mapped",
+                r.procedure,
+                human_time(r.ms * 1e3),
+                r.pages_read,
+                r.checkpoint_pages,
+                r.blocks_scanned,
+                r.mapped_pages
+            );
+        }
         let e = &self.ecc;
         let most = if e.reads > 0 {
             format!(

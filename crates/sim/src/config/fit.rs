@@ -6,7 +6,7 @@ use nand::{ChipConfig, ErrorModel};
 
 /// A device sized by `[trace] fit`.
 pub(super) struct Fitted {
-    pub ftl: Box<dyn ftl::Ftl>,
+    pub ftl: crate::SimVolume,
     pub blocks_per_plane: u32,
     pub note: String,
 }
@@ -38,7 +38,7 @@ impl ExperimentConfig {
         // Formats a candidate: `Ok(Some(ftl))` if it holds the trace, `Ok(None)` if not
         // (too small, or too few blocks for the scheme's reserves), `Err` past any size
         // that could be about space.
-        let mut attempt = |bpp: u64| -> Result<Option<Box<dyn ftl::Ftl>>, String> {
+        let mut attempt = |bpp: u64| -> Result<Option<crate::SimVolume>, String> {
             chip_cfg.geometry.blocks_per_plane = bpp as u32;
             let m = match model.take() {
                 Some(m) => m,

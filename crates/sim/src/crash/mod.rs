@@ -124,6 +124,21 @@ impl CrashConfig {
         }
     }
 
+    /// The combined profile ([`ftl::combined`]) on `tiny-mlc`: over-provisioning 0.7 (the
+    /// chip's 16-page blocks take one copy per partial step, α = 1, so U(σ) is 0.47, and
+    /// two young blocks per die come out of σ's blocks), every third logical page written
+    /// critical (AP's placement), FLARES's strengths capped to the spare area.
+    pub fn small_combined(seed: u64) -> Self {
+        let mut cfg = CrashConfig::small(seed);
+        cfg.scheme = SchemeConfig::Combined(PageFtlConfig {
+            over_provisioning: 0.7,
+            ..ftl::combined::profile()
+        });
+        cfg.critical_every = 3;
+        cfg.ops = 700;
+        cfg
+    }
+
     /// The block-level kernel ([`ftl::BlockFtl`]) on `preset` (`tiny-mlc` or `tiny-slc`):
     /// 30 % over-provisioning (its replacements and lists), a checkpoint every 4 block
     /// allocations, wear levelling every 4 erases at a spread of 3, and a workload of
