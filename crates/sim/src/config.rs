@@ -786,9 +786,9 @@ impl ExperimentConfig {
         let mut ctl = Controller::new(chip, model, ccfg).map_err(|e| format!("controller: {e}"))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.
         ctl.set_crc32c(crc32c::crc32c);
-        Ok(scheme
+        scheme
             .format(ctl, Nanos::ZERO)
-            .map_err(|e| format!("ftl.{}: {e}", scheme.name()))?)
+            .map_err(|e| format!("ftl.{}: {e}", scheme.name()))
     }
 
     fn error_model(&self) -> Result<Box<dyn ErrorModel + Send>, SimError> {
