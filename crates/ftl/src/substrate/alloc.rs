@@ -356,7 +356,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             // takes the slot, counted as a lapse.
             let d = &mut self.dies[die];
             let tight = self.real_time && d.free.len() <= crate::policy::RESERVE;
-            if tight && d.pads_left == 0 {
+            // Other pacings: a GC copy whose job could no longer finish if every copy left
+            // took a pad (`job_cannot_pad`).
+            let spent = !self.real_time
+                && matches!(write, WriteKind::Copy(_))
+                && self.job_cannot_pad(die, stream);
+            let d = &mut self.dies[die];
+            if (tight && d.pads_left == 0) || spent {
                 self.log.counters.placement_lapses += 1;
                 lapse = true;
                 break;
@@ -371,6 +377,23 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         }
         self.mark_lapse(phys, lapse);
         Ok(phys)
+    }
+
+    /// Whether `die`'s GC job could run out of room if each of its remaining copies took a
+    /// padding page too: the pages left on the die (free blocks and `stream`'s frontier)
+    /// against twice the victim's valid pages. AP's placement pads an LSB slot a critical
+    /// copy meets; a victim holding nothing but critical pages (in MSB pages, the LSB ones
+    /// padded) would cost a whole block to collect and free none — greedy would choose it
+    /// again and again until the die ran out of space. When this holds, the copy takes the
+    /// slot instead (a counted lapse). One look at the job and the free list: no flash.
+    fn job_cannot_pad(&self, die: usize, stream: usize) -> bool {
+        let d = &self.dies[die];
+        let Some(job) = d.gc else {
+            return false;
+        };
+        let frontier = d.frontier[stream].map_or(0, |f| self.ppb.saturating_sub(f.next));
+        let room = d.free.len() as u64 * self.ppb as u64 + frontier as u64;
+        room < 2 * self.valid[job.victim as usize] as u64
     }
 
     /// Records whether the page at `phys` holds a lapsed critical page (see `lapsed`).
