@@ -710,3 +710,51 @@ metadata = { pct = 10, bytes = 1048576 }
         .to_string();
     assert!(e.contains("ftl.combined") && e.contains("speed"), "{e}");
 }
+
+/// A regression: AP's placement with a large critical region filled densely (every
+/// critical page in an MSB page, the LSB pages beside it padded) deadlocked foreground GC
+/// — collecting such a victim costs a whole block (a pad per copy) and frees nothing, and
+/// greedy chose it again and again until the die ran out of space. A copy now takes the
+/// LSB slot (a counted lapse) when padding every copy left would not fit the die.
+#[test]
+fn dense_critical_data_does_not_run_ap_out_of_space() {
+    // A third of the volume critical (2 MiB of the tiny chip's 8), filled in order.
+    let text = r#"
+name = "ap-dense"
+seed = 1
+[chip]
+preset = "tiny-mlc"
+[chip.geometry]
+blocks_per_plane = 64
+[controller]
+mode = "digest"
+sector_size = 512
+[errors]
+model = "none"
+[ftl]
+scheme = "page"
+[ftl.page]
+over_provisioning = 0.3
+ecc_t = 8
+placement = "msb-critical"
+copy_order = "asymmetric"
+recovery = "full-scan"
+[hints]
+critical = [[0, 2097152]]
+[precondition]
+fill = true
+max_overwrite = 1.0
+[workload]
+requests = 200
+read_pct = 50
+size = 4096
+align = 4096
+metadata = { pct = 5, bytes = 2097152 }
+"#;
+    let r = run(ExperimentConfig::from_toml_str(text, "ap-dense.toml").unwrap());
+    assert!(
+        r.nand.gc_victims > 0 && r.nand.placement_pads > 0,
+        "{:?}",
+        r.nand
+    );
+}

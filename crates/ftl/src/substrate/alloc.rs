@@ -379,7 +379,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         Ok(phys)
     }
 
-    /// Whether `die`'s GC job could run out of room if each of its remaining copies took a
+    /// Whether `die`'s running job could run out of room if each of its remaining copies took a
     /// padding page too: the pages left on the die (free blocks and `stream`'s frontier)
     /// against twice the victim's valid pages. AP's placement pads an LSB slot a critical
     /// copy meets; a victim holding nothing but critical pages (in MSB pages, the LSB ones
@@ -388,7 +388,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// slot instead (a counted lapse). One look at the job and the free list: no flash.
     fn job_cannot_pad(&self, die: usize, stream: usize) -> bool {
         let d = &self.dies[die];
-        let Some(job) = d.gc else {
+        // The GC job, or a relocation or wear-levelling job (they run when none does).
+        let Some(job) = d.gc.or_else(|| d.background.front().copied()) else {
             return false;
         };
         let frontier = d.frontier[stream].map_or(0, |f| self.ppb.saturating_sub(f.next));
