@@ -356,6 +356,10 @@ pub struct Report {
     /// NAND page reads and programs per second of the measured phase (FLARES's Fig. 7
     /// throughput measure).
     pub flash_ops_per_s: f64,
+    /// NAND page reads and programs per second of die busy time (summed over dies): the
+    /// same throughput measure where the host idles for long stretches (idle time is not
+    /// the flash's).
+    pub flash_ops_per_busy_s: f64,
     /// Mean response time over every request of the measured phase (arrival to
     /// completion, queueing included), µs.
     pub mean_response_us: f64,
@@ -791,6 +795,12 @@ impl Report {
             } else {
                 0.0
             },
+            flash_ops_per_busy_s: if i.busy_ns > 0 {
+                (c.reads.iter().sum::<u64>() + c.programs.iter().sum::<u64>()) as f64
+                    / (i.busy_ns as f64 / 1e9)
+            } else {
+                0.0
+            },
             mean_response_us: if requests > 0 {
                 m.sum_ns.iter().sum::<u128>() as f64 / requests as f64 / 1000.0
             } else {
@@ -943,6 +953,7 @@ impl Report {
             },
             iops: 0.0,
             flash_ops_per_s: 0.0,
+            flash_ops_per_busy_s: 0.0,
             mean_response_us: 0.0,
             max_response_us: 0.0,
             throughput_mib_s: 0.0,

@@ -99,6 +99,14 @@ const FILES: &[(&str, &str)] = &[
         "waogc-trace-base.toml",
         include_str!("../../../experiments/waogc-trace-base.toml"),
     ),
+    (
+        "combined.toml",
+        include_str!("../../../experiments/combined.toml"),
+    ),
+    (
+        "combined-base.toml",
+        include_str!("../../../experiments/combined-base.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.
@@ -121,6 +129,7 @@ const MATRICES: &[&str] = &[
     "spftl",
     "spftl-random",
     "spftl-traces",
+    "combined",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
