@@ -18,7 +18,7 @@ trap cleanup EXIT
 echo "-- reproduce --quick (each must finish within 60 s on 2 cores)"
 # AP's cost trends ("within 1 % of BL") do not hold everywhere, for reasons its reports
 # give: those matrices must keep their other verdicts (named below), not every one.
-for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fig5 flares-refresh dcr waogc spftl; do
+for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fig5 flares-refresh dcr waogc spftl combined; do
   start=$(date +%s%N)
   timeout 120 "$bin" reproduce "$name" --quick --out "$work/reproduce/$name" --quiet \
     > "$work/$name.out" 2> "$work/$name.err" || { cat "$work/$name.err" >&2; exit 1; }
@@ -43,6 +43,9 @@ for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fi
     # write-backs batch several entries: the published absolute volumes are not reached.)
     spftl) must="holds: SPFTL writes fewer metadata bytes than DFTL_por (paper"
            also="holds: SPFTL_log writes fewer metadata bytes than DFTL_por (paper" ;;
+    # (Three of its rows do not keep their technique's benefit, for reasons its report gives.)
+    combined) must="holds: the combined profile's worst page write stays within its own (re-derived) bound"
+              also="holds: the combined profile keeps FLARES's throughput" ;;
     *) must="" ;;
   esac
   if [ -n "$must" ]; then
