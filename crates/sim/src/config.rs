@@ -38,7 +38,6 @@ use crate::trace::{TraceFormat, TraceReader};
 use crate::workload::{RequestSource, Synthetic, SyntheticConfig};
 use crate::SimError;
 use controller::{Controller, ControllerConfig, EccLatency, PayloadMode};
-use ftl::{BlockFtlConfig, DftlConfig, PageFtlConfig, RtBlockConfig, SchemeConfig};
 use nand::{
     CachedFlares, Chip, ChipConfig, ConstantRber, ErrorModel, FlaresRber, KindRatio, Nanos,
     RamStorage, ReadDisturb,
@@ -47,7 +46,10 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod fit;
+mod ftl_section;
 mod recover;
+pub use ftl_section::{FtlScheme, FtlSection};
+pub use recover::RecoverySection;
 
 /// `[controller]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,106 +129,6 @@ impl Default for ErrorSection {
             rber: 0.0,
             msb_ratio: None,
             read_disturb: 0.0,
-        }
-    }
-}
-
-/// FTL schemes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FtlScheme {
-    /// Page-level mapping, whole map in RAM.
-    #[default]
-    Page,
-    /// Block-level mapping (primary + replacement per logical block; DCR's setting).
-    Block,
-    /// GFTL (WAO-GC's Table I): block-level map, central write buffer and GC queue.
-    Gftl,
-    /// RFTL (WAO-GC's Table I): primary, replacement and buffer block per logical block.
-    Rftl,
-    /// DFTL_por (SPFTL's baseline): demand-paged page map and block information, the
-    /// GXT, metadata in whole SLC-mode pages.
-    #[serde(rename = "dftl-por")]
-    DftlPor,
-    /// SPFTL: DFTL_por with every metadata unit a subpage of an SP block.
-    Spftl,
-    /// SPFTL_log: DFTL_por with metadata updates logged by subpages in SP logging blocks.
-    #[serde(rename = "spftl-log")]
-    SpftlLog,
-    /// The combined profile (`ftl::combined`): the page-level FTL with AP, FLARES, WAO-GC
-    /// and roll-forward recovery.
-    Combined,
-}
-
-/// `[ftl]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FtlSection {
-    /// Scheme.
-    pub scheme: FtlScheme,
-    /// `[ftl.page]` settings.
-    pub page: PageFtlConfig,
-    /// `[ftl.block]` settings.
-    pub block: BlockFtlConfig,
-    /// `[ftl.gftl]` settings.
-    pub gftl: RtBlockConfig,
-    /// `[ftl.rftl]` settings.
-    pub rftl: RtBlockConfig,
-    /// `[ftl.dftl-por]` settings.
-    #[serde(rename = "dftl-por")]
-    pub dftl_por: DftlConfig,
-    /// `[ftl.spftl]` settings.
-    pub spftl: DftlConfig,
-    /// `[ftl.spftl-log]` settings.
-    #[serde(rename = "spftl-log")]
-    pub spftl_log: DftlConfig,
-    /// `[ftl.combined]` settings: `[ftl.page]`'s keys, each replacing the combined
-    /// profile's value of it ([`ftl::combined::profile`]); the rest are the profile's.
-    #[serde(deserialize_with = "combined_over_profile")]
-    pub combined: PageFtlConfig,
-}
-
-impl Default for FtlSection {
-    fn default() -> Self {
-        FtlSection {
-            scheme: FtlScheme::default(),
-            page: PageFtlConfig::default(),
-            block: BlockFtlConfig::default(),
-            gftl: RtBlockConfig::default(),
-            rftl: RtBlockConfig::default(),
-            dftl_por: DftlConfig::default(),
-            spftl: DftlConfig::default(),
-            spftl_log: DftlConfig::default(),
-            combined: ftl::combined::profile(),
-        }
-    }
-}
-
-/// `[ftl.combined]`: the keys given, over the combined profile's values of the others.
-fn combined_over_profile<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<PageFtlConfig, D::Error> {
-    use serde::de::Error;
-    let given = toml::Table::deserialize(d)?;
-    let mut table = toml::Table::try_from(ftl::combined::profile()).map_err(D::Error::custom)?;
-    table.extend(given);
-    toml::Value::Table(table)
-        .try_into()
-        .map_err(|e| D::Error::custom(format!("ftl.combined: {e}")))
-}
-
-impl FtlSection {
-    /// The scheme this section selects, with its settings.
-    pub fn scheme_config(&self) -> SchemeConfig {
-        match self.scheme {
-            FtlScheme::Page => SchemeConfig::Page(self.page),
-            FtlScheme::Block => SchemeConfig::Block(self.block),
-            FtlScheme::Gftl => SchemeConfig::Gftl(self.gftl),
-            FtlScheme::Rftl => SchemeConfig::Rftl(self.rftl),
-            FtlScheme::DftlPor => SchemeConfig::DftlPor(self.dftl_por),
-            FtlScheme::Spftl => SchemeConfig::Spftl(self.spftl),
-            FtlScheme::SpftlLog => SchemeConfig::SpftlLog(self.spftl_log),
-            FtlScheme::Combined => SchemeConfig::Combined(self.combined),
         }
     }
 }
@@ -340,17 +242,6 @@ pub struct ReportSection {
     pub json: Option<PathBuf>,
     /// CSV report path.
     pub csv: Option<PathBuf>,
-}
-
-/// `[recovery]`: what happens after the measured run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RecoverySection {
-    /// Copy the chip as the run left it — a crash after its last operation: no flush, no
-    /// shutdown — and mount the copy with the scheme's recovery procedure; the report's
-    /// `recovery.*` gives its simulated time and reads (DCR's measure). The run itself is
-    /// unaffected.
-    pub after_run: bool,
 }
 
 /// `[aging]`: cycle the chip before the FTL formats it (see `Chip::age_all`).

@@ -486,18 +486,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(Some((phys, seq)))
     }
 
-    /// Blocks opened since the last checkpoint at which a flush writes the next one:
-    /// `checkpoint_interval`, or by default 4 per die, more when the checkpoint is large
-    /// (its pages amortised over at least four blocks of writes).
-    pub(crate) fn checkpoint_interval_blocks(&self) -> u32 {
-        if self.cfg.checkpoint_interval > 0 {
-            self.cfg.checkpoint_interval
-        } else {
-            let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb.max(1));
-            (4 * self.s.dies.len() as u32).max(amortised)
-        }
-    }
-
     fn write_inner(
         &mut self,
         now: Nanos,

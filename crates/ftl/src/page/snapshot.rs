@@ -305,6 +305,18 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
+    /// Blocks opened since the last checkpoint at which a flush writes the next one:
+    /// `checkpoint_interval`, or by default 4 per die, more when the checkpoint is large
+    /// (its pages amortised over at least four blocks of writes).
+    pub(crate) fn checkpoint_interval_blocks(&self) -> u32 {
+        if self.cfg.checkpoint_interval > 0 {
+            self.cfg.checkpoint_interval
+        } else {
+            let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb.max(1));
+            (4 * self.s.dies.len() as u32).max(amortised)
+        }
+    }
+
     /// Writes a new checkpoint generation (sealing every frontier first, so nothing the
     /// snapshot maps can later be damaged by a paired-page program). Pending trims are
     /// part of the snapshot and are dropped.

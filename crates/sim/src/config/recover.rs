@@ -4,6 +4,18 @@ use crate::config::Experiment;
 use crate::metrics::RecoveryStats;
 use crate::SimError;
 use controller::Controller;
+use serde::{Deserialize, Serialize};
+
+/// `[recovery]`: what happens after the measured run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecoverySection {
+    /// Copy the chip as the run left it — a crash after its last operation: no flush, no
+    /// shutdown — and mount the copy with the scheme's recovery procedure; the report's
+    /// `recovery.*` gives its simulated time and reads (DCR's measure). The run itself is
+    /// unaffected.
+    pub after_run: bool,
+}
 
 impl Experiment {
     /// Copies the chip as the run left it — a crash after the last operation — and mounts
