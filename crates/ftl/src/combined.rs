@@ -37,7 +37,7 @@ use nand::{CellType, ErrorModel, Storage};
 ///
 /// Over-provisioning 0.3 (WAO-GC's σ with two young blocks per die left out, on the
 /// FLARES and AP chips' geometries at their 2–3 copies per step); a checkpoint at a flush
-/// once two blocks have opened since the last one (each die's young blocks, which
+/// once two blocks have opened on a die since the last one (each die's young blocks, which
 /// roll-forward needs kept from GC, stay at two for a host that flushes that often); no
 /// static wear levelling (a migration would take a block outside the partial steps: WAO-GC
 /// levels wear by its victims), no flush buffer (an SLC-mode destination holds fewer than

@@ -123,7 +123,8 @@ pub struct PageFtlConfig {
     /// default): none; at most [`MAX_REPLICAS`].
     pub replicas: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
-    /// last one (bounds roll-forward recovery); 0 = automatic: 4 per die, or as many
+    /// last one (bounds roll-forward recovery; with a real-time pacing, on any one die:
+    /// the young blocks its bound leaves out of σ per die); 0 = automatic: 4 per die, or as many
     /// blocks as hold 4 checkpoint bodies if that is more (a checkpoint then costs at most
     /// a fifth of the pages programmed between two, and roll-forward reads at most ~4×
     /// what loading it reads).
@@ -649,7 +650,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             finish_jobs(self, now)?;
         }
         self.s.note_flush(self.cfg.flush_buffer);
-        if self.s.opened_since_cp >= self.checkpoint_interval_blocks() {
+        if self.checkpoint_due() {
             return self.write_checkpoint(now);
         }
         self.s.seal_all(now)?;
@@ -667,7 +668,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
         let mut worked = false;
-        if self.s.young_budget > 0 && self.s.opened_since_cp + 1 >= self.s.young_budget {
+        if self.s.young_budget > 0 && self.s.most_opened_on_a_die() + 1 >= self.s.young_budget {
             // A real-time pacing with roll-forward recovery: the checkpoint that makes the
             // young blocks collectable again, in idle time before a write has to write it
             // (running jobs first, so sealing takes no page a job counted on).

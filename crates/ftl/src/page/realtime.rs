@@ -171,10 +171,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Blocks per die roll-forward recovery keeps from GC: DCR's rule (a block written
     /// since the last checkpoint is not erased before the next one) applies to every block
-    /// opened since it, and a flush writes the checkpoint once
-    /// [`checkpoint_interval_blocks`](Self::checkpoint_interval_blocks) have opened — so,
-    /// for a host that flushes at least that often, at most that many blocks (all of them on
-    /// one die, at worst) are young. 0 with full-scan recovery.
+    /// opened since it, and with a real-time pacing a flush writes the checkpoint once
+    /// [`checkpoint_interval_blocks`](Self::checkpoint_interval_blocks) have opened on any
+    /// one die (`checkpoint_due`) — so, for a host that flushes (or idles) at least that
+    /// often, at most that many blocks per die are young. 0 with full-scan recovery.
     ///
     /// Eq. 7's greedy argument then runs over the other blocks: they hold every valid page
     /// when the young ones hold none, so σ is the die's share over its data blocks but the

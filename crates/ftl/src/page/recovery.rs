@@ -856,6 +856,10 @@ impl Rebuild {
             ftl.sub_mut().young[b as usize] = rule;
         }
         ftl.sub_mut().opened_since_cp = self.young.len() as u32;
+        for &b in &self.young {
+            let die = ftl.sub().die_of(b) as usize;
+            ftl.sub_mut().opened_per_die[die] += 1;
+        }
         Ok(RecoveryReport {
             procedure: name.into(),
             checkpoint_gen: ftl.checkpoint_gen(),

@@ -305,10 +305,23 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
+    /// Whether a flush writes a checkpoint: once `checkpoint_interval` blocks have opened
+    /// since the last one — on any one die when roll-forward's young blocks are bounded per
+    /// die for a real-time pacing (`young_budget`), in all otherwise.
+    pub(crate) fn checkpoint_due(&self) -> bool {
+        if self.s.young_budget > 0 {
+            self.s.most_opened_on_a_die() >= self.s.young_budget
+        } else {
+            self.s.opened_since_cp >= self.checkpoint_interval_blocks()
+        }
+    }
+
     /// Blocks opened since the last checkpoint at which a flush writes the next one:
     /// `checkpoint_interval`, or by default 4 per die, more when the checkpoint is large
     /// (its pages amortised over at least four blocks of writes).
     pub(crate) fn checkpoint_interval_blocks(&self) -> u32 {
+        // (With a real-time pacing and roll-forward recovery it counts blocks per die: see
+        // `checkpoint_due`.)
         if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {
@@ -346,6 +359,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.region.write_generation(&mut self.s, now, &bytes)?;
         self.pending_trims.clear();
         self.s.opened_since_cp = 0;
+        self.s.opened_per_die.fill(0);
         // Blocks written after this checkpoint are young: the open frontiers (their pages
         // from `next` on) and every block opened from now on.
         self.s.young.fill(false);

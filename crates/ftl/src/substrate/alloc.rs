@@ -222,6 +222,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             self.young[b as usize] = self.cfg.young_rule;
             self.superseded[b as usize] = 0;
             self.opened_since_cp += 1;
+            self.opened_per_die[die] += 1;
             let next = if want {
                 self.log.counters.slc_blocks += 1;
                 self.next_lsb[0]
@@ -395,6 +396,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let frontier = d.frontier[stream].map_or(0, |f| self.ppb.saturating_sub(f.next));
         let room = d.free.len() as u64 * self.ppb as u64 + frontier as u64;
         room < 2 * self.valid[job.victim as usize] as u64
+    }
+
+    /// The most blocks opened on one die since the last checkpoint.
+    pub fn most_opened_on_a_die(&self) -> u32 {
+        self.opened_per_die.iter().copied().max().unwrap_or(0)
     }
 
     /// Records whether the page at `phys` holds a lapsed critical page (see `lapsed`).

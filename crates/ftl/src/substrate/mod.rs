@@ -295,9 +295,11 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub young: Vec<bool>,
     /// Blocks opened since the last checkpoint.
     pub opened_since_cp: u32,
-    /// A real-time pacing with roll-forward recovery: at most this many blocks opened
-    /// since the last checkpoint (kept from GC) before the next checkpoint — the blocks its
-    /// bound leaves out of σ; 0: no such limit.
+    /// The same per die.
+    pub opened_per_die: Vec<u32>,
+    /// A real-time pacing with roll-forward recovery: at most this many blocks opened on a
+    /// die since the last checkpoint (kept from GC) before the next checkpoint — the
+    /// blocks its bound leaves out of σ on every die; 0: no such limit.
     pub young_budget: u32,
     /// Zeros for padding pages.
     pub pad: Vec<u8>,
@@ -417,6 +419,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             young: vec![false; nblocks],
             young_budget: 0,
             opened_since_cp: 0,
+            opened_per_die: vec![0; ndies],
             pad: vec![0; if digest { 0 } else { geo.page_size as usize }],
             die_clock: Vec::new(),
             ctl,
