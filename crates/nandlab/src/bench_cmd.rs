@@ -34,6 +34,11 @@ pub struct BenchArgs {
     /// Capacity of the FLARES-vs-fixed-t comparison device in MiB (digest mode); 0 skips it.
     #[arg(long, default_value_t = 1024)]
     flares_mib: u64,
+    /// Capacity of the combined-profile-vs-plain-page-FTL comparison device in MiB
+    /// (digest mode, 35 % over-provisioning for both: WAO-GC's bound with two young blocks
+    /// per die needs it on this geometry); 0 (the default) skips it.
+    #[arg(long, default_value_t = 0)]
+    combined_mib: u64,
     /// Instead: the recovery benchmark (full scan vs checkpoint + roll-forward, simulated
     /// recovery time) on chips of these sizes in MiB.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_missing_value = "128,512,2048,8192,32768")]
@@ -50,6 +55,12 @@ fn device(capacity: u64, bytes_mode: bool, op: f64) -> Result<sim::Experiment> {
 
 /// The benchmark device with ECC-strength policy `ecc` (a TOML value for `ftl.page.ecc`).
 fn device_with(capacity: u64, bytes_mode: bool, op: f64, ecc: &str) -> Result<sim::Experiment> {
+    let ftl = format!("[ftl.page]\nover_provisioning = {op}\necc_t = 8\necc = {ecc}\n");
+    device_ftl(capacity, bytes_mode, &ftl)
+}
+
+/// The benchmark device with `ftl` as its `[ftl]` tables (TOML).
+fn device_ftl(capacity: u64, bytes_mode: bool, ftl: &str) -> Result<sim::Experiment> {
     // 8 × 4 × 2 planes of 256-page blocks of 4 KiB: 64 MiB per block across the device.
     let per_block_row = 8 * 4 * 2 * 256 * 4096u64;
     let blocks = (capacity / per_block_row).max(8);
@@ -70,10 +81,7 @@ mode = "{}"
 sector_size = 512
 [errors]
 model = "flares"
-[ftl.page]
-over_provisioning = {op}
-ecc_t = 8
-ecc = {ecc}
+{ftl}
 [precondition]
 enabled = false
 [workload]
@@ -215,7 +223,72 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if a.flares_mib > 0 {
         flares_vs_fixed(&a)?;
     }
+    if a.combined_mib > 0 {
+        combined_vs_page(&a)?;
+    }
     Ok(())
+}
+
+/// The combined profile against the plain page-level FTL (fixed t = 8, foreground GC) on
+/// one device size, side by side: the cost of every technique together per simulated chip
+/// operation (issue 21's measure: at most 2×).
+fn combined_vs_page(a: &BenchArgs) -> Result<()> {
+    let cap = a.combined_mib << 20;
+    println!(
+        "\n== combined profile vs plain page FTL, {} MiB digest-mode device (512-byte sectors: FLARES's t up to 13)",
+        a.combined_mib
+    );
+    let mut plain = device_with(cap, false, 0.35, "\"fixed\"")?;
+    let mut combined = device_ftl(
+        cap,
+        false,
+        "[ftl]\nscheme = \"combined\"\n[ftl.combined]\nover_provisioning = 0.35\n",
+    )?;
+    precondition(&mut plain.engine)?;
+    precondition(&mut combined.engine)?;
+    let rates = phases(
+        &mut [&mut plain.engine, &mut combined.engine],
+        a.small_requests,
+        1,
+        PAIRED_WINDOWS,
+    )?;
+    paired_report(&rates, ["plain", "combined"], "combined/plain");
+    Ok(())
+}
+
+/// Prints two engines' phases side by side and their ratio per phase (second over first):
+/// over the whole phase and the median of the window-by-window ratios.
+fn paired_report(rates: &[Vec<Phase>], labels: [&str; 2], ratio: &str) {
+    for (label, r) in labels.iter().zip(rates) {
+        println!(
+            "{label:<8} {}",
+            r.iter()
+                .map(|p| format!(
+                    "{}: {:.0} req/s, {:.2}M chip ops/s, WAF {:.2}",
+                    p.name,
+                    p.rate,
+                    p.chip_ops / 1e6,
+                    p.waf
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    for (f, x) in rates[0].iter().zip(&rates[1]) {
+        let paired = f
+            .window_ops
+            .iter()
+            .zip(&x.window_ops)
+            .map(|(a, b)| b / a)
+            .collect::<Vec<_>>();
+        println!(
+            "ratio    {}: {ratio} = {:.2}× chip ops/s over the phase; median of {} side-by-side windows {:.2}×",
+            f.name,
+            x.chip_ops / f.chip_ops,
+            paired.len(),
+            median(paired)
+        );
+    }
 }
 
 /// FLARES against a fixed t on one device size, side by side: the policy's cost per
@@ -237,35 +310,7 @@ fn flares_vs_fixed(a: &BenchArgs) -> Result<()> {
         1,
         PAIRED_WINDOWS,
     )?;
-    for (label, r) in [("fixed", &rates[0]), ("flares", &rates[1])] {
-        println!(
-            "{label:<7} {}",
-            r.iter()
-                .map(|p| format!(
-                    "{}: {:.0} req/s, {:.2}M chip ops/s",
-                    p.name,
-                    p.rate,
-                    p.chip_ops / 1e6
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-    for (f, x) in rates[0].iter().zip(&rates[1]) {
-        let paired = f
-            .window_ops
-            .iter()
-            .zip(&x.window_ops)
-            .map(|(a, b)| b / a)
-            .collect::<Vec<_>>();
-        println!(
-            "ratio       {}: FLARES/fixed = {:.2}× chip ops/s over the phase; median of {} side-by-side windows {:.2}×",
-            f.name,
-            x.chip_ops / f.chip_ops,
-            paired.len(),
-            median(paired)
-        );
-    }
+    paired_report(&rates, ["fixed", "flares"], "FLARES/fixed");
     Ok(())
 }
 
