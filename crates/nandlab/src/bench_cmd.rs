@@ -238,21 +238,38 @@ fn combined_vs_page(a: &BenchArgs) -> Result<()> {
         "\n== combined profile vs plain page FTL, {} MiB digest-mode device (512-byte sectors: FLARES's t up to 13)",
         a.combined_mib
     );
-    let mut plain = device_with(cap, false, 0.35, "\"fixed\"")?;
-    let mut combined = device_ftl(
+    let plain = device_with(cap, false, 0.35, "\"fixed\"")?;
+    let combined = device_ftl(
         cap,
         false,
         "[ftl]\nscheme = \"combined\"\n[ftl.combined]\nover_provisioning = 0.35\n",
     )?;
-    precondition(&mut plain.engine)?;
-    precondition(&mut combined.engine)?;
+    side_by_side(
+        a,
+        [plain, combined],
+        ["plain", "combined"],
+        "combined/plain",
+    )
+}
+
+/// Preconditions two devices, runs both workloads on them in alternating paired windows
+/// and prints the comparison ([`paired_report`]).
+fn side_by_side(
+    a: &BenchArgs,
+    devices: [sim::Experiment; 2],
+    labels: [&str; 2],
+    ratio: &str,
+) -> Result<()> {
+    let [mut x, mut y] = devices;
+    precondition(&mut x.engine)?;
+    precondition(&mut y.engine)?;
     let rates = phases(
-        &mut [&mut plain.engine, &mut combined.engine],
+        &mut [&mut x.engine, &mut y.engine],
         a.small_requests,
         1,
         PAIRED_WINDOWS,
     )?;
-    paired_report(&rates, ["plain", "combined"], "combined/plain");
+    paired_report(&rates, labels, ratio);
     Ok(())
 }
 
@@ -300,18 +317,9 @@ fn flares_vs_fixed(a: &BenchArgs) -> Result<()> {
         "\n== FLARES vs fixed t = 8, {} MiB digest-mode device (512-byte sectors: t up to 13)",
         a.flares_mib
     );
-    let mut fixed = device_with(cap, false, 0.25, "\"fixed\"")?;
-    let mut flares = device_with(cap, false, 0.25, "{ flares = { t_max = 13 } }")?;
-    precondition(&mut fixed.engine)?;
-    precondition(&mut flares.engine)?;
-    let rates = phases(
-        &mut [&mut fixed.engine, &mut flares.engine],
-        a.small_requests,
-        1,
-        PAIRED_WINDOWS,
-    )?;
-    paired_report(&rates, ["fixed", "flares"], "FLARES/fixed");
-    Ok(())
+    let fixed = device_with(cap, false, 0.25, "\"fixed\"")?;
+    let flares = device_with(cap, false, 0.25, "{ flares = { t_max = 13 } }")?;
+    side_by_side(a, [fixed, flares], ["fixed", "flares"], "FLARES/fixed")
 }
 
 /// The steady-state phases on the large digest-mode device, beside MQSim's figures.
