@@ -237,6 +237,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             recovery: None,
             rt: None,
             rt_latency: None,
+            cp_buf: Vec::new(),
         }
     }
 

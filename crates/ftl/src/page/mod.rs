@@ -262,6 +262,9 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     rt: Option<crate::rtgc::WaoBounds>,
     /// The latency bound they give with this controller's costs.
     rt_latency: Option<crate::LatencyBound>,
+    /// The checkpoint encoder's buffer, kept between checkpoints (scratch: its contents
+    /// mean nothing outside `write_checkpoint_with`).
+    cp_buf: Vec<u8>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {

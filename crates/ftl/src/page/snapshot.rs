@@ -71,12 +71,29 @@ const POLICY_TAG: u32 = 0x4652_5050; // "PPRF"
 const CRIT_RANGES: u32 = 0;
 const CRIT_BITMAP: u32 = 1;
 
-/// Runs of set bits in a bitmap of `n` bits: (first, length).
+/// Runs of set bits in a bitmap of `n` bits: (first, length). Whole zero and whole set
+/// words are stepped over a word at a time (a checkpoint of a large volume walks millions
+/// of bits).
 fn runs(bits: &[u64], n: u64) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     let mut start: Option<u64> = None;
-    for i in 0..n {
-        let set = bits[(i / 64) as usize] >> (i % 64) & 1 == 1;
+    let mut i = 0u64;
+    while i < n {
+        let w = bits[(i / 64) as usize];
+        let whole = i.is_multiple_of(64) && i + 64 <= n;
+        if whole && (w == 0 || w == u64::MAX) {
+            match (w == u64::MAX, start) {
+                (true, None) => start = Some(i),
+                (false, Some(a)) => {
+                    out.push((a as u32, (i - a) as u32));
+                    start = None;
+                }
+                _ => {}
+            }
+            i += 64;
+            continue;
+        }
+        let set = w >> (i % 64) & 1 == 1;
         match (set, start) {
             (true, None) => start = Some(i),
             (false, Some(a)) => {
@@ -85,6 +102,7 @@ fn runs(bits: &[u64], n: u64) -> Vec<(u32, u32)> {
             }
             _ => {}
         }
+        i += 1;
     }
     if let Some(a) = start {
         out.push((a as u32, (n - a) as u32));
@@ -92,35 +110,51 @@ fn runs(bits: &[u64], n: u64) -> Vec<(u32, u32)> {
     out
 }
 
-impl Snapshot {
-    /// Serialises the snapshot, ending with a CRC32C of everything before it.
-    pub fn encode(&self, crc: fn(&[u8]) -> u32) -> Vec<u8> {
-        let mut out = Vec::with_capacity(
-            32 + self.frontiers.len() * 16 + self.states.len() + self.l2p.len() * 4,
-        );
+/// Appends `v` as little-endian `u32`s (one resize, then a loop the compiler turns into
+/// straight copies: a large volume's map is millions of entries).
+fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
+    let at = out.len();
+    out.resize(at + v.len() * 4, 0);
+    for (d, x) in out[at..].chunks_exact_mut(4).zip(v) {
+        d.copy_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// A snapshot's contents as the encoder reads them, borrowed: from a [`Snapshot`], or from
+/// the live FTL without copying its map (a checkpoint of a large volume).
+pub(crate) struct Parts<'a> {
+    seq: u64,
+    logical: u64,
+    frontiers: &'a [[(u32, u32); 2]],
+    /// State bytes with the [`code::SLC`] flag merged in.
+    states: &'a [u8],
+    erase: &'a [u32],
+    l2p: &'a [u32],
+    critical: &'a [u64],
+    replicas: &'a super::replica::Replicas,
+    policy: Option<&'a [u8]>,
+}
+
+impl Parts<'_> {
+    /// Serialises the snapshot into `out` (cleared first), ending with a CRC32C of
+    /// everything before it.
+    fn encode_into(&self, crc: fn(&[u8]) -> u32, out: &mut Vec<u8>) {
+        out.clear();
+        out.reserve(40 + self.frontiers.len() * 16 + self.states.len() * 5 + self.l2p.len() * 4);
         out.extend_from_slice(&self.seq.to_le_bytes());
         out.extend_from_slice(&self.logical.to_le_bytes());
         out.extend_from_slice(&(self.frontiers.len() as u32).to_le_bytes());
         out.extend_from_slice(&(self.states.len() as u32).to_le_bytes());
-        for f in &self.frontiers {
+        for f in self.frontiers {
             for (b, n) in f {
                 out.extend_from_slice(&b.to_le_bytes());
                 out.extend_from_slice(&n.to_le_bytes());
             }
         }
-        out.extend(
-            self.states
-                .iter()
-                .zip(&self.slc)
-                .map(|(&st, &slc)| if slc { st | code::SLC } else { st }),
-        );
-        for e in &self.erase {
-            out.extend_from_slice(&e.to_le_bytes());
-        }
-        for p in &self.l2p {
-            out.extend_from_slice(&p.to_le_bytes());
-        }
-        let runs = runs(&self.critical, self.logical);
+        out.extend_from_slice(self.states);
+        put_u32s(out, self.erase);
+        put_u32s(out, self.l2p);
+        let runs = runs(self.critical, self.logical);
         if runs.len() as u64 * 8 <= self.logical.div_ceil(64) * 8 {
             out.extend_from_slice(&CRIT_RANGES.to_le_bytes());
             out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
@@ -130,20 +164,50 @@ impl Snapshot {
             }
         } else {
             out.extend_from_slice(&CRIT_BITMAP.to_le_bytes());
-            for w in &self.critical {
+            for w in self.critical {
                 out.extend_from_slice(&w.to_le_bytes());
             }
         }
         if !self.replicas.is_empty() || self.policy.is_some() {
-            super::replica::encode(&self.replicas, &mut out);
+            super::replica::encode(self.replicas, out);
         }
-        if let Some(p) = &self.policy {
+        if let Some(p) = self.policy {
             out.extend_from_slice(&POLICY_TAG.to_le_bytes());
             out.extend_from_slice(&(p.len() as u32).to_le_bytes());
             out.extend_from_slice(p);
         }
-        let c = crc(&out);
+        let c = crc(out);
         out.extend_from_slice(&c.to_le_bytes());
+    }
+}
+
+/// State bytes of `states` with the [`code::SLC`] flag of `slc` merged in.
+fn state_bytes(states: &[u8], slc: impl Iterator<Item = bool>) -> Vec<u8> {
+    states
+        .iter()
+        .zip(slc)
+        .map(|(&st, slc)| if slc { st | code::SLC } else { st })
+        .collect()
+}
+
+impl Snapshot {
+    /// Serialises the snapshot, ending with a CRC32C of everything before it.
+    #[cfg(test)]
+    pub fn encode(&self, crc: fn(&[u8]) -> u32) -> Vec<u8> {
+        let states = state_bytes(&self.states, self.slc.iter().copied());
+        let mut out = Vec::new();
+        Parts {
+            seq: self.seq,
+            logical: self.logical,
+            frontiers: &self.frontiers,
+            states: &states,
+            erase: &self.erase,
+            l2p: &self.l2p,
+            critical: &self.critical,
+            replicas: &self.replicas,
+            policy: self.policy.as_deref(),
+        }
+        .encode_into(crc, &mut out);
         out
     }
 
@@ -258,10 +322,11 @@ pub(crate) fn decode_trims(log: &[u8]) -> impl Iterator<Item = (u32, u64)> + '_ 
 pub(crate) type Loaded = (Snapshot, Vec<(u32, u64)>);
 
 impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
-    /// The current state as a snapshot (frontier blocks are recorded as open; blocks being
-    /// collected or waiting for their erase as full).
-    pub(crate) fn snapshot(&self) -> Snapshot {
-        let frontiers = self
+    /// Encodes the current state as a snapshot into `out` (frontier blocks are recorded as
+    /// open; blocks being collected or waiting for their erase as full), borrowing the map
+    /// rather than copying it, with the policy's state `policy`.
+    pub(crate) fn encode_snapshot(&self, policy: Option<&[u8]>, out: &mut Vec<u8>) {
+        let frontiers: Vec<[(u32, u32); 2]> = self
             .s
             .dies
             .iter()
@@ -274,7 +339,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 [f(HOST), f(COLD)]
             })
             .collect();
-        let states = self
+        let states: Vec<u8> = self
             .s
             .state
             .iter()
@@ -287,22 +352,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 BState::Region => code::REGION,
             })
             .collect();
-        Snapshot {
+        let states = state_bytes(&states, self.s.slc.iter().map(|&m| m == Some(true)));
+        Parts {
             seq: self.s.seq,
             logical: self.logical,
-            frontiers,
-            states,
-            erase: self.s.erase.clone(),
-            slc: self.s.slc.iter().map(|&m| m == Some(true)).collect(),
-            critical: self.critical.clone(),
-            replicas: self.replicas.clone(),
-            policy: None,
+            frontiers: &frontiers,
+            states: &states,
+            erase: &self.s.erase,
             l2p: self
                 .map
                 .entries()
-                .expect("the page kernel's checkpoint copies a resident map")
-                .to_vec(),
+                .expect("the page kernel's checkpoint encodes a resident map"),
+            critical: &self.critical,
+            replicas: &self.replicas,
+            policy,
         }
+        .encode_into(self.s.ctl.crc32c_fn(), out);
     }
 
     /// Whether a flush writes a checkpoint: once `checkpoint_interval` blocks have opened
@@ -345,18 +410,19 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         policy: Option<Vec<u8>>,
     ) -> Result<(), FtlError> {
         self.s.seal_all(now)?;
-        let crc = self.s.ctl.crc32c_fn();
-        let mut snap = self.snapshot();
-        snap.policy = policy;
-        let mut bytes = snap.encode(crc);
+        // One encoding buffer lives across checkpoints (a large volume's snapshot is
+        // megabytes: no fresh allocation, no page faults, each time).
+        let mut bytes = core::mem::take(&mut self.cp_buf);
+        self.encode_snapshot(policy.as_deref(), &mut bytes);
         let room = self.region.capacity(&self.s);
-        if snap.policy.is_some() && bytes.len() > room {
+        if policy.is_some() && bytes.len() > room {
             // A region sized by hand too small for the policy's state: it is advice, the
             // checkpoint goes without it.
-            snap.policy = None;
-            bytes = snap.encode(crc);
+            self.encode_snapshot(None, &mut bytes);
         }
-        self.region.write_generation(&mut self.s, now, &bytes)?;
+        let written = self.region.write_generation(&mut self.s, now, &bytes);
+        self.cp_buf = bytes;
+        written?;
         self.pending_trims.clear();
         self.s.opened_since_cp = 0;
         self.s.opened_per_die.fill(0);
@@ -419,5 +485,83 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Whether logical page entry `p` of a snapshot maps somewhere valid.
     pub(crate) fn snapshot_entry_ok(&self, p: u32) -> bool {
         p == INVALID || p == super::LOST || (p as u64) < self.s.geo.total_pages()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+
+    /// Runs by a bit-at-a-time scan (the reference the word-stepping `runs` must match).
+    fn naive_runs(bits: &[u64], n: u64) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut start = None;
+        for i in 0..n {
+            let set = bits[(i / 64) as usize] >> (i % 64) & 1 == 1;
+            match (set, start) {
+                (true, None) => start = Some(i),
+                (false, Some(a)) => {
+                    out.push((a as u32, (i - a) as u32));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(a) = start {
+            out.push((a as u32, (n - a) as u32));
+        }
+        out
+    }
+
+    #[test]
+    fn runs_match_a_bit_scan() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for case in 0..400u64 {
+            let n = rng.next_u64() % 700;
+            let words = n.div_ceil(64) as usize;
+            // Whole zero / whole set words, sparse and dense words, mixed.
+            let mut bits: Vec<u64> = (0..words)
+                .map(|_| match rng.next_u32() % 4 {
+                    0 => 0,
+                    1 => u64::MAX,
+                    2 => rng.next_u64(),
+                    _ => 1 << (rng.next_u32() % 64),
+                })
+                .collect();
+            if n % 64 != 0 {
+                bits[words - 1] &= (1u64 << (n % 64)) - 1;
+            }
+            assert_eq!(runs(&bits, n), naive_runs(&bits, n), "case {case}, n {n}");
+        }
+    }
+
+    #[test]
+    fn snapshot_round_trips() {
+        let crc = controller::layout::crc32c_software;
+        let logical = 300u64;
+        let mut critical = vec![0u64; 5];
+        critical[0] = u64::MAX;
+        critical[2] = 0b1011;
+        let snap = Snapshot {
+            seq: 99,
+            logical,
+            frontiers: vec![[(3, 7), (NO_BLOCK, 0)], [(5, 0), (6, 2)]],
+            states: vec![code::FREE, code::OPEN, code::FULL, code::REGION],
+            erase: vec![1, 2, 3, 4],
+            l2p: (0..logical as u32)
+                .map(|i| i.wrapping_mul(2654435761))
+                .collect(),
+            slc: vec![false, true, false, false],
+            critical,
+            replicas: super::super::replica::Replicas::new(),
+            policy: Some(vec![1, 2, 3]),
+        };
+        let bytes = snap.encode(crc);
+        assert_eq!(Snapshot::decode(&bytes, 2, 4, crc), Some(snap.clone()));
+        // One flipped byte fails the CRC.
+        let mut bad = bytes.clone();
+        bad[20] ^= 1;
+        assert_eq!(Snapshot::decode(&bad, 2, 4, crc), None);
     }
 }
