@@ -503,10 +503,13 @@ impl CopyOrder for Asymmetric {
         page: &mut dyn FnMut(u32) -> VictimPage,
     ) -> Option<u32> {
         let reliable = dest.is_some_and(|s| s.reliable());
+        // A class's cursor passes every page it looked at: a victim's pages never become
+        // valid again, so a search that found none leaves the cursor at the end (without
+        // that, each reliable slot would rescan the rest of a victim with no critical page).
         let mut find = |from: &mut u32, critical: bool| {
-            let p = (*from..pages).find(|&p| page(p) == VictimPage::Valid { critical })?;
-            *from = p + 1;
-            Some(p)
+            let found = (*from..pages).find(|&p| page(p) == VictimPage::Valid { critical });
+            *from = found.map_or(pages, |p| p + 1);
+            found
         };
         if reliable {
             find(&mut cursor.next_critical, true).or_else(|| find(&mut cursor.next, false))
@@ -597,5 +600,79 @@ impl core::fmt::Debug for Policies {
             .field("pacing", &self.pacing.name())
             .field("copy_order", &self.copy_order.name())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    /// Copies a victim of `classes` (None: invalid) with `order`, destinations alternating
+    /// LSB / MSB; returns the copy order and the page look-ups it took.
+    fn copy_all(order: &mut dyn CopyOrder, classes: &[Option<bool>]) -> (Vec<u32>, usize) {
+        let mut state = classes.to_vec();
+        let mut cursor = CopyCursor::default();
+        let (mut copied, mut looks) = (Vec::new(), 0usize);
+        for i in 0.. {
+            let dest = Slot {
+                die: 0,
+                block: 0,
+                page: i,
+                bit: if i % 2 == 0 {
+                    BitKind::Lsb
+                } else {
+                    BitKind::Msb
+                },
+                slc: false,
+            };
+            let pages = state.len() as u32;
+            let next = order.next(&mut cursor, pages, Some(dest), &mut |p| {
+                looks += 1;
+                match state[p as usize] {
+                    None => VictimPage::Invalid,
+                    Some(critical) => VictimPage::Valid { critical },
+                }
+            });
+            let Some(p) = next else { break };
+            assert!(
+                state[p as usize].is_some(),
+                "page {p} copied twice or invalid"
+            );
+            state[p as usize] = None;
+            copied.push(p);
+        }
+        (copied, looks)
+    }
+
+    #[test]
+    fn asymmetric_copies_every_valid_page_once_in_linear_look_ups() {
+        let n = 256usize;
+        for pattern in 0..4u32 {
+            let classes: Vec<Option<bool>> = (0..n)
+                .map(|i| match pattern {
+                    0 => Some(false),                        // no critical page at all
+                    1 => Some(true),                         // only critical pages
+                    2 => (i % 3 != 0).then_some(i % 5 == 0), // mixed, some invalid
+                    _ => (i % 7 == 0).then_some(true),       // sparse critical
+                })
+                .collect();
+            let (copied, looks) = copy_all(&mut Asymmetric, &classes);
+            let mut sorted = copied.clone();
+            sorted.sort_unstable();
+            let valid: Vec<u32> = (0..n as u32)
+                .filter(|&p| classes[p as usize].is_some())
+                .collect();
+            assert_eq!(sorted, valid, "pattern {pattern}");
+            // Each class's cursor passes each page once, plus the final empty searches.
+            assert!(looks <= 2 * n + 4, "pattern {pattern}: {looks} look-ups");
+            // Reliable slots took critical pages first.
+            if pattern == 2 {
+                let first_crit = copied
+                    .iter()
+                    .position(|&p| classes[p as usize] == Some(true));
+                assert_eq!(first_crit, Some(1));
+            }
+        }
     }
 }
