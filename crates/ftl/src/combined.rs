@@ -22,9 +22,10 @@
 //! they agree): on a single-level chip AP has no MSB page to prefer and is left out
 //! (striped placement, ascending copies); FLARES's `t_max` (and `ecc_t`, the strength of
 //! metadata pages) is capped to the largest strength whose parity and PPROF codeword fit
-//! the spare area. Everything else is as configured; a configuration the bound cannot hold
-//! (over-provisioning below what U(σ) needs with the young blocks left out) is refused
-//! naming the key.
+//! the spare area. Over-provisioning starts at the profile's 0.3 and is raised at format
+//! to the first hundredth WAO-GC's bound holds at (U(σ) with the young blocks left out);
+//! a value given explicitly is taken as given, and refused naming the key if the bound
+//! cannot hold.
 
 use crate::flares::FlaresConfig;
 use crate::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};
@@ -36,7 +37,9 @@ use nand::{CellType, ErrorModel, Storage};
 /// The combined profile's configuration before it is fitted to a chip.
 ///
 /// Over-provisioning 0.3 (WAO-GC's σ with two young blocks per die left out, on the
-/// FLARES and AP chips' geometries at their 2–3 copies per step); a checkpoint at a flush
+/// FLARES and AP chips' geometries at their 2–3 copies per step), raised at format in
+/// hundredths to the first value WAO-GC's bound holds at on a chip that needs more (fewer
+/// copies per step, fewer blocks per die: `auto_over_provisioning`); a checkpoint at a flush
 /// once two blocks have opened on a die since the last one (each die's young blocks, which
 /// roll-forward needs kept from GC, stay at two for a host that flushes that often); no
 /// static wear levelling (a migration would take a block outside the partial steps: WAO-GC
@@ -45,6 +48,7 @@ use nand::{CellType, ErrorModel, Storage};
 pub fn profile() -> PageFtlConfig {
     PageFtlConfig {
         over_provisioning: 0.3,
+        auto_over_provisioning: true,
         victim: VictimKind::Greedy,
         placement: PlacementKind::MsbCritical,
         copy_order: CopyOrderKind::Asymmetric,

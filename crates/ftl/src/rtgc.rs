@@ -99,14 +99,15 @@ impl WaoBounds {
         let u_lambda = libm::ceil(sigma * pi as f64) as u32;
         if !(sigma > 0.0 && sigma <= u_sigma && u_lambda <= lambda_max) {
             return Err(format!(
-                "logical/physical ratio σ = {sigma:.4} is above U(σ) = {u_sigma:.4} for chip {} (α = {alpha}, π = {pi}; with eq. 6's ceilings{} at most {lambda_max} valid pages per victim, σ ≤ {:.4}): partial GC could not reclaim a victim before the last free block fills",
+                "logical/physical ratio σ = {sigma:.4} is above {limit:.4}, the highest the bound allows for chip {} (U(σ) = {u_sigma:.4} with α = {alpha}, π = {pi}; with eq. 6's ceilings{} at most {lambda_max} valid pages per victim, σ ≤ {:.4}): partial GC could not reclaim a victim before the last free block fills",
                 chip.name,
                 if wait > 0 {
                     format!(" and {wait} steps waiting for the erase")
                 } else {
                     String::new()
                 },
-                lambda_max as f64 / pi as f64
+                lambda_max as f64 / pi as f64,
+                limit = u_sigma.min(lambda_max as f64 / pi as f64),
             ));
         }
         let k = u_lambda.div_ceil(alpha) + 1 + wait;

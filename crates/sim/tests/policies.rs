@@ -691,6 +691,17 @@ metadata = { pct = 10, bytes = 1048576 }
         p.over_provisioning, 0.7,
         "the file's key replaces the profile's"
     );
+    assert!(!p.auto_over_provisioning, "a value given is taken as given");
+    let without = rest.replace("over_provisioning = 0.7", "");
+    let cfg2 = ExperimentConfig::from_toml_str(&experiment_text("combined", 5, &without), "c.toml")
+        .unwrap();
+    let ftl::SchemeConfig::Combined(p2) = cfg2.ftl.scheme_config() else {
+        panic!("not the combined scheme")
+    };
+    assert!(
+        p2.auto_over_provisioning && p2.over_provisioning == 0.3,
+        "{p2:?}"
+    );
     assert_eq!(p.placement, ftl::policy::PlacementKind::MsbCritical);
     assert_eq!(p.gc_pacing, ftl::policy::PacingKind::WaoGc);
     let r = run(cfg);

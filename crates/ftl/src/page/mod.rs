@@ -89,6 +89,11 @@ const LOST: u32 = u32::MAX - 1;
 pub struct PageFtlConfig {
     /// Fraction of the physical capacity hidden from the host (0 < op < 1).
     pub over_provisioning: f64,
+    /// With a real-time pacing (WAO-GC), a format that finds `over_provisioning` too small
+    /// for the bound raises it in steps of 0.01 (up to 0.9) to the first value the bound
+    /// holds at, instead of refusing (the combined profile's default; a mount keeps the
+    /// size its checkpoint records). Off: the value is taken as given or refused.
+    pub auto_over_provisioning: bool,
     /// Foreground GC runs on a die while it has fewer free blocks than this (≥ 2). With 2,
     /// a GC job may take a die's last free block, and a power cut in that job can leave a
     /// full volume with nothing to copy into after recovery; 3 (the default) keeps one in
@@ -197,6 +202,7 @@ impl Default for PageFtlConfig {
     fn default() -> Self {
         PageFtlConfig {
             over_provisioning: 0.125,
+            auto_over_provisioning: false,
             gc_threshold: 3,
             victim: VictimKind::Greedy,
             placement: PlacementKind::Striped,

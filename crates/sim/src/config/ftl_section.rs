@@ -81,6 +81,10 @@ fn combined_over_profile<'de, D: serde::Deserializer<'de>>(
     use serde::de::Error;
     let given = toml::Table::deserialize(d)?;
     let mut table = toml::Table::try_from(ftl::combined::profile()).map_err(D::Error::custom)?;
+    // An over-provisioning given explicitly is taken as given (or refused), not raised.
+    if given.contains_key("over_provisioning") {
+        table.insert("auto_over_provisioning".into(), false.into());
+    }
     table.extend(given);
     toml::Value::Table(table)
         .try_into()
