@@ -481,6 +481,12 @@ pub trait Ftl {
     fn latency_bound(&self) -> Option<LatencyBound> {
         None
     }
+    /// The over-provisioning the volume was sized with, where the scheme may choose it
+    /// (the page kernel raises the configured value for WAO-GC's bound when
+    /// `auto_over_provisioning` is on); `None` for schemes that take it as configured.
+    fn over_provisioning(&self) -> Option<f64> {
+        None
+    }
     /// Whether the controller writes FLARES's PPROF codeword in every page's spare area.
     fn controller_pprof(&self) -> bool {
         false

@@ -62,18 +62,49 @@ pub struct RunArgs {
     quiet: bool,
 }
 
+/// Whether experiment file `text` names its FTL scheme (`[ftl] scheme`); a file that does
+/// not runs the default profile, `combined` (the library's own default stays the page
+/// FTL, which files and tests written before the profile rely on).
+fn names_scheme(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text)
+        .ok()
+        .and_then(|t| t.get("ftl")?.get("scheme").cloned())
+        .is_some()
+}
+
+/// The scheme sections (`[ftl.NAME]`) experiment file `text` sets.
+fn scheme_sections(text: &str) -> impl Iterator<Item = String> {
+    toml::from_str::<toml::Table>(text)
+        .ok()
+        .and_then(|t| t.get("ftl")?.as_table().cloned())
+        .into_iter()
+        .flat_map(|f| f.into_iter().filter(|(_, v)| v.is_table()).map(|(k, _)| k))
+}
+
 pub fn run(a: RunArgs) -> Result<()> {
-    let (mut cfg, base) = match &a.config {
+    // (`defaulted`: no scheme named, the default profile runs.)
+    let (mut cfg, base, defaulted) = match &a.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read experiment file {}", path.display()))?;
-            let cfg = ExperimentConfig::from_toml_str(&text, &path.display().to_string())?;
+            let mut cfg = ExperimentConfig::from_toml_str(&text, &path.display().to_string())?;
+            let defaulted = !names_scheme(&text);
+            if defaulted {
+                if let Some(other) = scheme_sections(&text).find(|s| s != "combined") {
+                    bail!(
+                        "{}: [ftl.{other}] is set but no [ftl] scheme is named, so the default profile \"combined\" would run and ignore it: add scheme = \"{other}\" under [ftl] (or move the keys to [ftl.combined])",
+                        path.display()
+                    );
+                }
+                cfg.ftl.scheme = sim::config::FtlScheme::Combined;
+            }
             (
                 cfg,
                 path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                defaulted,
             )
         }
-        None => (ExperimentConfig::builtin_default(), PathBuf::new()),
+        None => (ExperimentConfig::builtin_default(), PathBuf::new(), true),
     };
     if let Some(t) = &a.trace {
         let name = a.format.as_deref().unwrap_or_default();
@@ -127,7 +158,16 @@ pub fn run(a: RunArgs) -> Result<()> {
         check_output(p)?;
     }
     let wall = Instant::now();
-    let mut exp = cfg.build(&base)?;
+    let mut exp = cfg.build(&base).map_err(|e| {
+        let e = anyhow::Error::from(e);
+        if defaulted {
+            e.context(
+                "no [ftl] scheme is named, so the default profile \"combined\" was used; name one (e.g. scheme = \"page\") for a chip or size it does not fit",
+            )
+        } else {
+            e
+        }
+    })?;
     let bar = progress_bar(a.quiet);
     if let Some(b) = &bar {
         b.set_message("preconditioning");
@@ -221,4 +261,23 @@ pub fn progress_bar(quiet: bool) -> Option<ProgressBar> {
             .expect("valid template"),
     );
     Some(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_scheme;
+
+    #[test]
+    fn a_file_names_its_scheme_only_with_ftl_scheme() {
+        assert!(names_scheme("[ftl]\nscheme = \"page\"\n"));
+        assert!(names_scheme("ftl = { scheme = \"block\" }\n"));
+        assert!(!names_scheme("[ftl.page]\nover_provisioning = 0.2\n"));
+        assert!(!names_scheme("name = \"x\"\n"));
+        assert!(!names_scheme("[workload]\nscheme = \"page\"\n"));
+        let sections: Vec<String> = super::scheme_sections(
+            "[ftl.page]\nover_provisioning = 0.2\n[ftl.combined]\necc_t = 8\n",
+        )
+        .collect();
+        assert_eq!(sections, ["combined", "page"]);
+    }
 }

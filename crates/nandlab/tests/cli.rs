@@ -67,7 +67,7 @@ fn run_is_deterministic_and_writes_reports() {
     let cfg = dir.path().join("exp.toml");
     std::fs::write(
         &cfg,
-        "seed = 4\n[chip]\npreset = \"tiny-mlc\"\n[chip.geometry]\nblocks_per_plane = 64\n[ftl.page]\nover_provisioning = 0.2\n[precondition]\nmax_overwrite = 0.5\n[workload]\nrequests = 3000\nread_pct = 50\n",
+        "seed = 4\n[chip]\npreset = \"tiny-mlc\"\n[chip.geometry]\nblocks_per_plane = 64\n[ftl]\nscheme = \"page\"\n[ftl.page]\nover_provisioning = 0.2\n[precondition]\nmax_overwrite = 0.5\n[workload]\nrequests = 3000\nread_pct = 50\n",
     )
     .unwrap();
     let (a, b, c) = (
@@ -351,7 +351,7 @@ fn runs_that_do_nothing_and_flags_that_do_not_apply_are_errors() {
     let bad = file(
         &d,
         "bad.toml",
-        "name = \"x\"\nseed = 1\n[chip]\npreset = \"tiny-mlc\"\n[ftl.page]\nover_provisioning = 0.01\n\
+        "name = \"x\"\nseed = 1\n[chip]\npreset = \"tiny-mlc\"\n[ftl]\nscheme = \"page\"\n[ftl.page]\nover_provisioning = 0.01\n\
          [workload]\nrequests = 10\nread_pct = 150\nsize = 0\nalign = 0\n[load]\nqueue_depth = 0\n",
     );
     let hostname = file(&d, "data.bin", "some bytes");
@@ -513,7 +513,7 @@ fn reports_say_what_produced_them() {
     std::fs::write(
         &exp,
         "name = \"open\"\nseed = 2\n[chip]\npreset = \"tiny-mlc\"\n[controller]\nmode = \"digest\"\n\
-         [errors]\nmodel = \"none\"\n[ftl.page]\nover_provisioning = 0.25\n[precondition]\nenabled = false\n\
+         [errors]\nmodel = \"none\"\n[ftl]\nscheme = \"page\"\n[ftl.page]\nover_provisioning = 0.25\n[precondition]\nenabled = false\n\
          [workload]\nrequests = 3000\nread_pct = 50\nsize = 2048\nalign = 512\ninterarrival_us = 1.0\n\
          [load]\nmode = \"open\"\n",
     )
@@ -561,7 +561,7 @@ fn summaries_do_not_print_numbers_that_mean_nothing() {
         &d,
         "reads.toml",
         "name = \"reads\"\nseed = 2\n[chip]\npreset = \"tiny-mlc\"\n[controller]\nmode = \"digest\"\n\
-         [errors]\nmodel = \"none\"\n[ftl.page]\nover_provisioning = 0.25\n[precondition]\nenabled = false\n\
+         [errors]\nmodel = \"none\"\n[ftl]\nscheme = \"page\"\n[ftl.page]\nover_provisioning = 0.25\n[precondition]\nenabled = false\n\
          [workload]\nrequests = 500\nread_pct = 100\nsize = 4096\n",
     );
     let o = nandlab(&["run", "--config", exp.to_str().unwrap(), "--quiet"]);
@@ -683,5 +683,36 @@ fn volume_verify_with_other_flags_than_stress_says_so() {
         stderr(&o).contains("same workload flags as the `volume stress`"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// With no `[ftl] scheme`, `nandlab run` runs the default profile (combined); a file that
+/// sets another scheme's section without naming it is refused rather than ignored.
+#[test]
+fn the_default_profile_runs_unless_a_scheme_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let base = "name = \"d\"\nseed = 3\n[chip]\npreset = \"flares-mlc-3x\"\n[chip.geometry]\nblocks_per_plane = 64\n\
+                [controller]\nmode = \"digest\"\n[precondition]\nenabled = false\n[workload]\nrequests = 2000\n";
+    let plain = d.path().join("plain.toml");
+    std::fs::write(&plain, base).unwrap();
+    let o = nandlab(&["run", "--config", plain.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("ftl         combined: "),
+        "{}",
+        stdout(&o)
+    );
+    let page_keys = d.path().join("page.toml");
+    std::fs::write(
+        &page_keys,
+        format!("{base}[ftl.page]\nover_provisioning = 0.2\n"),
+    )
+    .unwrap();
+    let o = nandlab(&["run", "--config", page_keys.to_str().unwrap(), "--quiet"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("page.toml") && e.contains("[ftl.page]") && e.contains("scheme = \"page\""),
+        "{e}"
     );
 }

@@ -355,8 +355,8 @@ impl ExperimentConfig {
 
     /// The built-in default experiment of `nandlab run`: a small MLC chip (AP's Micron
     /// 29F64G with 64 blocks per plane: 256 MiB), bytes mode with the FLARES error model and
-    /// AP's σ = 0.5 for MSB pages, preconditioned, then 100 000 requests of a 70/30
-    /// read/write random 4–16 KiB mix at queue depth 8.
+    /// AP's σ = 0.5 for MSB pages, the combined profile, preconditioned, then 100 000
+    /// requests of a 70/30 read/write random 4–16 KiB mix at queue depth 8.
     pub fn builtin_default() -> Self {
         let chip: toml::Table =
             toml::from_str("preset = \"micron-29f64g\"\n[geometry]\nblocks_per_plane = 64\n")
@@ -370,7 +370,10 @@ impl ExperimentConfig {
                 msb_ratio: Some(0.5),
                 ..ErrorSection::default()
             },
-            ftl: FtlSection::default(),
+            ftl: FtlSection {
+                scheme: FtlScheme::Combined,
+                ..FtlSection::default()
+            },
             precondition: PreconditionSection::default(),
             workload: Some(SyntheticConfig {
                 requests: Some(100_000),

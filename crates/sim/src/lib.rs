@@ -123,6 +123,22 @@ impl Experiment {
             busy_ns: self.engine.die_busy().iter().map(|t| t.0).sum::<u64>() - busy0,
         });
         report.input_notes = self.source.notes();
+        // The over-provisioning the FTL chose, where it raised the configured value.
+        if let (ftl::SchemeConfig::Page(c) | ftl::SchemeConfig::Combined(c), Some(op)) = (
+            self.config.ftl.scheme_config(),
+            self.engine.ftl().over_provisioning(),
+        ) {
+            if op != c.over_provisioning {
+                let from = format!("over_provisioning {}", c.over_provisioning);
+                report.setup.ftl = report.setup.ftl.replace(
+                    &from,
+                    &format!(
+                        "over_provisioning {op} (raised from {} for WAO-GC's bound)",
+                        c.over_provisioning
+                    ),
+                );
+            }
+        }
         if self.config.recovery.after_run {
             report.recovery = Some(self.recover_copy()?);
         }

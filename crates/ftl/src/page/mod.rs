@@ -790,6 +790,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         &self.s.log.counters
     }
 
+    fn over_provisioning(&self) -> Option<f64> {
+        Some(self.cfg.over_provisioning)
+    }
+
     fn latency_bound(&self) -> Option<crate::LatencyBound> {
         self.rt_latency
     }
