@@ -510,9 +510,15 @@ fn controller_sp(seed: u64) -> Ctl {
     controller_of(cfg, seed)
 }
 
-/// A real volume of `cfg` (GC and metadata write-backs run), flushed, then `damages`; a
-/// mount must error or give a volume whose pages read or report unreadable.
-fn damaged_volume(cfg: ftl::SchemeConfig, ctl: Ctl, damages: &[Damage], seed: u64) {
+/// A real volume of `cfg` (GC and metadata write-backs run; every fifth write critical),
+/// flushed, then `damages`; a mount must error or give a volume that passes `check`.
+fn damaged_volume(
+    cfg: ftl::SchemeConfig,
+    ctl: Ctl,
+    damages: &[Damage],
+    seed: u64,
+    check: fn(&mut ftl::BoxedVolume<RamStorage, ConstantRber>),
+) {
     let mut dev = cfg.format(ctl, Nanos(0)).unwrap();
     let n = dev.logical_pages();
     let ps = dev.page_size();
@@ -522,10 +528,16 @@ fn damaged_volume(cfg: ftl::SchemeConfig, ctl: Ctl, damages: &[Damage], seed: u6
         } else {
             v % n
         };
-        dev.write(
+        let class = if v % 5 == 0 {
+            DataClass::CRITICAL
+        } else {
+            DataClass::NORMAL
+        };
+        dev.write_with(
             Nanos(v),
             Lpn::checked(l, n).unwrap(),
             &nand::pattern::bytes(ps, v),
+            class,
         )
         .unwrap();
     }
@@ -535,7 +547,7 @@ fn damaged_volume(cfg: ftl::SchemeConfig, ctl: Ctl, damages: &[Damage], seed: u6
         apply(&mut ctl, d, seed);
     }
     if let Ok(mut dev) = cfg.mount(ctl, Nanos(0)) {
-        exercise_dftl(&mut dev);
+        check(&mut dev);
     }
 }
 
@@ -580,13 +592,51 @@ proptest! {
     /// the block counts it decrements may end up short of the map.)
     #[test]
     fn dftl_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>()) {
-        damaged_volume(dftl_cfg(), controller(seed), &damages, seed);
+        damaged_volume(dftl_cfg(), controller(seed), &damages, seed, exercise_dftl);
     }
 
     /// The same for SPFTL_log: damaged logs, GXT logs, LIDs.
     #[test]
     fn spftl_log_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>()) {
         let cfg = ftl::SchemeConfig::SpftlLog(ftl::DftlConfig { overprovision: 0.4, ..dftl_settings() });
-        damaged_volume(cfg, controller_sp(seed), &damages, seed);
+        damaged_volume(cfg, controller_sp(seed), &damages, seed, exercise_dftl);
+    }
+}
+
+// ----- The combined profile ----------------------------------------------------------------
+
+/// The combined profile on `tiny-mlc` (AP's placement, FLARES's PPROF codewords, WAO-GC's
+/// shared destinations, roll-forward recovery; over-provisioning raised to what the bound
+/// needs on this chip).
+fn combined_cfg() -> ftl::SchemeConfig {
+    ftl::SchemeConfig::Combined(ftl::combined::profile())
+}
+
+fn controller_mlc(seed: u64) -> Ctl {
+    controller_of(ChipConfig::preset("tiny-mlc").unwrap(), seed)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 80, .. ProptestConfig::default() })]
+
+    /// Random bytes on a blank MLC chip, mounted with the combined profile: an error, never
+    /// a panic (or a volume that keeps its invariants, serves and takes writes).
+    #[test]
+    fn combined_garbage_chip_is_refused(damages in prop::collection::vec(damage(), 0..80), seed in any::<u64>()) {
+        let mut ctl = controller_mlc(seed);
+        for d in &damages {
+            apply(&mut ctl, d, seed);
+        }
+        if let Ok(mut dev) = combined_cfg().mount(ctl, Nanos(0)) {
+            exercise_volume(&mut dev);
+        }
+    }
+
+    /// A real combined volume (partial GC, forced checkpoints, critical and FLARES pages),
+    /// then random damage anywhere: an error or a volume whose pages read or report
+    /// unreadable and that takes writes.
+    #[test]
+    fn combined_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>()) {
+        damaged_volume(combined_cfg(), controller_mlc(seed), &damages, seed, exercise_volume);
     }
 }
