@@ -26,6 +26,16 @@ fn device_alt(preset: &str, victim: VictimKind, seed: u64) -> Dev {
     SchemeConfig::Page(cfg).format(ctl, Nanos::ZERO).unwrap()
 }
 
+/// The combined profile (AP, FLARES, WAO-GC, roll-forward recovery) on the model's chip.
+fn device_combined(preset: &str, seed: u64) -> Dev {
+    let (dev, _) = device_with(preset, VictimKind::Greedy, false, 0.0, seed);
+    let dev = SchemeConfig::Combined(ftl::combined::profile())
+        .format(dev.into_controller(), Nanos::ZERO)
+        .unwrap();
+    dev.verify().unwrap();
+    dev
+}
+
 /// The device and the scheme configuration it was formatted with (built by the scheme
 /// factory, as every consumer does).
 fn device_with(
@@ -198,7 +208,13 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
 
     #[test]
-    fn page_ftl_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..6) {
+    fn page_ftl_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..8) {
+        if which >= 6 {
+            // The combined profile, on an MLC chip (AP at work) and an SLC one (AP left out).
+            let preset = if which == 6 { "tiny-mlc" } else { "tiny-slc" };
+            let mut dev = device_combined(preset, seed);
+            return check(&mut dev, &ops);
+        }
         if which >= 4 {
             // Hint-directed streams and incremental GC pacing.
             let preset = if which == 4 { "tiny-slc" } else { "tiny-mlc" };
