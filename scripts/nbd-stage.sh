@@ -7,6 +7,7 @@
 set -euo pipefail
 NANDLAB=${1:-target/release/nandlab}
 NANDLAB=$(realpath "$NANDLAB")
+root=$(realpath "$(dirname "$0")/..")
 . "$(dirname "$0")/nbd-common.sh"
 # tiny-mlc with 1024 blocks per plane: ~96 MiB exported.
 new_disk() {
@@ -86,6 +87,26 @@ if have fio && fio --enghelp 2>/dev/null | grep -qw nbd; then
     fi
     echo "   control run failed as it must"
   fi
+  stop_server TERM
+  cd - >/dev/null
+  echo "   ok"
+else
+  echo "   skipped: fio with the nbd engine not installed"
+fi
+
+echo "-- the combined profile (examples/ftl/combined.toml): fio verified random writes, SIGKILL restart"
+if have fio && fio --enghelp 2>/dev/null | grep -qw nbd; then
+  cd "$work"
+  cjob=(--name=c --ioengine=nbd --uri="$url" --rw=randwrite --bs=4k --size=16M
+        --verify=crc32c --verify_fatal=1 --randrepeat=1 --randseed=11 --end_fsync=1)
+  rm -f "$work/comb.chip"
+  start_server "$work/comb.chip" --create tiny-mlc --blocks-per-plane 1024 \
+    --ftl "$root/examples/ftl/combined.toml"
+  sed 's/^/   /' "$work/serve.out"
+  timeout 300 fio "${cjob[@]}" --do_verify=1 >"$work/cfio1.log" 2>&1 || { tail -20 "$work/cfio1.log"; fail "combined: fio write+verify"; }
+  stop_server KILL
+  start_server "$work/comb.chip"; sed 's/^/   /' "$work/serve.out"
+  timeout 300 fio "${cjob[@]}" --verify_only >"$work/cfio2.log" 2>&1 || { tail -20 "$work/cfio2.log"; fail "combined: fio verify after SIGKILL"; }
   stop_server TERM
   cd - >/dev/null
   echo "   ok"

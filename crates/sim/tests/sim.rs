@@ -317,3 +317,34 @@ fn hardware_crc32c_equals_the_software_one() {
     }
     assert_eq!(controller::crc32c_software(b"123456789"), 0xE306_9283);
 }
+
+/// Every FTL file under `examples/` (a subfolder's `[ftl]` files, for `nandlab volume` and
+/// `nandlab serve --ftl`) parses with known keys and names its scheme.
+#[test]
+fn example_ftl_files_parse() {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct FtlFile {
+        ftl: sim::config::FtlSection,
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut n = 0;
+    for sub in ["ftl", "realtime", "spftl"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    text.contains("scheme = "),
+                    "{} names no scheme",
+                    path.display()
+                );
+                let f: FtlFile =
+                    toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let _ = f.ftl.scheme_config();
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 9, "{n} FTL files");
+}
