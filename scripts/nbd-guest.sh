@@ -365,9 +365,10 @@ for bs in 512 4096; do
   t0=$SECONDS; boot check "$bs"; echo "   after a server restart: checksums and fsck ok ($((SECONDS - t0)) s)"
   stop_server TERM
 done
-echo "-- guest writing and syncing while the server is killed (kill -9) and restarted"
-rm -f "$work/disk.chip"
-start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024
+# On the combined profile (the page FTL's SIGKILL restarts run in the NBD stage's fio step).
+echo "-- guest writing and syncing while the server (combined profile) is killed (kill -9) and restarted"
+rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
+start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --ftl "$root/examples/ftl/combined.toml"
 t0=$SECONDS
 boot_bg kill 4096
 for _ in $(seq 1 1200); do grep -q "GUEST-SYNCED 8" "$work/console.log" && break; sleep 0.1; done

@@ -107,6 +107,14 @@ const FILES: &[(&str, &str)] = &[
         "combined-base.toml",
         include_str!("../../../experiments/combined-base.toml"),
     ),
+    (
+        "combined-traces.toml",
+        include_str!("../../../experiments/combined-traces.toml"),
+    ),
+    (
+        "combined-trace-base.toml",
+        include_str!("../../../experiments/combined-trace-base.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.
@@ -130,6 +138,7 @@ const MATRICES: &[&str] = &[
     "spftl-random",
     "spftl-traces",
     "combined",
+    "combined-traces",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
@@ -139,6 +148,7 @@ pub fn companions(name: &str) -> &'static [&'static str] {
         "dcr" => &["dcr-capacity"],
         "waogc" => &["waogc-table1", "waogc-traces"],
         "spftl" => &["spftl-random", "spftl-traces"],
+        "combined" => &["combined-traces"],
         _ => &[],
     }
 }
