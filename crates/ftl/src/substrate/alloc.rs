@@ -386,13 +386,18 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// copy meets; a victim holding nothing but critical pages (in MSB pages, the LSB ones
     /// padded) would cost a whole block to collect and free none — greedy would choose it
     /// again and again until the die ran out of space. When this holds, the copy takes the
-    /// slot instead (a counted lapse). One look at the job and the free list: no flash.
+    /// slot instead (a counted lapse). Also true for the whole of a job whose victim was
+    /// judged, when it was chosen, too dense in critical pages for its pads to leave any
+    /// gain (`Job::pads`). One look at the job and the free list: no flash.
     fn job_cannot_pad(&self, die: usize, stream: usize) -> bool {
         let d = &self.dies[die];
         // The GC job, or a relocation or wear-levelling job (they run when none does).
         let Some(job) = d.gc.or_else(|| d.background.front().copied()) else {
             return false;
         };
+        if !job.pads {
+            return true;
+        }
         let frontier = d.frontier[stream].map_or(0, |f| self.ppb.saturating_sub(f.next));
         let room = d.free.len() as u64 * self.ppb as u64 + frontier as u64;
         room < 2 * self.valid[job.victim as usize] as u64
@@ -517,6 +522,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             let die = self.die_of(b) as usize;
             self.state[b as usize] = BState::Retiring;
             self.dies[die].background.push_front(Job {
+                pads: true,
                 next_critical: 0,
                 victim: b,
                 next: 0,

@@ -193,6 +193,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             next_critical: 0,
             cause,
             erase: true,
+            pads: true,
         }
     }
 
@@ -519,8 +520,11 @@ fn start_job<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<Started, Ft
     }
     match victim {
         Some(v) => {
+            let pads = pads_gain(k, v);
             let s = k.sub_mut();
-            s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
+            let mut job = s.claim_victim(v, Cause::Gc);
+            job.pads = pads;
+            s.dies[die].gc = Some(job);
             Ok(Started::Job)
         }
         None if !k.sub().dies[die].dirty.is_empty() => {
@@ -529,6 +533,38 @@ fn start_job<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<Started, Ft
         }
         None => Ok(Started::Nothing),
     }
+}
+
+/// Whether collecting `victim` with AP's pads still frees space: its valid pages plus the
+/// pads their copies would need stay below a block. The copy order puts critical pages in
+/// reliable slots and non-critical ones in the others; a reliable slot comes once every
+/// `ppb / reliable` slots, so `c` critical copies need about `c · unreliable / reliable`
+/// unreliable slots, which the victim's `n` non-critical pages fill before pads do. One
+/// pass over the victim's pages in RAM (its map entries and classes), once per victim; no
+/// flash. Always true for a placement that does not pad.
+fn pads_gain<K: Kernel>(k: &K, victim: u32) -> bool {
+    let s = k.sub();
+    if !s.placement.protects_critical() {
+        return true;
+    }
+    let reliable = s.bits.iter().filter(|&&b| b == nand::BitKind::Msb).count() as u64;
+    let ppb = s.ppb as u64;
+    if reliable == 0 || reliable == ppb {
+        return true;
+    }
+    let base = victim * s.ppb;
+    let (mut c, mut n) = (0u64, 0u64);
+    for p in 0..s.ppb {
+        if let Some(lpn) = k.owner(base + p) {
+            if k.critical(lpn) {
+                c += 1;
+            } else {
+                n += 1;
+            }
+        }
+    }
+    let pads = (c * (ppb - reliable)).div_ceil(reliable).saturating_sub(n);
+    c + n + pads < ppb
 }
 
 /// What [`start_job`] did.

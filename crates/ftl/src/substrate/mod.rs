@@ -177,6 +177,12 @@ pub(crate) struct Job {
     pub cause: crate::Cause,
     /// Erase the victim at the end (false for a retiring block).
     pub erase: bool,
+    /// Its copies may take padding pages (AP's placement). Off for a victim so dense in
+    /// critical pages that its copies plus their pads would fill a whole block: collecting
+    /// it would then free nothing, and greedy would choose it again (see
+    /// `gc::start_job`); its critical copies take unreliable slots instead, counted as
+    /// lapses.
+    pub pads: bool,
 }
 
 /// Per-die allocation and GC state.
