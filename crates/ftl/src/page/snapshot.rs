@@ -80,20 +80,13 @@ fn runs(bits: &[u64], n: u64) -> Vec<(u32, u32)> {
     let mut i = 0u64;
     while i < n {
         let w = bits[(i / 64) as usize];
-        let whole = i.is_multiple_of(64) && i + 64 <= n;
-        if whole && (w == 0 || w == u64::MAX) {
-            match (w == u64::MAX, start) {
-                (true, None) => start = Some(i),
-                (false, Some(a)) => {
-                    out.push((a as u32, (i - a) as u32));
-                    start = None;
-                }
-                _ => {}
-            }
-            i += 64;
-            continue;
-        }
-        let set = w >> (i % 64) & 1 == 1;
+        // A whole word of one value is one step of 64 bits; otherwise one bit.
+        let whole = i.is_multiple_of(64) && i + 64 <= n && (w == 0 || w == u64::MAX);
+        let (set, step) = if whole {
+            (w == u64::MAX, 64)
+        } else {
+            (w >> (i % 64) & 1 == 1, 1)
+        };
         match (set, start) {
             (true, None) => start = Some(i),
             (false, Some(a)) => {
@@ -102,7 +95,7 @@ fn runs(bits: &[u64], n: u64) -> Vec<(u32, u32)> {
             }
             _ => {}
         }
-        i += 1;
+        i += step;
     }
     if let Some(a) = start {
         out.push((a as u32, (n - a) as u32));
