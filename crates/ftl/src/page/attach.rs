@@ -99,8 +99,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             if ftl.cfg.gc_pacing.shares_destination() {
                 // The blocks are known now (bad ones included): the bound for this chip.
                 ftl.rt_latency = Some(ftl.shared_destination_bound(ftl.logical)?);
-                ftl.note_lapses_after_mount();
             }
+            // Lapses (WAO-GC's pad slack, or a GC job that could not pad) are kept in RAM:
+            // rebuilt from the recovered map, whatever the pacing.
+            ftl.note_lapses_after_mount();
             Ok(report)
         });
         match recovered {
