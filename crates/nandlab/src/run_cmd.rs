@@ -62,21 +62,25 @@ pub struct RunArgs {
     quiet: bool,
 }
 
+/// The `[ftl]` table of experiment file `text`, if it has one.
+fn ftl_table(text: &str) -> Option<toml::Table> {
+    toml::from_str::<toml::Table>(text)
+        .ok()?
+        .remove("ftl")?
+        .as_table()
+        .cloned()
+}
+
 /// Whether experiment file `text` names its FTL scheme (`[ftl] scheme`); a file that does
 /// not runs the default profile, `combined` (the library's own default stays the page
 /// FTL, which files and tests written before the profile rely on).
 fn names_scheme(text: &str) -> bool {
-    toml::from_str::<toml::Table>(text)
-        .ok()
-        .and_then(|t| t.get("ftl")?.get("scheme").cloned())
-        .is_some()
+    ftl_table(text).is_some_and(|f| f.contains_key("scheme"))
 }
 
 /// The scheme sections (`[ftl.NAME]`) experiment file `text` sets.
 fn scheme_sections(text: &str) -> impl Iterator<Item = String> {
-    toml::from_str::<toml::Table>(text)
-        .ok()
-        .and_then(|t| t.get("ftl")?.as_table().cloned())
+    ftl_table(text)
         .into_iter()
         .flat_map(|f| f.into_iter().filter(|(_, v)| v.is_table()).map(|(k, _)| k))
 }

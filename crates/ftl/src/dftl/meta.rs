@@ -119,9 +119,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 Ok(false)
             }
             // The slot cannot be programmed (a unit torn to all ones by a power cut reads
-            // as erased, so a mount's scan stopped before it): skipped.
+            // as erased, so a mount's scan stopped before it; or a full-page program that
+            // is no unit of ours landed in an SP block, where the chip then refuses every
+            // subpage program until the erase): skipped.
             Err(CtlError::Nand(
-                NandError::NotErased(_) | NandError::OutOfOrder { .. } | NandError::NeedsErase(_),
+                NandError::NotErased(_)
+                | NandError::OutOfOrder { .. }
+                | NandError::NeedsErase(_)
+                | NandError::SubpageInFullPageBlock(_),
             )) => Ok(false),
             Err(e) => Err(e.into()),
         }

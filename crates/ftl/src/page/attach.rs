@@ -254,7 +254,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let ndies = self.s.dies.len() as u64;
         let ppb = self.s.ppb as u64;
         let physical = good * ppb;
-        let mut logical = (physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64;
+        let mut logical =
+            fixed.unwrap_or((physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64);
         // A scheme with one destination per die needs one block besides its data (the
         // destination of writes and copies); WAO-GC's σ check bounds the rest.
         let reserve = if self.cfg.gc_pacing.shares_destination() {
@@ -263,13 +264,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ndies * (self.cfg.gc_threshold as u64 + 2)
         };
         let max = good.saturating_sub(reserve + 1) * ppb;
-        if let Some(f) = fixed {
-            logical = f;
-        }
         // (A mount checks the bound once recovery knows the blocks: `try_mount_with`.)
         if self.cfg.gc_pacing.shares_destination() && logical > 0 && fixed.is_none() {
             // The bound's own check first (WAO-GC's message names U(σ)); with automatic
             // over-provisioning, raised in hundredths until it holds (at most 90 tries).
+            let start = self.cfg.over_provisioning;
             let bound = loop {
                 match self.shared_destination_bound(logical) {
                     Err(_)
@@ -278,6 +277,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                         let op = (libm::round(self.cfg.over_provisioning * 100.0) + 1.0) / 100.0;
                         self.cfg.over_provisioning = op;
                         logical = (physical as f64 * (1.0 - op)) as u64;
+                    }
+                    Err(FtlError::Config(e)) if self.cfg.over_provisioning != start => {
+                        return Err(FtlError::Config(format!(
+                            "{e} (auto_over_provisioning: no value from {start} to 0.9 holds)"
+                        )));
                     }
                     r => break r?,
                 }

@@ -56,8 +56,9 @@ use crate::gc::VictimKind;
 use crate::policy::{
     CopyOrderKind, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
 };
-use crate::substrate::gc::{erase_dirty, finish_jobs, gc_step, paced, run_pending, run_refresh};
+use crate::substrate::gc::{erase_dirty, gc_step};
 use crate::substrate::meta::WholePage;
+use crate::substrate::pace::{finish_jobs, paced, run_pending, run_refresh};
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Payload, Substrate, SubstrateConfig, COLD, HOST};
 use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, OpKind};

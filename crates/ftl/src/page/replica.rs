@@ -25,7 +25,7 @@
 use super::map::MapStore;
 use super::{PageFtl, INVALID, LOST};
 use crate::policy::WriteKind;
-use crate::substrate::gc::paced;
+use crate::substrate::pace::paced;
 use crate::substrate::{Payload, COLD};
 use crate::{Cause, FtlError, OpKind};
 use alloc::collections::BTreeMap;

@@ -40,6 +40,7 @@ pub(crate) mod blocks;
 pub(crate) mod gc;
 pub(crate) mod meta;
 pub(crate) mod oplog;
+pub(crate) mod pace;
 pub(crate) mod region;
 
 use crate::gc::VictimPolicy;
