@@ -219,6 +219,10 @@ pub struct FtlCounters {
     /// Checkpoints written.
     #[serde(default)]
     pub checkpoints: u64,
+    /// Steps of checkpoints written in steps beside host writes (an erase, a checkpoint
+    /// page or a sealing pad each; a real-time pacing with roll-forward recovery).
+    #[serde(default)]
+    pub checkpoint_steps: u64,
     /// Padding pages programmed to seal exposed lower pages of MLC blocks.
     #[serde(default)]
     pub pad_pages: u64,

@@ -60,6 +60,10 @@ pub struct WaoBounds {
     pub pads: u32,
     /// Program time of a padding page (an unreliable page's), ns.
     pub t_pad: u64,
+    /// Checkpoint steps a write may run after its partial step (a real-time pacing with
+    /// roll-forward recovery writes its checkpoints in steps; 0 otherwise — see
+    /// [`with_checkpoint_steps`](WaoBounds::with_checkpoint_steps)).
+    pub cp_steps: u32,
 }
 
 impl WaoBounds {
@@ -124,6 +128,7 @@ impl WaoBounds {
             t_er,
             pads: 0,
             t_pad: 0,
+            cp_steps: 0,
         })
     }
 
@@ -141,6 +146,16 @@ impl WaoBounds {
         self
     }
 
+    /// The same bounds for a scheme whose writes each run up to `steps` checkpoint steps
+    /// after their partial step: an erase of a checkpoint-region block, or the program of
+    /// a checkpoint page or a sealing pad (the combined profile's checkpoints). Each adds
+    /// the longer of an erase and a program (with its transfer, in
+    /// [`worst_write_with`](WaoBounds::worst_write_with)).
+    pub fn with_checkpoint_steps(mut self, steps: u32) -> WaoBounds {
+        self.cp_steps = steps;
+        self
+    }
+
     /// Destination pages eq. 6 leaves beyond the k writes and U(λ) copies of one victim's
     /// collection: π − k − U(λ), the padding pages a destination may take while it runs.
     pub fn pad_slack(&self) -> u32 {
@@ -153,10 +168,13 @@ impl WaoBounds {
         self.t_er.max(self.alpha as u64 * copy)
     }
 
-    /// The worst latency of a write (its program and pads plus one partial step), ns; with
-    /// no pads t_er + t_wr (eq. 4 makes α copies no longer than an erase).
+    /// The worst latency of a write (its program and pads plus one partial step and its
+    /// checkpoint steps), ns; with no pads and no checkpoint steps t_er + t_wr (eq. 4 makes α copies no longer than an erase).
     pub fn worst_write(&self) -> u64 {
-        self.t_wr + self.pads as u64 * self.t_pad + self.worst_step()
+        self.t_wr
+            + self.pads as u64 * self.t_pad
+            + self.worst_step()
+            + self.cp_steps as u64 * self.t_er.max(self.t_wr)
     }
 
     /// The worst latency of a read that may wait for one partial step, ns.
@@ -175,6 +193,7 @@ impl WaoBounds {
             + xfer
             + self.pads as u64 * (self.t_pad + xfer)
             + self.worst_step_with(xfer, decode)
+            + self.cp_steps as u64 * self.t_er.max(self.t_wr + xfer)
     }
 
     /// The longest partial step with the controller's costs (see

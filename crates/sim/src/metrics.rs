@@ -398,6 +398,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         program_retries: a.program_retries - b.program_retries,
         lost_pages: a.lost_pages - b.lost_pages,
         checkpoints: a.checkpoints - b.checkpoints,
+        checkpoint_steps: a.checkpoint_steps - b.checkpoint_steps,
         pad_pages: a.pad_pages - b.pad_pages,
         meta_bytes: a.meta_bytes - b.meta_bytes,
         meta_bytes_by_kind: ftl::MetaBytes {

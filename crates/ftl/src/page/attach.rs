@@ -103,6 +103,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             // Lapses (WAO-GC's pad slack, or a GC job that could not pad) are kept in RAM:
             // rebuilt from the recovered map, whatever the pacing.
             ftl.note_lapses_after_mount();
+            ftl.checkpoint_at_mount_if_short(now)?;
             Ok(report)
         });
         match recovered {
@@ -240,6 +241,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             rt: None,
             rt_latency: None,
             cp_buf: Vec::new(),
+            steps: None,
+            cp_steps_per_write: 1,
         }
     }
 

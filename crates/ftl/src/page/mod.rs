@@ -25,7 +25,9 @@
 //!   (map, block states, frontiers, sequence counter) in two or more generations, plus a
 //!   trim log. Written at format, on [`Ftl::shutdown`], and on a flush once
 //!   `checkpoint_interval` blocks have been opened since the last one (by default 4 per
-//!   die, or enough blocks to hold 4 checkpoint bodies if that is more).
+//!   die, or enough blocks to hold 4 checkpoint bodies if that is more). With a real-time
+//!   pacing and roll-forward recovery also in bounded steps beside the writes
+//!   ([`cpstep`]), before a die would open more blocks than the bound leaves out of σ.
 //! - **Recovery** ([`recovery`]): `FullScan` reads every page's OOB;
 //!   `RollForward` loads the checkpoint and scans only the blocks the
 //!   allocator can have opened since (free blocks are opened in a fixed order, so the
@@ -45,6 +47,7 @@
 //! - **Trims** are appended to the trim log on flush and before any erase.
 
 mod attach;
+mod cpstep;
 mod hooks;
 mod map;
 mod realtime;
@@ -130,7 +133,8 @@ pub struct PageFtlConfig {
     pub replicas: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
     /// last one (bounds roll-forward recovery; with a real-time pacing, on any one die:
-    /// the young blocks its bound leaves out of σ per die); 0 = automatic: 4 per die, or as many
+    /// the young blocks its bound leaves out of σ per die, and a checkpoint is also written
+    /// in steps beside the writes before a die would open more); 0 = automatic: 4 per die, or as many
     /// blocks as hold 4 checkpoint bodies if that is more (a checkpoint then costs at most
     /// a fifth of the pages programmed between two, and roll-forward reads at most ~4×
     /// what loading it reads).
@@ -269,9 +273,13 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     rt: Option<crate::rtgc::WaoBounds>,
     /// The latency bound they give with this controller's costs.
     rt_latency: Option<crate::LatencyBound>,
-    /// The checkpoint encoder's buffer, kept between checkpoints (scratch: its contents
-    /// mean nothing outside `write_checkpoint_with`).
+    /// The checkpoint encoder's buffer, kept between checkpoints (the snapshot of a
+    /// checkpoint being written in steps; scratch otherwise).
     cp_buf: Vec<u8>,
+    /// A checkpoint being written in steps ([`cpstep`]).
+    steps: Option<cpstep::CpSteps>,
+    /// Its steps per host write (sized with the volume).
+    cp_steps_per_write: u32,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
@@ -358,6 +366,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub fn verify(&self) -> Result<(), Invariant> {
         self.s.verify()?;
         self.region.verify(&self.s).map_err(Invariant::Structure)?;
+        self.verify_steps().map_err(Invariant::Structure)?;
         self.verify_map().map_err(Invariant::Structure)
     }
 
@@ -531,6 +540,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                         self.s.close_if_full(phys);
                         paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
+                        self.checkpoint_steps_after_write(now)?;
                         if !self.s.real_time && !self.s.dies[die].refresh.is_empty() {
                             // Rewrites wait for idle time, but at most one per host write
                             // also runs here, so they cannot starve under a busy host.
@@ -660,6 +670,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             finish_jobs(self, now)?;
         }
         self.s.note_flush(self.cfg.flush_buffer);
+        if self.checkpoint_due() && self.steps.is_some() {
+            // The one being written in steps is the cheaper way to the next.
+            self.finish_checkpoint(now)?;
+        }
         if self.checkpoint_due() {
             return self.write_checkpoint(now);
         }
@@ -678,6 +692,12 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
         let mut worked = false;
+        if self.steps.is_some() {
+            // Idle time finishes a checkpoint being written in steps.
+            finish_jobs(self, now)?;
+            self.finish_checkpoint(now)?;
+            worked = true;
+        }
         if self.s.young_budget > 0 && self.s.most_opened_on_a_die() + 1 >= self.s.young_budget {
             // A real-time pacing with roll-forward recovery: the checkpoint that makes the
             // young blocks collectable again, in idle time before a write has to write it

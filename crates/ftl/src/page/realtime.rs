@@ -79,7 +79,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ))
         })?;
         let (pads, t_pad) = self.pads_per_program();
-        Ok(b.with_pads(pads, t_pad))
+        let steps = if self.young_budget() > 0 {
+            self.steps_per_write(logical, b.alpha, pads)
+        } else {
+            0
+        };
+        Ok(b.with_pads(pads, t_pad).with_checkpoint_steps(steps))
     }
 
     /// The most padding pages the placement can program before one page (the longest run
@@ -146,6 +151,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             // Pads while a victim is collected stay within eq. 6's slack (AP's placement).
             self.s.pad_slack = b.pad_slack();
             self.s.young_budget = self.young_budget();
+            self.cp_steps_per_write = b.cp_steps.max(1);
             for d in &mut self.s.dies {
                 d.pads_left = d.pads_left.min(b.pad_slack());
             }

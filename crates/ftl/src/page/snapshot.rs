@@ -174,6 +174,15 @@ impl Parts<'_> {
     }
 }
 
+/// The most bytes a snapshot without replicas or policy state takes for a chip of `dies`
+/// dies and `blocks` blocks and a volume of `logical` pages (what a checkpoint written in
+/// steps is sized by).
+pub(crate) fn max_snapshot_len(dies: usize, blocks: usize, logical: u64) -> usize {
+    let header = 8 + 8 + 4 + 4;
+    let critical = 4 + 4 + logical.div_ceil(64) as usize * 8;
+    header + dies * 16 + blocks * 5 + logical as usize * 4 + critical + 4
+}
+
 /// State bytes of `states` with the [`code::SLC`] flag of `slc` merged in.
 fn state_bytes(states: &[u8], slc: impl Iterator<Item = bool>) -> Vec<u8> {
     states
@@ -402,6 +411,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         now: Nanos,
         policy: Option<Vec<u8>>,
     ) -> Result<(), FtlError> {
+        self.abandon_steps();
         self.s.seal_all(now)?;
         // One encoding buffer lives across checkpoints (a large volume's snapshot is
         // megabytes: no fresh allocation, no page faults, each time).
@@ -436,6 +446,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub(crate) fn persist_trims(&mut self, now: Nanos) -> Result<(), FtlError> {
         if self.pending_trims.is_empty() {
             return Ok(());
+        }
+        if self.steps.is_some() {
+            // A checkpoint being written in steps carries them in its trailer too.
+            self.note_trims_for_steps(now)?;
         }
         let mut entries = Vec::with_capacity(self.pending_trims.len() * TRIM_ENTRY);
         for &(lpn, seq) in &self.pending_trims {

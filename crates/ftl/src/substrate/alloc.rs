@@ -283,18 +283,31 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         stream: usize,
         upto: u64,
     ) -> Result<(), FtlError> {
-        while self.exposed_min(die, stream) <= upto {
-            let f = self.dies[die].frontier[stream].expect("exposed frontier is open");
-            let phys = f.block * self.ppb + f.next;
-            self.dies[die].frontier[stream] = Some(Frontier {
-                block: f.block,
-                next: f.next + 1,
-            });
-            if self.pad_page(now, die, phys)? && f.next + 1 == self.ppb {
-                self.dies[die].frontier[stream] = None;
-            }
-        }
+        while self.seal_one(now, die, stream, upto)? {}
         Ok(())
+    }
+
+    /// One padding page towards [`seal`](Self::seal): `Ok(false)` when none is needed.
+    pub fn seal_one(
+        &mut self,
+        now: Nanos,
+        die: usize,
+        stream: usize,
+        upto: u64,
+    ) -> Result<bool, FtlError> {
+        if self.exposed_min(die, stream) > upto {
+            return Ok(false);
+        }
+        let f = self.dies[die].frontier[stream].expect("exposed frontier is open");
+        let phys = f.block * self.ppb + f.next;
+        self.dies[die].frontier[stream] = Some(Frontier {
+            block: f.block,
+            next: f.next + 1,
+        });
+        if self.pad_page(now, die, phys)? && f.next + 1 == self.ppb {
+            self.dies[die].frontier[stream] = None;
+        }
+        Ok(true)
     }
 
     /// Programs a padding page at `phys` (a frontier's next page, just allocated): it holds

@@ -16,6 +16,19 @@
 //! accepts (its own stream CRC); every page is also protected by the controller's BCH code
 //! and data CRC.
 //!
+//! **Generations in steps.** A generation can also be written a unit at a time
+//! ([`Region::begin`], [`Region::step`]: each step one region-block erase or one unit
+//! program) while the committed one stays committed and its log keeps growing: the new
+//! generation's blocks are kept apart from the committed generation's, and it commits —
+//! on flash and in RAM — with the program of its last body page. That page is a
+//! *trailer*: log entries (kind byte 2) the scheme hands over at that step (the trims taken
+//! since its snapshot was encoded, which the committed generation's log holds and the new
+//! one must too); [`Region::load`] returns them with the log. A generation abandoned
+//! half-written (a whole one is wanted instead, or a cut) is never loaded: generation
+//! numbers are never reused, not even across a mount (the next is above every one seen).
+//! Steps never rotate the region (a swap writes an anchor record and erases twice: more
+//! than a step); whole generations and log growth do.
+//!
 //! **Log.** Entries are appended as log pages after the committed generation's body; when
 //! the region has no room for another log page while keeping room for a whole new
 //! generation, [`Region::append_log`] says so and the scheme writes a new generation.
@@ -86,6 +99,8 @@ const VERSION: u8 = 1;
 pub(crate) const HEADER: usize = 32;
 const KIND_BODY: u8 = 0;
 const KIND_LOG: u8 = 1;
+/// A generation's last body page carrying log entries (see the module docs).
+const KIND_TRAILER: u8 = 2;
 
 /// The CRC32C of an anchor record: its sequence number, count and blocks (bytes 8..20 and
 /// 24..), not the CRC field itself.
@@ -100,6 +115,8 @@ fn anchor_crc(crc32c: fn(&[u8]) -> u32, record: &[u8]) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PageHeader {
     pub log: bool,
+    /// A body page holding log entries (a stepped generation's last body page).
+    pub trailer: bool,
     pub gen: u64,
     pub index: u32,
     pub body_pages: u32,
@@ -110,7 +127,13 @@ impl PageHeader {
     fn write(&self, page: &mut [u8]) {
         page[..4].copy_from_slice(&MAGIC);
         page[4] = VERSION;
-        page[5] = if self.log { KIND_LOG } else { KIND_BODY };
+        page[5] = if self.log {
+            KIND_LOG
+        } else if self.trailer {
+            KIND_TRAILER
+        } else {
+            KIND_BODY
+        };
         page[6..8].fill(0);
         page[8..16].copy_from_slice(&self.gen.to_le_bytes());
         page[16..20].copy_from_slice(&self.index.to_le_bytes());
@@ -125,12 +148,13 @@ impl PageHeader {
             return None;
         }
         let kind = page[5];
-        if kind > KIND_LOG {
+        if kind > KIND_TRAILER {
             return None;
         }
         let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
         let h = PageHeader {
             log: kind == KIND_LOG,
+            trailer: kind == KIND_TRAILER,
             gen: u64::from_le_bytes(page[8..16].try_into().expect("8 bytes")),
             index: u32_at(16),
             body_pages: u32_at(20),
@@ -155,6 +179,30 @@ pub(crate) struct CpState {
     pub body_pages: u32,
 }
 
+/// A generation being written in steps (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    /// Its generation number.
+    pub gen: u64,
+    /// Region blocks it has opened, in page order.
+    pub blocks: Vec<u32>,
+    /// Units used in the last of `blocks` (`slots`: the next step opens a block).
+    pub used: u32,
+    /// Body pages written so far.
+    pub index: u32,
+    /// Body pages in all, the trailer included.
+    pub body_pages: u32,
+}
+
+/// What a step of a stepped generation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// An erase or a program: more steps to go.
+    More,
+    /// The trailer was programmed: the generation is committed.
+    Committed,
+}
+
 /// The checkpoint region of a chip (see the module docs).
 pub(crate) struct Region<S: Storage, M: ErrorModel> {
     /// Region blocks in use order (interleaved over dies).
@@ -172,6 +220,10 @@ pub(crate) struct Region<S: Storage, M: ErrorModel> {
     pub writer: Box<dyn MetaWriter<S, M>>,
     /// The committed generation.
     pub cp: CpState,
+    /// A generation being written in steps.
+    pub pending: Option<Pending>,
+    /// The highest generation number written or seen on the chip (the next is above it).
+    max_gen: u64,
     /// The last `load` found checkpoint pages (whether or not a generation was complete).
     pub seen: bool,
 }
@@ -182,6 +234,7 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for Region<S, M> {
             .field("blocks", &self.blocks)
             .field("writer", &self.writer.name())
             .field("cp", &self.cp)
+            .field("pending", &self.pending)
             .finish()
     }
 }
@@ -203,6 +256,8 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             anchor_newest: 1,
             writer,
             cp: CpState::default(),
+            pending: None,
+            max_gen: 0,
             seen: false,
         }
     }
@@ -234,10 +289,32 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 return Err(format!("region block {b} is {:?}", sub.state[i]));
             }
         }
-        match (0..member.len()).find(|&i| sub.state[i] == BState::Region && !member[i]) {
-            Some(i) => Err(format!("block {i} is Region but not in the region")),
-            None => Ok(()),
+        if let Some(i) = (0..member.len()).find(|&i| sub.state[i] == BState::Region && !member[i]) {
+            return Err(format!("block {i} is Region but not in the region"));
         }
+        if let Some(p) = &self.pending {
+            if let Some(b) = p.blocks.iter().find(|b| self.cp.blocks.contains(b)) {
+                return Err(format!(
+                    "region block {b} holds both the committed generation and the one being written"
+                ));
+            }
+            if let Some(b) = p
+                .blocks
+                .iter()
+                .find(|&&b| !member.get(b as usize).copied().unwrap_or(false))
+            {
+                return Err(format!(
+                    "the generation being written uses block {b}, not a region block"
+                ));
+            }
+            if p.index >= p.body_pages || p.gen <= self.cp.gen || p.gen > self.max_gen {
+                return Err(format!(
+                    "the generation being written is inconsistent: {p:?} beside committed generation {}",
+                    self.cp.gen
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Every block the region holds: the anchors and the rotating blocks.
@@ -476,8 +553,14 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     }
 
     /// Region blocks in the order a new generation uses them: after the committed
-    /// generation's last block, skipping its blocks and bad ones.
+    /// generation's last block, skipping its blocks, a stepped generation's and bad ones.
     fn order(&self, sub: &Substrate<S, M>) -> Vec<u32> {
+        let stepped = self.pending.as_ref().map_or(&[][..], |p| &p.blocks[..]);
+        self.order_without(sub, stepped)
+    }
+
+    /// [`order`](Self::order) skipping `also` too.
+    fn order_without(&self, sub: &Substrate<S, M>, also: &[u32]) -> Vec<u32> {
         let n = self.blocks.len();
         let start = self
             .cp
@@ -487,7 +570,11 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             .map_or(0, |i| i + 1);
         (0..n)
             .map(|k| self.blocks[(start + k) % n])
-            .filter(|b| !self.cp.blocks.contains(b) && sub.state[*b as usize] == BState::Region)
+            .filter(|b| {
+                !self.cp.blocks.contains(b)
+                    && !also.contains(b)
+                    && sub.state[*b as usize] == BState::Region
+            })
             .collect()
     }
 
@@ -503,18 +590,156 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         h: &PageHeader,
     ) -> Result<bool, FtlError> {
         let kind = if h.log { LOG_KIND } else { CP_KIND };
+        let log_bytes = h.log || h.trailer;
         let rec = OobRecord::new(h.gen, h.index as u64, PageKind::Meta(kind));
         let ok = self.writer.program(sub, now, b, slot, page, rec)?;
         if ok {
             let c = &mut sub.log.counters;
             c.meta_bytes += page.len() as u64;
-            if h.log {
+            if log_bytes {
                 c.meta_bytes_by_kind.log += page.len() as u64;
             } else {
                 c.meta_bytes_by_kind.checkpoint += page.len() as u64;
             }
         }
         Ok(ok)
+    }
+
+    /// The next generation number: above the committed one and every one written or seen.
+    fn next_gen(&mut self) -> u64 {
+        self.max_gen = self.max_gen.max(self.cp.gen) + 1;
+        self.max_gen
+    }
+
+    /// Region blocks the generation being written in steps has still to open (one more
+    /// than it needs: a block may go bad mid-write).
+    fn blocks_still_needed(&self, p: &Pending) -> usize {
+        let slots = self.writer.slots();
+        let left = p.body_pages - p.index;
+        let room = if p.blocks.is_empty() {
+            0
+        } else {
+            slots - p.used
+        };
+        left.saturating_sub(room).div_ceil(slots) as usize + 1
+    }
+
+    /// Body pages (the trailer included) of a stepped generation of `len` bytes.
+    pub fn stepped_body_pages(&self, sub: &Substrate<S, M>, len: usize) -> u32 {
+        len.div_ceil(self.payload(sub)) as u32 + 1
+    }
+
+    /// Steps a stepped generation of `len` bytes takes at most, none failing: a program per
+    /// body page and an erase per region block it opens.
+    pub fn steps_for(&self, sub: &Substrate<S, M>, len: usize) -> u32 {
+        let pages = self.stepped_body_pages(sub, len);
+        pages + pages.div_ceil(self.writer.slots())
+    }
+
+    /// Log entries the trailer of a stepped generation can carry, of `entry` bytes each.
+    pub fn trailer_entries(&self, sub: &Substrate<S, M>, entry: usize) -> usize {
+        self.payload(sub) / entry
+    }
+
+    /// Starts writing a generation of `len` body bytes in steps (replacing one already
+    /// being written, which is abandoned). Nothing is written until the first
+    /// [`step`](Self::step).
+    pub fn begin(&mut self, sub: &Substrate<S, M>, len: usize) {
+        self.pending = None;
+        let body_pages = self.stepped_body_pages(sub, len);
+        let gen = self.next_gen();
+        self.pending = Some(Pending {
+            gen,
+            blocks: Vec::new(),
+            used: self.writer.slots(),
+            index: 0,
+            body_pages,
+        });
+    }
+
+    /// Whether the generation being written in steps has only its trailer left to write.
+    pub fn at_trailer(&self) -> bool {
+        self.pending
+            .as_ref()
+            .is_some_and(|p| p.index + 1 == p.body_pages && p.used < self.writer.slots())
+    }
+
+    /// One step of the generation being written: erases the next region block when the
+    /// current one is full, else programs the next body page — a chunk of `bytes` (the
+    /// same bytes at every step), or the trailer carrying `trailer` (whole log entries)
+    /// last, which commits the generation: its log starts after the trailer.
+    pub fn step(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        bytes: &[u8],
+        trailer: &[u8],
+    ) -> Result<Step, FtlError> {
+        let slots = self.writer.slots();
+        let mut p = self.pending.take().expect("a generation is being written");
+        let r = self.step_inner(sub, now, &mut p, bytes, trailer, slots);
+        if let Ok(Step::Committed) = r {
+            self.cp = CpState {
+                gen: p.gen,
+                blocks: p.blocks,
+                used: p.used,
+                pages: p.body_pages,
+                body_pages: p.body_pages,
+            };
+        } else {
+            self.pending = Some(p);
+        }
+        r
+    }
+
+    fn step_inner(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        p: &mut Pending,
+        bytes: &[u8],
+        trailer: &[u8],
+        slots: u32,
+    ) -> Result<Step, FtlError> {
+        if p.used == slots {
+            let Some(&b) = self.order_without(sub, &p.blocks).first() else {
+                return Err(FtlError::NoSpace);
+            };
+            if sub.erase_block(now, b, Cause::Meta)? {
+                p.blocks.push(b);
+                p.used = 0;
+            }
+            return Ok(Step::More);
+        }
+        let payload = self.payload(sub);
+        let last = p.index + 1 == p.body_pages;
+        let chunk = if last {
+            debug_assert!(trailer.len() <= payload);
+            &trailer[..trailer.len().min(payload)]
+        } else {
+            let at = p.index as usize * payload;
+            &bytes[at..(at + payload).min(bytes.len())]
+        };
+        let h = PageHeader {
+            log: false,
+            trailer: last,
+            gen: p.gen,
+            index: p.index,
+            body_pages: p.body_pages,
+            len: chunk.len() as u32,
+        };
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
+        h.write(&mut page);
+        page[HEADER..HEADER + chunk.len()].copy_from_slice(chunk);
+        let b = *p.blocks.last().expect("a block is open");
+        if !self.program(sub, now, b, p.used, &page, &h)? {
+            // Retired mid-write: continue in the next region block.
+            p.used = slots;
+            return Ok(Step::More);
+        }
+        p.used += 1;
+        p.index += 1;
+        Ok(if last { Step::Committed } else { Step::More })
     }
 
     /// Writes `bytes` as a new generation (its log starts empty) and commits it.
@@ -524,9 +749,12 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         now: Nanos,
         bytes: &[u8],
     ) -> Result<(), FtlError> {
+        // A generation being written in steps is abandoned (never loaded: its number is
+        // not reused).
+        self.pending = None;
         let payload = self.payload(sub);
         let body_pages = bytes.len().div_ceil(payload) as u32;
-        let gen = self.cp.gen + 1;
+        let gen = self.next_gen();
         let slots = self.writer.slots();
         let mut order = self.order(sub).into_iter();
         let mut blocks: Vec<u32> = Vec::new();
@@ -550,6 +778,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 &bytes[index as usize * payload..((index as usize + 1) * payload).min(bytes.len())];
             let h = PageHeader {
                 log: false,
+                trailer: false,
                 gen,
                 index,
                 body_pages,
@@ -594,9 +823,13 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         let mut done = 0;
         while done < entries.len() {
             if self.cp.used == slots {
-                // Grow the log only while a whole new generation still fits beside it.
+                // Grow the log only while a whole new generation (or the rest of the one
+                // being written in steps) still fits beside it.
                 let order = self.order(sub);
-                let body_blocks = self.cp.body_pages.div_ceil(slots) as usize;
+                let body_blocks = match &self.pending {
+                    Some(p) => self.blocks_still_needed(p),
+                    None => self.cp.body_pages.div_ceil(slots) as usize,
+                };
                 if order.len() <= body_blocks {
                     return Ok(false);
                 }
@@ -610,6 +843,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             let n = per_page.min(entries.len() - done);
             let h = PageHeader {
                 log: true,
+                trailer: false,
                 gen: self.cp.gen,
                 index: self.cp.pages,
                 body_pages: self.cp.body_pages,
@@ -658,6 +892,9 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         let mut gens: Vec<u64> = starts.iter().map(|s| s.0).collect();
         gens.sort_unstable_by(|a, b| b.cmp(a));
         gens.dedup();
+        // Numbers of generations found (complete or not) are never written again.
+        self.max_gen = self.max_gen.max(gens.first().copied().unwrap_or(0));
+        self.pending = None;
         let slots = self.writer.slots();
         for gen in gens {
             let mut blocks: Vec<(u32, u32)> = starts
@@ -685,11 +922,14 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                         break;
                     }
                     let bp = *body_pages.get_or_insert(h.body_pages);
-                    if h.body_pages != bp || h.log != (h.index >= bp) {
+                    if h.body_pages != bp
+                        || h.log != (h.index >= bp)
+                        || (h.trailer && h.index + 1 != bp)
+                    {
                         break 'blocks;
                     }
                     let data = &page[HEADER..HEADER + h.len as usize];
-                    if h.log {
+                    if h.log || h.trailer {
                         log.extend_from_slice(data);
                     } else {
                         body.extend_from_slice(data);

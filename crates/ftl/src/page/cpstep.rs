@@ -1,0 +1,264 @@
+//! Checkpoints written in bounded steps beside host writes (a real-time pacing with
+//! roll-forward recovery: WAO-GC's bound has room for one more operation per write, not for
+//! a whole checkpoint).
+//!
+//! **Point.** Once some die has no more than one destination block's worth of pages (and
+//! a write's) left before it would open a block past roll-forward's young-block budget
+//! (`young_budget`: the rest of its destination plus the blocks it may still open), the
+//! snapshot is encoded in RAM at that point P (sequence number S0):
+//! the map, block states, frontiers and erase counts as they are then. Nothing is
+//! programmed yet.
+//!
+//! **Steps.** Every host write then runs `cp_steps_per_write` steps after its own program
+//! and GC step: each an erase of a region block or the program of one checkpoint page
+//! ([`Region::step`](crate::substrate::region::Region::step)), or — just before the last
+//! page — a padding page sealing a frontier's lower page written before P that is still
+//! exposed (so no page the new snapshot maps can be scrambled by a later cut). Meanwhile
+//! the committed generation stays committed: recovery from it is exactly as before,
+//! since every block opened after it — those opened after P too — is still young.
+//!
+//! **Commit.** The last page is a trailer carrying the trims taken since P (logged at once
+//! in the committed generation's log, as a real-time scheme does): its program makes the
+//! new generation the one recovery loads, with those trims in its log. Then, in RAM, the
+//! young blocks become those opened since P (and the frontiers of P, whose pages from the
+//! recorded `next` on are newer than the snapshot): blocks young at P become collectable.
+//! A trim that would overflow the trailer finishes the checkpoint first (inside that trim).
+//!
+//! **Rate.** `cp_steps_per_write` is sized when the volume is: a checkpoint must finish
+//! before its die opens the block past the budget, and at least one destination block's
+//! worth of writes lies between the point and that opening (each write taking at most
+//! `1 + pads` destination pages and its partial step `α·(1 + pads)` more). The write
+//! bound grows by that many steps (`WaoBounds::with_checkpoint_steps`). A checkpoint not
+//! done in time (a region block going bad costs steps the rate did not count) is replaced
+//! by a whole one inside the write that needs it, counted as an overrun, as before. Flushes finish a due checkpoint, idle time
+//! finishes any; a clean shutdown abandons it for a whole one.
+
+use super::snapshot::{max_snapshot_len, TRIM_ENTRY};
+use super::PageFtl;
+use crate::substrate::region::Step;
+use crate::substrate::{COLD, HOST};
+use crate::FtlError;
+use alloc::vec::Vec;
+use nand::{ErrorModel, Nanos, Storage};
+
+/// A checkpoint being written in steps: what its commit changes.
+#[derive(Debug, Clone)]
+pub(crate) struct CpSteps {
+    /// The snapshot's sequence number (every page and trim below it is reflected).
+    seq: u64,
+    /// Blocks opened per die before P (since the committed checkpoint).
+    opened_at: Vec<u32>,
+    /// Their total.
+    opened_total_at: u32,
+    /// Blocks young at P and not a frontier then: collectable once this commits.
+    retire: Vec<u32>,
+    /// Trims taken since P (the trailer's entries).
+    trims: Vec<(u32, u64)>,
+}
+
+impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
+    /// Whether checkpoints go in steps: a real-time pacing with roll-forward's young-block
+    /// budget.
+    pub(super) fn steps_enabled(&self) -> bool {
+        self.s.young_budget > 0
+    }
+
+    /// Steps per host write that finish a checkpoint of a volume of `logical` pages before
+    /// its die opens the block past the young budget, with `alpha` copies per partial step
+    /// and `pads` padding pages per program (see the module docs).
+    pub(super) fn steps_per_write(&self, logical: u64, alpha: u32, pads: u32) -> u32 {
+        let len = max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
+        // Seal pads: up to a pairing window on each frontier.
+        let seal = self.s.dies.len() as u32 * 2 * self.s.window;
+        let steps = self.region.steps_for(&self.s, len) + seal;
+        let per_write = (1 + pads) * (1 + alpha);
+        let writes = (self.s.ppb / per_write).max(1);
+        steps.div_ceil(writes).max(1)
+    }
+
+    /// After a host write: begins a checkpoint at this point when a die is short of room
+    /// before its young budget, and runs this write's steps of the one being written.
+    pub(super) fn checkpoint_steps_after_write(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if !self.steps_enabled() {
+            return Ok(());
+        }
+        if self.steps.is_none() {
+            if !self.young_room_short() {
+                return Ok(());
+            }
+            self.begin_checkpoint();
+        }
+        for _ in 0..self.cp_steps_per_write {
+            if self.checkpoint_step(now)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some die has at most a destination block and a write's pages left before
+    /// it would open a block past the young budget (see the module docs).
+    fn young_room_short(&self) -> bool {
+        let s = &self.s;
+        let ppb = s.ppb as u64;
+        let write =
+            ((1 + self.rt.map_or(0, |b| b.pads)) * (1 + self.rt.map_or(0, |b| b.alpha))) as u64;
+        let threshold = ppb + write + 2 * s.window as u64;
+        (0..s.dies.len()).any(|die| {
+            let rest = s.dies[die].frontier[s.copy_stream]
+                .map_or(0, |f| ppb.saturating_sub(f.next as u64));
+            let more = s.young_budget.saturating_sub(s.opened_per_die[die]) as u64;
+            rest + more * ppb <= threshold
+        })
+    }
+
+    /// After a mount: a checkpoint cut half-written may have left a die with less room
+    /// before its young budget than a checkpoint in steps needs; a whole one is written
+    /// then, before any write (mount time, outside the write bound; its programs are not
+    /// in the recovery report's time, which counts the reads that rebuilt the state).
+    pub(super) fn checkpoint_at_mount_if_short(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if self.steps_enabled() && self.young_room_short() {
+            self.write_checkpoint(now)?;
+        }
+        Ok(())
+    }
+
+    /// Encodes the snapshot at this point and starts its generation.
+    fn begin_checkpoint(&mut self) {
+        let mut bytes = core::mem::take(&mut self.cp_buf);
+        self.encode_snapshot(None, &mut bytes);
+        self.region.begin(&self.s, bytes.len());
+        self.cp_buf = bytes;
+        let frontier = |s: &crate::substrate::Substrate<S, M>, b: u32| {
+            s.dies.iter().any(|d| {
+                [HOST, COLD]
+                    .iter()
+                    .any(|&k| d.frontier[k].is_some_and(|f| f.block == b))
+            })
+        };
+        let retire = (0..self.s.state.len() as u32)
+            .filter(|&b| self.s.young[b as usize] && !frontier(&self.s, b))
+            .collect();
+        self.steps = Some(CpSteps {
+            seq: self.s.seq,
+            opened_at: self.s.opened_per_die.clone(),
+            opened_total_at: self.s.opened_since_cp,
+            retire,
+            trims: Vec::new(),
+        });
+    }
+
+    /// One step of the checkpoint being written; `Ok(true)` once it is committed (or when
+    /// none is being written).
+    fn checkpoint_step(&mut self, now: Nanos) -> Result<bool, FtlError> {
+        let Some(st) = &self.steps else {
+            return Ok(true);
+        };
+        self.s.log.counters.checkpoint_steps += 1;
+        if self.region.at_trailer() {
+            // Before the commit: no page written before P may stay exposed.
+            let upto = st.seq.saturating_sub(1);
+            for die in 0..self.s.dies.len() {
+                for stream in [HOST, COLD] {
+                    if self.s.seal_one(now, die, stream, upto)? {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        let mut trailer = Vec::with_capacity(st.trims.len() * TRIM_ENTRY);
+        for &(lpn, seq) in &st.trims {
+            trailer.extend_from_slice(&lpn.to_le_bytes());
+            trailer.extend_from_slice(&seq.to_le_bytes());
+        }
+        match self.region.step(&mut self.s, now, &self.cp_buf, &trailer)? {
+            Step::More => Ok(false),
+            Step::Committed => {
+                self.commit_steps();
+                Ok(true)
+            }
+        }
+    }
+
+    /// The generation is committed: the young blocks become those opened since P.
+    fn commit_steps(&mut self) {
+        let st = self.steps.take().expect("a checkpoint was being written");
+        for b in st.retire {
+            self.s.young[b as usize] = false;
+        }
+        for (now, at) in self.s.opened_per_die.iter_mut().zip(&st.opened_at) {
+            *now -= at;
+        }
+        self.s.opened_since_cp -= st.opened_total_at;
+        self.s.log.counters.checkpoints += 1;
+    }
+
+    /// Runs the checkpoint being written to its commit (at a flush, in idle time, or when
+    /// its trailer is full).
+    pub(super) fn finish_checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {
+        // Bounded: every step erases or programs towards a finite generation, or pads a
+        // frontier towards sealing it; retired blocks are finite too.
+        let limit = 4 * (self.region.blocks.len() as u64 + 1) * self.s.ppb as u64
+            + (self.s.dies.len() as u64 * 2 + 1) * self.s.ppb as u64;
+        for _ in 0..limit {
+            if self.checkpoint_step(now)? {
+                return Ok(());
+            }
+        }
+        Err(FtlError::Corrupt(
+            "a checkpoint written in steps did not finish within its bound",
+        ))
+    }
+
+    /// A trim is being logged while a checkpoint is written in steps: it goes into the
+    /// trailer too, or — the trailer being full — the checkpoint is finished first.
+    pub(super) fn note_trims_for_steps(&mut self, now: Nanos) -> Result<(), FtlError> {
+        let cap = self.region.trailer_entries(&self.s, TRIM_ENTRY);
+        let Some(st) = &mut self.steps else {
+            return Ok(());
+        };
+        if st.trims.len() + self.pending_trims.len() <= cap {
+            st.trims.extend_from_slice(&self.pending_trims);
+            return Ok(());
+        }
+        self.finish_checkpoint(now)
+    }
+
+    /// Drops the checkpoint being written (a whole one replaces it).
+    pub(super) fn abandon_steps(&mut self) {
+        self.steps = None;
+        self.region.pending = None;
+    }
+
+    /// The stepped checkpoint's part of `verify`: it exists exactly when the region has a
+    /// generation being written, and its counts fit the live ones.
+    pub(super) fn verify_steps(&self) -> Result<(), alloc::string::String> {
+        match (&self.steps, &self.region.pending) {
+            (None, None) => Ok(()),
+            (Some(st), Some(_)) => {
+                if st.seq > self.s.seq
+                    || st.opened_total_at > self.s.opened_since_cp
+                    || st
+                        .opened_at
+                        .iter()
+                        .zip(&self.s.opened_per_die)
+                        .any(|(a, n)| a > n)
+                {
+                    return Err(alloc::format!(
+                        "a stepped checkpoint's point is ahead of the FTL: {st:?}"
+                    ));
+                }
+                if let Some(b) = st.retire.iter().find(|&&b| !self.s.young[b as usize]) {
+                    return Err(alloc::format!(
+                        "block {b}, young at a stepped checkpoint's point, was made collectable before it committed"
+                    ));
+                }
+                Ok(())
+            }
+            _ => Err(
+                "a stepped checkpoint and the region disagree on whether one is being written"
+                    .into(),
+            ),
+        }
+    }
+}
