@@ -583,6 +583,10 @@ fn wao_gc_with_ap_and_flares_survives_cuts() {
         if ap {
             assert!(s.workload.placement_pads > 0, "{name}: {:?}", s.workload);
         }
+        if rf {
+            // Checkpoints were written in steps beside the writes: cuts fell among them.
+            assert!(s.workload.checkpoint_steps > 0, "{name}: {:?}", s.workload);
+        }
         holds(
             &format!("{name}, nested"),
             &cfg,
