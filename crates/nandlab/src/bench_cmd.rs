@@ -35,7 +35,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1024)]
     flares_mib: u64,
     /// Capacity of the combined-profile-vs-plain-page-FTL comparison device in MiB
-    /// (digest mode, 35 % over-provisioning for both: WAO-GC's bound with two young blocks
+    /// (digest mode, 35 % over-provisioning for both: WAO-GC's bound with three young blocks
     /// per die needs it on this geometry); 0 (the default) skips it.
     #[arg(long, default_value_t = 0)]
     combined_mib: u64,

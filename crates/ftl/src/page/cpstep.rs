@@ -76,14 +76,20 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         steps.div_ceil(writes).max(1)
     }
 
-    /// After a host write: begins a checkpoint at this point when a die is short of room
-    /// before its young budget, and runs this write's steps of the one being written.
-    pub(super) fn checkpoint_steps_after_write(&mut self, now: Nanos) -> Result<(), FtlError> {
+    /// After a host write on `die`: begins a checkpoint at this point when the die is
+    /// short of room before its young budget (only the written die's room shrank: the
+    /// write and its partial step took its pages), and runs this write's steps of the one
+    /// being written.
+    pub(super) fn checkpoint_steps_after_write(
+        &mut self,
+        now: Nanos,
+        die: usize,
+    ) -> Result<(), FtlError> {
         if !self.steps_enabled() {
             return Ok(());
         }
         if self.steps.is_none() {
-            if !self.young_room_short() {
+            if !self.young_room_short_on(die) {
                 return Ok(());
             }
             self.begin_checkpoint();
@@ -99,17 +105,21 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Whether some die has at most a destination block and a write's pages left before
     /// it would open a block past the young budget (see the module docs).
     fn young_room_short(&self) -> bool {
+        (0..self.s.dies.len()).any(|die| self.young_room_short_on(die))
+    }
+
+    /// [`young_room_short`](Self::young_room_short) for one die.
+    #[inline]
+    fn young_room_short_on(&self, die: usize) -> bool {
         let s = &self.s;
         let ppb = s.ppb as u64;
-        let write =
-            ((1 + self.rt.map_or(0, |b| b.pads)) * (1 + self.rt.map_or(0, |b| b.alpha))) as u64;
+        let (pads, alpha) = self.rt.map_or((0, 0), |b| (b.pads, b.alpha));
+        let write = ((1 + pads) * (1 + alpha)) as u64;
         let threshold = ppb + write + 2 * s.window as u64;
-        (0..s.dies.len()).any(|die| {
-            let rest = s.dies[die].frontier[s.copy_stream]
-                .map_or(0, |f| ppb.saturating_sub(f.next as u64));
-            let more = s.young_budget.saturating_sub(s.opened_per_die[die]) as u64;
-            rest + more * ppb <= threshold
-        })
+        let rest = s.dies[die].frontier[s.copy_stream]
+            .map_or(0, |f| ppb.saturating_sub(f.next as u64));
+        let more = s.young_budget.saturating_sub(s.opened_per_die[die]) as u64;
+        rest + more * ppb <= threshold
     }
 
     /// After a mount: a checkpoint cut half-written may have left a die with less room

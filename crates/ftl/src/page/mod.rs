@@ -540,7 +540,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                         self.s.close_if_full(phys);
                         paced(self, now, die, true)?;
                         run_pending(self, now, die)?;
-                        self.checkpoint_steps_after_write(now)?;
+                        self.checkpoint_steps_after_write(now, die)?;
                         if !self.s.real_time && !self.s.dies[die].refresh.is_empty() {
                             // Rewrites wait for idle time, but at most one per host write
                             // also runs here, so they cannot starve under a busy host.

@@ -126,7 +126,7 @@ impl CrashConfig {
 
     /// The combined profile ([`ftl::combined`]) on `tiny-mlc`: over-provisioning 0.7 (the
     /// chip's 16-page blocks take one copy per partial step, α = 1, so U(σ) is 0.47, and
-    /// two young blocks per die come out of σ's blocks), every third logical page written
+    /// three young blocks per die come out of σ's blocks), every third logical page written
     /// critical (AP's placement), FLARES's strengths capped to the spare area.
     pub fn small_combined(seed: u64) -> Self {
         let mut cfg = CrashConfig::small(seed);
