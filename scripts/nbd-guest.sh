@@ -307,7 +307,7 @@ boot() { # boot MODE BLOCKSIZE
 }
 if [ "$capture_mode" = sensor ]; then
   echo "-- sensor-logger guest, its requests recorded"
-  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --record-trace "$capture"
+  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --ftl "$root/examples/ftl/page.toml" --record-trace "$capture"
   t0=$SECONDS; boot sensor 4096
   stop_server TERM
   echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
@@ -348,7 +348,7 @@ print("page writes %d, worst %.0f us, mean %.1f us; page reads worst %.0f us; vi
 fi
 if [ "$capture_mode" = dcr ]; then
   echo "-- DCR's benchmark shapes on ext2, their requests recorded"
-  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 4096 --record-trace "$capture"
+  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 4096 --ftl "$root/examples/ftl/page.toml" --record-trace "$capture"
   t0=$SECONDS; GUEST_TIMEOUT=1500 boot dcr 4096
   stop_server TERM
   grep -E "GUEST-(MARK|FS-BYTES)" "$work/console.log" | tr '\n' ' '; echo
@@ -358,7 +358,9 @@ fi
 for bs in 512 4096; do
   echo "-- guest with $bs-byte logical blocks"
   rm -f "$work/disk.chip"
-  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024
+  # The page-level FTL (its ~96 MiB export); the combined profile, serve's default, is
+  # the kill -9 run below.
+  start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --ftl "$root/examples/ftl/page.toml"
   t0=$SECONDS; boot fresh "$bs"; echo "   mkfs, write, fsync, fstrim, umount, fsck: ok ($((SECONDS - t0)) s)"
   stop_server TERM
   start_server "$work/disk.chip"
@@ -368,7 +370,8 @@ done
 # On the combined profile (the page FTL's SIGKILL restarts run in the NBD stage's fio step).
 echo "-- guest writing and syncing while the server (combined profile) is killed (kill -9) and restarted"
 rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
-start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --ftl "$root/examples/ftl/combined.toml"
+start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024   # serve's default FTL
+grep -q 'scheme = "combined"' "$work/disk.chip.ftl.toml" || fail "the combined profile is not serve's default"
 t0=$SECONDS
 boot_bg kill 4096
 for _ in $(seq 1 1200); do grep -q "GUEST-SYNCED 8" "$work/console.log" && break; sleep 0.1; done

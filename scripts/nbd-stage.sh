@@ -9,10 +9,12 @@ NANDLAB=${1:-target/release/nandlab}
 NANDLAB=$(realpath "$NANDLAB")
 root=$(realpath "$(dirname "$0")/..")
 . "$(dirname "$0")/nbd-common.sh"
-# tiny-mlc with 1024 blocks per plane: ~96 MiB exported.
+# tiny-mlc with 1024 blocks per plane and the page-level FTL: ~96 MiB exported (the
+# default, the combined profile, exports ~49 MiB of it; its own step is below).
+page_ftl=(--ftl "$root/examples/ftl/page.toml")
 new_disk() {
   rm -f "$work/$1.chip"
-  start_server "$work/$1.chip" --create tiny-mlc --blocks-per-plane 1024
+  start_server "$work/$1.chip" --create tiny-mlc --blocks-per-plane 1024 "${page_ftl[@]}"
   sed 's/^/   /' "$work/serve.out"
 }
 
@@ -94,14 +96,15 @@ else
   echo "   skipped: fio with the nbd engine not installed"
 fi
 
-echo "-- the combined profile (examples/ftl/combined.toml): fio verified random writes, SIGKILL restart"
+echo "-- the combined profile (serve --create's default): fio verified random writes, SIGKILL restart"
 if have fio && fio --enghelp 2>/dev/null | grep -qw nbd; then
   cd "$work"
   cjob=(--name=c --ioengine=nbd --uri="$url" --rw=randwrite --bs=4k --size=16M
         --verify=crc32c --verify_fatal=1 --randrepeat=1 --randseed=11 --end_fsync=1)
   rm -f "$work/comb.chip"
-  start_server "$work/comb.chip" --create tiny-mlc --blocks-per-plane 1024 \
-    --ftl "$root/examples/ftl/combined.toml"
+  # No --ftl: `serve --create` formats the combined profile by default.
+  start_server "$work/comb.chip" --create tiny-mlc --blocks-per-plane 1024
+  grep -q 'scheme = "combined"' "$work/comb.chip.ftl.toml" || fail "combined: not the default FTL"
   sed 's/^/   /' "$work/serve.out"
   timeout 300 fio "${cjob[@]}" --do_verify=1 >"$work/cfio1.log" 2>&1 || { tail -20 "$work/cfio1.log"; fail "combined: fio write+verify"; }
   stop_server KILL
@@ -178,7 +181,7 @@ if have openssl && have qemu-io && have qemu-img && have nbdinfo && have nbdcopy
   cp "$tls/ca/ca-cert.pem" "$tls/good/ca-cert.pem"
   cp "$tls/ca/ca-cert.pem" "$tls/rogue/ca-cert.pem"
   rm -f "$work/tls.chip"
-  start_server "$work/tls.chip" --create tiny-mlc --blocks-per-plane 1024 \
+  start_server "$work/tls.chip" --create tiny-mlc --blocks-per-plane 1024 "${page_ftl[@]}" \
     --tls-cert "$tls/server-cert.pem" --tls-key "$tls/server-key.pem" --tls-ca "$tls/ca/ca-cert.pem"
   obj=(--object "tls-creds-x509,id=tls0,endpoint=client,dir=$tls/good")
   img="driver=nbd,host=127.0.0.1,port=$port,tls-creds=tls0"
@@ -247,7 +250,7 @@ print(round(j["iops"]), round(ticks * 1e6 / int(sys.argv[5]) / max(j["total_ios"
     mkdir -p "$pki"
     if [ "$pki" = /etc/pki/libnbd ]; then made_pki=$pki; fi
     cp "$tls/good/ca-cert.pem" "$tls/good/client-cert.pem" "$tls/good/client-key.pem" "$pki/"
-    "$NANDLAB" serve --image "$work/perftls.chip" --create tiny-mlc --blocks-per-plane 1024 \
+    "$NANDLAB" serve --image "$work/perftls.chip" --create tiny-mlc --blocks-per-plane 1024 "${page_ftl[@]}" \
       --listen "127.0.0.1:$tport" --tls-cert "$tls/server-cert.pem" --tls-key "$tls/server-key.pem" \
       --tls-ca "$tls/ca/ca-cert.pem" >"$work/tls-serve.out" 2>&1 &
     tls_pid=$!

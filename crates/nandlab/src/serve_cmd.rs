@@ -50,7 +50,8 @@ pub struct ServeArgs {
     listen: SocketAddr,
     /// With --create: the FTL (a TOML file with an `[ftl]` section, as experiment files
     /// have; kept beside the image as `IMAGE.ftl.toml` for later starts). Without it: the
-    /// page-level FTL, 25 % over-provisioning.
+    /// combined profile (`[ftl] scheme = "combined"`: over-provisioning raised to what
+    /// WAO-GC's bound needs on the chip), also kept beside the image.
     #[arg(long, requires = "create")]
     ftl: Option<PathBuf>,
     /// Recovery procedure at start (default: the image's FTL file's, else roll-forward).
@@ -617,7 +618,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
     };
     let (vol, now) = match &a.create {
         Some(preset) => (
-            volume_cmd::create(&a.image, preset, a.blocks_per_plane, a.ftl.as_deref())?,
+            volume_cmd::create_with(&a.image, preset, a.blocks_per_plane, a.ftl.as_deref(), true)?,
             Nanos::ZERO,
         ),
         None => volume_cmd::open_at(&a.image, a.recovery.map(Into::into))?,

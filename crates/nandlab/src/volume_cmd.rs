@@ -197,7 +197,32 @@ pub fn create(
     blocks_per_plane: Option<u32>,
     ftl: Option<&Path>,
 ) -> Result<Vol> {
-    let section = ftl.map(read_ftl).transpose()?;
+    create_with(image, preset, blocks_per_plane, ftl, false)
+}
+
+/// The `[ftl]` section `nandlab serve --create` formats with when no `--ftl` is given:
+/// the combined profile, every key its own.
+pub const SERVE_DEFAULT_FTL: &str = "[ftl]\nscheme = \"combined\"\n";
+
+/// [`create`] where no `--ftl` means the combined profile when `combined_default` (`serve
+/// --create`; its FTL file is written beside the image like any `--ftl`'s), the page-level
+/// FTL otherwise (`volume format`).
+pub fn create_with(
+    image: &Path,
+    preset: &str,
+    blocks_per_plane: Option<u32>,
+    ftl: Option<&Path>,
+    combined_default: bool,
+) -> Result<Vol> {
+    let section = match ftl {
+        Some(p) => Some(read_ftl(p)?),
+        None if combined_default => Some(
+            toml::from_str::<FtlFile>(SERVE_DEFAULT_FTL)
+                .context("the built-in combined profile")?
+                .ftl,
+        ),
+        None => None,
+    };
     let mut chip =
         ChipConfig::preset(preset).with_context(|| format!("unknown chip preset `{preset}`"))?;
     if let Some(b) = blocks_per_plane {
