@@ -1,6 +1,7 @@
 //! `nandlab serve`: the NBD protocol from a raw client (handshake, every command, unaligned
 //! requests, protocol errors), restarts after SIGTERM and SIGKILL, the image lock, and
-//! `qemu-io` as a real client where it is installed.
+//! `qemu-io` as a real client where it is installed — on the combined profile, what
+//! `--create` formats without `--ftl`.
 
 mod common;
 
@@ -18,6 +19,9 @@ fn nbd_commands_restarts_and_protocol_errors() {
     let image = dir.path().join("nbd.img");
     let port = 20000 + (std::process::id() % 20000) as u16;
     let mut srv = Server::start(&image, true, port);
+    // `--create` without `--ftl`: the combined profile, its FTL file beside the image.
+    let side = std::fs::read_to_string(dir.path().join("nbd.img.ftl.toml")).unwrap();
+    assert!(side.contains("scheme = \"combined\""), "{side}");
     let (mut c, size) = Client::connect(port);
     assert!(size > 4 << 20, "{size}");
     // Aligned, unaligned (read-modify-write), across page boundaries.
