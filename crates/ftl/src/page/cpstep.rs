@@ -116,8 +116,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let (pads, alpha) = self.rt.map_or((0, 0), |b| (b.pads, b.alpha));
         let write = ((1 + pads) * (1 + alpha)) as u64;
         let threshold = ppb + write + 2 * s.window as u64;
-        let rest = s.dies[die].frontier[s.copy_stream]
-            .map_or(0, |f| ppb.saturating_sub(f.next as u64));
+        let rest =
+            s.dies[die].frontier[s.copy_stream].map_or(0, |f| ppb.saturating_sub(f.next as u64));
         let more = s.young_budget.saturating_sub(s.opened_per_die[die]) as u64;
         rest + more * ppb <= threshold
     }
