@@ -25,13 +25,18 @@
 //! A trim that would overflow the trailer finishes the checkpoint first (inside that trim).
 //!
 //! **Rate.** `cp_steps_per_write` is sized when the volume is: a checkpoint must finish
-//! before its die opens the block past the budget, and at least one destination block's
-//! worth of writes lies between the point and that opening (each write taking at most
-//! `1 + pads` destination pages and its partial step `α·(1 + pads)` more). The write
-//! bound grows by that many steps (`WaoBounds::with_checkpoint_steps`). A checkpoint not
-//! done in time (a region block going bad costs steps the rate did not count) is replaced
-//! by a whole one inside the write that needs it, counted as an overrun, as before. Flushes finish a due checkpoint, idle time
-//! finishes any; a clean shutdown abandons it for a whole one.
+//! before its die opens the block past the budget, and at least one destination block lies
+//! between the point and that opening. A write takes its own page, and GC copies only
+//! while the die is down to its reserve — at most α per write, their pads and the writes'
+//! then within eq. 6's slack per destination (`pad_slack`, AP's placement) — or, with no
+//! victim being collected, its page and up to `pads` pads. So W writes take at most
+//! W·max(1 + α, 1 + pads) pages plus the slack of the (at most two) destinations they
+//! touch, and the steps per write are the checkpoint's steps over the W that fit a block.
+//! The write bound grows by that many steps (`WaoBounds::with_checkpoint_steps`). A
+//! checkpoint not done in time (a region block going bad costs steps the rate did not
+//! count) is replaced by a whole one inside the write that needs it, counted as an
+//! overrun, as before. Flushes finish a due checkpoint, idle time finishes any; a clean
+//! shutdown abandons it for a whole one.
 
 use super::snapshot::{max_snapshot_len, TRIM_ENTRY};
 use super::PageFtl;
@@ -64,15 +69,25 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     /// Steps per host write that finish a checkpoint of a volume of `logical` pages before
-    /// its die opens the block past the young budget, with `alpha` copies per partial step
-    /// and `pads` padding pages per program (see the module docs).
-    pub(super) fn steps_per_write(&self, logical: u64, alpha: u32, pads: u32) -> u32 {
+    /// its die opens the block past the young budget, with `alpha` copies per partial step,
+    /// `pads` padding pages per program and eq. 6's `pad_slack` (see the module docs).
+    pub(super) fn steps_per_write(
+        &self,
+        logical: u64,
+        alpha: u32,
+        pads: u32,
+        pad_slack: u32,
+    ) -> u32 {
         let len = max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
         // Seal pads: up to a pairing window on each frontier.
         let seal = self.s.dies.len() as u32 * 2 * self.s.window;
         let steps = self.region.steps_for(&self.s, len) + seal;
-        let per_write = (1 + pads) * (1 + alpha);
-        let writes = (self.s.ppb / per_write).max(1);
+        let ppb = self.s.ppb;
+        // Every write at its worst (its pads and α copies with theirs), or amortised: the
+        // pads of a collection within the slack of the two destinations it may touch.
+        let worst = ppb / ((1 + pads) * (1 + alpha));
+        let amortised = ppb.saturating_sub(2 * pad_slack) / (1 + alpha).max(1 + pads);
+        let writes = worst.max(amortised).max(1);
         steps.div_ceil(writes).max(1)
     }
 

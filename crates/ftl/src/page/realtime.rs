@@ -80,7 +80,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         })?;
         let (pads, t_pad) = self.pads_per_program();
         let steps = if self.young_budget() > 0 {
-            self.steps_per_write(logical, b.alpha, pads)
+            self.steps_per_write(logical, b.alpha, pads, b.pad_slack())
         } else {
             0
         };
