@@ -10,7 +10,7 @@ NANDLAB=$(realpath "$NANDLAB")
 root=$(realpath "$(dirname "$0")/..")
 . "$(dirname "$0")/nbd-common.sh"
 # tiny-mlc with 1024 blocks per plane and the page-level FTL: ~96 MiB exported (the
-# default, the combined profile, exports ~49 MiB of it; its own step is below).
+# default, the combined profile, exports ~47 MiB of it; its own step is below).
 page_ftl=(--ftl "$root/examples/ftl/page.toml")
 new_disk() {
   rm -f "$work/$1.chip"
