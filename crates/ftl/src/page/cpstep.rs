@@ -38,7 +38,7 @@
 //! overrun, as before. Flushes finish a due checkpoint, idle time finishes any; a clean
 //! shutdown abandons it for a whole one.
 
-use super::snapshot::{max_snapshot_len, TRIM_ENTRY};
+use super::snapshot::{encode_trims, max_snapshot_len, TRIM_ENTRY};
 use super::PageFtl;
 use crate::substrate::region::Step;
 use crate::substrate::{COLD, HOST};
@@ -191,11 +191,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 }
             }
         }
-        let mut trailer = Vec::with_capacity(st.trims.len() * TRIM_ENTRY);
-        for &(lpn, seq) in &st.trims {
-            trailer.extend_from_slice(&lpn.to_le_bytes());
-            trailer.extend_from_slice(&seq.to_le_bytes());
-        }
+        // The trailer's entries, encoded only for the step that writes it.
+        let trailer = if self.region.at_trailer() {
+            encode_trims(&st.trims)
+        } else {
+            Vec::new()
+        };
         match self.region.step(&mut self.s, now, &self.cp_buf, &trailer)? {
             Step::More => Ok(false),
             Step::Committed => {

@@ -174,6 +174,16 @@ impl Parts<'_> {
     }
 }
 
+/// Trim-log entries (logical page, sequence number; little-endian) of `trims`.
+pub(crate) fn encode_trims(trims: &[(u32, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(trims.len() * TRIM_ENTRY);
+    for &(lpn, seq) in trims {
+        out.extend_from_slice(&lpn.to_le_bytes());
+        out.extend_from_slice(&seq.to_le_bytes());
+    }
+    out
+}
+
 /// The most bytes a snapshot without replicas or policy state takes for a chip of `dies`
 /// dies and `blocks` blocks and a volume of `logical` pages (what a checkpoint written in
 /// steps is sized by).
@@ -451,11 +461,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             // A checkpoint being written in steps carries them in its trailer too.
             self.note_trims_for_steps(now)?;
         }
-        let mut entries = Vec::with_capacity(self.pending_trims.len() * TRIM_ENTRY);
-        for &(lpn, seq) in &self.pending_trims {
-            entries.extend_from_slice(&lpn.to_le_bytes());
-            entries.extend_from_slice(&seq.to_le_bytes());
-        }
+        let entries = encode_trims(&self.pending_trims);
         if !self
             .region
             .append_log(&mut self.s, now, &entries, TRIM_ENTRY)?
