@@ -298,12 +298,10 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     pprof_enc: Option<FixedEncoder<{ layout::PPROF_DATA_BYTES }>>,
     /// P/E cycles the next program's PPROF records.
     next_pecycles: u32,
-    /// The last PPROF codeword encoded (data and parity): consecutive programs of a block
-    /// at one strength within one second carry the same profile, so most programs reuse it.
-    pprof_last: Option<(
-        [u8; layout::PPROF_DATA_BYTES],
-        [u8; layout::PPROF_PARITY_BYTES],
-    )>,
+    /// The last PPROF codeword encoded (data and parity) and what it was encoded from
+    /// (strength, P/E cycles, program second): consecutive programs of a block at one
+    /// strength within one second carry the same profile, so most programs reuse it.
+    pprof_last: Option<((u32, u32, u64), [u8; layout::PPROF_BYTES])>,
 }
 
 pub use layout::crc32c_software;

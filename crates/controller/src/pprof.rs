@@ -48,20 +48,22 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             return Ok(());
         };
         spare[HEADER_BYTES - 1] = layout::LAYOUT_VERSION_PPROF;
-        let p = PprofRecord {
-            p_cur: l.t as u8,
-            p_next: l.t as u8,
-            pecycles: self.next_pecycles.min(0x3FFF) as u16,
-            writestamp: ((now.0 / 1_000_000_000).min(u32::MAX as u64 - 1) + 1) as u32,
-        };
-        let d = p.encode();
-        spare[po..po + layout::PPROF_DATA_BYTES].copy_from_slice(&d);
-        let parity = &mut spare[po + layout::PPROF_DATA_BYTES..po + layout::PPROF_BYTES];
-        match self.pprof_last {
-            Some((last, par)) if last == d => parity.copy_from_slice(&par),
+        let key = (l.t, self.next_pecycles.min(0x3FFF), now.0 / 1_000_000_000);
+        let code = &mut spare[po..po + layout::PPROF_BYTES];
+        match &self.pprof_last {
+            Some((last, c)) if *last == key => code.copy_from_slice(c),
             _ => {
+                let p = PprofRecord {
+                    p_cur: l.t as u8,
+                    p_next: l.t as u8,
+                    pecycles: key.1 as u16,
+                    writestamp: (key.2.min(u32::MAX as u64 - 1) + 1) as u32,
+                };
+                let d = p.encode();
+                let (data, parity) = code.split_at_mut(layout::PPROF_DATA_BYTES);
+                data.copy_from_slice(&d);
                 enc.encode(&d, parity).map_err(CtlError::Ecc)?;
-                self.pprof_last = Some((d, parity.try_into().expect("parity size")));
+                self.pprof_last = Some((key, (&*code).try_into().expect("codeword size")));
             }
         }
         Ok(())

@@ -346,7 +346,10 @@ impl FlaresTables {
         }
     }
 
-    /// [`required_p`](Self::required_p) computed from the model at exactly `pecycles`.
+    /// [`required_p`](Self::required_p) computed from the model at exactly `pecycles`
+    /// (beyond the tables only: out of the inlined program path).
+    #[cold]
+    #[inline(never)]
     pub fn required_p_exact(&self, pecycles: u32) -> (u32, bool) {
         let proj = self.rber_wr(pecycles)
             + self
@@ -456,6 +459,7 @@ impl FlaresCore {
 
     /// Alg. 1 for a program at `now` of a page on a block with `pecycles` cycles: returns
     /// the strength to encode with (p_next, or the model's p for a page with no profile).
+    #[inline]
     pub fn program(&self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
         let t = if p.p_next == 0 {
             self.tables.required_p(pecycles).0
@@ -479,6 +483,7 @@ impl FlaresCore {
     }
 
     /// The page's retention at `now` (zero if unknown).
+    #[inline]
     pub fn retention(p: &Pprof, now: Nanos) -> Nanos {
         if p.writestamp == 0 {
             return Nanos::ZERO;
@@ -497,6 +502,7 @@ impl FlaresCore {
 
     /// Alg. 1 for a read (`deterr` corrected bits, or a failed decode) and then, every
     /// WSIZE operations, Alg. 2; the retention check runs on every read.
+    #[inline]
     pub fn read(
         &self,
         p: &mut Pprof,
@@ -515,14 +521,16 @@ impl FlaresCore {
         } else {
             p.errc = (p.errc as u32 + deterr).min(errc_max) as u16;
         }
-        let hours = (Self::retention(p, now).0 / NS_PER_HOUR as u64).min(u16::MAX as u64) as u16;
+        let ret = Self::retention(p, now);
+        let hours = (ret.0 / NS_PER_HOUR as u64).min(u16::MAX as u64) as u16;
         p.win_ret_h = if p.ops == 0 {
             hours
         } else {
             p.win_ret_h.min(hours)
         };
         p.ops = p.ops.saturating_add(1);
-        if self.past_retention(p, now) {
+        // (`past_retention` with the retention already in hand; p_cur ≠ 0 here.)
+        if p.writestamp != 0 && ret > self.tables.max_ret(p.p_cur as u32, p.pecycles as u32) {
             c.retention_alarms += 1;
             return Outcome::Rewrite;
         }
@@ -537,7 +545,9 @@ impl FlaresCore {
         }
     }
 
-    /// Alg. 2 rows 5–31 over the window just closed.
+    /// Alg. 2 rows 5–31 over the window just closed (once per WSIZE reads: kept out of
+    /// the inlined read path).
+    #[inline(never)]
     pub fn estimate(&self, p: &mut Pprof, counts: &mut EccPolicyCounters) -> Zone {
         let c = self.tables.cfg;
         let pe = p.pecycles as u32;

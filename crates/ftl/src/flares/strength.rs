@@ -68,6 +68,47 @@ impl FlaresStrength {
         }
     }
 
+    /// Fills flat page `i`'s profile, not cached (first access since mount) or a metadata
+    /// page, at its read `fb`; `false`: the page is not watched (a strength outside
+    /// FLARES's range). Out of line: the read path's rare branch.
+    #[cold]
+    #[inline(never)]
+    fn load(
+        &mut self,
+        i: usize,
+        fb: &crate::policy::ReadFeedback,
+        c: &mut EccPolicyCounters,
+    ) -> bool {
+        let p = &mut self.prof[i];
+        // Not cached (first access since mount) or a metadata page: load the critical
+        // part from the page's spare-area PPROF (read with the page, no extra
+        // operation); without one (it failed its own ECC, counted by the controller)
+        // fall back to the header's t, the block's erase count and the read's time.
+        let t = fb.t;
+        if t < self.core.tables.config().t_min || t > self.core.tables.config().t_max {
+            return false;
+        }
+        // A p_next restored from a clean shutdown's checkpoint is newer than the one
+        // written with the page.
+        let restored = p.p_next;
+        match fb.pprof {
+            Some(r) => {
+                p.p_cur = r.p_cur;
+                p.p_next = if restored != 0 { restored } else { r.p_next };
+                p.pecycles = r.pecycles;
+                p.writestamp = r.writestamp;
+            }
+            None => {
+                c.pprof_fallbacks += 1;
+                p.p_cur = t as u8;
+                p.p_next = if restored != 0 { restored } else { t as u8 };
+                p.pecycles = fb.erase_count.min((1 << width::PECYCLES) - 1) as u16;
+                p.writestamp = stamp(fb.now);
+            }
+        }
+        true
+    }
+
     /// The profile of flat page `page`.
     pub fn profile(&self, page: u32) -> Pprof {
         self.prof[page as usize]
@@ -83,7 +124,7 @@ impl crate::policy::EccStrength for FlaresStrength {
         if ctx.meta {
             return self.meta_t;
         }
-        let i = (ctx.slot.block * self.ppb + ctx.slot.page) as usize;
+        let i = ctx.phys as usize;
         // A block's pages are programmed in order: fetch the profiles' next cache line
         // while this one is used (dozens of blocks fill at once, too many streams for
         // the CPU's own prefetcher).
@@ -97,38 +138,13 @@ impl crate::policy::EccStrength for FlaresStrength {
         fb: &crate::policy::ReadFeedback,
         c: &mut crate::policy::EccPolicyCounters,
     ) -> Option<crate::policy::Alarm> {
-        let i = (fb.block * self.ppb + fb.page) as usize;
+        let i = fb.phys as usize;
         // (GC reads a victim's pages in order.)
         self.prefetch_ahead(i, fb.page);
-        let p = &mut self.prof[i];
-        if p.p_cur == 0 {
-            // Not cached (first access since mount) or a metadata page: load the critical
-            // part from the page's spare-area PPROF (read with the page, no extra
-            // operation); without one (it failed its own ECC, counted by the controller)
-            // fall back to the header's t, the block's erase count and the read's time.
-            let t = fb.t;
-            if t < self.core.tables.config().t_min || t > self.core.tables.config().t_max {
-                return None;
-            }
-            // A p_next restored from a clean shutdown's checkpoint is newer than the one
-            // written with the page.
-            let restored = p.p_next;
-            match fb.pprof {
-                Some(r) => {
-                    p.p_cur = r.p_cur;
-                    p.p_next = if restored != 0 { restored } else { r.p_next };
-                    p.pecycles = r.pecycles;
-                    p.writestamp = r.writestamp;
-                }
-                None => {
-                    c.pprof_fallbacks += 1;
-                    p.p_cur = t as u8;
-                    p.p_next = if restored != 0 { restored } else { t as u8 };
-                    p.pecycles = fb.erase_count.min((1 << width::PECYCLES) - 1) as u16;
-                    p.writestamp = stamp(fb.now);
-                }
-            }
+        if self.prof[i].p_cur == 0 && !self.load(i, fb, c) {
+            return None;
         }
+        let p = &mut self.prof[i];
         let out = self.core.read(p, fb.corrected, fb.failed, fb.now, c);
         (out == Outcome::Rewrite).then_some(crate::policy::Alarm::Rewrite { page: i as u32 })
     }

@@ -213,6 +213,8 @@ impl Placement for MsbCritical {
 pub struct ProgramContext {
     /// The slot.
     pub slot: Slot,
+    /// The same page as a flat page index (block · pages per block + page).
+    pub phys: u32,
     /// P/E cycles of the block.
     pub erase_count: u32,
     /// The page takes FTL metadata (a checkpoint-region page: the paper's reserved pages,
@@ -229,6 +231,8 @@ pub struct ReadFeedback {
     pub block: u32,
     /// Page within the block.
     pub page: u32,
+    /// The same page as a flat page index (block · pages per block + page).
+    pub phys: u32,
     /// Bits the decoder corrected.
     pub corrected: u32,
     /// The page could not be decoded.

@@ -81,7 +81,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             _ => {
                 let ctx = ProgramContext {
                     slot: self.slot(phys),
-                    erase_count: self.erase[self.block_of(phys) as usize],
+                    phys,
+                    erase_count: self.erase[b as usize],
                     meta: matches!(payload, Payload::Meta(_)),
                     now,
                 };

@@ -124,6 +124,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let fb = ReadFeedback {
             block,
             page,
+            phys,
             corrected,
             failed,
             t: info.map_or(0, |i| i.record.t as u32),
