@@ -7,16 +7,36 @@ use std::net::TcpStream;
 
 /// The connection: plain TCP (reads buffered, so a request header is one system call, not
 /// six), or TLS over it after STARTTLS (rustls buffers the plaintext itself).
+///
+/// Replies are corked in transmission: [`send`](Conn::send) queues them, and they go out
+/// together when the server is about to wait for the client
+/// ([`flush_if_idle`](Conn::flush_if_idle): no whole request header is buffered) or when a
+/// queue passes [`CORK_LIMIT`]. A client that pipelines (queue depth 16) then gets the
+/// replies of a burst of requests in one system call — and under TLS in one record, which
+/// it decrypts once instead of once per reply. A reply is never held while the server
+/// waits for the client, so a client that waits for replies before sending more cannot
+/// stall.
 pub(super) enum Conn {
-    /// Plain TCP.
-    Plain(BufReader<TcpStream>),
-    /// The stream, and a buffer where a reply's parts are joined: rustls makes a record
-    /// (and a system call) per write, so a reply goes in as one.
+    /// Plain TCP, and the small replies queued (a reply with a payload goes out at once,
+    /// with the queue before it, in one vectored write: payloads are not copied).
+    Plain(BufReader<TcpStream>, Vec<u8>),
+    /// The stream, and the replies queued: rustls makes a record (and a system call) per
+    /// write, so queued replies go in as one.
     Tls(
         Box<rustls::StreamOwned<rustls::ServerConnection, BufSock>>,
         Vec<u8>,
     ),
 }
+
+/// Bytes of queued replies that make [`Conn::send`] write them out at once.
+pub(super) const CORK_LIMIT: usize = 64 << 10;
+
+/// A reply up to this size (headers, errors, small block-status lists) is queued in plain
+/// TCP; a larger one carries a payload and goes out at once.
+const SMALL_REPLY: usize = 512;
+
+/// A request header's size: less buffered than this means reading the next one may wait.
+const HEADER: usize = 28;
 
 /// The socket under TLS: reads buffered (rustls asks for 4 KiB at a time; pipelined
 /// requests then cost one system call per 64 KiB, not per 4 KiB), writes straight through.
@@ -43,39 +63,100 @@ impl Write for BufSock {
 impl Conn {
     pub(super) fn tcp(&self) -> &TcpStream {
         match self {
-            Conn::Plain(s) => s.get_ref(),
+            Conn::Plain(s, _) => s.get_ref(),
             Conn::Tls(t, _) => t.sock.0.get_ref(),
         }
     }
 
-    /// Sends one reply made of `parts`: a vectored write in plain TCP (no copy), one TLS
-    /// record's worth of writes under TLS.
+    /// Queues one reply made of `parts` (see the type's docs): in plain TCP a reply with a
+    /// payload is written at once, with the queue, in one vectored write (no copy).
     pub(super) fn send(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
         match self {
-            Conn::Plain(s) => {
-                let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-                write_all_vectored(s.get_mut(), &mut slices)
-            }
-            Conn::Tls(t, joined) => {
-                joined.clear();
-                for p in parts {
-                    joined.extend_from_slice(p);
+            Conn::Plain(s, queued) => {
+                if total <= SMALL_REPLY && queued.len() + total <= CORK_LIMIT {
+                    for p in parts {
+                        queued.extend_from_slice(p);
+                    }
+                    return Ok(());
                 }
-                t.write_all(joined)?;
-                t.flush()?;
-                if joined.capacity() > 2 * CHUNK {
-                    *joined = Vec::new(); // a whole-payload reply: do not keep its size
+                let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len() + 1);
+                slices.push(IoSlice::new(queued));
+                slices.extend(parts.iter().map(|p| IoSlice::new(p)));
+                write_all_vectored(s.get_mut(), &mut slices)?;
+                queued.clear();
+                Ok(())
+            }
+            Conn::Tls(_, queued) => {
+                for p in parts {
+                    queued.extend_from_slice(p);
+                }
+                if queued.len() >= CORK_LIMIT {
+                    self.flush_replies()?;
                 }
                 Ok(())
             }
         }
     }
+
+    /// Writes the queued replies out now.
+    pub(super) fn flush_replies(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Plain(s, queued) => {
+                if !queued.is_empty() {
+                    s.get_mut().write_all(queued)?;
+                    queued.clear();
+                }
+                Ok(())
+            }
+            Conn::Tls(t, queued) => {
+                if !queued.is_empty() {
+                    t.write_all(queued)?;
+                    t.flush()?;
+                    queued.clear();
+                }
+                if queued.capacity() > 2 * CHUNK.max(CORK_LIMIT) {
+                    *queued = Vec::new(); // a whole-payload reply: do not keep its size
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the queued replies out unless a whole request header is already at hand
+    /// (then the next request is read without waiting for the client). Under TLS the
+    /// bytes already received are decrypted first (no system call) to find out.
+    pub(super) fn flush_if_idle(&mut self) -> io::Result<()> {
+        let ready = match self {
+            Conn::Plain(s, _) => s.buffer().len(),
+            Conn::Tls(t, _) => {
+                let t = &mut **t;
+                let mut state = t.conn.process_new_packets().map_err(tls_error)?;
+                while state.plaintext_bytes_to_read() < HEADER
+                    && !t.sock.0.buffer().is_empty()
+                    && t.conn.wants_read()
+                {
+                    t.conn.read_tls(&mut t.sock)?;
+                    state = t.conn.process_new_packets().map_err(tls_error)?;
+                }
+                state.plaintext_bytes_to_read()
+            }
+        };
+        if ready < HEADER {
+            self.flush_replies()?;
+        }
+        Ok(())
+    }
+}
+
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"))
 }
 
 impl Read for Conn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.read(buf),
+            Conn::Plain(s, _) => s.read(buf),
             Conn::Tls(t, _) => t.read(buf),
         }
     }
@@ -84,13 +165,13 @@ impl Read for Conn {
 impl Write for Conn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.get_mut().write(buf),
+            Conn::Plain(s, _) => s.get_mut().write(buf),
             Conn::Tls(t, _) => t.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Conn::Plain(s) => s.get_mut().flush(),
+            Conn::Plain(s, _) => s.get_mut().flush(),
             Conn::Tls(t, _) => t.flush(),
         }
     }

@@ -130,7 +130,7 @@ pub(super) fn handshake(
                     continue;
                 };
                 opt_reply(&mut conn, opt, REP_ACK, &[])?;
-                let Conn::Plain(plain) = conn else {
+                let Conn::Plain(plain, _) = conn else {
                     unreachable!("TLS is not up yet");
                 };
                 // A client waits for the ACK before its TLS hello: bytes already buffered

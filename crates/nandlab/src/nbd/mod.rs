@@ -267,7 +267,7 @@ where
     tcp.set_read_timeout(Some(cfg.handshake_timeout))?;
     tcp.set_write_timeout(Some(cfg.handshake_timeout))?;
     let deadline = std::time::Instant::now() + cfg.handshake_timeout;
-    let plain = Conn::Plain(BufReader::with_capacity(64 << 10, tcp));
+    let plain = Conn::Plain(BufReader::with_capacity(64 << 10, tcp), Vec::new());
     let (mut conn, st) = match handshake(plain, cfg, deadline)? {
         (c, Handshake::Transmit(st)) => (c, st),
         (_, Handshake::Done) => return Ok(()),
@@ -276,13 +276,42 @@ where
     // leaves a reply untaken for `stall_timeout` is not, and is dropped (freeing buffers).
     conn.tcp().set_read_timeout(None)?;
     conn.tcp().set_write_timeout(Some(cfg.stall_timeout))?;
-    let size = cfg.size;
     let mut piece = vec![0u8; CHUNK];
     let mut header = [0u8; 28];
+    let result = transmit(
+        &mut conn,
+        cfg,
+        &st,
+        budget,
+        &mut with,
+        &mut piece,
+        &mut header,
+    );
+    // Replies still queued (a disconnect, or a protocol error after requests that were
+    // served) go out before the connection closes.
+    let flushed = conn.flush_replies();
+    result.and(flushed)
+}
+
+/// The transmission phase's request loop (replies corked: see [`Conn`]).
+fn transmit<F>(
+    conn: &mut Conn,
+    cfg: &ServerConfig,
+    st: &handshake::Negotiated,
+    budget: &Budget,
+    with: &mut F,
+    piece: &mut [u8],
+    header: &mut [u8; 28],
+) -> io::Result<()>
+where
+    F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+{
+    let size = cfg.size;
     loop {
+        conn.flush_if_idle()?;
         // The whole header in one read: under TLS each read is a pass through rustls's
         // buffers, not a copy out of ours.
-        conn.read_exact(&mut header)?;
+        conn.read_exact(header)?;
         let be = |at: usize, n: usize| {
             header[at..at + n]
                 .iter()
@@ -336,8 +365,8 @@ where
                     None
                 };
                 match (st.structured, err) {
-                    (false, Some(e)) => simple_reply(&mut conn, cookie, e, &[])?,
-                    (true, Some(e)) => error_chunk(&mut conn, cookie, e)?,
+                    (false, Some(e)) => simple_reply(conn, cookie, e, &[])?,
+                    (true, Some(e)) => error_chunk(conn, cookie, e)?,
                     (structured, None) if !structured || flags & CMD_FLAG_DF != 0 => {
                         // The whole payload at once: up to a piece in the connection's own
                         // buffer, beyond from the shared budget (freed when sent).
@@ -352,16 +381,16 @@ where
                         };
                         let r = with(&mut |e| e.read_at(offset, buf));
                         match (structured, r) {
-                            (false, Ok(())) => simple_reply(&mut conn, cookie, 0, buf)?,
-                            (false, Err(e)) => simple_reply(&mut conn, cookie, e, &[])?,
+                            (false, Ok(())) => simple_reply(conn, cookie, 0, buf)?,
+                            (false, Err(e)) => simple_reply(conn, cookie, e, &[])?,
                             (true, Ok(())) => chunk(
-                                &mut conn,
+                                conn,
                                 cookie,
                                 REPLY_FLAG_DONE,
                                 REPLY_TYPE_OFFSET_DATA,
                                 &[&offset.to_be_bytes(), buf],
                             )?,
-                            (true, Err(e)) => error_chunk(&mut conn, cookie, e)?,
+                            (true, Err(e)) => error_chunk(conn, cookie, e)?,
                         }
                     }
                     (_, None) => {
@@ -373,7 +402,7 @@ where
                             let at = offset + done as u64;
                             let buf = &mut piece[..n];
                             if let Err(e) = with(&mut |x| x.read_at(at, buf)) {
-                                error_chunk(&mut conn, cookie, e)?;
+                                error_chunk(conn, cookie, e)?;
                                 break;
                             }
                             done += n;
@@ -383,7 +412,7 @@ where
                                 0
                             };
                             chunk(
-                                &mut conn,
+                                conn,
                                 cookie,
                                 last,
                                 REPLY_TYPE_OFFSET_DATA,
@@ -391,7 +420,7 @@ where
                             )?;
                         }
                         if len == 0 {
-                            chunk(&mut conn, cookie, REPLY_FLAG_DONE, REPLY_TYPE_NONE, &[])?;
+                            chunk(conn, cookie, REPLY_FLAG_DONE, REPLY_TYPE_NONE, &[])?;
                         }
                     }
                 }
@@ -402,8 +431,8 @@ where
                     return Err(protocol("write payload too large"));
                 }
                 if !in_range || !flags_ok {
-                    drain(&mut conn, len as usize, &mut piece)?;
-                    simple_reply(&mut conn, cookie, EINVAL, &[])?;
+                    drain(conn, len as usize, piece)?;
+                    simple_reply(conn, cookie, EINVAL, &[])?;
                     continue;
                 }
                 // Streamed: each piece is written before the next is read. Pieces end on
@@ -426,7 +455,7 @@ where
                 if failed.is_none() && fua {
                     failed = with(&mut |x| x.flush()).err();
                 }
-                simple_reply(&mut conn, cookie, failed.unwrap_or(0), &[])?;
+                simple_reply(conn, cookie, failed.unwrap_or(0), &[])?;
             }
             CMD_DISC => {
                 let _ = with(&mut |e| e.flush());
@@ -438,7 +467,7 @@ where
                 } else {
                     EINVAL
                 };
-                simple_reply(&mut conn, cookie, e, &[])?;
+                simple_reply(conn, cookie, e, &[])?;
             }
             CMD_TRIM | CMD_WRITE_ZEROES => {
                 let e = if !in_range || !flags_ok {
@@ -452,11 +481,11 @@ where
                         .err()
                         .unwrap_or(0)
                 };
-                simple_reply(&mut conn, cookie, e, &[])?;
+                simple_reply(conn, cookie, e, &[])?;
             }
             CMD_BLOCK_STATUS if st.structured => {
                 if !st.allocation || !flags_ok || !in_range || len == 0 {
-                    error_chunk(&mut conn, cookie, EINVAL)?;
+                    error_chunk(conn, cookie, EINVAL)?;
                     continue;
                 }
                 let max = if flags & CMD_FLAG_REQ_ONE != 0 {
@@ -478,18 +507,18 @@ where
                             m.extend_from_slice(&state.to_be_bytes());
                         }
                         chunk(
-                            &mut conn,
+                            conn,
                             cookie,
                             REPLY_FLAG_DONE,
                             REPLY_TYPE_BLOCK_STATUS,
                             &[&m],
                         )?;
                     }
-                    Err(e) => error_chunk(&mut conn, cookie, e)?,
+                    Err(e) => error_chunk(conn, cookie, e)?,
                 }
             }
-            _ if st.structured => error_chunk(&mut conn, cookie, EINVAL)?,
-            _ => simple_reply(&mut conn, cookie, EINVAL, &[])?,
+            _ if st.structured => error_chunk(conn, cookie, EINVAL)?,
+            _ => simple_reply(conn, cookie, EINVAL, &[])?,
         }
     }
 }
