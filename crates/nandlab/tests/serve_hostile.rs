@@ -293,3 +293,82 @@ fn stalled_clients_keep_memory_bounded() {
     assert!(ok.read(mine, 8192) == vec![5u8; 8192]);
     drop(stalled);
 }
+
+/// Reads one simple reply: (error, cookie), and `len` payload bytes for a successful READ.
+fn simple_reply(c: &mut Client, len: usize) -> (u32, u64, Vec<u8>) {
+    let mut h = [0u8; 16];
+    c.s.read_exact(&mut h).unwrap();
+    assert_eq!(u32::from_be_bytes(h[..4].try_into().unwrap()), 0x6744_6698);
+    let err = u32::from_be_bytes(h[4..8].try_into().unwrap());
+    let cookie = u64::from_be_bytes(h[8..16].try_into().unwrap());
+    let mut d = vec![0u8; if err == 0 { len } else { 0 }];
+    c.s.read_exact(&mut d).unwrap();
+    (err, cookie, d)
+}
+
+/// Replies are corked while requests are already buffered: a pipelined burst gets every
+/// reply, in order, with the right data; a lone request is answered without the client
+/// sending anything more; replies of a burst that ends in a DISC, or in a protocol error,
+/// are all sent before the connection closes.
+#[test]
+fn corked_replies_are_complete_ordered_and_never_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("cork.chip");
+    let p = port(5);
+    let _srv = Server::start(&image, true, p);
+    let page = |i: u64| vec![(i * 37 % 251) as u8 + 1; 4096];
+
+    // A burst of 64 writes and 64 reads of what they wrote, sent before any reply is read.
+    let (mut c, _) = Client::connect(p);
+    let first = c.cookie + 1;
+    for i in 0..64u64 {
+        c.send(1, 0, i * 8192, 4096, &page(i));
+    }
+    for i in 0..64u64 {
+        c.send(0, 0, i * 8192, 4096, &[]);
+    }
+    for k in 0..128u64 {
+        let read = k >= 64;
+        let (err, cookie, d) = simple_reply(&mut c, if read { 4096 } else { 0 });
+        assert_eq!((err, cookie), (0, first + k), "reply {k} of the burst");
+        if read {
+            assert_eq!(d, page(k - 64), "read {} of the burst", k - 64);
+        }
+    }
+
+    // A lone request: its reply comes although nothing follows it.
+    c.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.send(1, 0, 1 << 20, 4096, &page(7));
+    let (err, cookie, _) = simple_reply(&mut c, 0);
+    assert_eq!((err, cookie), (0, c.cookie));
+
+    // A burst ending in DISC: every reply before the close.
+    let first = c.cookie + 1;
+    for i in 0..16u64 {
+        c.send(1, 0, (2 << 20) + i * 4096, 4096, &page(i + 100));
+    }
+    c.send(2, 0, 0, 0, &[]); // NBD_CMD_DISC
+    for k in 0..16u64 {
+        let (err, cookie, _) = simple_reply(&mut c, 0);
+        assert_eq!((err, cookie), (0, first + k));
+    }
+    assert!(closed(&mut c));
+
+    // A burst ending in a bad request magic: the valid ones are answered, then the close.
+    let (mut c, _) = Client::connect(p);
+    let first = c.cookie + 1;
+    for i in 0..16u64 {
+        c.send(1, 0, (3 << 20) + i * 4096, 4096, &page(i + 200));
+    }
+    c.s.write_all(&[0xAB; 28]).unwrap();
+    for k in 0..16u64 {
+        let (err, cookie, _) = simple_reply(&mut c, 0);
+        assert_eq!((err, cookie), (0, first + k));
+    }
+    assert!(closed(&mut c));
+
+    // What the bursts wrote is there.
+    let (mut c, _) = Client::connect(p);
+    assert_eq!(c.read(2 << 20, 4096), page(100));
+    assert_eq!(c.read((3 << 20) + 15 * 4096, 4096), page(215));
+}
