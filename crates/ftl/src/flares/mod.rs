@@ -495,9 +495,15 @@ impl FlaresCore {
     /// Whether the page has outlived `max_ret_time(p_cur, pecycles)` at `now`.
     #[inline]
     pub fn past_retention(&self, p: &Pprof, now: Nanos) -> bool {
+        self.outlived(p, Self::retention(p, now))
+    }
+
+    /// [`past_retention`](Self::past_retention) for a page whose retention is `ret`.
+    #[inline]
+    fn outlived(&self, p: &Pprof, ret: Nanos) -> bool {
         p.writestamp != 0
             && p.p_cur != 0
-            && Self::retention(p, now) > self.tables.max_ret(p.p_cur as u32, p.pecycles as u32)
+            && ret > self.tables.max_ret(p.p_cur as u32, p.pecycles as u32)
     }
 
     /// Alg. 1 for a read (`deterr` corrected bits, or a failed decode) and then, every
@@ -529,8 +535,7 @@ impl FlaresCore {
             p.win_ret_h.min(hours)
         };
         p.ops = p.ops.saturating_add(1);
-        // (`past_retention` with the retention already in hand; p_cur ≠ 0 here.)
-        if p.writestamp != 0 && ret > self.tables.max_ret(p.p_cur as u32, p.pecycles as u32) {
+        if self.outlived(p, ret) {
             c.retention_alarms += 1;
             return Outcome::Rewrite;
         }

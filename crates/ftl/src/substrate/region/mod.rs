@@ -51,6 +51,7 @@
 //! region of fewer than six blocks, or a volume formatted before anchors existed (no valid
 //! record), keeps a fixed region.
 
+mod anchor;
 mod steps;
 
 use super::meta::MetaWriter;
@@ -91,7 +92,6 @@ pub fn meta_tag_name(tag: MetaTag) -> Option<&'static str> {
 }
 
 const MAGIC: [u8; 4] = *b"NLCP";
-const ANCHOR_MAGIC: [u8; 4] = *b"NLAN";
 /// A region block is swapped for the least-worn free block of its die once it has been
 /// erased this many times more.
 pub(crate) const ROTATE_SPREAD: u32 = 4;
@@ -104,15 +104,6 @@ const KIND_BODY: u8 = 0;
 const KIND_LOG: u8 = 1;
 /// A generation's last body page carrying log entries (see the module docs).
 const KIND_TRAILER: u8 = 2;
-
-/// The CRC32C of an anchor record: its sequence number, count and blocks (bytes 8..20 and
-/// 24..), not the CRC field itself.
-fn anchor_crc(crc32c: fn(&[u8]) -> u32, record: &[u8]) -> u32 {
-    let mut v = Vec::with_capacity(record.len() - 12);
-    v.extend_from_slice(&record[8..20]);
-    v.extend_from_slice(&record[24..]);
-    crc32c(&v)
-}
 
 /// The header of a checkpoint page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,224 +290,6 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     /// Every block the region holds: the anchors and the rotating blocks.
     pub fn all_blocks(&self) -> impl Iterator<Item = u32> + '_ {
         self.anchors.iter().chain(self.blocks.iter()).copied()
-    }
-
-    /// An anchor record: magic, sequence number, block count, CRC32C of what follows the
-    /// CRC, then the blocks (little-endian).
-    fn anchor_record(&self, sub: &Substrate<S, M>, seq: u64) -> Vec<u8> {
-        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
-        page[..4].copy_from_slice(&ANCHOR_MAGIC);
-        page[4] = VERSION;
-        page[8..16].copy_from_slice(&seq.to_le_bytes());
-        page[16..20].copy_from_slice(&(self.blocks.len() as u32).to_le_bytes());
-        for (i, b) in self.blocks.iter().enumerate() {
-            page[24 + 4 * i..28 + 4 * i].copy_from_slice(&b.to_le_bytes());
-        }
-        let end = 24 + 4 * self.blocks.len();
-        let crc = anchor_crc(sub.ctl.crc32c_fn(), &page[..end]);
-        page[20..24].copy_from_slice(&crc.to_le_bytes());
-        page
-    }
-
-    /// Parses an anchor record: its sequence number and block list, if it is whole and
-    /// names only distinct blocks of the chip other than the anchors.
-    fn parse_anchor(&self, sub: &Substrate<S, M>, page: &[u8]) -> Option<(u64, Vec<u32>)> {
-        if page.len() < 24 || page[..4] != ANCHOR_MAGIC || page[4] != VERSION {
-            return None;
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
-        let seq = u64::from_le_bytes(page[8..16].try_into().expect("8 bytes"));
-        let n = u32_at(16) as usize;
-        let end = 24usize.checked_add(n.checked_mul(4)?)?;
-        if n == 0 || end > page.len() {
-            return None;
-        }
-        if anchor_crc(sub.ctl.crc32c_fn(), &page[..end]) != u32_at(20) {
-            return None;
-        }
-        let blocks: Vec<u32> = (0..n).map(|i| u32_at(24 + 4 * i)).collect();
-        let nblocks = sub.state.len() as u32;
-        let mut sorted = blocks.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let ok = sorted.len() == n
-            && blocks
-                .iter()
-                .all(|&b| b < nblocks && !self.anchors.contains(&b));
-        ok.then_some((seq, blocks))
-    }
-
-    /// Appends a record of the current list to the anchor (see the module docs).
-    /// `Ok(false)`: the anchor cannot take it — the block the record would go to is bad or
-    /// failed (the block holding the newest record is never erased for a retry), so the
-    /// caller keeps the list the anchor has.
-    pub fn write_anchor(
-        &mut self,
-        sub: &mut Substrate<S, M>,
-        now: Nanos,
-    ) -> Result<bool, FtlError> {
-        if self.anchors.is_empty() {
-            return Ok(true);
-        }
-        let seq = self.anchor_seq + 1;
-        let page = self.anchor_record(sub, seq);
-        let (i, slot) = match self.anchor_at {
-            Some((i, slot)) if slot < self.writer.slots() => (i, slot),
-            _ => {
-                let i = 1 - self.anchor_newest;
-                let b = self.anchors[i];
-                if sub.state[b as usize] != BState::Region
-                    || !sub.erase_block(now, b, Cause::Meta)?
-                {
-                    return Ok(false);
-                }
-                (i, 0)
-            }
-        };
-        let rec = OobRecord::new(seq, 0, PageKind::Meta(ANCHOR_KIND));
-        if !self
-            .writer
-            .program(sub, now, self.anchors[i], slot, &page, rec)?
-        {
-            // The block was retired; the other one still holds the newest record.
-            self.anchor_at = None;
-            return Ok(false);
-        }
-        self.anchor_seq = seq;
-        self.anchor_newest = i;
-        self.anchor_at = Some((i, slot + 1));
-        let c = &mut sub.log.counters;
-        c.meta_bytes += page.len() as u64;
-        c.meta_bytes_by_kind.checkpoint += page.len() as u64;
-        Ok(true)
-    }
-
-    /// Writes the first anchor record at format; a region whose anchor cannot take it is
-    /// kept fixed (the anchors become region blocks like the others).
-    pub fn init_anchor(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
-        if !self.write_anchor(sub, now)? {
-            self.make_fixed();
-        }
-        Ok(())
-    }
-
-    /// The anchors become ordinary region blocks: the region no longer rotates.
-    fn make_fixed(&mut self) {
-        let mut all: Vec<u32> = self.anchors.drain(..).collect();
-        all.append(&mut self.blocks);
-        self.blocks = all;
-    }
-
-    /// Reads both anchor blocks and adopts the newest valid record's list (charged reads).
-    /// Blocks that left the region become `Bad` placeholders for recovery to settle; blocks
-    /// that joined it become region blocks. Without any valid record the region is the
-    /// configured one, fixed (a volume formatted before anchors existed).
-    fn load_anchor(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
-        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
-        let mut newest: Option<(u64, usize, Vec<u32>)> = None;
-        for i in 0..self.anchors.len() {
-            let b = self.anchors[i];
-            for slot in 0..self.writer.slots() {
-                let Some(rec) = self.writer.read(sub, now, b, slot, &mut page)? else {
-                    break;
-                };
-                if rec.kind != PageKind::Meta(ANCHOR_KIND) {
-                    break;
-                }
-                if let Some((seq, list)) = self.parse_anchor(sub, &page) {
-                    if newest.as_ref().is_none_or(|n| seq > n.0) {
-                        newest = Some((seq, i, list));
-                    }
-                }
-            }
-        }
-        let Some((seq, i, list)) = newest else {
-            // A fixed region: the anchors are region blocks like the others.
-            self.make_fixed();
-            return Ok(());
-        };
-        for &b in &self.blocks {
-            if !list.contains(&b) && sub.state[b as usize] == BState::Region {
-                sub.state[b as usize] = BState::Bad;
-            }
-        }
-        for &b in &list {
-            sub.state[b as usize] = BState::Region;
-        }
-        self.blocks = list;
-        self.anchor_seq = seq;
-        self.anchor_newest = i;
-        // The next record goes to the other block, erased first.
-        self.anchor_at = None;
-        Ok(())
-    }
-
-    /// The region block to reuse next in place of `b` (about to be erased for a generation
-    /// or a log page): `b` itself, or — when `b` has been erased [`ROTATE_SPREAD`] times more
-    /// than the least-worn free block of its die — that free block, swapped into the region
-    /// (anchor record first, then `b` erased into the free pool; see the module docs).
-    fn rotate(&mut self, sub: &mut Substrate<S, M>, now: Nanos, b: u32) -> Result<u32, FtlError> {
-        if self.anchors.is_empty() {
-            return Ok(b);
-        }
-        let die = sub.die_of(b) as usize;
-        let Some(&core::cmp::Reverse((least, f))) = sub.dies[die].free.peek() else {
-            return Ok(b);
-        };
-        if sub.erase[b as usize] < least.saturating_add(ROTATE_SPREAD) {
-            return Ok(b);
-        }
-        sub.dies[die].free.pop();
-        // The free block, erased and in SLC mode, keeping whole pages in a digest store.
-        if sub.suspect[f as usize] {
-            sub.suspect[f as usize] = false;
-            if !sub.erase_block(now, f, Cause::Meta)? {
-                return Ok(b);
-            }
-        }
-        let fa = sub.block_addr(f);
-        if sub.window > 0 {
-            if let Err(e) = sub.ctl.set_slc_mode(fa, true) {
-                return match e {
-                    nand::NandError::BadBlock(_) => {
-                        sub.state[f as usize] = BState::Bad;
-                        sub.log.counters.retired_blocks += 1;
-                        Ok(b)
-                    }
-                    e => Err(e.into()),
-                };
-            }
-        }
-        sub.ctl.keep_whole(f, true);
-        let at = self
-            .blocks
-            .iter()
-            .position(|&x| x == b)
-            .expect("b is a region block");
-        self.blocks[at] = f;
-        sub.state[f as usize] = BState::Region;
-        if !self.write_anchor(sub, now)? {
-            // The anchor keeps the old list: so does the region; `f` goes back to the pool
-            // (in SLC mode, which its next opening sets as needed).
-            self.blocks[at] = b;
-            sub.ctl.keep_whole(f, false);
-            sub.slc[f as usize] = Some(sub.window > 0);
-            sub.push_free(f);
-            return Ok(b);
-        }
-        // The worn block leaves: erased, native mode, into the free pool.
-        if sub.erase_block(now, b, Cause::Meta)? {
-            let ba = sub.block_addr(b);
-            if sub.window > 0 {
-                sub.ctl.set_slc_mode(ba, false)?;
-            }
-            sub.ctl.keep_whole(b, false);
-            sub.slc[b as usize] = Some(false);
-            sub.young[b as usize] = false;
-            sub.push_free(b);
-        }
-        sub.log.counters.region_swaps += 1;
-        Ok(f)
     }
 
     /// Bytes a new generation can hold: the blocks it may use (not the committed
