@@ -361,13 +361,20 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Checks the volume's invariants: the substrate's (block states, free heaps, full-block
     /// index, frontiers, jobs, erase counts) and the map's — `l2p` and `p2l` are inverse
     /// on every mapped page, every mapped page lies in a block that holds data (open, full,
-    /// being collected or retiring), and every block's valid count is the number of mapped
-    /// pages in it. A pass over the whole map: for tests and debug builds.
+    /// being collected or retiring), every block's valid count is the number of mapped
+    /// pages in it, and no GC job's cursor is past a page it has yet to copy. A pass over
+    /// the whole map: for tests and debug builds.
     pub fn verify(&self) -> Result<(), Invariant> {
         self.s.verify()?;
         self.region.verify(&self.s).map_err(Invariant::Structure)?;
         self.verify_steps().map_err(Invariant::Structure)?;
-        self.verify_map().map_err(Invariant::Structure)
+        self.verify_map().map_err(Invariant::Structure)?;
+        self.s
+            .verify_job_cursors(|p| {
+                use crate::substrate::gc::Kernel;
+                self.owner(p).map(|lpn| self.critical(lpn))
+            })
+            .map_err(Invariant::Structure)
     }
 
     /// The map's part of [`verify`](PageFtl::verify).

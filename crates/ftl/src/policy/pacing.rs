@@ -77,6 +77,16 @@ pub trait GcPacing: Send {
 /// when a die is down to this many. The one block in reserve is what a power cut needs:
 /// recovery closes a destination it finds torn, and the victim the cut interrupted is then
 /// collected into the reserve block (the bounds count it out of the data blocks).
+///
+/// It is also the die's whole margin for program failures at its low-water mark (the
+/// destination full, this block and one more free): a die survives one block going bad
+/// there — the other block becomes the destination, and GC runs whole victims into it
+/// until the reserve is back (an overrun) — but if the next block it opens fails too,
+/// before a victim is reclaimed and every victim still holds a valid page, the die has no
+/// page left for GC's copies and writes on it fail with `NoSpace` — nothing is lost (the
+/// interrupted job copies the page again later); reads, trims and other dies keep working,
+/// and once trims empty a block GC erases it and writes resume. Keeping more blocks back would tolerate
+/// more and raise σ for every write (eq. 7); the paper keeps none.
 pub const RESERVE: usize = 1;
 
 /// Full GC on demand with one destination (the pure page-level scheme and RTGC of WAO-GC's

@@ -228,6 +228,37 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         Ok(())
     }
 
+    /// Checks that no GC or background job has moved its cursors past a page it still has
+    /// to copy (finishing the job would erase that page's only copy). `valid(p)` is the
+    /// kernel's view of flat page `p`: `Some(critical)` while it holds the current copy of
+    /// a logical page. An ascending job has copied every valid page below `next`; another
+    /// copy order every non-critical one below `next` and every critical one below
+    /// `next_critical`.
+    pub fn verify_job_cursors(&self, valid: impl Fn(u32) -> Option<bool>) -> Result<(), String> {
+        for die in &self.dies {
+            for j in die.gc.iter().chain(die.background.iter()) {
+                let base = j.victim * self.ppb;
+                for page in 0..self.ppb {
+                    let Some(critical) = valid(base + page) else {
+                        continue;
+                    };
+                    let cursor = if critical && !self.ascending {
+                        j.next_critical
+                    } else {
+                        j.next
+                    };
+                    if page < cursor {
+                        return Err(format!(
+                            "{:?} job on block {} is past its valid page {page} (cursor {cursor})",
+                            j.cause, j.victim
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the erase-count mirror against the chip's counters (no I/O: the chip's block
     /// table, a test oracle).
     pub fn verify_erase_counts(&self) -> Result<(), String> {

@@ -259,6 +259,8 @@ pub(crate) fn gc_step<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bo
     };
     let ppb = s.ppb;
     let base = job.victim * ppb;
+    // The cursors before this step: a copy that fails goes back to them (below).
+    let rewind = (job.next, job.next_critical);
     if s.ascending {
         while job.next < ppb && k.owner(base + job.next).is_none() {
             job.next += 1;
@@ -317,7 +319,22 @@ pub(crate) fn gc_step<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bo
             *j = job;
         }
         let lpn = k.owner(src).expect("the scan stopped at a valid page");
-        relocate(k, now, die, src, lpn, job.cause)?;
+        if let Err(e) = relocate(k, now, die, src, lpn, job.cause) {
+            // Not copied (no page for it — NoSpace — or a hard error): the job must visit
+            // the page again, or finishing it would erase the page's only copy.
+            if k.owner(src) == Some(lpn) {
+                let s = k.sub_mut();
+                let slot = if from_gc {
+                    s.dies[die].gc.as_mut()
+                } else {
+                    s.dies[die].background.front_mut()
+                };
+                if let Some(j) = slot.filter(|j| j.victim == job.victim) {
+                    (j.next, j.next_critical) = rewind;
+                }
+            }
+            return Err(e);
+        }
         return Ok(false);
     }
     let s = k.sub_mut();
