@@ -71,7 +71,9 @@ pub fn profile() -> PageFtlConfig {
 
 /// `cfg` fitted to the chip behind `ctl` (see the module docs): AP left out on a
 /// single-level chip; FLARES's `t_max`, `t_min` and `ecc_t` capped to the strongest code
-/// the spare area holds beside the PPROF codeword. Errors if not even t = 1 fits.
+/// the spare area holds beside the PPROF codeword; with subpage metadata units, `ecc_t`
+/// (their strength) also capped to what a subpage's spare slice holds. Errors if not even
+/// t = 1 fits.
 pub fn fit<S: Storage, M: ErrorModel>(
     mut cfg: PageFtlConfig,
     ctl: &mut Controller<S, M>,
@@ -98,6 +100,20 @@ pub fn fit<S: Storage, M: ErrorModel>(
         cfg.ecc = EccKind::Flares(f);
     } else {
         cfg.ecc_t = cfg.ecc_t.min(ctl.max_t().max(1));
+    }
+    if cfg.meta_writer == crate::policy::MetaWriterKind::Subpage {
+        // Metadata units are subpages: their strength (`ecc_t`) is capped to what a
+        // subpage's spare slice holds.
+        let strongest = (1..=cfg.ecc_t)
+            .rev()
+            .find(|&t| ctl.subpage_layout(t).is_ok())
+            .ok_or_else(|| {
+                FtlError::Config(format!(
+                    "combined: meta_writer = \"subpage\", but no BCH strength fits a subpage of chip {} (or it has none)",
+                    ctl.chip().config().name
+                ))
+            })?;
+        cfg.ecc_t = strongest;
     }
     Ok(cfg)
 }

@@ -120,6 +120,20 @@ pub struct CrashArgs {
     /// Dies per channel (overrides the preset).
     #[arg(long)]
     dies_per_channel: Option<u32>,
+    /// How the checkpoint region's units reach flash (page-level and combined schemes):
+    /// `whole-page`, or `subpage` (SPFTL's subpage programming; a preset with subpages,
+    /// e.g. `tiny-mlc-sp`).
+    #[arg(long)]
+    meta_writer: Option<MetaWriterArg>,
+}
+
+/// `--meta-writer` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum MetaWriterArg {
+    /// A unit is a whole page.
+    WholePage,
+    /// A unit is a subpage (SPFTL).
+    Subpage,
 }
 
 /// Applies the FTL and workload flags to `cfg`; errors name the flag.
@@ -143,6 +157,7 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         (args.gc_threshold.is_some(), "--gc-threshold"),
         (args.victim.is_some(), "--victim"),
         (args.critical_every.is_some(), "--critical-every"),
+        (args.meta_writer.is_some(), "--meta-writer"),
     ];
     if matches!(
         cfg.scheme,
@@ -223,6 +238,12 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
     }
     if let Some(w) = &args.wear_leveling {
         p.wear_leveling = parse_wear_leveling(w)?;
+    }
+    if let Some(m) = args.meta_writer {
+        p.meta_writer = match m {
+            MetaWriterArg::WholePage => ftl::policy::MetaWriterKind::WholePage,
+            MetaWriterArg::Subpage => ftl::policy::MetaWriterKind::Subpage,
+        };
     }
     Ok(())
 }

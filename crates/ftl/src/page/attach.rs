@@ -180,6 +180,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         if cfg.gc_pacing.shares_destination() {
             Self::check_real_time(ctl.chip().config(), cfg)?;
         }
+        if cfg.meta_writer == crate::policy::MetaWriterKind::Subpage {
+            // Region units take the metadata strength: `ecc_t` (FLARES keeps it for
+            // metadata too).
+            ctl.subpage_layout(cfg.ecc_t).map_err(|e| {
+                FtlError::Config(format!(
+                    "meta_writer = \"subpage\" with ecc_t = {} on chip {}: {e}",
+                    cfg.ecc_t,
+                    ctl.chip().config().name
+                ))
+            })?;
+        }
         let geo = *ctl.chip().geometry();
         if geo.total_pages() >= LOST as u64 {
             return Err(FtlError::Config(format!(
@@ -221,7 +232,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
-        let writer = Box::new(WholePage::new(&s));
+        let writer = crate::substrate::meta::writer_for(cfg.meta_writer, &s);
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         region.fit_anchor(&s);
         for b in region.all_blocks() {

@@ -60,7 +60,6 @@ use crate::policy::{
     CopyOrderKind, FixedStrength, PacingKind, PlacementKind, Policies, Stream, WriteKind,
 };
 use crate::substrate::gc::{erase_dirty, gc_step};
-use crate::substrate::meta::WholePage;
 use crate::substrate::pace::{finish_jobs, paced, run_pending, run_refresh};
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Payload, Substrate, SubstrateConfig, COLD, HOST};
@@ -149,6 +148,10 @@ pub struct PageFtlConfig {
     /// so a flush pads nothing — and GC later folds what survives into native blocks (an
     /// SLC cache for small synchronous writes). Off: every flush pads MLC blocks.
     pub flush_buffer: bool,
+    /// How the checkpoint region's units (checkpoints, trim and roll-forward log) reach
+    /// flash: `"whole-page"` (a page each) or `"subpage"` (SPFTL's subpage programming: a
+    /// subpage each, on chips with subpages; the region takes that many times the blocks).
+    pub meta_writer: crate::policy::MetaWriterKind,
     /// A deliberate bug (test builds with the `sabotage` feature only).
     #[cfg(feature = "sabotage")]
     #[serde(skip)]
@@ -185,7 +188,9 @@ impl PageFtlConfig {
                     crate::policy::EccKind::Flares(_) => 12 + 3 * geo.total_pages(),
                     crate::policy::EccKind::Fixed => 0,
                 };
-            let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
+            // A unit is a page, or a subpage (one per page of an SP block per erase).
+            let unit = geo.page_size as u64 / self.meta_writer.units_per_page(&geo) as u64;
+            let payload = unit.saturating_sub(HEADER as u64).max(1);
             let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
             // Two generations, a block of trim log, a spare for a bad block.
             (2 * body_blocks + 2).div_ceil(ndies as u64) as u32
@@ -225,6 +230,7 @@ impl Default for PageFtlConfig {
             region_blocks_per_die: 0,
             recovery: recovery::RecoveryKind::RollForward,
             flush_buffer: true,
+            meta_writer: crate::policy::MetaWriterKind::WholePage,
             #[cfg(feature = "sabotage")]
             sabotage: crate::sabotage::Sabotage::None,
         }

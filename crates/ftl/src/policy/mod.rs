@@ -526,6 +526,30 @@ impl CopyOrder for Asymmetric {
     }
 }
 
+/// Metadata writers by name (`meta_writer`): how the checkpoint region's units reach flash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetaWriterKind {
+    /// A unit is a whole page's data area (LSB pages of SLC-mode blocks on multi-level
+    /// chips).
+    #[default]
+    WholePage,
+    /// SPFTL's subpage programming (paper 001, §III.B): a unit is one subpage, programmed
+    /// alone in an SP block (SLC or SLC mode) — a trim-log or roll-forward record costs a
+    /// subpage instead of a page. Needs a chip with subpages.
+    Subpage,
+}
+
+impl MetaWriterKind {
+    /// Units per page: 1, or the chip's subpages.
+    pub fn units_per_page(self, geo: &nand::Geometry) -> u32 {
+        match self {
+            MetaWriterKind::WholePage => 1,
+            MetaWriterKind::Subpage => geo.subpages_per_page.max(1),
+        }
+    }
+}
+
 /// Copy orders by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

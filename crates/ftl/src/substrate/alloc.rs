@@ -72,26 +72,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let b = self.block_of(phys);
         let die = self.die_of(b);
         let now = self.op_time(die, now);
-        let t = match payload {
-            _ if self.fixed_t.is_some() => {
-                let t = self.fixed_t.unwrap_or_default();
-                self.log.counters.ecc_policy.programs_by_t[(t as usize).min(63)] += 1;
-                t
-            }
-            _ => {
-                let ctx = ProgramContext {
-                    slot: self.slot(phys),
-                    phys,
-                    erase_count: self.erase[b as usize],
-                    meta: matches!(payload, Payload::Meta(_)),
-                    now,
-                };
-                let t = self.ecc.t_for(&ctx);
-                self.ctl.set_next_pecycles(ctx.erase_count);
-                self.log.counters.ecc_policy.programs_by_t[(t as usize).min(63)] += 1;
-                t
-            }
-        };
+        let t = self.strength_for(phys, matches!(payload, Payload::Meta(_)), now);
         let r = match payload {
             Payload::Data(d) => self.ctl.program(now, addr, d, rec, t),
             // A fixed strength moves data with their parity; an adaptive one re-encodes
@@ -107,6 +88,66 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             }
             Payload::Meta(d) => self.ctl.program_meta(now, addr, d, rec, t),
         };
+        self.program_outcome(now, b, r, cause, after)
+    }
+
+    /// Programs subpage `part` of flat page `phys` (a checkpoint-region block in SP use)
+    /// with metadata unit `unit`, at the policy's metadata strength. `Ok(false)`: the
+    /// program failed and the block is retired.
+    pub fn program_subpage_unit(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        part: u32,
+        unit: &[u8],
+        rec: OobRecord,
+    ) -> Result<bool, FtlError> {
+        let addr = self.phys_addr(phys);
+        let b = self.block_of(phys);
+        let die = self.die_of(b);
+        let now = self.op_time(die, now);
+        let t = self.strength_for(phys, true, now);
+        let r = self.ctl.program_subpage(now, addr, part, unit, rec, t);
+        Ok(self
+            .program_outcome(now, b, r, Cause::Meta, None)?
+            .is_some())
+    }
+
+    /// The strength of a program of flat page `phys` at `now` (the policy's; `meta`: a
+    /// metadata unit), counted by strength.
+    fn strength_for(&mut self, phys: u32, meta: bool, now: Nanos) -> u32 {
+        let t = match self.fixed_t {
+            Some(t) => t,
+            None => {
+                let b = self.block_of(phys);
+                let ctx = ProgramContext {
+                    slot: self.slot(phys),
+                    phys,
+                    erase_count: self.erase[b as usize],
+                    meta,
+                    now,
+                };
+                let t = self.ecc.t_for(&ctx);
+                self.ctl.set_next_pecycles(ctx.erase_count);
+                t
+            }
+        };
+        self.log.counters.ecc_policy.programs_by_t[(t as usize).min(63)] += 1;
+        t
+    }
+
+    /// What a program of block `b` that started at `now` came to: its timing and op (the
+    /// die occupied, the op logged), `None` if the chip failed it (the block retired) or a
+    /// resumed data block cannot take it (closed), or the error.
+    fn program_outcome(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        r: Result<OpTiming, CtlError>,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Option<(OpTiming, u32)>, FtlError> {
+        let die = self.die_of(b);
         match r {
             Ok(timing) => {
                 self.occupy(die, now, timing);

@@ -5,9 +5,9 @@
 //! programmed and read back. [`WholePage`] (today's writer) programs a unit as the data area
 //! of a whole page — in SLC mode on multi-level chips, so only the LSB pages of a region
 //! block are used — protected like any page by the controller's BCH code and data CRC.
-//! SPFTL's writers (subpage programming in SP blocks, a log of small records) will be
-//! other implementations of the same trait, and the region's generations and log work over
-//! them unchanged.
+//! [`Subpage`] is SPFTL's (paper 001, §III.B): a unit is one subpage of such a page,
+//! programmed alone — the block becomes an SP block using one subpage partition until its
+//! next erase. The region's generations and log work over either unchanged.
 
 use super::{Payload, Substrate};
 use crate::{Cause, FtlError, OpKind};
@@ -50,6 +50,54 @@ pub(crate) trait MetaWriter<S: Storage, M: ErrorModel>: Send {
         slot: u32,
         unit: &mut [u8],
     ) -> Result<Option<OobRecord>, FtlError>;
+}
+
+/// The writer `kind` names, for `sub`'s chip.
+pub(crate) fn writer_for<S: Storage, M: ErrorModel>(
+    kind: crate::policy::MetaWriterKind,
+    sub: &Substrate<S, M>,
+) -> ::alloc::boxed::Box<dyn MetaWriter<S, M>> {
+    match kind {
+        crate::policy::MetaWriterKind::WholePage => ::alloc::boxed::Box::new(WholePage::new(sub)),
+        crate::policy::MetaWriterKind::Subpage => ::alloc::boxed::Box::new(Subpage {
+            pages: WholePage::new(sub).pages,
+            parts: sub.geo.subpages_per_page.max(1),
+            known: ::alloc::vec![false; sub.state.len()],
+        }),
+    }
+}
+
+/// Reads a region unit with `read` (a page or subpage read of block `b`), sensing a unit
+/// that does not decode again (read-retry) before it counts as absent: a committed
+/// checkpoint unit read once at a bad moment must not send mount back to an older
+/// generation. A torn unit fails every time.
+fn read_with_retries<S: Storage, M: ErrorModel>(
+    sub: &mut Substrate<S, M>,
+    b: u32,
+    mut read: impl FnMut(&mut Substrate<S, M>) -> Result<PageRead, CtlError>,
+) -> Result<Option<OobRecord>, FtlError> {
+    let mut retries = sub.cfg.read_retries;
+    loop {
+        match read(sub) {
+            Ok(PageRead::Data(info)) => {
+                sub.push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None);
+                return Ok(Some(info.record));
+            }
+            Ok(PageRead::Erased { timing }) => {
+                sub.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                return Ok(None);
+            }
+            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+                sub.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+                if retries == 0 {
+                    return Ok(None);
+                }
+                retries -= 1;
+                sub.log.counters.read_retries += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Today's writer: a unit is a whole page's data area (LSB pages only on multi-level
@@ -116,30 +164,88 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
             .block_addr(b)
             .page(self.pages[slot as usize])
             .expect("region page in block");
-        // A unit that does not decode is sensed again (read-retry) before it counts as
-        // absent: a committed checkpoint page read once at a bad moment must not send
-        // mount back to an older generation. A torn page fails every time.
-        let mut retries = sub.cfg.read_retries;
-        loop {
-            match sub.ctl.read_meta(now, addr, unit) {
-                Ok(PageRead::Data(info)) => {
-                    sub.push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None);
-                    return Ok(Some(info.record));
-                }
-                Ok(PageRead::Erased { timing }) => {
-                    sub.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-                    return Ok(None);
-                }
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                    sub.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
-                    if retries == 0 {
-                        return Ok(None);
-                    }
-                    retries -= 1;
-                    sub.log.counters.read_retries += 1;
-                }
-                Err(e) => return Err(e.into()),
-            }
+        read_with_retries(sub, b, |sub| sub.ctl.read_meta(now, addr, unit))
+    }
+}
+
+/// SPFTL's writer (paper 001, §III.B): a unit is one subpage of the pages [`WholePage`]
+/// uses. A region block is an SP block: after each erase it takes one subpage partition —
+/// partition `erase count mod subpages`, so the partitions take turns and a mount learns
+/// the partition from the block's header (one charged read per region block, before its
+/// first unit is read) — and its slots are that subpage of each page, in page order. A unit's bytes and its
+/// program are a subpage's: a trim-log or roll-forward record costs a subpage, not a page
+/// (SPFTL's saving); a block then holds a page's worth of units at a subpage each, so the
+/// region takes `subpages` times the blocks (`PageFtlConfig::region_blocks`).
+#[derive(Debug, Clone)]
+pub(crate) struct Subpage {
+    /// Page indices programmable in a region block.
+    pages: Vec<u32>,
+    /// Subpages per page.
+    parts: u32,
+    /// Blocks whose erase count the substrate knows since this writer was made (read from
+    /// the header, or erased by the FTL since: the erase-count mirror is exact).
+    known: Vec<bool>,
+}
+
+impl Subpage {
+    /// Block `b`'s partition in its current erase cycle.
+    fn part<S: Storage, M: ErrorModel>(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        b: u32,
+    ) -> Result<u32, FtlError> {
+        if !self.known[b as usize] {
+            let info = sub.read_header(now, b, Cause::Mount)?;
+            sub.erase[b as usize] = info.erase_count;
+            self.known[b as usize] = true;
         }
+        Ok(sub.erase[b as usize] % self.parts)
+    }
+}
+
+impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
+    fn name(&self) -> &'static str {
+        "subpage"
+    }
+
+    fn unit_bytes(&self, sub: &Substrate<S, M>) -> usize {
+        sub.geo.subpage_size()
+    }
+
+    fn slots(&self) -> u32 {
+        self.pages.len() as u32
+    }
+
+    fn program(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        b: u32,
+        slot: u32,
+        unit: &[u8],
+        rec: OobRecord,
+    ) -> Result<bool, FtlError> {
+        // The region erased the block before its first slot: the count is exact.
+        self.known[b as usize] = true;
+        let part = sub.erase[b as usize] % self.parts;
+        let phys = b * sub.ppb + self.pages[slot as usize];
+        sub.program_subpage_unit(now, phys, part, unit, rec)
+    }
+
+    fn read(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        b: u32,
+        slot: u32,
+        unit: &mut [u8],
+    ) -> Result<Option<OobRecord>, FtlError> {
+        let part = self.part(sub, now, b)?;
+        let addr = sub
+            .block_addr(b)
+            .page(self.pages[slot as usize])
+            .expect("region page in block");
+        read_with_retries(sub, b, |sub| sub.ctl.read_subpage(now, addr, part, unit))
     }
 }
