@@ -17,21 +17,28 @@
 //!   point, a region erase or page per step, the old checkpoint committed until the new
 //!   one's last page: `page::cpstep`) or at flushes and in idle time.
 //!
-//! Not yet part of it: SPFTL's metadata writes (paper 001). The page kernel's map is in RAM
-//! and its metadata is the checkpoint region's whole pages; SPFTL_log's logging of a
-//! demand-paged map lives in its own kernel (`ftl::dftl`) so far.
+//! - **SPFTL's subpage programming** (paper 001) for the FTL's own metadata: the
+//!   checkpoint region's units — checkpoint pages, the trim and roll-forward log — are
+//!   subpages of SLC-mode SP blocks ([`MetaWriterKind::Subpage`]), so a log record costs a
+//!   subpage, not a page (chips with subpages only).
+//!
+//! Not yet part of it: SPFTL's demand-paged map. The page kernel's map is in RAM and its
+//! checkpoints write it whole; DFTL_por's translation pages and SPFTL_log's logging of
+//! their changes live in their own kernel (`ftl::dftl`) so far.
 //!
 //! The profile fits itself to the chip at format and mount (both apply the same rule, so
 //! they agree): on a single-level chip AP has no MSB page to prefer and is left out
 //! (striped placement, ascending copies); FLARES's `t_max` (and `ecc_t`, the strength of
 //! metadata pages) is capped to the largest strength whose parity and PPROF codeword fit
-//! the spare area. Over-provisioning starts at the profile's 0.3 and is raised at format
+//! the spare area; on a chip without subpages (or whose subpage spare cannot hold a
+//! unit's record and parity) SPFTL's units are left out (whole pages), and where they
+//! stay `ecc_t` is capped to what a subpage's spare slice holds. Over-provisioning starts at the profile's 0.3 and is raised at format
 //! to the first hundredth WAO-GC's bound holds at (U(σ) with the young blocks left out);
 //! a value given explicitly is taken as given, and refused naming the key if the bound
 //! cannot hold.
 
 use crate::flares::FlaresConfig;
-use crate::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};
+use crate::policy::{CopyOrderKind, EccKind, MetaWriterKind, PacingKind, PlacementKind};
 use crate::{FtlError, PageFtlConfig, RecoveryKind, VictimKind};
 use alloc::format;
 use controller::Controller;
@@ -65,14 +72,16 @@ pub fn profile() -> PageFtlConfig {
         checkpoint_interval: 3,
         recovery: RecoveryKind::RollForward,
         flush_buffer: false,
+        meta_writer: MetaWriterKind::Subpage,
         ..PageFtlConfig::default()
     }
 }
 
 /// `cfg` fitted to the chip behind `ctl` (see the module docs): AP left out on a
 /// single-level chip; FLARES's `t_max`, `t_min` and `ecc_t` capped to the strongest code
-/// the spare area holds beside the PPROF codeword; with subpage metadata units, `ecc_t`
-/// (their strength) also capped to what a subpage's spare slice holds. Errors if not even
+/// the spare area holds beside the PPROF codeword; SPFTL's subpage metadata units left
+/// out on a chip without subpages, and where they stay, `ecc_t` (their strength) capped
+/// to what a subpage's spare slice holds. Errors if not even
 /// t = 1 fits.
 pub fn fit<S: Storage, M: ErrorModel>(
     mut cfg: PageFtlConfig,
@@ -101,19 +110,17 @@ pub fn fit<S: Storage, M: ErrorModel>(
     } else {
         cfg.ecc_t = cfg.ecc_t.min(ctl.max_t().max(1));
     }
-    if cfg.meta_writer == crate::policy::MetaWriterKind::Subpage {
+    if cfg.meta_writer == MetaWriterKind::Subpage {
         // Metadata units are subpages: their strength (`ecc_t`) is capped to what a
-        // subpage's spare slice holds.
-        let strongest = (1..=cfg.ecc_t)
+        // subpage's spare slice holds. A chip without subpages, or whose subpage spare
+        // cannot hold a unit's record and parity, leaves SPFTL's units out (whole pages).
+        match (1..=cfg.ecc_t)
             .rev()
             .find(|&t| ctl.subpage_layout(t).is_ok())
-            .ok_or_else(|| {
-                FtlError::Config(format!(
-                    "combined: meta_writer = \"subpage\", but no BCH strength fits a subpage of chip {} (or it has none)",
-                    ctl.chip().config().name
-                ))
-            })?;
-        cfg.ecc_t = strongest;
+        {
+            Some(t) => cfg.ecc_t = t,
+            None => cfg.meta_writer = MetaWriterKind::WholePage,
+        }
     }
     Ok(cfg)
 }

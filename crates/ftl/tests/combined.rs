@@ -136,10 +136,24 @@ fn the_profile_fits_itself_to_the_chip() {
         "{cfg:?}"
     );
     assert!(ctl.layout(f.t_max).is_ok());
-    // Multi-level with room for t = 50: everything as configured.
+    // Its 16-byte subpage spares hold no unit: SPFTL's units are left out.
+    assert_eq!(cfg.meta_writer, ftl::policy::MetaWriterKind::WholePage);
+    // Multi-level with room for t = 50 and no subpages: everything else as configured.
     let mut ctl = controller("flares-mlc-3x", 128, 4096);
     let cfg = combined::fit(combined::profile(), &mut ctl).unwrap();
-    assert_eq!(cfg, combined::profile());
+    assert_eq!(
+        cfg,
+        ftl::PageFtlConfig {
+            meta_writer: ftl::policy::MetaWriterKind::WholePage,
+            ..combined::profile()
+        }
+    );
+    // Subpages that hold a unit: SPFTL's units stay, at a strength a subpage holds.
+    let mut ctl = controller("tiny-mlc-sp", 64, 512);
+    let cfg = combined::fit(combined::profile(), &mut ctl).unwrap();
+    assert_eq!(cfg.meta_writer, ftl::policy::MetaWriterKind::Subpage);
+    assert!(ctl.subpage_layout(cfg.ecc_t).is_ok());
+    assert!(ctl.subpage_layout(cfg.ecc_t + 1).is_err(), "{cfg:?}");
 }
 
 /// A host that never flushes or idles: the young blocks would reach the budget, so the
@@ -261,4 +275,112 @@ fn over_provisioning_is_raised_to_what_the_bound_needs() {
         ftl::Ftl::logical_pages(&again),
         ftl::Ftl::logical_pages(&ftl)
     );
+}
+
+/// SPFTL's subpage metadata writer in the combined profile (`meta_writer = "subpage"`):
+/// the same host work as with whole-page units, the region's blocks in SP use (one
+/// subpage partition each, rotating with the erase count), its log units half the bytes
+/// (two subpages per page), and a crash, a remount and a clean shutdown lose nothing.
+#[test]
+fn subpage_metadata_units_halve_the_log_bytes_and_mount_after_a_crash() {
+    let run = |meta_writer| {
+        let cfg = ftl::PageFtlConfig {
+            meta_writer,
+            ..combined::profile()
+        };
+        let scheme = SchemeConfig::Combined(cfg);
+        let mut dev = scheme
+            .format(controller("tiny-mlc-sp", 64, 512), Nanos::ZERO)
+            .unwrap();
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut model = vec![0u64; n as usize];
+        let mut now = Nanos(1_000_000);
+        for v in 1..=6_000u64 {
+            let l = rng.next_u64() % n;
+            if v % 9 == 0 {
+                dev.trim(now, Lpn::checked(l, n).unwrap()).unwrap();
+                model[l as usize] = 0;
+            } else {
+                let data = nand::pattern::bytes(ps, l << 32 | v);
+                dev.write(now, Lpn::checked(l, n).unwrap(), &data).unwrap();
+                model[l as usize] = v;
+            }
+            now += Nanos(200_000);
+            if v % 16 == 0 {
+                dev.flush(now).unwrap();
+            }
+            if v % 500 == 0 {
+                dev.verify().unwrap();
+            }
+        }
+        dev.flush(now).unwrap();
+        let c = *dev.counters();
+        // A crash after the last flush: roll-forward from the region's checkpoint and log.
+        let mut dev = scheme.mount(dev.into_controller(), now).unwrap();
+        dev.verify().unwrap();
+        let mut buf = vec![0u8; ps];
+        for l in 0..n {
+            dev.read(now, Lpn::checked(l, n).unwrap(), &mut buf)
+                .unwrap();
+            let want = match model[l as usize] {
+                0 => vec![0u8; ps],
+                v => nand::pattern::bytes(ps, l << 32 | v),
+            };
+            assert_eq!(buf, want, "{meta_writer:?}: lpn {l}");
+        }
+        dev.shutdown(now).unwrap();
+        let dev = scheme.mount(dev.into_controller(), now).unwrap();
+        dev.verify().unwrap();
+        (c, dev)
+    };
+    let (whole, _) = run(ftl::policy::MetaWriterKind::WholePage);
+    let (sub, dev) = run(ftl::policy::MetaWriterKind::Subpage);
+    assert_eq!(whole.host_writes, sub.host_writes);
+    assert!(whole.meta_bytes_by_kind.log > 0, "{whole:?}");
+    // The same log records, a subpage each instead of a page (more of them may be written:
+    // a region block holds half the bytes, so generations turn over sooner).
+    let per_unit = |c: &ftl::FtlCounters, unit: u64| c.meta_bytes_by_kind.log / unit;
+    let ps = dev.page_size() as u64;
+    assert!(
+        sub.meta_bytes_by_kind.log * 10 <= whole.meta_bytes_by_kind.log * 6,
+        "log bytes: subpage {} against whole-page {} ({} and {} units)",
+        sub.meta_bytes_by_kind.log,
+        whole.meta_bytes_by_kind.log,
+        per_unit(&sub, ps / 2),
+        per_unit(&whole, ps)
+    );
+    // The chip's own account: the region's programmed blocks are SP blocks.
+    let chip = dev.controller().chip();
+    let region = ftl::PageFtlConfig {
+        meta_writer: ftl::policy::MetaWriterKind::Subpage,
+        ..combined::profile()
+    }
+    .region_blocks(chip.config());
+    let mut sp = 0;
+    for &b in &region {
+        let info = chip
+            .block_info(chip.geometry().block_at(b).unwrap())
+            .unwrap();
+        match info.usage {
+            nand::Usage::Subpage(_) => sp += 1,
+            nand::Usage::Fresh => {}
+            u => panic!("region block {b} in {u:?} use"),
+        }
+    }
+    assert!(sp >= 2, "{sp} SP blocks among {region:?}");
+}
+
+#[test]
+fn subpage_metadata_units_need_a_chip_with_subpages() {
+    let cfg = ftl::PageFtlConfig {
+        meta_writer: ftl::policy::MetaWriterKind::Subpage,
+        ..ftl::PageFtlConfig::default()
+    };
+    let e = SchemeConfig::Page(cfg)
+        .format(controller("tiny-mlc", 32, 512), Nanos::ZERO)
+        .err()
+        .expect("tiny-mlc has no subpages");
+    assert!(e.to_string().contains("meta_writer"), "{e}");
 }
