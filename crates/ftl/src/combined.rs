@@ -17,14 +17,15 @@
 //!   point, a region erase or page per step, the old checkpoint committed until the new
 //!   one's last page: `page::cpstep`) or at flushes and in idle time.
 //!
-//! - **SPFTL's subpage programming** (paper 001) for the FTL's own metadata: the
-//!   checkpoint region's units — checkpoint pages, the trim and roll-forward log — are
-//!   subpages of SLC-mode SP blocks ([`MetaWriterKind::Subpage`]), so a log record costs a
-//!   subpage, not a page (chips with subpages only).
-//!
-//! Not yet part of it: SPFTL's demand-paged map. The page kernel's map is in RAM and its
-//! checkpoints write it whole; DFTL_por's translation pages and SPFTL_log's logging of
-//! their changes live in their own kernel (`ftl::dftl`) so far.
+//! SPFTL (paper 001) is not part of it yet. Its subpage programming is available for the
+//! page kernel's metadata units (`meta_writer = "subpage"`: the checkpoint region's
+//! checkpoint pages and log records as subpages of SLC-mode SP blocks) but off by default:
+//! measured (`reproduce combined`, part `combined-spftl`), it saves 16 % of the profile's
+//! metadata bytes and costs 19 % more NWI, twice the recovery time and 10 ms trims — the
+//! page kernel's checkpoints write its whole map, which fills subpages as it fills pages,
+//! while an SP block holds half a page block's bytes per erase. SPFTL gains with small
+//! updates, i.e. with its demand-paged map, which lives in its own kernel (`ftl::dftl`) so
+//! far.
 //!
 //! The profile fits itself to the chip at format and mount (both apply the same rule, so
 //! they agree): on a single-level chip AP has no MSB page to prefer and is left out
@@ -72,7 +73,6 @@ pub fn profile() -> PageFtlConfig {
         checkpoint_interval: 3,
         recovery: RecoveryKind::RollForward,
         flush_buffer: false,
-        meta_writer: MetaWriterKind::Subpage,
         ..PageFtlConfig::default()
     }
 }

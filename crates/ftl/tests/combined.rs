@@ -136,24 +136,24 @@ fn the_profile_fits_itself_to_the_chip() {
         "{cfg:?}"
     );
     assert!(ctl.layout(f.t_max).is_ok());
-    // Its 16-byte subpage spares hold no unit: SPFTL's units are left out.
-    assert_eq!(cfg.meta_writer, ftl::policy::MetaWriterKind::WholePage);
-    // Multi-level with room for t = 50 and no subpages: everything else as configured.
+    // Multi-level with room for t = 50: everything as configured.
     let mut ctl = controller("flares-mlc-3x", 128, 4096);
     let cfg = combined::fit(combined::profile(), &mut ctl).unwrap();
-    assert_eq!(
-        cfg,
-        ftl::PageFtlConfig {
-            meta_writer: ftl::policy::MetaWriterKind::WholePage,
-            ..combined::profile()
-        }
-    );
-    // Subpages that hold a unit: SPFTL's units stay, at a strength a subpage holds.
+    assert_eq!(cfg, combined::profile());
+    // Subpage metadata units (an option): kept where a subpage holds a unit, at a strength
+    // it holds; left out where its spare holds none (16 bytes per subpage).
+    let sp = ftl::PageFtlConfig {
+        meta_writer: ftl::policy::MetaWriterKind::Subpage,
+        ..combined::profile()
+    };
     let mut ctl = controller("tiny-mlc-sp", 64, 512);
-    let cfg = combined::fit(combined::profile(), &mut ctl).unwrap();
+    let cfg = combined::fit(sp, &mut ctl).unwrap();
     assert_eq!(cfg.meta_writer, ftl::policy::MetaWriterKind::Subpage);
     assert!(ctl.subpage_layout(cfg.ecc_t).is_ok());
     assert!(ctl.subpage_layout(cfg.ecc_t + 1).is_err(), "{cfg:?}");
+    let mut ctl = controller("k9k8g08u0b", 16, 512);
+    let cfg = combined::fit(sp, &mut ctl).unwrap();
+    assert_eq!(cfg.meta_writer, ftl::policy::MetaWriterKind::WholePage);
 }
 
 /// A host that never flushes or idles: the young blocks would reach the budget, so the

@@ -115,6 +115,14 @@ const FILES: &[(&str, &str)] = &[
         "combined-trace-base.toml",
         include_str!("../../../experiments/combined-trace-base.toml"),
     ),
+    (
+        "combined-spftl.toml",
+        include_str!("../../../experiments/combined-spftl.toml"),
+    ),
+    (
+        "combined-spftl-base.toml",
+        include_str!("../../../experiments/combined-spftl-base.toml"),
+    ),
 ];
 
 /// The shipped matrices, in `--list` order.
@@ -139,6 +147,7 @@ const MATRICES: &[&str] = &[
     "spftl-traces",
     "combined",
     "combined-traces",
+    "combined-spftl",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity
@@ -148,7 +157,7 @@ pub fn companions(name: &str) -> &'static [&'static str] {
         "dcr" => &["dcr-capacity"],
         "waogc" => &["waogc-table1", "waogc-traces"],
         "spftl" => &["spftl-random", "spftl-traces"],
-        "combined" => &["combined-traces"],
+        "combined" => &["combined-traces", "combined-spftl"],
         _ => &[],
     }
 }

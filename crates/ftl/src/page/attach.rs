@@ -232,6 +232,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
+        s.sp_region = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
         let writer = crate::substrate::meta::writer_for(cfg.meta_writer, &s);
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         region.fit_anchor(&s);
