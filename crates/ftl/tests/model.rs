@@ -121,6 +121,21 @@ fn check(dev: &mut Dev, ops: &[Op]) -> Result<(), TestCaseError> {
     check_with_margin(dev, ops, PAGE_MARGIN)
 }
 
+/// A `NoSpace` answer to `what`: only acceptable once injected failures have retired as
+/// many blocks as the configuration keeps free (`margin`); the run ends there.
+fn out_of_space(dev: &Dev, margin: u64, what: &str) -> Result<(), TestCaseError> {
+    let retired = dev.counters().retired_blocks;
+    prop_assert!(
+        retired >= margin,
+        "{}: NoSpace with {} retired blocks: {:?} free {:?}",
+        what,
+        retired,
+        dev.counters(),
+        dev.free_blocks()
+    );
+    Ok(())
+}
+
 /// [`check`], where `NoSpace` is acceptable once `margin` blocks were retired (injected
 /// failures took the free blocks the configuration keeps).
 fn check_with_margin(dev: &mut Dev, ops: &[Op], margin: u64) -> Result<(), TestCaseError> {
@@ -163,19 +178,7 @@ fn check_with_margin(dev: &mut Dev, ops: &[Op], margin: u64) -> Result<(), TestC
                     class,
                 ) {
                     Ok(()) => model[l as usize] = Some(version),
-                    Err(FtlError::NoSpace) => {
-                        // Only acceptable once injected failures have retired as many
-                        // blocks as the configuration keeps free.
-                        let retired = dev.counters().retired_blocks;
-                        prop_assert!(
-                            retired >= margin,
-                            "NoSpace with {} retired blocks: {:?} free {:?}",
-                            retired,
-                            dev.counters(),
-                            dev.free_blocks()
-                        );
-                        return Ok(());
-                    }
+                    Err(FtlError::NoSpace) => return out_of_space(dev, margin, "write"),
                     Err(e) => return Err(TestCaseError::fail(format!("write {l}: {e}"))),
                 }
             }
@@ -183,19 +186,9 @@ fn check_with_margin(dev: &mut Dev, ops: &[Op], margin: u64) -> Result<(), TestC
                 let l = l % n;
                 match dev.trim(t, Lpn::checked(l, n).unwrap()) {
                     Ok(()) => model[l as usize] = None,
-                    Err(FtlError::NoSpace) => {
-                        // A trim is persisted (logged in the checkpoint region, or a
-                        // checkpoint written): when failures took the blocks that needs,
-                        // the same rule as for writes.
-                        let retired = dev.counters().retired_blocks;
-                        prop_assert!(
-                            retired >= margin,
-                            "trim: NoSpace with {} retired blocks: {:?}",
-                            retired,
-                            dev.counters()
-                        );
-                        return Ok(());
-                    }
+                    // A trim is persisted (logged in the checkpoint region, or a checkpoint
+                    // written): the same rule as for writes.
+                    Err(FtlError::NoSpace) => return out_of_space(dev, margin, "trim"),
                     Err(e) => return Err(TestCaseError::fail(format!("trim {l}: {e}"))),
                 }
             }

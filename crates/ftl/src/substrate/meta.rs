@@ -60,7 +60,7 @@ pub(crate) fn writer_for<S: Storage, M: ErrorModel>(
     match kind {
         crate::policy::MetaWriterKind::WholePage => ::alloc::boxed::Box::new(WholePage::new(sub)),
         crate::policy::MetaWriterKind::Subpage => ::alloc::boxed::Box::new(Subpage {
-            pages: WholePage::new(sub).pages,
+            whole: WholePage::new(sub),
             parts: sub.geo.subpages_per_page.max(1),
             known: ::alloc::vec![false; sub.state.len()],
         }),
@@ -125,6 +125,20 @@ impl WholePage {
     }
 }
 
+impl WholePage {
+    /// The page of slot `slot` in region block `b`.
+    fn addr<S: Storage, M: ErrorModel>(
+        &self,
+        sub: &Substrate<S, M>,
+        b: u32,
+        slot: u32,
+    ) -> nand::PhysAddr {
+        sub.block_addr(b)
+            .page(self.pages[slot as usize])
+            .expect("region page in block")
+    }
+}
+
 impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
     fn name(&self) -> &'static str {
         "whole-page"
@@ -160,10 +174,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
         slot: u32,
         unit: &mut [u8],
     ) -> Result<Option<OobRecord>, FtlError> {
-        let addr = sub
-            .block_addr(b)
-            .page(self.pages[slot as usize])
-            .expect("region page in block");
+        let addr = self.addr(sub, b, slot);
         read_with_retries(sub, b, |sub| sub.ctl.read_meta(now, addr, unit))
     }
 }
@@ -178,8 +189,8 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
 /// region takes `subpages` times the blocks (`PageFtlConfig::region_blocks`).
 #[derive(Debug, Clone)]
 pub(crate) struct Subpage {
-    /// Page indices programmable in a region block.
-    pages: Vec<u32>,
+    /// The pages whose subpages are the slots.
+    whole: WholePage,
     /// Subpages per page.
     parts: u32,
     /// Blocks whose erase count the substrate knows since this writer was made (read from
@@ -214,7 +225,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
     }
 
     fn slots(&self) -> u32 {
-        self.pages.len() as u32
+        self.whole.pages.len() as u32
     }
 
     fn program(
@@ -229,7 +240,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
         // The region erased the block before its first slot: the count is exact.
         self.known[b as usize] = true;
         let part = sub.erase[b as usize] % self.parts;
-        let phys = b * sub.ppb + self.pages[slot as usize];
+        let phys = b * sub.ppb + self.whole.pages[slot as usize];
         sub.program_subpage_unit(now, phys, part, unit, rec)
     }
 
@@ -242,10 +253,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
         unit: &mut [u8],
     ) -> Result<Option<OobRecord>, FtlError> {
         let part = self.part(sub, now, b)?;
-        let addr = sub
-            .block_addr(b)
-            .page(self.pages[slot as usize])
-            .expect("region page in block");
+        let addr = self.whole.addr(sub, b, slot);
         read_with_retries(sub, b, |sub| sub.ctl.read_subpage(now, addr, part, unit))
     }
 }
