@@ -54,6 +54,7 @@ mod realtime;
 pub(crate) mod recovery;
 mod replica;
 mod snapshot;
+mod verify;
 
 use crate::gc::VictimKind;
 use crate::policy::{
@@ -63,10 +64,9 @@ use crate::substrate::gc::{erase_dirty, gc_step};
 use crate::substrate::pace::{finish_jobs, paced, run_pending, run_refresh};
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Payload, Substrate, SubstrateConfig, COLD, HOST};
-use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, OpKind};
+use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, OpKind};
 use alloc::boxed::Box;
 use alloc::format;
-use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead};
@@ -362,99 +362,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// (or there was no job), `Ok(false)` if the job continues.
     pub fn gc_step(&mut self, now: Nanos, die: usize) -> Result<bool, FtlError> {
         gc_step(self, now, die)
-    }
-
-    /// Checks the volume's invariants: the substrate's (block states, free heaps, full-block
-    /// index, frontiers, jobs, erase counts) and the map's — `l2p` and `p2l` are inverse
-    /// on every mapped page, every mapped page lies in a block that holds data (open, full,
-    /// being collected or retiring), every block's valid count is the number of mapped
-    /// pages in it, and no GC job's cursor is past a page it has yet to copy. A pass over
-    /// the whole map: for tests and debug builds.
-    pub fn verify(&self) -> Result<(), Invariant> {
-        self.s.verify()?;
-        self.region.verify(&self.s).map_err(Invariant::Structure)?;
-        self.verify_steps().map_err(Invariant::Structure)?;
-        self.verify_map().map_err(Invariant::Structure)?;
-        self.s
-            .verify_job_cursors(|p| {
-                use crate::substrate::gc::Kernel;
-                self.owner(p).map(|lpn| self.critical(lpn))
-            })
-            .map_err(Invariant::Structure)
-    }
-
-    /// The map's part of [`verify`](PageFtl::verify).
-    fn verify_map(&self) -> Result<(), String> {
-        if self.map.len() != self.logical {
-            return Err(format!(
-                "map has {} entries for {} pages",
-                self.map.len(),
-                self.logical
-            ));
-        }
-        let mut valid = vec![0u32; self.s.state.len()];
-        // No critical page in an LSB page (AP), for placements that promise it, but the
-        // counted lapses of a real-time pacing (`Substrate::lapsed`).
-        let protect = self.s.placement.protects_critical();
-        if self.critical.len() as u64 != self.logical.div_ceil(64) {
-            return Err(format!(
-                "the critical-page bitmap has {} words for {} pages",
-                self.critical.len(),
-                self.logical
-            ));
-        }
-        for lpn in 0..self.logical {
-            let Some(p) = self.map.peek(lpn) else {
-                continue;
-            };
-            if p == INVALID || p == LOST {
-                continue;
-            }
-            if p as usize >= self.p2l.len() || self.p2l[p as usize] != lpn as u32 {
-                return Err(format!(
-                    "logical page {lpn} maps to {p}, which maps back elsewhere"
-                ));
-            }
-            let b = self.s.block_of(p);
-            if protect
-                && self.is_critical(lpn)
-                && !self.s.slot(p).reliable()
-                && !self.s.is_lapsed(p)
-            {
-                return Err(format!(
-                    "critical logical page {lpn} sits in page {} of block {b}, an unreliable ({:?}) page",
-                    p % self.s.ppb,
-                    self.s.slot(p).bit
-                ));
-            }
-            let st = self.s.state[b as usize];
-            if !matches!(
-                st,
-                BState::Open | BState::Full | BState::Collecting | BState::Retiring
-            ) {
-                return Err(format!("logical page {lpn} maps into {st:?} block {b}"));
-            }
-            valid[b as usize] += 1;
-        }
-        self.verify_replicas(&mut valid)?;
-        for (p, &l) in self.p2l.iter().enumerate() {
-            if l != INVALID
-                && self.map.peek(l as u64).is_some_and(|m| m != p as u32)
-                && !self.is_replica(l, p as u32)
-            {
-                return Err(format!(
-                    "physical page {p} claims logical page {l}, which maps elsewhere"
-                ));
-            }
-        }
-        for (b, (&counted, &want)) in self.s.valid.iter().zip(&valid).enumerate() {
-            if counted != want {
-                return Err(format!(
-                    "block {b} counts {counted} valid pages, the map has {want}"
-                ));
-            }
-        }
-        Ok(())
     }
 
     // ----- map ---------------------------------------------------------------------------
