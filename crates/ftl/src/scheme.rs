@@ -346,7 +346,12 @@ impl SchemeConfig {
     /// whole. Depends only on the chip and the scheme's configuration.
     pub fn keep_whole_blocks(&self, chip: &ChipConfig) -> Vec<u32> {
         match self {
-            SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => cfg.region_blocks(chip),
+            SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => {
+                // The region, and a demand-paged map's partition.
+                let mut v = cfg.region_blocks(chip);
+                v.extend(cfg.map_blocks(chip));
+                v
+            }
             SchemeConfig::Block(cfg) => cfg.region_blocks(chip),
             // No checkpoint region: records only.
             SchemeConfig::Gftl(_) | SchemeConfig::Rftl(_) => Vec::new(),

@@ -33,7 +33,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             let addr = ftl.s.block_addr(b);
             let info = ftl.s.read_header(now, b, Cause::Mount)?;
             ftl.s.erase[b as usize] = info.erase_count;
-            let in_region = ftl.s.state[b as usize] == BState::Region;
+            let in_region = ftl.s.state[b as usize].reserved();
             match info.status {
                 BlockStatus::Good => {
                     if (info.next_page > 0 || info.needs_erase)
@@ -103,6 +103,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             // Lapses (WAO-GC's pad slack, or a GC job that could not pad) are kept in RAM:
             // rebuilt from the recovered map, whatever the pacing.
             ftl.note_lapses_after_mount();
+            if let MapSlot::Paged(p) = &mut ftl.map {
+                // The recovered map in the cache (its dirty pages), then a checkpoint: the
+                // partition's pinned versions become this one's.
+                p.settle();
+                p.maintain(&mut ftl.s, now)?;
+                ftl.write_checkpoint(now)?;
+            }
             ftl.checkpoint_at_mount_if_short(now)?;
             Ok(report)
         });
@@ -191,6 +198,31 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 ))
             })?;
         }
+        if cfg.map_cache_pages > 0 {
+            if cfg.gc_pacing.shares_destination() {
+                return Err(FtlError::Config(format!(
+                    "map_cache_pages = {}: a demand-paged map is not bounded under a real-time gc_pacing (wao-gc) yet: its misses and write-backs are not in the latency bound; use map_cache_pages = 0",
+                    cfg.map_cache_pages
+                )));
+            }
+            if cfg.replicas > 0 {
+                return Err(FtlError::Config(format!(
+                    "map_cache_pages = {} with replicas = {}: Meta-Cure's replicas need the map in RAM",
+                    cfg.map_cache_pages, cfg.replicas
+                )));
+            }
+            let chip = ctl.chip().config();
+            let bpd = chip.geometry.planes_per_die * chip.geometry.blocks_per_plane;
+            let region = cfg.region_blocks_per_die_effective(chip);
+            let map = cfg.map_blocks(chip).len() as u32;
+            let ndies = chip.geometry.total_dies().max(1);
+            if map < 3 || region + map.div_ceil(ndies) + 2 > bpd {
+                return Err(FtlError::Config(format!(
+                    "map_blocks_per_die = {}: the map partition needs at least 3 blocks, and with the region's {region} per die must leave data blocks on each die of {bpd}",
+                    map.div_ceil(ndies)
+                )));
+            }
+        }
         let geo = *ctl.chip().geometry();
         if geo.total_pages() >= LOST as u64 {
             return Err(FtlError::Config(format!(
@@ -239,11 +271,25 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         for b in region.all_blocks() {
             s.state[b as usize] = BState::Region;
         }
+        let map = if cfg.map_cache_pages > 0 {
+            let blocks = cfg.map_blocks(&chip_cfg);
+            for &b in &blocks {
+                s.state[b as usize] = BState::Map;
+            }
+            MapSlot::Paged(paged::PagedMap::new(
+                &s,
+                cfg.meta_writer,
+                blocks,
+                cfg.map_cache_pages,
+            ))
+        } else {
+            MapSlot::Ram(RamMap::default())
+        };
         PageFtl {
             s,
             cfg,
             logical: 0,
-            map: MapSlot::Ram(RamMap::default()),
+            map,
             p2l: vec![INVALID; geo.total_pages() as usize],
             region,
             pending_trims: Vec::new(),

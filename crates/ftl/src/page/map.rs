@@ -51,6 +51,11 @@ pub(crate) trait MapStore<S: Storage, M: ErrorModel>: Send {
     }
     /// The entry of `lpn` if it is resident, without I/O.
     fn peek(&self, lpn: u64) -> Option<u32>;
+    /// The entry of `lpn` without I/O, resident or not (for `verify` and inspection: a
+    /// demand-cached store answers from the simulator's record of its flash units).
+    fn audit(&self, lpn: u64) -> Option<u32> {
+        self.peek(lpn)
+    }
     /// A hint that `lpn`'s entry will be needed soon.
     fn prefetch(&self, _lpn: u64) {}
     /// Every entry, if the whole map is resident (what a checkpoint snapshot copies).
@@ -122,7 +127,9 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for RamMap {
 pub(crate) enum MapSlot<S: Storage, M: ErrorModel> {
     /// [`RamMap`].
     Ram(RamMap),
-    /// Another store (a demand-cached map).
+    /// The demand-paged map ([`PagedMap`](super::paged::PagedMap)).
+    Paged(super::paged::PagedMap<S, M>),
+    /// Another store (a test's).
     #[cfg_attr(not(test), allow(dead_code))]
     Other(alloc::boxed::Box<dyn MapStore<S, M>>),
 }
@@ -131,6 +138,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn name(&self) -> &'static str {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::name(m),
+            MapSlot::Paged(m) => MapStore::<S, M>::name(m),
             MapSlot::Other(m) => m.name(),
         }
     }
@@ -139,6 +147,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn len(&self) -> u64 {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::len(m),
+            MapSlot::Paged(m) => MapStore::<S, M>::len(m),
             MapSlot::Other(m) => m.len(),
         }
     }
@@ -146,6 +155,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn resize(&mut self, logical: u64) {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::resize(m, logical),
+            MapSlot::Paged(m) => MapStore::<S, M>::resize(m, logical),
             MapSlot::Other(m) => m.resize(logical),
         }
     }
@@ -154,6 +164,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn get(&mut self, sub: &mut Substrate<S, M>, now: Nanos, lpn: u64) -> Result<u32, FtlError> {
         match self {
             MapSlot::Ram(m) => m.get(sub, now, lpn),
+            MapSlot::Paged(m) => m.get(sub, now, lpn),
             MapSlot::Other(m) => m.get(sub, now, lpn),
         }
     }
@@ -168,6 +179,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     ) -> Result<(), FtlError> {
         match self {
             MapSlot::Ram(m) => m.set(sub, now, lpn, phys),
+            MapSlot::Paged(m) => m.set(sub, now, lpn, phys),
             MapSlot::Other(m) => m.set(sub, now, lpn, phys),
         }
     }
@@ -182,6 +194,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     ) -> Result<u32, FtlError> {
         match self {
             MapSlot::Ram(m) => m.replace(sub, now, lpn, phys),
+            MapSlot::Paged(m) => m.replace(sub, now, lpn, phys),
             MapSlot::Other(m) => m.replace(sub, now, lpn, phys),
         }
     }
@@ -190,6 +203,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn peek(&self, lpn: u64) -> Option<u32> {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::peek(m, lpn),
+            MapSlot::Paged(m) => MapStore::<S, M>::peek(m, lpn),
             MapSlot::Other(m) => m.peek(lpn),
         }
     }
@@ -198,13 +212,23 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn prefetch(&self, lpn: u64) {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::prefetch(m, lpn),
+            MapSlot::Paged(m) => MapStore::<S, M>::prefetch(m, lpn),
             MapSlot::Other(m) => m.prefetch(lpn),
+        }
+    }
+
+    fn audit(&self, lpn: u64) -> Option<u32> {
+        match self {
+            MapSlot::Ram(m) => MapStore::<S, M>::peek(m, lpn),
+            MapSlot::Paged(m) => m.audit(lpn),
+            MapSlot::Other(m) => m.audit(lpn),
         }
     }
 
     fn entries(&self) -> Option<&[u32]> {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::entries(m),
+            MapSlot::Paged(m) => MapStore::<S, M>::entries(m),
             MapSlot::Other(m) => m.entries(),
         }
     }

@@ -50,6 +50,7 @@ mod attach;
 mod cpstep;
 mod hooks;
 mod map;
+mod paged;
 mod realtime;
 pub(crate) mod recovery;
 mod replica;
@@ -152,6 +153,16 @@ pub struct PageFtlConfig {
     /// flash: `"whole-page"` (a page each) or `"subpage"` (SPFTL's subpage programming: a
     /// subpage each, on chips with subpages; the region takes that many times the blocks).
     pub meta_writer: crate::policy::MetaWriterKind,
+    /// The map store: 0 (the default) keeps the whole logical-to-physical map in RAM;
+    /// N > 0 pages it on demand (DFTL's translation pages, see the `paged` module): N
+    /// translation pages (a metadata unit of entries each) cached in RAM, every one in the
+    /// map partition's blocks, read on a miss and written back when a dirty one is evicted
+    /// (both charged as metadata operations); a checkpoint then carries the directory and
+    /// the dirty cached pages instead of the map.
+    pub map_cache_pages: u32,
+    /// Blocks per die reserved for translation pages (with `map_cache_pages` > 0); 0 =
+    /// automatic: room for the map twice, plus three blocks.
+    pub map_blocks_per_die: u32,
     /// A deliberate bug (test builds with the `sabotage` feature only).
     #[cfg(feature = "sabotage")]
     #[serde(skip)]
@@ -201,6 +212,33 @@ impl PageFtlConfig {
             .collect()
     }
 
+    /// The map partition of a chip (translation pages of a demand-paged map; empty with the
+    /// map in RAM): flat block indices, the blocks after the configured region on every die.
+    /// Depends only on the chip and FTL configuration, like [`region_blocks`](Self::region_blocks).
+    pub fn map_blocks(&self, chip: &nand::ChipConfig) -> Vec<u32> {
+        if self.map_cache_pages == 0 {
+            return Vec::new();
+        }
+        let geo = chip.geometry;
+        let ndies = geo.total_dies().max(1);
+        let bpd = geo.planes_per_die * geo.blocks_per_plane;
+        let region = self.region_blocks_per_die_effective(chip);
+        let per_die = if self.map_blocks_per_die > 0 {
+            self.map_blocks_per_die
+        } else {
+            let (per_tp, slots) = paged::shape(chip, self.meta_writer);
+            let logical =
+                (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
+            let tps = logical.div_ceil(per_tp as u64);
+            let blocks = (2 * tps).div_ceil(slots as u64) + 3;
+            blocks.div_ceil(ndies as u64) as u32
+        };
+        let per_die = per_die.min(bpd.saturating_sub(region));
+        (0..per_die)
+            .flat_map(|i| (0..ndies).map(move |d| d * bpd + region + i))
+            .collect()
+    }
+
     /// Blocks per die the checkpoint region takes on `chip` (the configured number, or the
     /// computed default).
     pub fn region_blocks_per_die_effective(&self, chip: &nand::ChipConfig) -> u32 {
@@ -231,6 +269,8 @@ impl Default for PageFtlConfig {
             recovery: recovery::RecoveryKind::RollForward,
             flush_buffer: true,
             meta_writer: crate::policy::MetaWriterKind::WholePage,
+            map_cache_pages: 0,
+            map_blocks_per_die: 0,
             #[cfg(feature = "sabotage")]
             sabotage: crate::sabotage::Sabotage::None,
         }
@@ -321,9 +361,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
-    /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost).
+    /// A demand-paged map's upkeep before a host operation (bounded: see
+    /// `PagedMap::maintain`), and the checkpoint its partition asks for.
+    fn map_upkeep(&mut self, now: Nanos) -> Result<(), FtlError> {
+        if let MapSlot::Paged(p) = &mut self.map {
+            p.maintain(&mut self.s, now)?;
+            if p.wants_checkpoint(&self.s) {
+                self.write_checkpoint(now)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost). With a
+    /// demand-paged map this is an inspection (no flash read charged: see `PagedMap`).
     pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
-        let p = self.map.peek(lpn)?;
+        let p = self.map.audit(lpn)?;
         (p != INVALID && p != LOST).then(|| self.s.phys_addr(p))
     }
 
@@ -499,6 +552,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         let lpn = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.log.counters.host_writes += 1;
+        self.map_upkeep(now)?;
         self.write_inner(now, lpn, data, hint)
     }
 
@@ -506,6 +560,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.log.counters.host_reads += 1;
+        self.map_upkeep(now)?;
         let phys = self.map.get(&mut self.s, now, l)?;
         if phys == INVALID {
             self.s.log.counters.unmapped_reads += 1;
@@ -556,6 +611,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
         self.s.log.counters.trims += 1;
+        self.map_upkeep(now)?;
         let old = self.map.get(&mut self.s, now, l)?;
         if old == INVALID {
             // Nothing to discard (never written, or trimmed already and logged).

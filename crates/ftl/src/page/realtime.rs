@@ -204,7 +204,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let worst = (0..ndies as u32)
             .map(|d| {
                 (d * bpd..(d + 1) * bpd)
-                    .filter(|&b| !matches!(self.s.state[b as usize], BState::Bad | BState::Region))
+                    .filter(|&b| {
+                        !matches!(
+                            self.s.state[b as usize],
+                            BState::Bad | BState::Region | BState::Map
+                        )
+                    })
                     .count() as u64
             })
             .min()

@@ -170,7 +170,7 @@ impl Recovery for FullScan {
         }
         r.apply_trims(ftl)?;
         for b in 0..ftl.sub_mut().geo.total_blocks() {
-            if ftl.sub_mut().state[b as usize] == BState::Region {
+            if ftl.sub_mut().state[b as usize].reserved() {
                 continue;
             }
             if r.header(ftl, now, b)?.status == BlockStatus::FactoryBad {
@@ -238,7 +238,7 @@ impl Recovery for RollForward {
                 .collect();
             free.sort_unstable_by_key(|&b| (r.snap.erase[b as usize], b));
             // A free block the region took since the checkpoint is not the allocator's.
-            free.retain(|&b| ftl.sub().state[b as usize] != BState::Region);
+            free.retain(|&b| !ftl.sub().state[b as usize].reserved());
             // (The index serves the sabotage build only.)
             #[cfg_attr(not(feature = "sabotage"), allow(clippy::unused_enumerate_index))]
             for (_i, b) in free.into_iter().enumerate() {
@@ -382,7 +382,7 @@ impl Rebuild {
         // a header read (a block erased and reopened since has its header read anyway).
         for (b, &slc) in snap.slc.iter().enumerate() {
             if slc
-                && ftl.sub().state[b] != BState::Region
+                && !ftl.sub().state[b].reserved()
                 && matches!(snap.states[b], code::FULL | code::OPEN | code::RETIRING)
             {
                 ftl.sub_mut().slc[b] = Some(true);
@@ -390,7 +390,7 @@ impl Rebuild {
         }
         // Region blocks the checkpoint knows as bad stay bad.
         for (b, &st) in snap.states.iter().enumerate() {
-            if ftl.sub_mut().state[b] == BState::Region && st == code::BAD {
+            if ftl.sub_mut().state[b].reserved() && st == code::BAD {
                 ftl.sub_mut().state[b] = BState::Bad;
             }
         }
@@ -418,7 +418,7 @@ impl Rebuild {
             .states
             .iter()
             .enumerate()
-            .filter(|&(b, &st)| st == code::REGION && ftl.sub().state[b] != BState::Region)
+            .filter(|&(b, &st)| st == code::REGION && !ftl.sub().state[b].reserved())
             .map(|(b, _)| b as u32)
             .collect();
         Ok(Rebuild {
@@ -456,7 +456,7 @@ impl Rebuild {
             return Ok(*h);
         }
         let h = ftl.sub_mut().read_header(now, b, Cause::Mount)?;
-        if ftl.sub().state[b as usize] != BState::Region {
+        if !ftl.sub().state[b as usize].reserved() {
             ftl.sub_mut().slc[b as usize] = Some(h.slc_mode && ftl.sub().window > 0);
         }
         // A block leaves the factory bad or good, never turns factory-bad later: a record
@@ -765,7 +765,7 @@ impl Rebuild {
             // roll-forward), else the checkpoint's (such a block was not erased since; one
             // that went bad since shows it at its next program or erase).
             let (status, erase_count) =
-                if self.headers.contains_key(&b) || ftl.sub_mut().state[i] == BState::Region {
+                if self.headers.contains_key(&b) || ftl.sub_mut().state[i].reserved() {
                     let h = self.header(ftl, now, b)?;
                     (h.status, h.erase_count)
                 } else if self.snap.states[i] == code::BAD {
@@ -774,7 +774,7 @@ impl Rebuild {
                     (BlockStatus::Good, self.snap.erase[i])
                 };
             ftl.sub_mut().erase[i] = erase_count;
-            if ftl.sub_mut().state[i] == BState::Region {
+            if ftl.sub_mut().state[i].reserved() {
                 if status != BlockStatus::Good {
                     ftl.sub_mut().state[i] = BState::Bad;
                 }

@@ -47,8 +47,11 @@ pub(crate) struct Snapshot {
     pub states: Vec<u8>,
     /// Erase count of every block.
     pub erase: Vec<u32>,
-    /// The logical-to-physical map.
+    /// The logical-to-physical map (with a demand-paged map: filled at load from `paged`).
     pub l2p: Vec<u32>,
+    /// A demand-paged map's section (directory and dirty cached translation pages) in
+    /// place of the map; flagged by bit 63 of the stored volume size.
+    pub paged: Option<super::paged::PagedPart>,
     /// Per block: in SLC mode (the flush buffer's host blocks; stored as flag
     /// [`code::SLC`] of the state byte).
     pub slc: Vec<bool>,
@@ -66,6 +69,9 @@ pub(crate) struct Snapshot {
 /// Tag of the policy-state section (after the replica section, which is then always
 /// written, possibly empty).
 const POLICY_TAG: u32 = 0x4652_5050; // "PPRF"
+
+/// Flag on the stored volume size: a paged map's section follows instead of the map.
+const PAGED_FLAG: u64 = 1 << 63;
 
 /// Critical-page section encodings.
 const CRIT_RANGES: u32 = 0;
@@ -123,6 +129,7 @@ pub(crate) struct Parts<'a> {
     states: &'a [u8],
     erase: &'a [u32],
     l2p: &'a [u32],
+    paged: Option<&'a super::paged::PagedPart>,
     critical: &'a [u64],
     replicas: &'a super::replica::Replicas,
     policy: Option<&'a [u8]>,
@@ -135,7 +142,8 @@ impl Parts<'_> {
         out.clear();
         out.reserve(40 + self.frontiers.len() * 16 + self.states.len() * 5 + self.l2p.len() * 4);
         out.extend_from_slice(&self.seq.to_le_bytes());
-        out.extend_from_slice(&self.logical.to_le_bytes());
+        let flag = if self.paged.is_some() { PAGED_FLAG } else { 0 };
+        out.extend_from_slice(&(self.logical | flag).to_le_bytes());
         out.extend_from_slice(&(self.frontiers.len() as u32).to_le_bytes());
         out.extend_from_slice(&(self.states.len() as u32).to_le_bytes());
         for f in self.frontiers {
@@ -146,7 +154,10 @@ impl Parts<'_> {
         }
         out.extend_from_slice(self.states);
         put_u32s(out, self.erase);
-        put_u32s(out, self.l2p);
+        match self.paged {
+            Some(p) => p.encode(out),
+            None => put_u32s(out, self.l2p),
+        }
         let runs = runs(self.critical, self.logical);
         if runs.len() as u64 * 8 <= self.logical.div_ceil(64) * 8 {
             out.extend_from_slice(&CRIT_RANGES.to_le_bytes());
@@ -215,6 +226,7 @@ impl Snapshot {
             states: &states,
             erase: &self.erase,
             l2p: &self.l2p,
+            paged: self.paged.as_ref(),
             critical: &self.critical,
             replicas: &self.replicas,
             policy: self.policy.as_deref(),
@@ -233,7 +245,8 @@ impl Snapshot {
         }
         let mut r = Reader(&bytes[..n]);
         let seq = r.u64()?;
-        let logical = r.u64()?;
+        let stored = r.u64()?;
+        let logical = stored & !PAGED_FLAG;
         if r.u32()? as usize != dies || r.u32()? as usize != blocks {
             return None;
         }
@@ -248,12 +261,20 @@ impl Snapshot {
         for _ in 0..blocks {
             erase.push(r.u32()?);
         }
-        let map_bytes = usize::try_from(logical.checked_mul(4)?).ok()?;
-        let l2p = r
-            .take(map_bytes)?
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let (l2p, paged) = if stored & PAGED_FLAG != 0 {
+            (
+                Vec::new(),
+                Some(super::paged::PagedPart::decode(&mut r, logical)?),
+            )
+        } else {
+            let map_bytes = usize::try_from(logical.checked_mul(4)?).ok()?;
+            let l2p = r
+                .take(map_bytes)?
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            (l2p, None)
+        };
         let words = logical.div_ceil(64) as usize;
         let mut critical = vec![0u64; words];
         // Snapshots written before the section existed end here: nothing is critical.
@@ -312,6 +333,7 @@ impl Snapshot {
             states,
             erase,
             l2p,
+            paged,
             slc,
             critical,
             replicas,
@@ -361,20 +383,28 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 BState::Full | BState::Collecting | BState::Dirty => code::FULL,
                 BState::Retiring => code::RETIRING,
                 BState::Bad => code::BAD,
-                BState::Region => code::REGION,
+                BState::Region | BState::Map => code::REGION,
             })
             .collect();
         let states = state_bytes(&states, self.s.slc.iter().map(|&m| m == Some(true)));
+        let paged = match &self.map {
+            super::map::MapSlot::Paged(p) => Some(p.part()),
+            _ => None,
+        };
         Parts {
             seq: self.s.seq,
             logical: self.logical,
             frontiers: &frontiers,
             states: &states,
             erase: &self.s.erase,
-            l2p: self
-                .map
-                .entries()
-                .expect("the page kernel's checkpoint encodes a resident map"),
+            l2p: match paged {
+                Some(_) => &[],
+                None => self
+                    .map
+                    .entries()
+                    .expect("the page kernel's checkpoint encodes a resident map"),
+            },
+            paged: paged.as_ref(),
             critical: &self.critical,
             replicas: &self.replicas,
             policy,
@@ -436,6 +466,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let written = self.region.write_generation(&mut self.s, now, &bytes);
         self.cp_buf = bytes;
         written?;
+        if let super::map::MapSlot::Paged(p) = &mut self.map {
+            p.committed();
+        }
         self.pending_trims.clear();
         self.s.opened_since_cp = 0;
         self.s.opened_per_die.fill(0);
@@ -492,7 +525,28 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 self.s.ecc.restore(p);
             }
         }
-        Ok(loaded.map(|(snap, log)| (snap, decode_trims(&log).collect())))
+        let Some((mut snap, log)) = loaded else {
+            return Ok(None);
+        };
+        match (&mut self.map, &snap.paged) {
+            (super::map::MapSlot::Paged(p), Some(part)) => {
+                snap.l2p = p.load_base(&mut self.s, now, snap.logical, part)?;
+            }
+            // The map partition's blocks are another layout's data blocks: a volume is
+            // mounted with the map store it was formatted with.
+            (super::map::MapSlot::Paged(_), None) => {
+                return Err(FtlError::Config(
+                    "the volume keeps its map in RAM: mount it with map_cache_pages = 0".into(),
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(FtlError::Config(
+                    "the volume's map is demand-paged: mount it with map_cache_pages > 0".into(),
+                ))
+            }
+            _ => {}
+        }
+        Ok(Some((snap, decode_trims(&log).collect())))
     }
 
     /// Whether logical page entry `p` of a snapshot maps somewhere valid.
@@ -565,6 +619,7 @@ mod tests {
             l2p: (0..logical as u32)
                 .map(|i| i.wrapping_mul(2654435761))
                 .collect(),
+            paged: None,
             slc: vec![false, true, false, false],
             critical,
             replicas: super::super::replica::Replicas::new(),
@@ -576,5 +631,21 @@ mod tests {
         let mut bad = bytes.clone();
         bad[20] ^= 1;
         assert_eq!(Snapshot::decode(&bad, 2, 4, crc), None);
+        // A paged map's section in place of the map: 300 pages in TPs of 128 entries.
+        let paged = Snapshot {
+            l2p: Vec::new(),
+            paged: Some(super::super::paged::PagedPart {
+                per_tp: 128,
+                gtd: vec![4, u32::MAX, 9],
+                dirty: vec![(1, (0..128).collect()), (2, vec![7; 44])],
+            }),
+            ..snap
+        };
+        let bytes = paged.encode(crc);
+        assert_eq!(Snapshot::decode(&bytes, 2, 4, crc), Some(paged.clone()));
+        // A dirty TP past the volume, or of the wrong length, is refused.
+        let mut wrong = paged.clone();
+        wrong.paged.as_mut().unwrap().dirty[1].1.push(1);
+        assert_eq!(Snapshot::decode(&wrong.encode(crc), 2, 4, crc), None);
     }
 }

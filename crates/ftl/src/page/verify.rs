@@ -23,6 +23,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.region.verify(&self.s).map_err(Invariant::Structure)?;
         self.verify_steps().map_err(Invariant::Structure)?;
         self.verify_map().map_err(Invariant::Structure)?;
+        if let super::map::MapSlot::Paged(p) = &self.map {
+            p.verify(&self.s).map_err(Invariant::Structure)?;
+        }
         self.s
             .verify_job_cursors(|p| {
                 use crate::substrate::gc::Kernel;
@@ -52,8 +55,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ));
         }
         for lpn in 0..self.logical {
-            let Some(p) = self.map.peek(lpn) else {
-                continue;
+            let Some(p) = self.map.audit(lpn) else {
+                return Err(format!("logical page {lpn} has no map entry"));
             };
             if p == INVALID || p == LOST {
                 continue;
@@ -87,7 +90,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.verify_replicas(&mut valid)?;
         for (p, &l) in self.p2l.iter().enumerate() {
             if l != INVALID
-                && self.map.peek(l as u64).is_some_and(|m| m != p as u32)
+                && self.map.audit(l as u64).is_some_and(|m| m != p as u32)
                 && !self.is_replica(l, p as u32)
             {
                 return Err(format!(

@@ -161,9 +161,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 self.retire(b);
                 Ok(None)
             }
-            Err(CtlError::Nand(e))
-                if resume_conflict(&e) && self.state[b as usize] != BState::Region =>
-            {
+            Err(CtlError::Nand(e)) if resume_conflict(&e) && !self.state[b as usize].reserved() => {
                 self.close_block(b);
                 Ok(None)
             }
@@ -182,7 +180,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 self.occupy(die, now, t);
                 self.push_erase(b, cause, t);
                 self.erase[b as usize] += 1;
-                if self.sp_region && self.state[b as usize] == BState::Region {
+                if self.sp_region && self.state[b as usize].reserved() {
                     self.log.counters.sp_erases += 1;
                 }
                 if self.fixed_t.is_none() {
@@ -557,7 +555,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// region block is simply marked bad: the region writes elsewhere).
     pub fn retire(&mut self, b: u32) {
         self.log.counters.retired_blocks += 1;
-        if self.state[b as usize] == BState::Region {
+        if self.state[b as usize].reserved() {
             self.state[b as usize] = BState::Bad;
             return;
         }

@@ -149,7 +149,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             if self.valid[b] > ppb {
                 return Err(format!("block {b} counts {} valid pages", self.valid[b]));
             }
-            if matches!(st, BState::Free | BState::Dirty | BState::Region) && self.valid[b] != 0 {
+            if matches!(
+                st,
+                BState::Free | BState::Dirty | BState::Region | BState::Map
+            ) && self.valid[b] != 0
+            {
                 return Err(format!(
                     "{st:?} block {b} counts {} valid pages",
                     self.valid[b]
@@ -171,7 +175,10 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                     ));
                 }
                 if f.next == ppb {
-                    if matches!(self.state[i], BState::Free | BState::Open | BState::Region) {
+                    if matches!(
+                        self.state[i],
+                        BState::Free | BState::Open | BState::Region | BState::Map
+                    ) {
                         return Err(format!(
                             "exhausted frontier of die {d} at {:?} block {}",
                             self.state[i], f.block

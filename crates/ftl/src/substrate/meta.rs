@@ -41,7 +41,9 @@ pub(crate) trait MetaWriter<S: Storage, M: ErrorModel>: Send {
         unit: &[u8],
         rec: OobRecord,
     ) -> Result<bool, FtlError>;
-    /// Reads slot `slot` of block `b` into `unit`.
+    /// Reads slot `slot` of block `b` into `unit`, charged to `cause` (a mount's reads,
+    /// or a demand-paged map's misses).
+    #[allow(clippy::too_many_arguments)]
     fn read(
         &mut self,
         sub: &mut Substrate<S, M>,
@@ -49,6 +51,7 @@ pub(crate) trait MetaWriter<S: Storage, M: ErrorModel>: Send {
         b: u32,
         slot: u32,
         unit: &mut [u8],
+        cause: Cause,
     ) -> Result<Option<OobRecord>, FtlError>;
 }
 
@@ -74,21 +77,22 @@ pub(crate) fn writer_for<S: Storage, M: ErrorModel>(
 fn read_with_retries<S: Storage, M: ErrorModel>(
     sub: &mut Substrate<S, M>,
     b: u32,
+    cause: Cause,
     mut read: impl FnMut(&mut Substrate<S, M>) -> Result<PageRead, CtlError>,
 ) -> Result<Option<OobRecord>, FtlError> {
     let mut retries = sub.cfg.read_retries;
     loop {
         match read(sub) {
             Ok(PageRead::Data(info)) => {
-                sub.push_op(b, OpKind::Read, Cause::Mount, info.timing, info.ecc, None);
+                sub.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
                 return Ok(Some(info.record));
             }
             Ok(PageRead::Erased { timing }) => {
-                sub.push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                sub.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
                 return Ok(None);
             }
             Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                sub.push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+                sub.push_op(b, OpKind::Read, cause, timing, ecc, None);
                 if retries == 0 {
                     return Ok(None);
                 }
@@ -173,9 +177,10 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
         b: u32,
         slot: u32,
         unit: &mut [u8],
+        cause: Cause,
     ) -> Result<Option<OobRecord>, FtlError> {
         let addr = self.addr(sub, b, slot);
-        read_with_retries(sub, b, |sub| sub.ctl.read_meta(now, addr, unit))
+        read_with_retries(sub, b, cause, |sub| sub.ctl.read_meta(now, addr, unit))
     }
 }
 
@@ -251,9 +256,12 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
         b: u32,
         slot: u32,
         unit: &mut [u8],
+        cause: Cause,
     ) -> Result<Option<OobRecord>, FtlError> {
         let part = self.part(sub, now, b)?;
         let addr = self.whole.addr(sub, b, slot);
-        read_with_retries(sub, b, |sub| sub.ctl.read_subpage(now, addr, part, unit))
+        read_with_retries(sub, b, cause, |sub| {
+            sub.ctl.read_subpage(now, addr, part, unit)
+        })
     }
 }

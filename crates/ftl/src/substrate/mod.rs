@@ -145,9 +145,20 @@ pub(crate) enum BState {
     Bad,
     /// Reserved for checkpoints.
     Region,
+    /// Reserved for the demand-paged map's translation pages (`page::paged`).
+    Map,
     /// Collected (no valid page) and waiting for its erase until the pages that replaced
     /// its data are sealed.
     Dirty,
+}
+
+impl BState {
+    /// Reserved for metadata (the checkpoint region or the map's translation pages): never
+    /// data, never free, kept in SLC mode.
+    #[inline]
+    pub(crate) fn reserved(self) -> bool {
+        matches!(self, BState::Region | BState::Map)
+    }
 }
 
 /// A victim waiting in state `Dirty` for its erase.
@@ -528,7 +539,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     pub fn data_blocks(&self) -> u64 {
         self.state
             .iter()
-            .filter(|s| !matches!(s, BState::Bad | BState::Region))
+            .filter(|s| !matches!(s, BState::Bad | BState::Region | BState::Map))
             .count() as u64
     }
 }

@@ -141,7 +141,10 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         for i in 0..self.anchors.len() {
             let b = self.anchors[i];
             for slot in 0..self.writer.slots() {
-                let Some(rec) = self.writer.read(sub, now, b, slot, &mut page)? else {
+                let Some(rec) = self
+                    .writer
+                    .read(sub, now, b, slot, &mut page, Cause::Mount)?
+                else {
                     break;
                 };
                 if rec.kind != PageKind::Meta(ANCHOR_KIND) {

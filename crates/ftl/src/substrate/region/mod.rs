@@ -594,7 +594,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         slot: u32,
         page: &mut [u8],
     ) -> Result<Option<PageHeader>, FtlError> {
-        let Some(rec) = self.writer.read(sub, now, b, slot, page)? else {
+        let Some(rec) = self.writer.read(sub, now, b, slot, page, Cause::Mount)? else {
             return Ok(None);
         };
         if rec.kind != PageKind::Meta(CP_KIND) && rec.kind != PageKind::Meta(LOG_KIND) {

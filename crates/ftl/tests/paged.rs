@@ -1,0 +1,264 @@
+//! The page kernel with a demand-paged map (`map_cache_pages` > 0): translation pages
+//! cached a few at a time, every lookup through the cache (misses and write-backs charged
+//! as metadata operations), checkpoints carrying the directory and the dirty cached pages,
+//! and mounts — after a clean shutdown, after a power cut, from a volume checkpointed with
+//! the map in RAM — that read back every page.
+
+use controller::{Controller, ControllerConfig};
+use ftl::policy::MetaWriterKind;
+use ftl::{Cause, Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
+use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+type Ctl = Controller<RamStorage, ConstantRber>;
+
+fn controller(preset: &str, blocks_per_plane: u32) -> Ctl {
+    let mut chip = ChipConfig::preset(preset).unwrap();
+    chip.geometry.blocks_per_plane = blocks_per_plane;
+    chip.reliability.wear_fail_rate = 0.0;
+    chip.reliability.wear_fail_growth = 0.0;
+    chip.reliability.factory_bad_rate = 0.0;
+    Controller::new(
+        Chip::ram(chip).unwrap(),
+        ConstantRber(0.0),
+        ControllerConfig::default(),
+    )
+    .unwrap()
+}
+
+fn config(cache: u32) -> PageFtlConfig {
+    PageFtlConfig {
+        over_provisioning: 0.25,
+        ecc_t: 4,
+        map_cache_pages: cache,
+        ..PageFtlConfig::default()
+    }
+}
+
+/// A page whose bytes name `lpn` and `version`.
+fn page(ps: usize, lpn: u64, version: u32) -> Vec<u8> {
+    let mut v = vec![0u8; ps];
+    v[..8].copy_from_slice(&lpn.to_le_bytes());
+    v[8..12].copy_from_slice(&version.to_le_bytes());
+    v[12] = 1;
+    v
+}
+
+/// Random writes, trims and reads checked against `model` (version per logical page, 0:
+/// unmapped), `verify` after every operation, a flush every `flush_every`.
+fn drive(
+    dev: &mut PageFtl<RamStorage, ConstantRber>,
+    model: &mut [u32],
+    now: &mut Nanos,
+    ops: u64,
+    flush_every: u64,
+    rng: &mut ChaCha8Rng,
+) {
+    let n = dev.logical_pages();
+    let ps = dev.page_size();
+    let mut buf = vec![0u8; ps];
+    for i in 1..=ops {
+        // A skewed load: half the operations in the first eighth of the volume.
+        let lpn = if rng.next_u32() % 2 == 0 {
+            rng.next_u64() % (n / 8)
+        } else {
+            rng.next_u64() % n
+        };
+        let l = Lpn::checked(lpn, n).unwrap();
+        match rng.next_u32() % 10 {
+            0 => {
+                dev.trim(*now, l).unwrap();
+                model[lpn as usize] = 0;
+            }
+            1..=2 => {
+                dev.read(*now, l, &mut buf).unwrap();
+                check(&buf, lpn, model[lpn as usize]);
+            }
+            _ => {
+                let v = model[lpn as usize] + 1;
+                dev.write(*now, l, &page(ps, lpn, v)).unwrap();
+                model[lpn as usize] = v;
+            }
+        }
+        *now += Nanos(100_000);
+        if flush_every > 0 && i % flush_every == 0 {
+            dev.flush(*now).unwrap();
+        }
+        dev.verify().unwrap();
+    }
+}
+
+fn check(buf: &[u8], lpn: u64, version: u32) {
+    if version == 0 {
+        assert!(buf.iter().all(|&b| b == 0), "lpn {lpn} should be unmapped");
+    } else {
+        assert_eq!(
+            (
+                u64::from_le_bytes(buf[..8].try_into().unwrap()),
+                u32::from_le_bytes(buf[8..12].try_into().unwrap())
+            ),
+            (lpn, version),
+            "lpn {lpn}"
+        );
+    }
+}
+
+fn read_all(dev: &mut PageFtl<RamStorage, ConstantRber>, model: &[u32], now: Nanos) {
+    let n = dev.logical_pages();
+    let mut buf = vec![0u8; dev.page_size()];
+    for lpn in 0..n {
+        dev.read(now, Lpn::checked(lpn, n).unwrap(), &mut buf)
+            .unwrap();
+        check(&buf, lpn, model[lpn as usize]);
+    }
+}
+
+#[test]
+fn a_paged_map_serves_every_page_through_a_small_cache_and_remounts() {
+    for (preset, blocks, writer) in [
+        ("tiny-slc", 768, MetaWriterKind::WholePage),
+        ("tiny-mlc", 384, MetaWriterKind::WholePage),
+        ("tiny-mlc-sp", 192, MetaWriterKind::Subpage),
+    ] {
+        let cfg = PageFtlConfig {
+            meta_writer: writer,
+            ..config(3)
+        };
+        let mut dev = PageFtl::format(controller(preset, blocks), cfg, Nanos::ZERO).unwrap();
+        let n = dev.logical_pages();
+        let mut model = vec![0u32; n as usize];
+        let mut now = Nanos(1_000);
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        drive(&mut dev, &mut model, &mut now, 4 * n, 16, &mut rng);
+        let c = *dev.counters();
+        assert!(c.gc_victims > 0, "{preset}: GC ran");
+        assert!(c.cpmt_misses > 0 && c.cpmt_hits > 0, "{preset}: {c:?}");
+        assert!(
+            c.meta_bytes_by_kind.pmt > 0,
+            "{preset}: write-backs {c:?} {n}"
+        );
+        assert!(
+            c.reads[Cause::Meta.index()] >= c.cpmt_misses / 2,
+            "{preset}"
+        );
+        read_all(&mut dev, &model, now);
+        // A clean shutdown, then a mount with each recovery procedure.
+        dev.flush(now).unwrap();
+        for recovery in [RecoveryKind::RollForward, RecoveryKind::FullScan] {
+            let ctl = dev.into_controller();
+            dev = PageFtl::mount(ctl, PageFtlConfig { recovery, ..cfg }, now).unwrap();
+            dev.verify().unwrap();
+            read_all(&mut dev, &model, now);
+            drive(&mut dev, &mut model, &mut now, n, 16, &mut rng);
+            dev.flush(now).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_power_cut_keeps_every_flushed_page_with_a_paged_map() {
+    for (preset, blocks) in [("tiny-slc", 768), ("tiny-mlc", 384)] {
+        let cfg = config(2);
+        let mut dev = PageFtl::format(controller(preset, blocks), cfg, Nanos::ZERO).unwrap();
+        let n = dev.logical_pages();
+        let mut model = vec![0u32; n as usize];
+        let mut now = Nanos(1_000);
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for round in 0..6 {
+            drive(&mut dev, &mut model, &mut now, 2 * n, 0, &mut rng);
+            dev.flush(now).unwrap();
+            let flushed = model.clone();
+            // Writes after the flush, then the power goes (no flush, no shutdown).
+            let ps = dev.page_size();
+            let mut after = model.clone();
+            for i in 0..(n / 3) {
+                let lpn = (i * 7 + round) % n;
+                let v = after[lpn as usize] + 1;
+                dev.write(now, Lpn::checked(lpn, n).unwrap(), &page(ps, lpn, v))
+                    .unwrap();
+                after[lpn as usize] = v;
+                now += Nanos(50_000);
+            }
+            let ctl = dev.into_controller();
+            dev = PageFtl::mount(ctl, cfg, now).unwrap();
+            dev.verify().unwrap();
+            // Each page reads its flushed version or the one written after it.
+            let mut buf = vec![0u8; ps];
+            for lpn in 0..n {
+                dev.read(now, Lpn::checked(lpn, n).unwrap(), &mut buf)
+                    .unwrap();
+                let v = u32::from_le_bytes(buf[8..12].try_into().unwrap());
+                let (f, a) = (flushed[lpn as usize], after[lpn as usize]);
+                if buf.iter().all(|&b| b == 0) {
+                    assert_eq!(f, 0, "{preset}: flushed lpn {lpn} lost");
+                    model[lpn as usize] = 0;
+                } else {
+                    assert!(
+                        v == f || v == a,
+                        "{preset}: lpn {lpn} reads {v}, not {f} or {a}"
+                    );
+                    model[lpn as usize] = v;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_volume_is_mounted_with_the_map_store_it_was_formatted_with() {
+    // The map partition takes blocks a RAM-map volume uses for data, and back: a mount
+    // with the other store is refused by key, and the volume is left as it was.
+    for (formatted, mounted) in [(config(0), config(4)), (config(4), config(0))] {
+        let mut dev = PageFtl::format(controller("tiny-slc", 256), formatted, Nanos::ZERO).unwrap();
+        let n = dev.logical_pages();
+        let mut model = vec![0u32; n as usize];
+        let mut now = Nanos(1_000);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        drive(&mut dev, &mut model, &mut now, n, 32, &mut rng);
+        dev.flush(now).unwrap();
+        let failure = PageFtl::try_mount(dev.into_controller(), mounted, now).unwrap_err();
+        assert!(
+            matches!(&failure.error, FtlError::Config(m) if m.contains("map_cache_pages")),
+            "{}",
+            failure.error
+        );
+        let mut dev = PageFtl::mount(failure.controller, formatted, now).unwrap();
+        dev.verify().unwrap();
+        read_all(&mut dev, &model, now);
+    }
+}
+
+#[test]
+fn a_paged_map_is_refused_where_it_is_not_built_for() {
+    for (cfg, key) in [
+        (
+            PageFtlConfig {
+                gc_pacing: ftl::policy::PacingKind::WaoGc,
+                wear_leveling: None,
+                ..config(4)
+            },
+            "map_cache_pages",
+        ),
+        (
+            PageFtlConfig {
+                replicas: 1,
+                ..config(4)
+            },
+            "replicas",
+        ),
+        (
+            PageFtlConfig {
+                map_blocks_per_die: 1,
+                ..config(4)
+            },
+            "map_blocks_per_die",
+        ),
+    ] {
+        let err = PageFtl::format(controller("tiny-slc", 64), cfg, Nanos::ZERO).unwrap_err();
+        assert!(
+            matches!(&err, FtlError::Config(m) if m.contains(key)),
+            "{key}: {err}"
+        );
+    }
+}
