@@ -60,7 +60,7 @@ fn drive(
     let mut buf = vec![0u8; ps];
     for i in 1..=ops {
         // A skewed load: half the operations in the first eighth of the volume.
-        let lpn = if rng.next_u32() % 2 == 0 {
+        let lpn = if rng.next_u32().is_multiple_of(2) {
             rng.next_u64() % (n / 8)
         } else {
             rng.next_u64() % n

@@ -276,12 +276,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             for &b in &blocks {
                 s.state[b as usize] = BState::Map;
             }
-            MapSlot::Paged(paged::PagedMap::new(
+            MapSlot::Paged(Box::new(paged::PagedMap::new(
                 &s,
                 cfg.meta_writer,
                 blocks,
                 cfg.map_cache_pages,
-            ))
+            )))
         } else {
             MapSlot::Ram(RamMap::default())
         };

@@ -128,7 +128,7 @@ pub(crate) enum MapSlot<S: Storage, M: ErrorModel> {
     /// [`RamMap`].
     Ram(RamMap),
     /// The demand-paged map ([`PagedMap`](super::paged::PagedMap)).
-    Paged(super::paged::PagedMap<S, M>),
+    Paged(alloc::boxed::Box<super::paged::PagedMap<S, M>>),
     /// Another store (a test's).
     #[cfg_attr(not(test), allow(dead_code))]
     Other(alloc::boxed::Box<dyn MapStore<S, M>>),
@@ -138,7 +138,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn name(&self) -> &'static str {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::name(m),
-            MapSlot::Paged(m) => MapStore::<S, M>::name(m),
+            MapSlot::Paged(m) => MapStore::<S, M>::name(&**m),
             MapSlot::Other(m) => m.name(),
         }
     }
@@ -147,7 +147,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn len(&self) -> u64 {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::len(m),
-            MapSlot::Paged(m) => MapStore::<S, M>::len(m),
+            MapSlot::Paged(m) => MapStore::<S, M>::len(&**m),
             MapSlot::Other(m) => m.len(),
         }
     }
@@ -155,7 +155,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn resize(&mut self, logical: u64) {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::resize(m, logical),
-            MapSlot::Paged(m) => MapStore::<S, M>::resize(m, logical),
+            MapSlot::Paged(m) => MapStore::<S, M>::resize(&mut **m, logical),
             MapSlot::Other(m) => m.resize(logical),
         }
     }
@@ -203,7 +203,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn peek(&self, lpn: u64) -> Option<u32> {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::peek(m, lpn),
-            MapSlot::Paged(m) => MapStore::<S, M>::peek(m, lpn),
+            MapSlot::Paged(m) => MapStore::<S, M>::peek(&**m, lpn),
             MapSlot::Other(m) => m.peek(lpn),
         }
     }
@@ -212,7 +212,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn prefetch(&self, lpn: u64) {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::prefetch(m, lpn),
-            MapSlot::Paged(m) => MapStore::<S, M>::prefetch(m, lpn),
+            MapSlot::Paged(m) => MapStore::<S, M>::prefetch(&**m, lpn),
             MapSlot::Other(m) => m.prefetch(lpn),
         }
     }
@@ -228,7 +228,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for MapSlot<S, M> {
     fn entries(&self) -> Option<&[u32]> {
         match self {
             MapSlot::Ram(m) => MapStore::<S, M>::entries(m),
-            MapSlot::Paged(m) => MapStore::<S, M>::entries(m),
+            MapSlot::Paged(m) => MapStore::<S, M>::entries(&**m),
             MapSlot::Other(m) => m.entries(),
         }
     }
