@@ -713,3 +713,33 @@ fn real_time_die_after_two_failed_blocks_loses_nothing_and_recovers_by_trim() {
         assert_eq!(buf, want, "lpn {l} after the trims");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, .. ProptestConfig::default() })]
+
+    /// The page kernel with a demand-paged map: translation pages of 16 entries, two of
+    /// them cached (misses, write-backs, the partition's compaction and checkpoints at
+    /// work on the model's small chips), on SLC, MLC and MLC with subpage units.
+    #[test]
+    fn paged_map_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..3) {
+        let (preset, writer) = [
+            ("tiny-slc", ftl::policy::MetaWriterKind::WholePage),
+            ("tiny-mlc", ftl::policy::MetaWriterKind::WholePage),
+            ("tiny-mlc-sp", ftl::policy::MetaWriterKind::Subpage),
+        ][which];
+        let (dev, scheme) = device_with(preset, VictimKind::Greedy, true, 0.0, seed);
+        let SchemeConfig::Page(cfg) = scheme else {
+            unreachable!("a page-level configuration")
+        };
+        let cfg = PageFtlConfig {
+            map_cache_pages: 2,
+            map_tp_entries: 16,
+            meta_writer: writer,
+            ..cfg
+        };
+        let mut dev = SchemeConfig::Page(cfg).format(dev.into_controller(), Nanos::ZERO).unwrap();
+        check(&mut dev, &ops)?;
+        let c = dev.counters();
+        prop_assert!(ops.len() < 100 || c.retired_blocks > 0 || (c.cpmt_misses > 0 && c.meta_bytes_by_kind.pmt > 0), "{:?}", c);
+    }
+}

@@ -125,6 +125,14 @@ pub struct CrashArgs {
     /// e.g. `tiny-mlc-sp`).
     #[arg(long)]
     meta_writer: Option<MetaWriterArg>,
+    /// A demand-paged map (page-level scheme): N translation pages cached in RAM, the
+    /// rest read from the map partition on a miss (`map_cache_pages`).
+    #[arg(long)]
+    map_cache_pages: Option<u32>,
+    /// Entries per translation page with `--map-cache-pages` (`map_tp_entries`; default a
+    /// metadata unit's worth): small ones give a small chip many translation pages.
+    #[arg(long)]
+    map_tp_entries: Option<u32>,
 }
 
 /// `--meta-writer` values.
@@ -158,6 +166,8 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         (args.victim.is_some(), "--victim"),
         (args.critical_every.is_some(), "--critical-every"),
         (args.meta_writer.is_some(), "--meta-writer"),
+        (args.map_cache_pages.is_some(), "--map-cache-pages"),
+        (args.map_tp_entries.is_some(), "--map-tp-entries"),
     ];
     if matches!(
         cfg.scheme,
@@ -244,6 +254,15 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
             MetaWriterArg::WholePage => ftl::policy::MetaWriterKind::WholePage,
             MetaWriterArg::Subpage => ftl::policy::MetaWriterKind::Subpage,
         };
+    }
+    if let Some(n) = args.map_cache_pages {
+        p.map_cache_pages = n;
+    }
+    if let Some(n) = args.map_tp_entries {
+        if p.map_cache_pages == 0 {
+            bail!("--map-tp-entries {n}: applies with --map-cache-pages");
+        }
+        p.map_tp_entries = n;
     }
     Ok(())
 }

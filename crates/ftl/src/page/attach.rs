@@ -281,6 +281,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 cfg.meta_writer,
                 blocks,
                 cfg.map_cache_pages,
+                cfg.map_tp_entries,
             )))
         } else {
             MapSlot::Ram(RamMap::default())

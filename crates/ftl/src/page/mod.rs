@@ -163,6 +163,11 @@ pub struct PageFtlConfig {
     /// Blocks per die reserved for translation pages (with `map_cache_pages` > 0); 0 =
     /// automatic: room for the map twice, plus three blocks.
     pub map_blocks_per_die: u32,
+    /// Entries per translation page; 0 = as many as a metadata unit holds (4 bytes each).
+    /// Fewer make a finer-grained cache (a miss loads, an eviction writes, fewer
+    /// neighbours; each translation page still takes a unit), and let small test chips hold
+    /// many translation pages.
+    pub map_tp_entries: u32,
     /// A deliberate bug (test builds with the `sabotage` feature only).
     #[cfg(feature = "sabotage")]
     #[serde(skip)]
@@ -226,7 +231,7 @@ impl PageFtlConfig {
         let per_die = if self.map_blocks_per_die > 0 {
             self.map_blocks_per_die
         } else {
-            let (per_tp, slots) = paged::shape(chip, self.meta_writer);
+            let (per_tp, slots) = paged::shape(chip, self.meta_writer, self.map_tp_entries);
             let logical =
                 (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
             let tps = logical.div_ceil(per_tp as u64);
@@ -271,6 +276,7 @@ impl Default for PageFtlConfig {
             meta_writer: crate::policy::MetaWriterKind::WholePage,
             map_cache_pages: 0,
             map_blocks_per_die: 0,
+            map_tp_entries: 0,
             #[cfg(feature = "sabotage")]
             sabotage: crate::sabotage::Sabotage::None,
         }
@@ -362,12 +368,18 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     /// A demand-paged map's upkeep before a host operation (bounded: see
-    /// `PagedMap::maintain`), and the checkpoint its partition asks for.
+    /// `PagedMap::maintain`), and the checkpoint its partition asks for. That checkpoint
+    /// is wanted, not needed (the cache can hold a dirty page past its budget): one the
+    /// data blocks have no room for (sealing pads) is left for later, and the operation
+    /// goes on.
     fn map_upkeep(&mut self, now: Nanos) -> Result<(), FtlError> {
         if let MapSlot::Paged(p) = &mut self.map {
             p.maintain(&mut self.s, now)?;
             if p.wants_checkpoint(&self.s) {
-                self.write_checkpoint(now)?;
+                match self.write_checkpoint(now) {
+                    Ok(()) | Err(FtlError::NoSpace) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(())

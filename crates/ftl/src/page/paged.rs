@@ -69,13 +69,24 @@ const NONE: u32 = u32::MAX;
 /// `next` of a partition block whose content is unknown (erased before it is opened).
 const UNKNOWN: u32 = u32::MAX;
 
-/// Entries per translation page and unit slots per partition block for `chip` and a
-/// metadata writer of kind `kind` (sizing only; the writer itself is authoritative).
-pub(crate) fn shape(chip: &nand::ChipConfig, kind: MetaWriterKind) -> (u32, u32) {
+/// Entries per translation page (at most `entries` when it is not 0) and unit slots per
+/// partition block for `chip` and a metadata writer of kind `kind` (sizing only; the
+/// writer itself is authoritative).
+pub(crate) fn shape(chip: &nand::ChipConfig, kind: MetaWriterKind, entries: u32) -> (u32, u32) {
     let geo = chip.geometry;
     let unit = geo.page_size / kind.units_per_page(&geo);
     let slots = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1);
-    ((unit / 4).max(1), slots)
+    (per_tp(unit as usize, entries), slots)
+}
+
+/// Entries of a translation page in a unit of `unit` bytes, at most `entries` if not 0.
+fn per_tp(unit: usize, entries: u32) -> u32 {
+    let whole = (unit / 4).max(1) as u32;
+    if entries == 0 {
+        whole
+    } else {
+        entries.min(whole)
+    }
 }
 
 /// One cached translation page.
@@ -205,9 +216,15 @@ pub(crate) struct PagedMap<S: Storage, M: ErrorModel> {
 }
 
 impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
-    /// A store over the partition `blocks` of `sub`'s chip, caching `cap` TPs, its units
-    /// written by a `kind` writer.
-    pub fn new(sub: &Substrate<S, M>, kind: MetaWriterKind, blocks: Vec<u32>, cap: u32) -> Self {
+    /// A store over the partition `blocks` of `sub`'s chip, caching `cap` TPs of at most
+    /// `entries` entries (0: a unit's worth), its units written by a `kind` writer.
+    pub fn new(
+        sub: &Substrate<S, M>,
+        kind: MetaWriterKind,
+        blocks: Vec<u32>,
+        cap: u32,
+        entries: u32,
+    ) -> Self {
         let writer = writer_for(kind, sub);
         let unit = writer.unit_bytes(sub);
         let slots = writer.slots();
@@ -215,7 +232,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         PagedMap {
             writer,
             slots,
-            per_tp: (unit / 4) as u32,
+            per_tp: per_tp(unit, entries),
             cap: cap.max(1) as usize,
             logical: 0,
             gtd: Vec::new(),
