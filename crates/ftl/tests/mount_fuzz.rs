@@ -640,3 +640,42 @@ proptest! {
         damaged_volume(combined_cfg(), controller_mlc(seed), &damages, seed, exercise_volume);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    /// A volume with a demand-paged map (translation pages of 16 entries, two cached: the
+    /// checkpoint carries the directory and the dirty pages, the mount reads the others),
+    /// then random damage anywhere (the map partition and the region included): an error
+    /// or a working volume.
+    #[test]
+    fn paged_map_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>(), full in any::<bool>()) {
+        let mut chip = ChipConfig::preset("tiny-slc").unwrap();
+        chip.geometry.blocks_per_plane = 64;
+        let mut ctl = controller_of(chip, seed);
+        let kind = if full { RecoveryKind::FullScan } else { RecoveryKind::RollForward };
+        let cfg = PageFtlConfig {
+            map_cache_pages: 2,
+            map_tp_entries: 16,
+            ..ftl_cfg(&mut ctl, kind)
+        };
+        let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        for v in 0..(n * 2) {
+            let l = (v * 7919 + seed) % n;
+            dev.write(Nanos(v), Lpn::checked(l, n).unwrap(), &nand::pattern::bytes(ps, v)).unwrap();
+            if v % 50 == 0 {
+                dev.flush(Nanos(v)).unwrap();
+            }
+        }
+        prop_assert!(dev.counters().cpmt_misses > 0);
+        let mut ctl = dev.into_controller();
+        for d in &damages {
+            apply(&mut ctl, d, seed);
+        }
+        if let Ok(mut dev) = PageFtl::mount(ctl, cfg, Nanos(0)) {
+            exercise(&mut dev);
+        }
+    }
+}
