@@ -97,6 +97,16 @@ impl Report {
             "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer); {} region blocks swapped for less-worn ones",
             n.checkpoints, n.meta_bytes, n.pad_pages, n.slc_blocks, n.region_swaps
         );
+        let m = &self.meta;
+        if m.cpmt_hit_rate > 0.0 || m.pmt_bytes > 0 {
+            let _ = writeln!(
+                w,
+                "map cache   {:.1} % of look-ups hit the cached map pages (a miss is a metadata read); {} bytes of map pages written back, {} copied by their partition's upkeep",
+                100.0 * m.cpmt_hit_rate,
+                m.pmt_bytes,
+                m.pmt_gc_bytes
+            );
+        }
         if n.pairing_lookups > 0 || n.placement_pads > 0 {
             let _ = writeln!(
                 w,
