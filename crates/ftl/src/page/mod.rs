@@ -161,7 +161,8 @@ pub struct PageFtlConfig {
     /// the dirty cached pages instead of the map.
     pub map_cache_pages: u32,
     /// Blocks per die reserved for translation pages (with `map_cache_pages` > 0); 0 =
-    /// automatic: room for the map twice, plus three blocks.
+    /// automatic: room for the map twice, plus three blocks, plus the write-backs of one
+    /// automatic checkpoint interval (4 blocks per die of pages, at most 1/16 of the die).
     pub map_blocks_per_die: u32,
     /// Entries per translation page; 0 = as many as a metadata unit holds (4 bytes each).
     /// Fewer make a finer-grained cache (a miss loads, an eviction writes, fewer
@@ -236,7 +237,11 @@ impl PageFtlConfig {
                 (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
             let tps = logical.div_ceil(per_tp as u64);
             let blocks = (2 * tps).div_ceil(slots as u64) + 3;
-            blocks.div_ceil(ndies as u64) as u32
+            // And room for what one automatic checkpoint interval (4 blocks per die) can
+            // write back — a translation page per page written at most — before the next
+            // checkpoint frees the versions the last one pins; at most 1/16 of the die.
+            let interval = (4 * geo.pages_per_block).div_ceil(slots).min(bpd / 16);
+            blocks.div_ceil(ndies as u64) as u32 + interval
         };
         let per_die = per_die.min(bpd.saturating_sub(region));
         (0..per_die)
