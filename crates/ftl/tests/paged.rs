@@ -262,3 +262,51 @@ fn a_paged_map_is_refused_where_it_is_not_built_for() {
         );
     }
 }
+
+#[test]
+fn a_paged_map_under_flares_keeps_every_page_across_refresh_rewrites() {
+    // FLARES's per-page strength on its chip, translation pages of 64 entries with four
+    // cached: every relocation a refresh alarm makes goes through the cache too.
+    const SEC: u64 = 1_000_000_000;
+    const YEAR: u64 = 8760 * 3600 * SEC;
+    let mut chip = ChipConfig::preset("flares-mlc-3x").unwrap();
+    chip.geometry.blocks_per_plane = 64;
+    chip.reliability.wear_fail_rate = 0.0;
+    chip.reliability.wear_fail_growth = 0.0;
+    let ctl = Controller::new(
+        Chip::ram(chip).unwrap(),
+        ConstantRber(0.0),
+        ControllerConfig {
+            sector_size: 4096,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let cfg = PageFtlConfig {
+        ecc_t: 50,
+        ecc: ftl::policy::EccKind::Flares(ftl::flares::FlaresConfig::default()),
+        map_tp_entries: 64,
+        ..config(4)
+    };
+    let mut dev = PageFtl::format(ctl, cfg, Nanos::ZERO).unwrap();
+    let n = dev.logical_pages();
+    let mut model = vec![0u32; n as usize];
+    let mut now = Nanos(1_000 * SEC);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    drive(&mut dev, &mut model, &mut now, 2 * n, 64, &mut rng);
+    dev.flush(now).unwrap();
+    // Two years on: every page read is past its retention limit and rewritten in idle time.
+    now += Nanos(2 * YEAR);
+    let mut dev = PageFtl::mount(dev.into_controller(), cfg, now).unwrap();
+    dev.verify().unwrap();
+    read_all(&mut dev, &model, now);
+    while dev.tick(now).unwrap() {}
+    dev.verify().unwrap();
+    let c = *dev.counters();
+    assert!(c.refresh_alarms > 0, "{c:?}");
+    assert!(c.cpmt_misses > 0);
+    read_all(&mut dev, &model, now);
+    dev.flush(now).unwrap();
+    let mut dev = PageFtl::mount(dev.into_controller(), cfg, now).unwrap();
+    read_all(&mut dev, &model, now);
+}
