@@ -64,6 +64,13 @@ pub struct WaoBounds {
     /// roll-forward recovery writes its checkpoints in steps; 0 otherwise — see
     /// [`with_checkpoint_steps`](WaoBounds::with_checkpoint_steps)).
     pub cp_steps: u32,
+    /// A demand-paged map's worst cost of one map update, controller costs included (a
+    /// miss's read, transfer and decode and a dirty eviction's transfer and program), ns;
+    /// 0 with the map in RAM (see [`with_map`](WaoBounds::with_map)).
+    pub map_update: u64,
+    /// A demand-paged map's upkeep per host request (one translation-page copy or one
+    /// partition-block erase), ns; 0 with the map in RAM.
+    pub map_upkeep: u64,
 }
 
 impl WaoBounds {
@@ -129,7 +136,21 @@ impl WaoBounds {
             pads: 0,
             t_pad: 0,
             cp_steps: 0,
+            map_update: 0,
+            map_upkeep: 0,
         })
+    }
+
+    /// The same bounds for a scheme whose map is demand-paged: every map update — the
+    /// write's own and each GC copy's — may miss and evict a dirty translation page
+    /// (`update` ns with the controller's costs), and every request runs one upkeep step
+    /// of the map partition (`upkeep` ns: a translation-page copy or a partition-block
+    /// erase). Eq. 4's α is kept; the step and the write are re-derived with them, and a
+    /// read adds its own update and the upkeep.
+    pub fn with_map(mut self, update: u64, upkeep: u64) -> WaoBounds {
+        self.map_update = update;
+        self.map_upkeep = upkeep;
+        self
     }
 
     /// The same bounds for a scheme whose placement may pad up to `pads` pages of program
@@ -192,6 +213,8 @@ impl WaoBounds {
         self.t_wr
             + xfer
             + self.pads as u64 * (self.t_pad + xfer)
+            + self.map_update
+            + self.map_upkeep
             + self.worst_step_with(xfer, decode)
             + self.cp_steps as u64 * self.t_er.max(self.t_wr + xfer)
     }
@@ -199,15 +222,20 @@ impl WaoBounds {
     /// The longest partial step with the controller's costs (see
     /// [`worst_write_with`](WaoBounds::worst_write_with)); each copy with its pads.
     pub fn worst_step_with(&self, xfer: u64, decode: u64) -> u64 {
-        let copy =
-            self.t_rd + xfer + decode + xfer + self.t_wr + self.pads as u64 * (self.t_pad + xfer);
+        let copy = self.t_rd
+            + xfer
+            + decode
+            + xfer
+            + self.t_wr
+            + self.pads as u64 * (self.t_pad + xfer)
+            + self.map_update;
         self.t_er.max(self.alpha as u64 * copy)
     }
 
     /// The worst read latency with the controller's costs: WAO-GC runs no step after a
     /// read, so a read that finds its die idle takes its own read, transfer and decode.
     pub fn worst_read_with(&self, xfer: u64, decode: u64) -> u64 {
-        self.t_rd + xfer + decode
+        self.t_rd + xfer + decode + self.map_update + self.map_upkeep
     }
 
     /// The same read bound for any scheme that runs no GC step after a read.

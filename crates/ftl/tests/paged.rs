@@ -236,6 +236,15 @@ fn a_paged_map_is_refused_where_it_is_not_built_for() {
             PageFtlConfig {
                 gc_pacing: ftl::policy::PacingKind::WaoGc,
                 wear_leveling: None,
+                recovery: RecoveryKind::FullScan,
+                ..config(4)
+            },
+            "map_cache_pages",
+        ),
+        (
+            PageFtlConfig {
+                gc_pacing: ftl::policy::PacingKind::OnDemand,
+                wear_leveling: None,
                 ..config(4)
             },
             "map_cache_pages",
@@ -309,4 +318,66 @@ fn a_paged_map_under_flares_keeps_every_page_across_refresh_rewrites() {
     dev.flush(now).unwrap();
     let mut dev = PageFtl::mount(dev.into_controller(), cfg, now).unwrap();
     read_all(&mut dev, &model, now);
+}
+
+#[test]
+fn the_combined_profile_with_a_paged_map_keeps_its_bound_and_every_page() {
+    // WAO-GC's partial steps with a demand-paged map: one upkeep step per request, map
+    // checkpoints in steps beside the writes; no flush and no idle time for 8 volumes of
+    // writes — never a whole checkpoint inside a write (no overrun).
+    for (preset, blocks) in [("tiny-slc", 256), ("tiny-mlc", 128)] {
+        let cfg = PageFtlConfig {
+            map_cache_pages: 2,
+            map_tp_entries: 32,
+            ..ftl::combined::profile()
+        };
+        let mut dev: ftl::BoxedVolume<RamStorage, ConstantRber> = ftl::SchemeConfig::Combined(cfg)
+            .format(controller(preset, blocks), Nanos::ZERO)
+            .unwrap();
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        let bound = dev.latency_bound().expect("a real-time bound");
+        let mut model = vec![0u32; n as usize];
+        let mut now = Nanos(1_000);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..8 * n {
+            let lpn = rng.next_u64() % n;
+            let v = model[lpn as usize] + 1;
+            dev.write(now, Lpn::checked(lpn, n).unwrap(), &page(ps, lpn, v))
+                .unwrap();
+            model[lpn as usize] = v;
+            now += Nanos(100_000);
+        }
+        dev.verify().unwrap();
+        let c = *dev.counters();
+        assert_eq!(c.rt_overruns, 0, "{preset}: {c:?}");
+        assert!(
+            c.cpmt_misses > 0 && c.meta_bytes_by_kind.pmt > 0,
+            "{preset}"
+        );
+        assert!(c.checkpoint_steps > 0, "{preset}: checkpoints in steps");
+        // The map's costs are in the bound: a write may miss and write back.
+        let plain = ftl::SchemeConfig::Combined(ftl::combined::profile())
+            .format(controller(preset, blocks), Nanos::ZERO)
+            .unwrap()
+            .latency_bound()
+            .unwrap();
+        assert!(bound.write_ns > plain.write_ns && bound.read_ns > plain.read_ns);
+        let mut buf = vec![0u8; ps];
+        for lpn in 0..n {
+            dev.read(now, Lpn::checked(lpn, n).unwrap(), &mut buf)
+                .unwrap();
+            check(&buf, lpn, model[lpn as usize]);
+        }
+        // A power cut (no flush): every page reads a version written.
+        let ctl = dev.into_controller();
+        let mut dev = ftl::SchemeConfig::Combined(cfg).mount(ctl, now).unwrap();
+        dev.verify().unwrap();
+        for lpn in 0..n {
+            dev.read(now, Lpn::checked(lpn, n).unwrap(), &mut buf)
+                .unwrap();
+            let v = u32::from_le_bytes(buf[8..12].try_into().unwrap());
+            assert!(v <= model[lpn as usize], "{preset}: lpn {lpn}");
+        }
+    }
 }

@@ -199,9 +199,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             })?;
         }
         if cfg.map_cache_pages > 0 {
-            if cfg.gc_pacing.shares_destination() {
+            if cfg.gc_pacing.shares_destination()
+                && !(cfg.gc_pacing.is_real_time()
+                    && cfg.recovery == recovery::RecoveryKind::RollForward)
+            {
                 return Err(FtlError::Config(format!(
-                    "map_cache_pages = {}: a demand-paged map is not bounded under a real-time gc_pacing (wao-gc) yet: its misses and write-backs are not in the latency bound; use map_cache_pages = 0",
+                    "map_cache_pages = {}: under a shared-destination gc_pacing a demand-paged map is bounded only with gc_pacing = \"wao-gc\" and recovery = \"roll-forward\" (its checkpoints then go in steps beside the writes); use map_cache_pages = 0",
                     cfg.map_cache_pages
                 )));
             }
@@ -276,13 +279,16 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             for &b in &blocks {
                 s.state[b as usize] = BState::Map;
             }
-            MapSlot::Paged(Box::new(paged::PagedMap::new(
+            let mut p = paged::PagedMap::new(
                 &s,
                 cfg.meta_writer,
                 blocks,
                 cfg.map_cache_pages,
                 cfg.map_tp_entries,
-            )))
+            );
+            // Under WAO-GC every request does one bounded upkeep step at most.
+            p.set_bounded(cfg.gc_pacing.is_real_time());
+            MapSlot::Paged(Box::new(p))
         } else {
             MapSlot::Ram(RamMap::default())
         };

@@ -78,7 +78,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         pads: u32,
         pad_slack: u32,
     ) -> u32 {
-        let len = max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
+        let mut len = max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
+        if let super::map::MapSlot::Paged(p) = &self.map {
+            // A paged map's section in place of the map: its directory and, at worst,
+            // every translation page dirty (each with its index).
+            len += p.section_overhead(logical);
+        }
         // Seal pads: up to a pairing window on each frontier.
         let seal = self.s.dies.len() as u32 * 2 * self.s.window;
         let steps = self.region.steps_for(&self.s, len) + seal;
@@ -149,9 +154,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     /// Encodes the snapshot at this point and starts its generation.
-    fn begin_checkpoint(&mut self) {
+    pub(super) fn begin_checkpoint(&mut self) {
         let mut bytes = core::mem::take(&mut self.cp_buf);
         self.encode_snapshot(None, &mut bytes);
+        if let super::map::MapSlot::Paged(p) = &mut self.map {
+            p.begin_pin();
+        }
         self.region.begin(&self.s, bytes.len());
         self.cp_buf = bytes;
         let frontier = |s: &crate::substrate::Substrate<S, M>, b: u32| {
@@ -209,6 +217,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// The generation is committed: the young blocks become those opened since P.
     fn commit_steps(&mut self) {
         let st = self.steps.take().expect("a checkpoint was being written");
+        if let super::map::MapSlot::Paged(p) = &mut self.map {
+            p.commit_pin();
+        }
         for b in st.retire {
             self.s.young[b as usize] = false;
         }
@@ -252,7 +263,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Drops the checkpoint being written (a whole one replaces it).
     pub(super) fn abandon_steps(&mut self) {
-        self.steps = None;
+        if self.steps.take().is_some() {
+            if let super::map::MapSlot::Paged(p) = &mut self.map {
+                p.drop_pin();
+            }
+        }
         self.region.pending = None;
     }
 

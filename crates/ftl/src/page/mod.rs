@@ -378,16 +378,25 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// data blocks have no room for (sealing pads) is left for later, and the operation
     /// goes on.
     fn map_upkeep(&mut self, now: Nanos) -> Result<(), FtlError> {
-        if let MapSlot::Paged(p) = &mut self.map {
-            p.maintain(&mut self.s, now)?;
-            if p.wants_checkpoint(&self.s) {
-                match self.write_checkpoint(now) {
-                    Ok(()) | Err(FtlError::NoSpace) => {}
-                    Err(e) => return Err(e),
-                }
-            }
+        let stepped = self.steps_enabled();
+        let MapSlot::Paged(p) = &mut self.map else {
+            return Ok(());
+        };
+        p.maintain(&mut self.s, now)?;
+        if !p.wants_checkpoint(&self.s) {
+            return Ok(());
         }
-        Ok(())
+        if stepped {
+            // A real-time pacing: the checkpoint goes in steps beside the writes.
+            if self.steps.is_none() {
+                self.begin_checkpoint();
+            }
+            return Ok(());
+        }
+        match self.write_checkpoint(now) {
+            Ok(()) | Err(FtlError::NoSpace) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Where logical page `lpn` lives (`None` if unmapped, trimmed or lost). With a

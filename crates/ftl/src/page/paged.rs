@@ -192,6 +192,9 @@ pub(crate) struct PagedMap<S: Storage, M: ErrorModel> {
     gtd: Vec<u32>,
     /// Per TP: the location the committed checkpoint names (pinned), or `NONE`.
     held: Vec<u32>,
+    /// While a checkpoint is written in steps: the locations its snapshot names (pinned
+    /// too, until it commits or is abandoned).
+    held_next: Option<Vec<u32>>,
     /// Per location: the TP whose current version it holds, or `NONE`.
     owner: Vec<u32>,
     /// Per partition block: current versions in it.
@@ -202,6 +205,12 @@ pub(crate) struct PagedMap<S: Storage, M: ErrorModel> {
     next: Vec<u32>,
     /// The partition block being filled.
     open: Option<u32>,
+    /// Bounded mode (a real-time pacing): partition blocks are erased only by the upkeep
+    /// step, which keeps this one ready for the next write-back; `maintain` does one
+    /// step per call.
+    bounded: bool,
+    /// An erased partition block waiting to be opened (bounded mode).
+    ready: Option<u32>,
     lines: Vec<Line>,
     /// Per TP: its line, or `NONE`.
     line_of: Vec<u32>,
@@ -239,11 +248,14 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             logical: 0,
             gtd: Vec::new(),
             held: Vec::new(),
+            held_next: None,
             owner: vec![NONE; n * slots as usize],
             live: vec![0; n],
             pinned: vec![0; n],
             next: vec![UNKNOWN; n],
             open: None,
+            bounded: false,
+            ready: None,
             lines: Vec::new(),
             line_of: Vec::new(),
             clock: 0,
@@ -262,6 +274,14 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     fn range(&self, tp: u32) -> core::ops::Range<usize> {
         let a = tp as usize * self.per_tp as usize;
         a..a + tp_len(self.per_tp, self.logical, tp) as usize
+    }
+
+    /// Bytes a checkpoint's paged section may take beyond the whole map's 4 bytes per
+    /// page, for a volume of `logical` pages (its counts, the directory, each dirty
+    /// page's index).
+    pub fn section_overhead(&self, logical: u64) -> usize {
+        let ntp = logical.div_ceil(self.per_tp as u64) as usize;
+        12 + 8 * ntp
     }
 
     /// The section a checkpoint carries now.
@@ -287,10 +307,44 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     /// names are pinned until the next one.
     pub fn committed(&mut self) {
         self.held.clone_from(&self.gtd);
+        self.held_next = None;
+        self.count_pins();
+    }
+
+    /// A checkpoint is being written in steps from [`part`](Self::part) as it is now: the
+    /// versions its directory names are pinned too until it commits (the committed one's
+    /// stay pinned, recovery may still need them).
+    pub fn begin_pin(&mut self) {
+        self.held_next = Some(self.gtd.clone());
+        self.count_pins();
+    }
+
+    /// The checkpoint written in steps committed: its directory's pins replace the old.
+    pub fn commit_pin(&mut self) {
+        if let Some(h) = self.held_next.take() {
+            self.held = h;
+        }
+        self.count_pins();
+    }
+
+    /// The checkpoint written in steps was abandoned: only the committed one pins.
+    pub fn drop_pin(&mut self) {
+        self.held_next = None;
+        self.count_pins();
+    }
+
+    /// Sets bounded mode (see the field).
+    pub fn set_bounded(&mut self, bounded: bool) {
+        self.bounded = bounded;
+    }
+
+    fn count_pins(&mut self) {
         self.pinned.fill(0);
-        for &loc in &self.held {
-            if loc != NONE {
-                self.pinned[(loc / self.slots) as usize] += 1;
+        for h in core::iter::once(&self.held).chain(self.held_next.as_ref()) {
+            for &loc in h {
+                if loc != NONE {
+                    self.pinned[(loc / self.slots) as usize] += 1;
+                }
             }
         }
     }
@@ -305,6 +359,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
 
     fn is_free(&self, sub: &Substrate<S, M>, bi: usize) -> bool {
         self.open != Some(bi as u32)
+            && self.ready != Some(bi as u32)
             && self.live[bi] == 0
             && self.pinned[bi] == 0
             && sub.state[self.blocks[bi] as usize] == BState::Map
@@ -326,6 +381,14 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                     return Ok(Some(bi * self.slots + self.next[i]));
                 }
                 self.open = None;
+            }
+            if self.bounded {
+                // Only the block the upkeep erased: no erase inside a request.
+                let Some(bi) = self.ready.take() else {
+                    return Ok(None);
+                };
+                self.open = Some(bi);
+                continue;
             }
             let Some(bi) = self.free_block(sub) else {
                 return Ok(None);
@@ -527,6 +590,9 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         if self.mount.is_some() {
             return Ok(());
         }
+        if self.bounded {
+            return self.upkeep_step(sub, now);
+        }
         let mut budget = self.lines.len();
         while self.lines.len() > self.cap && budget > 0 {
             budget -= 1;
@@ -572,6 +638,64 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             if !done {
                 break;
             }
+        }
+        Ok(())
+    }
+
+    /// Bounded mode's upkeep: one operation at most — erase a free block to be the next
+    /// one opened, or write back a page past the budget, or copy one current version out
+    /// of the block holding the fewest (when fewer than two blocks are free).
+    fn upkeep_step(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
+        if self.ready.is_none() {
+            if let Some(bi) = self.free_block(sub) {
+                if sub.erase_block(now, self.blocks[bi], Cause::Meta)? {
+                    self.next[bi] = 0;
+                    self.ready = Some(bi as u32);
+                }
+                return Ok(());
+            }
+        }
+        if self.lines.len() > self.cap {
+            let i = (0..self.lines.len())
+                .min_by_key(|&i| (self.lines[i].tp != NONE, self.lines[i].used))
+                .expect("lines");
+            if self.lines[i].dirty && !self.write_back(sub, now, i, false)? {
+                return Ok(());
+            }
+            self.drop_line(i);
+            self.lines.swap_remove(i);
+            if i < self.lines.len() && self.lines[i].tp != NONE {
+                self.line_of[self.lines[i].tp as usize] = i as u32;
+            }
+            return Ok(());
+        }
+        if self.free_blocks(sub) >= 2 {
+            return Ok(());
+        }
+        let victim = (0..self.blocks.len())
+            .filter(|&bi| {
+                self.open != Some(bi as u32)
+                    && self.live[bi] > 0
+                    && self.live[bi] < self.slots
+                    && sub.state[self.blocks[bi] as usize] == BState::Map
+            })
+            .min_by_key(|&bi| (self.live[bi], bi));
+        let Some(v) = victim else {
+            return Ok(());
+        };
+        let Some(tp) = (0..self.slots)
+            .map(|slot| self.owner[v * self.slots as usize + slot as usize])
+            .find(|&tp| tp != NONE)
+        else {
+            return Ok(());
+        };
+        let i = self.line_of[tp as usize];
+        if i != NONE {
+            self.write_back(sub, now, i as usize, true)?;
+        } else {
+            let mut tmp = vec![INVALID; self.per_tp as usize];
+            self.read_tp(sub, now, tp, Cause::Meta, &mut tmp)?;
+            self.program_tp(sub, now, tp, &tmp, true)?;
         }
         Ok(())
     }
@@ -683,6 +807,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         self.committed();
         self.next.fill(UNKNOWN);
         self.open = None;
+        self.ready = None;
         // Past the budget until `maintain` writes them back (the mount runs it next).
         self.overflows += self.lines.len().saturating_sub(self.cap) as u64;
     }
@@ -720,8 +845,10 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 }
                 live[(loc / self.slots) as usize] += 1;
             }
-            if self.held[tp] != NONE {
-                pinned[(self.held[tp] / self.slots) as usize] += 1;
+            for h in core::iter::once(&self.held).chain(self.held_next.as_ref()) {
+                if h[tp] != NONE {
+                    pinned[(h[tp] / self.slots) as usize] += 1;
+                }
             }
         }
         if live != self.live || pinned != self.pinned {
@@ -740,6 +867,11 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 if o as usize == bi && (self.next[bi] == UNKNOWN || self.next[bi] > self.slots) {
                     return Err(format!("open map block {b} has no write point"));
                 }
+            }
+            if self.ready == Some(bi as u32)
+                && (self.next[bi] != 0 || self.live[bi] > 0 || self.pinned[bi] > 0)
+            {
+                return Err(format!("map block {b}, ready to open, is not empty"));
             }
         }
         if self.lines.len() > self.cap + self.overflows as usize {

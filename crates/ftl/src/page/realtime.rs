@@ -87,6 +87,23 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(b.with_pads(pads, t_pad).with_checkpoint_steps(steps))
     }
 
+    /// A demand-paged map's worst cost of one map update (a miss: the translation page's
+    /// read, transfer and decode at `ecc_t`; a dirty eviction: its transfer and program in
+    /// an SLC-mode block) and of one upkeep step (that copy, or a partition block's erase),
+    /// ns, with a page's transfer `xfer` and the worst decode `decode` (of the strongest t:
+    /// a bound for a unit's); (0, 0) with the map in RAM.
+    fn map_costs(&self, xfer: u64, decode: u64) -> (u64, u64) {
+        if !matches!(self.map, super::map::MapSlot::Paged(_)) {
+            return (0, 0);
+        }
+        let t = &self.s.ctl.chip().config().timing;
+        let lsb = nand::BitKind::Lsb;
+        let miss = t.read(lsb).0 + xfer + decode;
+        let write_back = xfer + t.program(lsb).0;
+        let update = miss + write_back;
+        (update, t.erase_ns.max(update))
+    }
+
     /// The most padding pages the placement can program before one page (the longest run
     /// of unreliable pages in a block, when the placement keeps critical pages out of
     /// them; 0 otherwise) and the slowest program of such a page, ns.
@@ -146,7 +163,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             .0;
         let read_ns = WaoBounds::read_bound(self.s.ctl.chip().config(), xfer, decode);
         if self.cfg.gc_pacing.is_real_time() {
-            let b = self.real_time_bounds(logical)?;
+            let (update, upkeep) = self.map_costs(xfer, decode);
+            let b = self.real_time_bounds(logical)?.with_map(update, upkeep);
             self.rt = Some(b);
             // Pads while a victim is collected stay within eq. 6's slack (AP's placement).
             self.s.pad_slack = b.pad_slack();
