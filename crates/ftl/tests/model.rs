@@ -719,9 +719,21 @@ proptest! {
 
     /// The page kernel with a demand-paged map: translation pages of 16 entries, two of
     /// them cached (misses, write-backs, the partition's compaction and checkpoints at
-    /// work on the model's small chips), on SLC, MLC and MLC with subpage units.
+    /// work on the model's small chips), on SLC, MLC and MLC with subpage units, and the
+    /// combined profile with it on MLC and SLC.
     #[test]
-    fn paged_map_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..3) {
+    fn paged_map_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..5) {
+        if which >= 3 {
+            // The combined profile (WAO-GC: bounded upkeep, checkpoints in steps).
+            let preset = if which == 3 { "tiny-mlc" } else { "tiny-slc" };
+            let cfg = PageFtlConfig {
+                map_cache_pages: 2,
+                map_tp_entries: 16,
+                ..ftl::combined::profile()
+            };
+            let mut dev = device_combined_with(preset, seed, cfg);
+            return check_with_margin(&mut dev, &ops, REAL_TIME_MARGIN);
+        }
         let (preset, writer) = [
             ("tiny-slc", ftl::policy::MetaWriterKind::WholePage),
             ("tiny-mlc", ftl::policy::MetaWriterKind::WholePage),
