@@ -171,9 +171,13 @@ fn tp_len(per_tp: u32, logical: u64, tp: u32) -> u32 {
 /// The map while a mount rebuilds it: every entry in RAM.
 #[derive(Debug)]
 struct Mounting {
+    /// The map the recovery procedure builds (from nothing, like a RAM map's: it sets
+    /// every entry it takes from the checkpoint).
     all: Vec<u32>,
-    /// Per TP: differs from its pinned flash version.
-    changed: Vec<bool>,
+    /// The map at the checkpoint (its dirty pages and the pinned versions).
+    base: Vec<u32>,
+    /// Per TP: the checkpoint carried it dirty (its pinned version is older).
+    dirty: Vec<bool>,
 }
 
 /// The demand-paged map store (see the module docs).
@@ -767,8 +771,9 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         }
         self.flash.clone_from(&all);
         self.mount = Some(Mounting {
-            all: all.clone(),
-            changed,
+            all: vec![INVALID; logical as usize],
+            base: all.clone(),
+            dirty: changed,
         });
         Ok(all)
     }
@@ -784,10 +789,10 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         self.lines.clear();
         self.line_of.fill(NONE);
         for tp in 0..self.ntp() as u32 {
-            if !m.changed[tp as usize] {
+            let r = self.range(tp);
+            if !m.dirty[tp as usize] && m.all[r.clone()] == m.base[r.clone()] {
                 continue;
             }
-            let r = self.range(tp);
             let mut entries = vec![INVALID; self.per_tp as usize];
             entries[..r.len()].copy_from_slice(&m.all[r]);
             self.line_of[tp as usize] = self.lines.len() as u32;
@@ -920,7 +925,8 @@ impl<S: Storage, M: ErrorModel> super::map::MapStore<S, M> for PagedMap<S, M> {
             let ntp = self.ntp();
             if let Some(m) = &mut self.mount {
                 m.all.resize(logical as usize, INVALID);
-                m.changed.resize(ntp, true);
+                m.base.resize(logical as usize, INVALID);
+                m.dirty.resize(ntp, true);
             }
             return;
         }
@@ -963,10 +969,7 @@ impl<S: Storage, M: ErrorModel> super::map::MapStore<S, M> for PagedMap<S, M> {
     ) -> Result<(), FtlError> {
         let tp = (lpn / self.per_tp as u64) as u32;
         if let Some(m) = &mut self.mount {
-            if m.all[lpn as usize] != phys {
-                m.all[lpn as usize] = phys;
-                m.changed[tp as usize] = true;
-            }
+            m.all[lpn as usize] = phys;
             return Ok(());
         }
         let i = self.line(sub, now, tp)?;
