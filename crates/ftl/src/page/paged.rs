@@ -38,6 +38,16 @@
 //! can write back (4 blocks per die of pages, at most 1/16 of the die): with only the
 //! first part, 4 KiB random writes made the partition ask for 3.7× the checkpoints.
 //!
+//! **Under WAO-GC** (`set_bounded`, a real-time pacing) the store is bounded: partition
+//! blocks are erased only by the upkeep step, which keeps one erased and ready (a
+//! write-back never erases; with none ready it fails like a full partition and the page
+//! stays cached past the budget), `maintain` does one operation per request (that erase,
+//! one write-back of a page past the budget, or one compaction copy), and the checkpoint
+//! the partition asks for is written in steps beside the writes: the snapshot's directory
+//! is pinned when it is encoded (`begin_pin`), beside the committed one's, until it
+//! commits (`commit_pin`) or is abandoned (`drop_pin`). The latency bound adds a miss and a
+//! write-back per map update and the upkeep step per request (`WaoBounds::with_map`).
+//!
 //! **Mount.** From the checkpoint the store rebuilds the whole map in RAM for the recovery
 //! procedure (the mount's working set, as the recovery's own per-page sequence table is),
 //! then keeps as dirty cached TPs those the recovery changed or the checkpoint carried
