@@ -251,21 +251,31 @@ proptest! {
         let kind = if full { RecoveryKind::FullScan } else { RecoveryKind::RollForward };
         let cfg = ftl_cfg(&mut ctl, kind);
         let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
-        let n = dev.logical_pages();
-        let ps = dev.page_size();
-        for v in 0..(n * 2) {
-            let l = (v * 7919 + seed) % n;
-            dev.write(Nanos(v), Lpn::checked(l, n).unwrap(), &nand::pattern::bytes(ps, v)).unwrap();
-            if v % 50 == 0 {
-                dev.flush(Nanos(v)).unwrap();
-            }
-        }
+        fill(&mut dev, seed);
         let mut ctl = dev.into_controller();
         for d in &damages {
             apply(&mut ctl, d, seed);
         }
         if let Ok(mut dev) = PageFtl::mount(ctl, cfg, Nanos(0)) {
             exercise(&mut dev);
+        }
+    }
+}
+
+/// Writes the volume twice over (a flush every 50 writes), in an order `seed` picks.
+fn fill(dev: &mut PageFtl<RamStorage, ConstantRber>, seed: u64) {
+    let n = dev.logical_pages();
+    let ps = dev.page_size();
+    for v in 0..(n * 2) {
+        let l = (v * 7919 + seed) % n;
+        dev.write(
+            Nanos(v),
+            Lpn::checked(l, n).unwrap(),
+            &nand::pattern::bytes(ps, v),
+        )
+        .unwrap();
+        if v % 50 == 0 {
+            dev.flush(Nanos(v)).unwrap();
         }
     }
 }
@@ -660,15 +670,7 @@ proptest! {
             ..ftl_cfg(&mut ctl, kind)
         };
         let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
-        let n = dev.logical_pages();
-        let ps = dev.page_size();
-        for v in 0..(n * 2) {
-            let l = (v * 7919 + seed) % n;
-            dev.write(Nanos(v), Lpn::checked(l, n).unwrap(), &nand::pattern::bytes(ps, v)).unwrap();
-            if v % 50 == 0 {
-                dev.flush(Nanos(v)).unwrap();
-            }
-        }
+        fill(&mut dev, seed);
         prop_assert!(dev.counters().cpmt_misses > 0);
         let mut ctl = dev.into_controller();
         for d in &damages {

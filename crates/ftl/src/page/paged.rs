@@ -597,121 +597,82 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
 
     // ----- upkeep ------------------------------------------------------------------------
 
-    /// Bounded upkeep before a host operation: lines past the budget written back (while
-    /// there is room), and, with fewer than two free partition blocks, the current
-    /// versions copied out of the block holding the fewest (at most a block's units).
+    /// Upkeep before a host operation: pages past the budget written back (while there is
+    /// room) and, with fewer than two free partition blocks, current versions copied out
+    /// of the block holding the fewest — at most a block's units and the cache's pages;
+    /// in bounded mode one operation (see the module docs).
     pub fn maintain(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
         if self.mount.is_some() {
             return Ok(());
         }
-        if self.bounded {
-            return self.upkeep_step(sub, now);
-        }
-        let mut budget = self.lines.len();
-        while self.lines.len() > self.cap && budget > 0 {
-            budget -= 1;
-            let i = (0..self.lines.len())
-                .min_by_key(|&i| (self.lines[i].tp != NONE, self.lines[i].used))
-                .expect("lines");
-            if self.lines[i].dirty && !self.write_back(sub, now, i, false)? {
-                break;
-            }
-            self.drop_line(i);
-            self.lines.swap_remove(i);
-            if i < self.lines.len() && self.lines[i].tp != NONE {
-                self.line_of[self.lines[i].tp as usize] = i as u32;
-            }
-        }
-        if self.free_blocks(sub) >= 2 {
-            return Ok(());
-        }
-        let victim = (0..self.blocks.len())
-            .filter(|&bi| {
-                self.open != Some(bi as u32)
-                    && self.live[bi] > 0
-                    && self.live[bi] < self.slots
-                    && sub.state[self.blocks[bi] as usize] == BState::Map
-            })
-            .min_by_key(|&bi| (self.live[bi], bi));
-        let Some(v) = victim else {
-            return Ok(());
+        let limit = if self.bounded {
+            1
+        } else {
+            self.lines.len() + self.slots as usize
         };
-        let mut tmp = vec![INVALID; self.per_tp as usize];
-        for slot in 0..self.slots {
-            let tp = self.owner[v * self.slots as usize + slot as usize];
-            if tp == NONE {
-                continue;
-            }
-            let i = self.line_of[tp as usize];
-            let done = if i != NONE {
-                self.write_back(sub, now, i as usize, true)?
-            } else {
-                self.read_tp(sub, now, tp, Cause::Meta, &mut tmp)?;
-                self.program_tp(sub, now, tp, &tmp, true)?
-            };
-            if !done {
+        for _ in 0..limit {
+            if !self.upkeep_op(sub, now)? {
                 break;
             }
         }
         Ok(())
     }
 
-    /// Bounded mode's upkeep: one operation at most — erase a free block to be the next
-    /// one opened, or write back a page past the budget, or copy one current version out
-    /// of the block holding the fewest (when fewer than two blocks are free).
-    fn upkeep_step(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
-        if self.ready.is_none() {
+    /// One upkeep operation — in bounded mode first an erase of a free block to be the
+    /// next one opened, then the write-back of a page past the budget, then one compaction
+    /// copy when fewer than two blocks are free. `Ok(false)`: nothing to do, or no room.
+    fn upkeep_op(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<bool, FtlError> {
+        if self.bounded && self.ready.is_none() {
             if let Some(bi) = self.free_block(sub) {
                 if sub.erase_block(now, self.blocks[bi], Cause::Meta)? {
                     self.next[bi] = 0;
                     self.ready = Some(bi as u32);
                 }
-                return Ok(());
+                return Ok(true);
             }
         }
         if self.lines.len() > self.cap {
+            // The least recently used (a free line first) leaves the cache.
             let i = (0..self.lines.len())
                 .min_by_key(|&i| (self.lines[i].tp != NONE, self.lines[i].used))
                 .expect("lines");
             if self.lines[i].dirty && !self.write_back(sub, now, i, false)? {
-                return Ok(());
+                return Ok(false);
             }
             self.drop_line(i);
             self.lines.swap_remove(i);
             if i < self.lines.len() && self.lines[i].tp != NONE {
                 self.line_of[self.lines[i].tp as usize] = i as u32;
             }
-            return Ok(());
+            return Ok(true);
         }
         if self.free_blocks(sub) >= 2 {
-            return Ok(());
+            return Ok(false);
         }
-        let victim = (0..self.blocks.len())
+        let Some(v) = (0..self.blocks.len())
             .filter(|&bi| {
                 self.open != Some(bi as u32)
                     && self.live[bi] > 0
                     && self.live[bi] < self.slots
                     && sub.state[self.blocks[bi] as usize] == BState::Map
             })
-            .min_by_key(|&bi| (self.live[bi], bi));
-        let Some(v) = victim else {
-            return Ok(());
+            .min_by_key(|&bi| (self.live[bi], bi))
+        else {
+            return Ok(false);
         };
         let Some(tp) = (0..self.slots)
             .map(|slot| self.owner[v * self.slots as usize + slot as usize])
             .find(|&tp| tp != NONE)
         else {
-            return Ok(());
+            return Ok(false);
         };
         let i = self.line_of[tp as usize];
         if i != NONE {
-            self.write_back(sub, now, i as usize, true)?;
-        } else {
-            let mut tmp = vec![INVALID; self.per_tp as usize];
-            self.read_tp(sub, now, tp, Cause::Meta, &mut tmp)?;
-            self.program_tp(sub, now, tp, &tmp, true)?;
+            return self.write_back(sub, now, i as usize, true);
         }
-        Ok(())
+        let mut tmp = vec![INVALID; self.per_tp as usize];
+        self.read_tp(sub, now, tp, Cause::Meta, &mut tmp)?;
+        self.program_tp(sub, now, tp, &tmp, true)
     }
 
     /// Whether a checkpoint would give the partition room: a block held only by pinned
