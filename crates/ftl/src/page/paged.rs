@@ -952,6 +952,26 @@ impl<S: Storage, M: ErrorModel> super::map::MapStore<S, M> for PagedMap<S, M> {
         Ok(())
     }
 
+    /// A write's look-up and update: one cache access (one hit or miss counted).
+    fn replace(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        lpn: u64,
+        phys: u32,
+    ) -> Result<u32, FtlError> {
+        if let Some(m) = &mut self.mount {
+            return Ok(core::mem::replace(&mut m.all[lpn as usize], phys));
+        }
+        let i = self.line(sub, now, (lpn / self.per_tp as u64) as u32)?;
+        let e = &mut self.lines[i].entries[(lpn % self.per_tp as u64) as usize];
+        let old = core::mem::replace(e, phys);
+        if old != phys {
+            self.lines[i].dirty = true;
+        }
+        Ok(old)
+    }
+
     fn peek(&self, lpn: u64) -> Option<u32> {
         if let Some(m) = &self.mount {
             return m.all.get(lpn as usize).copied();
