@@ -79,9 +79,9 @@ pub fn profile() -> PageFtlConfig {
 
 /// `cfg` fitted to the chip behind `ctl` (see the module docs): AP left out on a
 /// single-level chip; FLARES's `t_max`, `t_min` and `ecc_t` capped to the strongest code
-/// the spare area holds beside the PPROF codeword; SPFTL's subpage metadata units left
-/// out on a chip without subpages, and where they stay, `ecc_t` (their strength) capped
-/// to what a subpage's spare slice holds. Errors if not even
+/// the spare area holds beside the PPROF codeword; SPFTL's subpage metadata units (and
+/// SPFTL_log's map logs) left out on a chip without subpages, and where they stay, `ecc_t`
+/// (their strength) capped to what a subpage's spare slice holds. Errors if not even
 /// t = 1 fits.
 pub fn fit<S: Storage, M: ErrorModel>(
     mut cfg: PageFtlConfig,
@@ -110,16 +110,20 @@ pub fn fit<S: Storage, M: ErrorModel>(
     } else {
         cfg.ecc_t = cfg.ecc_t.min(ctl.max_t().max(1));
     }
-    if cfg.meta_writer == MetaWriterKind::Subpage {
-        // Metadata units are subpages: their strength (`ecc_t`) is capped to what a
-        // subpage's spare slice holds. A chip without subpages, or whose subpage spare
-        // cannot hold a unit's record and parity, leaves SPFTL's units out (whole pages).
+    if cfg.meta_writer == MetaWriterKind::Subpage || cfg.map_log {
+        // Metadata units (or the paged map's logs) are subpages: their strength (`ecc_t`)
+        // is capped to what a subpage's spare slice holds. A chip without subpages, or
+        // whose subpage spare cannot hold a unit's record and parity, leaves SPFTL's units
+        // and logs out (whole pages).
         match (1..=cfg.ecc_t)
             .rev()
             .find(|&t| ctl.subpage_layout(t).is_ok())
         {
             Some(t) => cfg.ecc_t = t,
-            None => cfg.meta_writer = MetaWriterKind::WholePage,
+            None => {
+                cfg.meta_writer = MetaWriterKind::WholePage;
+                cfg.map_log = false;
+            }
         }
     }
     Ok(cfg)

@@ -214,7 +214,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     cfg.map_cache_pages, cfg.replicas
                 )));
             }
-            let chip = ctl.chip().config();
+            let chip = &ctl.chip().config().clone();
             let bpd = chip.geometry.planes_per_die * chip.geometry.blocks_per_plane;
             let region = cfg.region_blocks_per_die_effective(chip);
             let map = cfg.map_blocks(chip).len() as u32;
@@ -225,6 +225,31 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     map.div_ceil(ndies)
                 )));
             }
+            if cfg.map_log {
+                if chip.geometry.subpages_per_page < 2 {
+                    return Err(FtlError::Config(format!(
+                        "map_log = true on chip {}: SPFTL_log's logs are subpages, and its pages have none",
+                        chip.name
+                    )));
+                }
+                ctl.subpage_layout(cfg.ecc_t).map_err(|e| {
+                    FtlError::Config(format!(
+                        "map_log = true with ecc_t = {} on chip {}: {e}",
+                        cfg.ecc_t, chip.name
+                    ))
+                })?;
+                let logs = cfg.map_log_blocks(chip).len() as u32;
+                if logs < 3 || region + (map + logs).div_ceil(ndies) + 2 > bpd {
+                    return Err(FtlError::Config(format!(
+                        "map_log = true: the map-log partition needs at least 3 blocks, and with the region's {region} and the map partition's {} per die must leave data blocks on each die of {bpd}",
+                        map.div_ceil(ndies)
+                    )));
+                }
+            }
+        } else if cfg.map_log {
+            return Err(FtlError::Config(
+                "map_log = true with map_cache_pages = 0: SPFTL_log logs a demand-paged map's updates; set map_cache_pages > 0".into(),
+            ));
         }
         let geo = *ctl.chip().geometry();
         if geo.total_pages() >= LOST as u64 {
@@ -267,22 +292,29 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
-        s.sp_region = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
         let writer = crate::substrate::meta::writer_for(cfg.meta_writer, &s);
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         region.fit_anchor(&s);
+        let sp = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
         for b in region.all_blocks() {
             s.state[b as usize] = BState::Region;
+            s.sp_blocks[b as usize] = sp;
         }
         let map = if cfg.map_cache_pages > 0 {
             let blocks = cfg.map_blocks(&chip_cfg);
-            for &b in &blocks {
+            let logs = cfg.map_log.then(|| cfg.map_log_blocks(&chip_cfg));
+            for &b in blocks.iter().chain(logs.iter().flatten()) {
                 s.state[b as usize] = BState::Map;
+            }
+            let sp = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
+            for &b in blocks.iter().filter(|_| sp).chain(logs.iter().flatten()) {
+                s.sp_blocks[b as usize] = true;
             }
             let mut p = paged::PagedMap::new(
                 &s,
                 cfg.meta_writer,
                 blocks,
+                logs,
                 cfg.map_cache_pages,
                 cfg.map_tp_entries,
             );

@@ -169,6 +169,12 @@ pub struct PageFtlConfig {
     /// neighbours; each translation page still takes a unit), and let small test chips hold
     /// many translation pages.
     pub map_tp_entries: u32,
+    /// SPFTL_log over the demand-paged map (with `map_cache_pages` > 0, on chips with
+    /// subpages): a dirty translation page whose changed entries (with those its current
+    /// log holds) fit a subpage is written back as a *log* — a subpage of (index, entry)
+    /// pairs in the map-log partition's SP blocks — instead of a whole page; a miss reads
+    /// the page and its log (see the `paged` module).
+    pub map_log: bool,
     /// A deliberate bug (test builds with the `sabotage` feature only).
     #[cfg(feature = "sabotage")]
     #[serde(skip)]
@@ -249,6 +255,34 @@ impl PageFtlConfig {
             .collect()
     }
 
+    /// The map-log partition of a chip (SPFTL_log's logs of a demand-paged map with
+    /// `map_log`; empty otherwise): flat block indices, the blocks after the map partition
+    /// on every die. Sized like the automatic map partition — a log at most per translation
+    /// page, twice, three blocks, one checkpoint interval's write-backs — in blocks of a
+    /// subpage per slot.
+    pub fn map_log_blocks(&self, chip: &nand::ChipConfig) -> Vec<u32> {
+        if self.map_cache_pages == 0 || !self.map_log {
+            return Vec::new();
+        }
+        let geo = chip.geometry;
+        let ndies = geo.total_dies().max(1);
+        let bpd = geo.planes_per_die * geo.blocks_per_plane;
+        let before =
+            self.region_blocks_per_die_effective(chip) + self.map_blocks(chip).len() as u32 / ndies;
+        let (per_tp, _) = paged::shape(chip, self.meta_writer, self.map_tp_entries);
+        let slots = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1);
+        let logical =
+            (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
+        let tps = logical.div_ceil(per_tp as u64);
+        let blocks = (2 * tps).div_ceil(slots as u64) + 3;
+        let interval = (4 * geo.pages_per_block).div_ceil(slots).min(bpd / 16);
+        let per_die =
+            (blocks.div_ceil(ndies as u64) as u32 + interval).min(bpd.saturating_sub(before));
+        (0..per_die)
+            .flat_map(|i| (0..ndies).map(move |d| d * bpd + before + i))
+            .collect()
+    }
+
     /// Blocks per die the checkpoint region takes on `chip` (the configured number, or the
     /// computed default).
     pub fn region_blocks_per_die_effective(&self, chip: &nand::ChipConfig) -> u32 {
@@ -282,6 +316,7 @@ impl Default for PageFtlConfig {
             map_cache_pages: 0,
             map_blocks_per_die: 0,
             map_tp_entries: 0,
+            map_log: false,
             #[cfg(feature = "sabotage")]
             sabotage: crate::sabotage::Sabotage::None,
         }

@@ -88,17 +88,19 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     }
 
     /// A demand-paged map's worst cost of one map update (a miss: the translation page's
-    /// read, transfer and decode at `ecc_t`; a dirty eviction: its transfer and program in
-    /// an SLC-mode block) and of one upkeep step (that copy, or a partition block's erase),
+    /// read, transfer and decode at `ecc_t`, and its log's with `map_log`; a dirty
+    /// eviction: its transfer and program in an SLC-mode block, a log's being a subpage's) and of one upkeep step (that copy, or a partition block's erase),
     /// ns, with a page's transfer `xfer` and the worst decode `decode` (of the strongest t:
     /// a bound for a unit's); (0, 0) with the map in RAM.
     fn map_costs(&self, xfer: u64, decode: u64) -> (u64, u64) {
-        if !matches!(self.map, super::map::MapSlot::Paged(_)) {
+        let super::map::MapSlot::Paged(p) = &self.map else {
             return (0, 0);
-        }
+        };
         let t = &self.s.ctl.chip().config().timing;
         let lsb = nand::BitKind::Lsb;
-        let miss = t.read(lsb).0 + xfer + decode;
+        // With SPFTL_log a miss reads the page and its log (a subpage: bounded by a page).
+        let reads = if p.has_logs() { 2 } else { 1 };
+        let miss = reads * (t.read(lsb).0 + xfer + decode);
         let write_back = xfer + t.program(lsb).0;
         let update = miss + write_back;
         (update, t.erase_ns.max(update))

@@ -637,6 +637,7 @@ mod tests {
             paged: Some(super::super::paged::PagedPart {
                 per_tp: 128,
                 gtd: vec![4, u32::MAX, 9],
+                lid: vec![u32::MAX, 2, u32::MAX],
                 dirty: vec![(1, (0..128).collect()), (2, vec![7; 44])],
             }),
             ..snap
@@ -647,5 +648,14 @@ mod tests {
         let mut wrong = paged.clone();
         wrong.paged.as_mut().unwrap().dirty[1].1.push(1);
         assert_eq!(Snapshot::decode(&wrong.encode(crc), 2, 4, crc), None);
+        // A log directory is empty or one entry per TP.
+        let mut nolog = paged.clone();
+        nolog.paged.as_mut().unwrap().lid.clear();
+        assert_eq!(
+            Snapshot::decode(&nolog.encode(crc), 2, 4, crc),
+            Some(nolog.clone())
+        );
+        nolog.paged.as_mut().unwrap().lid.push(0);
+        assert_eq!(Snapshot::decode(&nolog.encode(crc), 2, 4, crc), None);
     }
 }

@@ -62,24 +62,29 @@
 
 use super::INVALID;
 use crate::policy::MetaWriterKind;
-use crate::substrate::meta::{writer_for, MetaWriter};
-use crate::substrate::{BState, Substrate};
+use crate::substrate::meta::writer_for;
+use crate::substrate::Substrate;
 use crate::{Cause, FtlError};
-use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{MetaTag, OobRecord, PageKind};
+use controller::MetaTag;
 use nand::{ErrorModel, Nanos, Storage};
+use part::Partition;
+
+mod log;
+mod part;
+
+pub(crate) use log::PagedPart;
 
 /// Page kind of translation pages in the OOB record.
 pub(crate) const MAP_KIND: MetaTag = MetaTag::new(5);
+/// Page kind of translation-page logs (`map_log`) in the OOB record.
+pub(crate) const MAP_LOG_KIND: MetaTag = MetaTag::new(6);
 
 /// No location / no line / no TP.
 const NONE: u32 = u32::MAX;
-/// `next` of a partition block whose content is unknown (erased before it is opened).
-const UNKNOWN: u32 = u32::MAX;
 
 /// Entries per translation page (at most `entries` when it is not 0) and unit slots per
 /// partition block for `chip` and a metadata writer of kind `kind` (sizing only; the
@@ -101,6 +106,22 @@ fn per_tp(unit: usize, entries: u32) -> u32 {
     }
 }
 
+/// Entries of TP `tp` inside a volume of `logical` pages.
+fn tp_len(per_tp: u32, logical: u64, tp: u32) -> u32 {
+    (logical - tp as u64 * per_tp as u64).min(per_tp as u64) as u32
+}
+
+/// A bit set over a TP's entries.
+type Bits = Vec<u64>;
+
+fn bit(b: &Bits, i: usize) -> bool {
+    b[i / 64] >> (i % 64) & 1 == 1
+}
+
+fn set_bit(b: &mut Bits, i: usize) {
+    b[i / 64] |= 1 << (i % 64);
+}
+
 /// One cached translation page.
 #[derive(Debug, Clone)]
 struct Line {
@@ -112,70 +133,10 @@ struct Line {
     used: u64,
     /// Its entries (`per_tp`; past the volume's end `INVALID`).
     entries: Vec<u32>,
-}
-
-/// What a checkpoint holds of a paged map.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PagedPart {
-    /// Entries per TP.
-    pub per_tp: u32,
-    /// The directory: each TP's location in the partition, or `NONE`.
-    pub gtd: Vec<u32>,
-    /// Dirty cached TPs: (TP, entries).
-    pub dirty: Vec<(u32, Vec<u32>)>,
-}
-
-impl PagedPart {
-    /// Appends the section to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.per_tp.to_le_bytes());
-        out.extend_from_slice(&(self.gtd.len() as u32).to_le_bytes());
-        for g in &self.gtd {
-            out.extend_from_slice(&g.to_le_bytes());
-        }
-        out.extend_from_slice(&(self.dirty.len() as u32).to_le_bytes());
-        for (tp, e) in &self.dirty {
-            out.extend_from_slice(&tp.to_le_bytes());
-            for x in e {
-                out.extend_from_slice(&x.to_le_bytes());
-            }
-        }
-    }
-
-    /// Parses the section for a volume of `logical` pages; `None` if malformed.
-    pub fn decode(r: &mut crate::bytes::Reader, logical: u64) -> Option<Self> {
-        let per_tp = r.u32()?;
-        if per_tp == 0 {
-            return None;
-        }
-        let ntp = r.u32()? as u64;
-        if ntp != logical.div_ceil(per_tp as u64) {
-            return None;
-        }
-        let gtd = (0..ntp).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-        let n = r.u32()? as u64;
-        if n > ntp {
-            return None;
-        }
-        let mut dirty = Vec::with_capacity(n as usize);
-        let mut seen = vec![false; ntp as usize];
-        for _ in 0..n {
-            let tp = r.u32()?;
-            if tp as u64 >= ntp || seen[tp as usize] {
-                return None;
-            }
-            seen[tp as usize] = true;
-            let len = tp_len(per_tp, logical, tp);
-            let e = (0..len).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-            dirty.push((tp, e));
-        }
-        Some(PagedPart { per_tp, gtd, dirty })
-    }
-}
-
-/// Entries of TP `tp` inside a volume of `logical` pages.
-fn tp_len(per_tp: u32, logical: u64, tp: u32) -> u32 {
-    (logical - tp as u64 * per_tp as u64).min(per_tp as u64) as u32
+    /// With logs: the entries changed since the TP's flash state (its version and log).
+    changed: Bits,
+    /// With logs: the entries its current log holds.
+    logged: Bits,
 }
 
 /// The map while a mount rebuilds it: every entry in RAM.
@@ -184,7 +145,7 @@ struct Mounting {
     /// The map the recovery procedure builds (from nothing, like a RAM map's: it sets
     /// every entry it takes from the checkpoint).
     all: Vec<u32>,
-    /// The map at the checkpoint (its dirty pages and the pinned versions).
+    /// The map at the checkpoint (its dirty pages and the pinned versions and logs).
     base: Vec<u32>,
     /// Per TP: the checkpoint carried it dirty (its pinned version is older).
     dirty: Vec<bool>,
@@ -192,49 +153,27 @@ struct Mounting {
 
 /// The demand-paged map store (see the module docs).
 pub(crate) struct PagedMap<S: Storage, M: ErrorModel> {
-    writer: Box<dyn MetaWriter<S, M>>,
-    /// The partition's blocks (flat indices).
-    blocks: Vec<u32>,
-    /// Unit slots per partition block.
-    slots: u32,
+    /// The map partition: every TP's current version.
+    tps: Partition<S, M>,
+    /// With `map_log`: the log partition (SP blocks), every TP's current log.
+    logs: Option<Partition<S, M>>,
     /// Entries per TP.
     per_tp: u32,
+    /// Entries a log holds.
+    log_cap: usize,
     /// Cached TPs at most (the RAM budget).
     cap: usize,
     logical: u64,
-    /// Per TP: location (`block index · slots + slot`) of its current version, or `NONE`.
-    gtd: Vec<u32>,
-    /// Per TP: the location the committed checkpoint names (pinned), or `NONE`.
-    held: Vec<u32>,
-    /// While a checkpoint is written in steps: the locations its snapshot names (pinned
-    /// too, until it commits or is abandoned).
-    held_next: Option<Vec<u32>>,
-    /// Per location: the TP whose current version it holds, or `NONE`.
-    owner: Vec<u32>,
-    /// Per partition block: current versions in it.
-    live: Vec<u32>,
-    /// Per partition block: pinned versions in it.
-    pinned: Vec<u32>,
-    /// Per partition block: next slot since its erase (`UNKNOWN`: erase it first).
-    next: Vec<u32>,
-    /// The partition block being filled.
-    open: Option<u32>,
-    /// Bounded mode (a real-time pacing): partition blocks are erased only by the upkeep
-    /// step, which keeps this one ready for the next write-back; `maintain` does one
-    /// step per call.
-    bounded: bool,
-    /// An erased partition block waiting to be opened (bounded mode).
-    ready: Option<u32>,
     lines: Vec<Line>,
     /// Per TP: its line, or `NONE`.
     line_of: Vec<u32>,
     clock: u64,
     /// Simulator bookkeeping (never read by the store's decisions): the entries of every
-    /// TP's current flash version, for `audit`.
+    /// TP's current flash state (its version with its log applied), for `audit`.
     flash: Vec<u32>,
     mount: Option<Mounting>,
-    /// Scratch unit.
-    unit: Vec<u8>,
+    /// Scratch entries.
+    tmp: Vec<u32>,
     /// Times the cache grew past its budget: a dirty TP found no room to be written back,
     /// or a mount recovered more dirty TPs than the budget (written back by `maintain`).
     pub overflows: u64,
@@ -242,43 +181,48 @@ pub(crate) struct PagedMap<S: Storage, M: ErrorModel> {
 
 impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     /// A store over the partition `blocks` of `sub`'s chip, caching `cap` TPs of at most
-    /// `entries` entries (0: a unit's worth), its units written by a `kind` writer.
+    /// `entries` entries (0: a unit's worth), its units written by a `kind` writer; with
+    /// `log_blocks`, SPFTL_log's logs in them (subpage units).
     pub fn new(
         sub: &Substrate<S, M>,
         kind: MetaWriterKind,
         blocks: Vec<u32>,
+        log_blocks: Option<Vec<u32>>,
         cap: u32,
         entries: u32,
     ) -> Self {
-        let writer = writer_for(kind, sub);
-        let unit = writer.unit_bytes(sub);
-        let slots = writer.slots();
-        let n = blocks.len();
+        let tps = Partition::new(sub, writer_for(kind, sub), MAP_KIND, "map", blocks);
+        let per_tp = per_tp(tps.unit.len(), entries);
+        let logs = log_blocks.map(|b| {
+            Partition::new(
+                sub,
+                writer_for(MetaWriterKind::Subpage, sub),
+                MAP_LOG_KIND,
+                "map log",
+                b,
+            )
+        });
+        let log_cap = logs.as_ref().map_or(0, |l| log::capacity(l.unit.len()));
         PagedMap {
-            writer,
-            slots,
-            per_tp: per_tp(unit, entries),
+            tps,
+            logs,
+            per_tp,
+            log_cap,
             cap: cap.max(1) as usize,
             logical: 0,
-            gtd: Vec::new(),
-            held: Vec::new(),
-            held_next: None,
-            owner: vec![NONE; n * slots as usize],
-            live: vec![0; n],
-            pinned: vec![0; n],
-            next: vec![UNKNOWN; n],
-            open: None,
-            bounded: false,
-            ready: None,
             lines: Vec::new(),
             line_of: Vec::new(),
             clock: 0,
             flash: Vec::new(),
             mount: None,
-            unit: vec![0; unit],
+            tmp: vec![INVALID; per_tp as usize],
             overflows: 0,
-            blocks,
         }
+    }
+
+    /// Whether updates are logged (`map_log`): a miss then reads a log too.
+    pub fn has_logs(&self) -> bool {
+        self.logs.is_some()
     }
 
     fn ntp(&self) -> usize {
@@ -290,12 +234,16 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         a..a + tp_len(self.per_tp, self.logical, tp) as usize
     }
 
+    fn parts(&mut self) -> impl Iterator<Item = &mut Partition<S, M>> {
+        core::iter::once(&mut self.tps).chain(self.logs.as_mut())
+    }
+
     /// Bytes a checkpoint's paged section may take beyond the whole map's 4 bytes per
-    /// page, for a volume of `logical` pages (its counts, the directory, each dirty
+    /// page, for a volume of `logical` pages (its counts, the directories, each dirty
     /// page's index).
     pub fn section_overhead(&self, logical: u64) -> usize {
         let ntp = logical.div_ceil(self.per_tp as u64) as usize;
-        12 + 8 * ntp
+        16 + 12 * ntp
     }
 
     /// The section a checkpoint carries now.
@@ -312,215 +260,145 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         dirty.sort_unstable_by_key(|d| d.0);
         PagedPart {
             per_tp: self.per_tp,
-            gtd: self.gtd.clone(),
+            gtd: self.tps.dir.clone(),
+            lid: self.logs.as_ref().map_or(Vec::new(), |l| l.dir.clone()),
             dirty,
         }
     }
 
-    /// A checkpoint carrying [`part`](Self::part) committed: the versions its directory
-    /// names are pinned until the next one.
+    /// A checkpoint carrying [`part`](Self::part) committed: the units its directories
+    /// name are pinned until the next one.
     pub fn committed(&mut self) {
-        self.held.clone_from(&self.gtd);
-        self.held_next = None;
-        self.count_pins();
+        self.parts().for_each(|p| p.committed());
     }
 
     /// A checkpoint is being written in steps from [`part`](Self::part) as it is now: the
-    /// versions its directory names are pinned too until it commits (the committed one's
+    /// units its directories name are pinned too until it commits (the committed one's
     /// stay pinned, recovery may still need them).
     pub fn begin_pin(&mut self) {
-        self.held_next = Some(self.gtd.clone());
-        self.count_pins();
+        self.parts().for_each(|p| p.begin_pin());
     }
 
-    /// The checkpoint written in steps committed: its directory's pins replace the old.
+    /// The checkpoint written in steps committed: its directories' pins replace the old.
     pub fn commit_pin(&mut self) {
-        if let Some(h) = self.held_next.take() {
-            self.held = h;
-        }
-        self.count_pins();
+        self.parts().for_each(|p| p.commit_pin());
     }
 
     /// The checkpoint written in steps was abandoned: only the committed one pins.
     pub fn drop_pin(&mut self) {
-        self.held_next = None;
-        self.count_pins();
+        self.parts().for_each(|p| p.drop_pin());
     }
 
-    /// Sets bounded mode (see the field).
+    /// Sets bounded mode: partition blocks are erased only by the upkeep step, which
+    /// keeps one ready; `maintain` does one step per call.
     pub fn set_bounded(&mut self, bounded: bool) {
-        self.bounded = bounded;
+        self.parts().for_each(|p| p.bounded = bounded);
     }
 
-    fn count_pins(&mut self) {
-        self.pinned.fill(0);
-        for h in core::iter::once(&self.held).chain(self.held_next.as_ref()) {
-            for &loc in h {
-                if loc != NONE {
-                    self.pinned[(loc / self.slots) as usize] += 1;
-                }
-            }
-        }
-    }
+    // ----- units -------------------------------------------------------------------------
 
-    // ----- the partition ---------------------------------------------------------------
-
-    fn free_block(&self, sub: &Substrate<S, M>) -> Option<usize> {
-        (0..self.blocks.len())
-            .filter(|&bi| self.is_free(sub, bi))
-            .min_by_key(|&bi| (sub.erase[self.blocks[bi] as usize], bi))
-    }
-
-    fn is_free(&self, sub: &Substrate<S, M>, bi: usize) -> bool {
-        self.open != Some(bi as u32)
-            && self.ready != Some(bi as u32)
-            && self.live[bi] == 0
-            && self.pinned[bi] == 0
-            && sub.state[self.blocks[bi] as usize] == BState::Map
-    }
-
-    fn free_blocks(&self, sub: &Substrate<S, M>) -> usize {
-        (0..self.blocks.len())
-            .filter(|&bi| self.is_free(sub, bi))
-            .count()
-    }
-
-    /// The next slot to program (opening, after its erase, a free block when the open one
-    /// is full); `None` when the partition has no room.
-    fn next_loc(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<Option<u32>, FtlError> {
-        for _ in 0..=self.blocks.len() {
-            if let Some(bi) = self.open {
-                let i = bi as usize;
-                if sub.state[self.blocks[i] as usize] == BState::Map && self.next[i] < self.slots {
-                    return Ok(Some(bi * self.slots + self.next[i]));
-                }
-                self.open = None;
-            }
-            if self.bounded {
-                // Only the block the upkeep erased: no erase inside a request.
-                let Some(bi) = self.ready.take() else {
-                    return Ok(None);
-                };
-                self.open = Some(bi);
-                continue;
-            }
-            let Some(bi) = self.free_block(sub) else {
-                return Ok(None);
-            };
-            // A failed erase marks the block bad: another is tried.
-            if sub.erase_block(now, self.blocks[bi], Cause::Meta)? {
-                self.next[bi] = 0;
-                self.open = Some(bi as u32);
-            }
-        }
-        Ok(None)
-    }
-
-    /// Programs `entries` as TP `tp`'s new version. `Ok(false)`: no room.
-    fn program_tp(
+    /// Reads TP `tp`'s flash state into `out` (its version, then its log applied: each a
+    /// charged read to `cause`), at the directories' locations `loc` and `lid`; returns
+    /// the entries the log held (`logged`, if given, gets their bits).
+    #[allow(clippy::too_many_arguments)]
+    fn read_state(
         &mut self,
         sub: &mut Substrate<S, M>,
         now: Nanos,
         tp: u32,
-        entries: &[u32],
-        compaction: bool,
-    ) -> Result<bool, FtlError> {
-        for _ in 0..=self.blocks.len() {
-            let Some(loc) = self.next_loc(sub, now)? else {
-                return Ok(false);
-            };
-            let (bi, slot) = ((loc / self.slots) as usize, loc % self.slots);
-            self.next[bi] = slot + 1;
-            self.unit.fill(0xFF);
-            for (d, x) in self.unit.chunks_exact_mut(4).zip(entries) {
-                d.copy_from_slice(&x.to_le_bytes());
-            }
-            // (The record's sequence number is the data sequence at the write; recovery
-            // does not order by it.)
-            let rec = OobRecord::new(tp as u64, sub.seq, PageKind::Meta(MAP_KIND));
-            if self
-                .writer
-                .program(sub, now, self.blocks[bi], slot, &self.unit, rec)?
-            {
-                let old = self.gtd[tp as usize];
-                if old != NONE {
-                    self.owner[old as usize] = NONE;
-                    self.live[(old / self.slots) as usize] -= 1;
-                }
-                self.gtd[tp as usize] = loc;
-                self.owner[loc as usize] = tp;
-                self.live[bi] += 1;
-                let r = self.range(tp);
-                self.flash[r.clone()].copy_from_slice(&entries[..r.len()]);
-                let c = &mut sub.log.counters;
-                let n = self.unit.len() as u64;
-                c.meta_bytes += n;
-                c.meta_programs += 1;
-                if compaction {
-                    c.meta_bytes_by_kind.pmt_gc += n;
-                } else {
-                    c.meta_bytes_by_kind.pmt += n;
-                }
-                return Ok(true);
-            }
-            // The program failed: the block is retired (never opened again); its other
-            // versions stay readable until rewritten.
-            self.open = None;
-        }
-        Ok(false)
-    }
-
-    /// Reads TP `tp`'s current version into `out` (its `per_tp` entries), charged to
-    /// `cause`.
-    fn read_tp(
-        &mut self,
-        sub: &mut Substrate<S, M>,
-        now: Nanos,
-        tp: u32,
+        (loc, lid): (u32, u32),
         cause: Cause,
         out: &mut [u32],
+        mut logged: Option<&mut Bits>,
     ) -> Result<(), FtlError> {
-        let loc = self.gtd[tp as usize];
         if loc == NONE {
             out.fill(INVALID);
-            return Ok(());
-        }
-        let (bi, slot) = ((loc / self.slots) as usize, loc % self.slots);
-        let rec = self
-            .writer
-            .read(sub, now, self.blocks[bi], slot, &mut self.unit, cause)?;
-        match rec {
-            Some(r) if r.kind == PageKind::Meta(MAP_KIND) && r.lpn == tp as u64 => {
-                for (x, c) in out.iter_mut().zip(self.unit.chunks_exact(4)) {
-                    *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                }
-                Ok(())
+        } else {
+            self.tps.read_at(sub, now, tp, loc, cause)?;
+            for (x, c) in out.iter_mut().zip(self.tps.unit.chunks_exact(4)) {
+                *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             }
-            _ => Err(FtlError::Corrupt(
-                "a translation page of the map does not decode",
-            )),
+        }
+        if let (Some(logs), true) = (&mut self.logs, lid != NONE) {
+            logs.read_at(sub, now, tp, lid, cause)?;
+            let n = tp_len(self.per_tp, self.logical, tp);
+            let entries = log::decode(&logs.unit, n, self.log_cap)
+                .ok_or(FtlError::Corrupt("a translation page's log does not parse"))?;
+            for (i, v) in entries {
+                out[i as usize] = v;
+                if let Some(b) = logged.as_deref_mut() {
+                    set_bit(b, i as usize);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// TP `tp`'s current directory locations (version, log).
+    fn locs(&self, tp: u32) -> (u32, u32) {
+        let lid = self.logs.as_ref().map_or(NONE, |l| l.dir[tp as usize]);
+        (self.tps.dir[tp as usize], lid)
+    }
+
+    /// Counts a write-back's or a compaction copy's bytes.
+    fn count_bytes(sub: &mut Substrate<S, M>, n: usize, compaction: bool) {
+        let k = &mut sub.log.counters.meta_bytes_by_kind;
+        if compaction {
+            k.pmt_gc += n as u64;
+        } else {
+            k.pmt += n as u64;
         }
     }
 
     // ----- the cache -------------------------------------------------------------------
 
-    /// Writes line `i` back as its TP's new version. `Ok(false)`: no room.
+    /// Writes line `i` back: as a log (with `map_log`, unless `merge`, when its changed
+    /// and logged entries fit one), else as the TP's new version (its log dropped).
+    /// `Ok(false)`: no room.
     fn write_back(
         &mut self,
         sub: &mut Substrate<S, M>,
         now: Nanos,
         i: usize,
+        merge: bool,
         compaction: bool,
     ) -> Result<bool, FtlError> {
         let tp = self.lines[i].tp;
-        let entries = core::mem::take(&mut self.lines[i].entries);
-        let ok = self.program_tp(sub, now, tp, &entries, compaction);
-        self.lines[i].entries = entries;
-        if ok? {
-            self.lines[i].dirty = false;
-            return Ok(true);
+        let r = self.range(tp);
+        let line = &mut self.lines[i];
+        if let (Some(logs), false) = (&mut self.logs, merge) {
+            let keys = (0..r.len()).filter(|&e| bit(&line.changed, e) || bit(&line.logged, e));
+            if keys.clone().count() <= self.log_cap {
+                log::encode(&mut logs.unit, keys.map(|e| (e as u16, line.entries[e])));
+                if logs.program(sub, now, tp)? {
+                    Self::count_bytes(sub, logs.unit.len(), compaction);
+                    for (l, c) in line.logged.iter_mut().zip(&mut line.changed) {
+                        *l |= core::mem::take(c);
+                    }
+                    line.dirty = false;
+                    self.flash[r.clone()].copy_from_slice(&line.entries[..r.len()]);
+                    return Ok(true);
+                }
+                // No room for a log: the whole page goes instead.
+            }
         }
-        Ok(false)
+        let unit = &mut self.tps.unit;
+        unit.fill(0xFF);
+        for (d, x) in unit.chunks_exact_mut(4).zip(&line.entries) {
+            d.copy_from_slice(&x.to_le_bytes());
+        }
+        if !self.tps.program(sub, now, tp)? {
+            return Ok(false);
+        }
+        Self::count_bytes(sub, self.tps.unit.len(), compaction);
+        if let Some(logs) = &mut self.logs {
+            logs.release(tp);
+        }
+        line.changed.fill(0);
+        line.logged.fill(0);
+        line.dirty = false;
+        self.flash[r.clone()].copy_from_slice(&line.entries[..r.len()]);
+        Ok(true)
     }
 
     fn drop_line(&mut self, i: usize) {
@@ -532,6 +410,19 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         self.lines[i].dirty = false;
     }
 
+    fn new_line(&mut self) -> usize {
+        let words = (self.per_tp as usize).div_ceil(64);
+        self.lines.push(Line {
+            tp: NONE,
+            dirty: false,
+            used: 0,
+            entries: vec![INVALID; self.per_tp as usize],
+            changed: vec![0; words],
+            logged: vec![0; words],
+        });
+        self.lines.len() - 1
+    }
+
     /// A line to load a TP into: a free one, a new one under the budget, or the least
     /// recently used (written back if dirty; if it cannot be, the least recently used
     /// clean one; if there is none, one past the budget).
@@ -540,18 +431,12 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             return Ok(i);
         }
         if self.lines.len() < self.cap {
-            self.lines.push(Line {
-                tp: NONE,
-                dirty: false,
-                used: 0,
-                entries: vec![INVALID; self.per_tp as usize],
-            });
-            return Ok(self.lines.len() - 1);
+            return Ok(self.new_line());
         }
         let lru = (0..self.lines.len())
             .min_by_key(|&i| self.lines[i].used)
             .expect("a full cache has lines");
-        if !self.lines[lru].dirty || self.write_back(sub, now, lru, false)? {
+        if !self.lines[lru].dirty || self.write_back(sub, now, lru, false, false)? {
             self.drop_line(lru);
             return Ok(lru);
         }
@@ -563,13 +448,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             return Ok(i);
         }
         self.overflows += 1;
-        self.lines.push(Line {
-            tp: NONE,
-            dirty: false,
-            used: 0,
-            entries: vec![INVALID; self.per_tp as usize],
-        });
-        Ok(self.lines.len() - 1)
+        Ok(self.new_line())
     }
 
     /// The line holding `tp`, loading it on a miss.
@@ -584,31 +463,57 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         sub.log.counters.cpmt_misses += 1;
         let i = self.free_line(sub, now)?;
         let mut entries = core::mem::take(&mut self.lines[i].entries);
-        let r = self.read_tp(sub, now, tp, Cause::Meta, &mut entries);
-        self.lines[i].entries = entries;
-        r?;
+        let mut logged = core::mem::take(&mut self.lines[i].logged);
+        logged.fill(0);
+        let locs = self.locs(tp);
+        let r = self.read_state(
+            sub,
+            now,
+            tp,
+            locs,
+            Cause::Meta,
+            &mut entries,
+            Some(&mut logged),
+        );
         let line = &mut self.lines[i];
+        line.entries = entries;
+        line.logged = logged;
+        r?;
         line.tp = tp;
         line.dirty = false;
+        line.changed.fill(0);
         line.used = self.clock;
         self.line_of[tp as usize] = i as u32;
         Ok(i)
     }
 
+    /// Sets entry `lpn` of its (cached) line `i` to `phys`; returns the old value.
+    fn put(&mut self, i: usize, lpn: u64, phys: u32) -> u32 {
+        let e = (lpn % self.per_tp as u64) as usize;
+        let line = &mut self.lines[i];
+        let old = core::mem::replace(&mut line.entries[e], phys);
+        if old != phys {
+            line.dirty = true;
+            set_bit(&mut line.changed, e);
+        }
+        old
+    }
+
     // ----- upkeep ------------------------------------------------------------------------
 
     /// Upkeep before a host operation: pages past the budget written back (while there is
-    /// room) and, with fewer than two free partition blocks, current versions copied out
-    /// of the block holding the fewest — at most a block's units and the cache's pages;
+    /// room) and, with fewer than two free blocks in a partition, current units copied out
+    /// of its block holding the fewest — at most a block's units and the cache's pages;
     /// in bounded mode one operation (see the module docs).
     pub fn maintain(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<(), FtlError> {
         if self.mount.is_some() {
             return Ok(());
         }
-        let limit = if self.bounded {
+        let bounded = self.tps.bounded;
+        let limit = if bounded {
             1
         } else {
-            self.lines.len() + self.slots as usize
+            self.lines.len() + 2 * self.tps.slots as usize
         };
         for _ in 0..limit {
             if !self.upkeep_op(sub, now)? {
@@ -619,15 +524,12 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     }
 
     /// One upkeep operation — in bounded mode first an erase of a free block to be the
-    /// next one opened, then the write-back of a page past the budget, then one compaction
-    /// copy when fewer than two blocks are free. `Ok(false)`: nothing to do, or no room.
+    /// next one opened (the map partition's, then the log partition's), then the
+    /// write-back of a page past the budget, then one compaction copy when fewer than two
+    /// blocks of a partition are free. `Ok(false)`: nothing to do, or no room.
     fn upkeep_op(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<bool, FtlError> {
-        if self.bounded && self.ready.is_none() {
-            if let Some(bi) = self.free_block(sub) {
-                if sub.erase_block(now, self.blocks[bi], Cause::Meta)? {
-                    self.next[bi] = 0;
-                    self.ready = Some(bi as u32);
-                }
+        for p in self.parts() {
+            if p.prepare(sub, now)? {
                 return Ok(true);
             }
         }
@@ -636,7 +538,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             let i = (0..self.lines.len())
                 .min_by_key(|&i| (self.lines[i].tp != NONE, self.lines[i].used))
                 .expect("lines");
-            if self.lines[i].dirty && !self.write_back(sub, now, i, false)? {
+            if self.lines[i].dirty && !self.write_back(sub, now, i, false, false)? {
                 return Ok(false);
             }
             self.drop_line(i);
@@ -646,56 +548,59 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             }
             return Ok(true);
         }
-        if self.free_blocks(sub) >= 2 {
-            return Ok(false);
+        if let Some(tp) = self.tps.compaction_victim(sub) {
+            // A cached TP is written whole (merged with its log); another's version is
+            // copied as it is (its log stays valid over it).
+            let i = self.line_of[tp as usize];
+            if i != NONE {
+                return self.write_back(sub, now, i as usize, true, true);
+            }
+            let loc = self.tps.dir[tp as usize];
+            self.tps.read_at(sub, now, tp, loc, Cause::Meta)?;
+            let ok = self.tps.program(sub, now, tp)?;
+            if ok {
+                Self::count_bytes(sub, self.tps.unit.len(), true);
+            }
+            return Ok(ok);
         }
-        let Some(v) = (0..self.blocks.len())
-            .filter(|&bi| {
-                self.open != Some(bi as u32)
-                    && self.live[bi] > 0
-                    && self.live[bi] < self.slots
-                    && sub.state[self.blocks[bi] as usize] == BState::Map
-            })
-            .min_by_key(|&bi| (self.live[bi], bi))
-        else {
+        let Some(logs) = &mut self.logs else {
             return Ok(false);
         };
-        let Some(tp) = (0..self.slots)
-            .map(|slot| self.owner[v * self.slots as usize + slot as usize])
-            .find(|&tp| tp != NONE)
-        else {
+        let Some(tp) = logs.compaction_victim(sub) else {
             return Ok(false);
         };
         let i = self.line_of[tp as usize];
         if i != NONE {
-            return self.write_back(sub, now, i as usize, true);
+            return self.write_back(sub, now, i as usize, false, true);
         }
-        let mut tmp = vec![INVALID; self.per_tp as usize];
-        self.read_tp(sub, now, tp, Cause::Meta, &mut tmp)?;
-        self.program_tp(sub, now, tp, &tmp, true)
+        let lid = logs.dir[tp as usize];
+        logs.read_at(sub, now, tp, lid, Cause::Meta)?;
+        let ok = logs.program(sub, now, tp)?;
+        if ok {
+            Self::count_bytes(sub, logs.unit.len(), true);
+        }
+        Ok(ok)
     }
 
-    /// Whether a checkpoint would give the partition room: a block held only by pinned
-    /// versions while fewer than two are free or the cache is over its budget.
+    /// Whether a checkpoint would give a partition room: a block held only by pinned
+    /// units while fewer than two are free or the cache is over its budget.
     pub fn wants_checkpoint(&self, sub: &Substrate<S, M>) -> bool {
         if self.mount.is_some() {
             return false;
         }
-        let short = self.lines.len() > self.cap || self.free_blocks(sub) < 2;
-        short
-            && (0..self.blocks.len()).any(|bi| {
-                self.open != Some(bi as u32)
-                    && self.live[bi] == 0
-                    && self.pinned[bi] > 0
-                    && sub.state[self.blocks[bi] as usize] == BState::Map
-            })
+        let short = self.lines.len() > self.cap;
+        self.tps.wants_checkpoint(sub, short)
+            || self
+                .logs
+                .as_ref()
+                .is_some_and(|l| l.wants_checkpoint(sub, short))
     }
 
     // ----- mount -------------------------------------------------------------------------
 
-    /// Rebuilds the map a checkpoint names (its dirty TPs, the pinned versions of the
-    /// others: each a charged read) for a volume of `logical` pages and enters mount mode
-    /// (every entry in RAM until [`settle`](Self::settle)). Returns the map.
+    /// Rebuilds the map a checkpoint names (its dirty TPs, the pinned versions and logs of
+    /// the others: each a charged read) for a volume of `logical` pages and enters mount
+    /// mode (every entry in RAM until [`settle`](Self::settle)). Returns the map.
     pub fn load_base(
         &mut self,
         sub: &mut Substrate<S, M>,
@@ -708,21 +613,20 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 "the checkpoint's translation pages are not this configuration's (meta_writer)",
             ));
         }
+        if part.lid.is_empty() != self.logs.is_none() {
+            return Err(FtlError::Config(if self.logs.is_some() {
+                "the volume's demand-paged map has no logs: mount it with map_log = false".into()
+            } else {
+                "the volume's demand-paged map logs its updates: mount it with map_log = true"
+                    .into()
+            }));
+        }
         self.set_logical(logical);
         let ntp = self.ntp();
-        let nloc = self.owner.len() as u32;
-        self.owner.fill(NONE);
-        for (tp, &loc) in part.gtd.iter().enumerate() {
-            if loc != NONE && (loc >= nloc || self.owner[loc as usize] != NONE) {
-                return Err(FtlError::Corrupt(
-                    "the checkpoint's map directory names a place twice or outside the partition",
-                ));
-            }
-            if loc != NONE {
-                self.owner[loc as usize] = tp as u32;
-            }
+        self.tps.load_dir(&part.gtd)?;
+        if let Some(logs) = &mut self.logs {
+            logs.load_dir(&part.lid)?;
         }
-        self.gtd.clone_from(&part.gtd);
         let mut all = vec![INVALID; logical as usize];
         let mut changed = vec![false; ntp];
         for (tp, e) in &part.dirty {
@@ -730,16 +634,21 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             all[r].copy_from_slice(e);
             changed[*tp as usize] = true;
         }
-        let mut tmp = vec![INVALID; self.per_tp as usize];
+        let mut tmp = core::mem::take(&mut self.tmp);
         for tp in 0..ntp as u32 {
-            if changed[tp as usize] || self.gtd[tp as usize] == NONE {
+            if changed[tp as usize] {
                 continue;
             }
-            self.read_tp(sub, now, tp, Cause::Mount, &mut tmp)?;
+            let locs = self.locs(tp);
+            if let Err(e) = self.read_state(sub, now, tp, locs, Cause::Mount, &mut tmp, None) {
+                self.tmp = tmp;
+                return Err(e);
+            }
             let r = self.range(tp);
             let n = r.len();
             all[r].copy_from_slice(&tmp[..n]);
         }
+        self.tmp = tmp;
         self.flash.clone_from(&all);
         self.mount = Some(Mounting {
             all: vec![INVALID; logical as usize],
@@ -750,9 +659,10 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     }
 
     /// Leaves mount mode: the TPs recovery changed (or the checkpoint carried dirty) become
-    /// dirty cached TPs (past the budget if need be: written back by `maintain`), the
-    /// others are read on demand from their pinned versions; the partition's blocks are
-    /// opened afresh (erased first). The caller writes a checkpoint next.
+    /// dirty cached TPs, every entry changed (past the budget if need be: written back by
+    /// `maintain`), the others are read on demand from their pinned versions and logs; the
+    /// partitions' blocks are opened afresh (erased first). The caller writes a checkpoint
+    /// next.
     pub fn settle(&mut self) {
         let Some(m) = self.mount.take() else {
             return;
@@ -764,26 +674,17 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             if !m.dirty[tp as usize] && m.all[r.clone()] == m.base[r.clone()] {
                 continue;
             }
-            let mut entries = vec![INVALID; self.per_tp as usize];
-            entries[..r.len()].copy_from_slice(&m.all[r]);
-            self.line_of[tp as usize] = self.lines.len() as u32;
-            self.lines.push(Line {
-                tp,
-                dirty: true,
-                used: 0,
-                entries,
-            });
-        }
-        self.live.fill(0);
-        for &loc in &self.gtd {
-            if loc != NONE {
-                self.live[(loc / self.slots) as usize] += 1;
+            let i = self.new_line();
+            let line = &mut self.lines[i];
+            line.tp = tp;
+            line.dirty = true;
+            for e in 0..r.len() {
+                set_bit(&mut line.changed, e);
             }
+            line.entries[..r.len()].copy_from_slice(&m.all[r]);
+            self.line_of[tp as usize] = i as u32;
         }
-        self.committed();
-        self.next.fill(UNKNOWN);
-        self.open = None;
-        self.ready = None;
+        self.parts().for_each(|p| p.settle());
         // Past the budget until `maintain` writes them back (the mount runs it next).
         self.overflows += self.lines.len().saturating_sub(self.cap) as u64;
     }
@@ -791,64 +692,29 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     fn set_logical(&mut self, logical: u64) {
         self.logical = logical;
         let ntp = self.ntp();
-        self.gtd.resize(ntp, NONE);
-        self.held.resize(ntp, NONE);
+        self.parts().for_each(|p| p.resize(ntp));
         self.line_of.resize(ntp, NONE);
         self.flash.resize(logical as usize, INVALID);
     }
 
     // ----- invariants --------------------------------------------------------------------
 
-    /// The store's invariants: directory ↔ owners ↔ counts, lines ↔ their index, the
-    /// budget (but counted overflows), no current or pinned version in a free block.
+    /// The store's invariants: each partition's (directory ↔ owners ↔ counts, no current
+    /// or pinned unit in a free block), lines ↔ their index, the budget (but counted
+    /// overflows), a clean line equal to its TP's flash state, a log's entries marked.
     pub fn verify(&self, sub: &Substrate<S, M>) -> Result<(), String> {
         if self.mount.is_some() {
             return Err("the map store is still in mount mode".into());
         }
         let ntp = self.ntp();
-        if self.gtd.len() != ntp || self.held.len() != ntp || self.line_of.len() != ntp {
+        if self.line_of.len() != ntp {
             return Err(format!(
-                "map directory sized for the wrong volume ({ntp} TPs)"
+                "map cache index sized for the wrong volume ({ntp} TPs)"
             ));
         }
-        let mut live = vec![0u32; self.blocks.len()];
-        let mut pinned = vec![0u32; self.blocks.len()];
-        for tp in 0..ntp {
-            let loc = self.gtd[tp];
-            if loc != NONE {
-                if self.owner.get(loc as usize) != Some(&(tp as u32)) {
-                    return Err(format!("TP {tp} at {loc}, which another owns"));
-                }
-                live[(loc / self.slots) as usize] += 1;
-            }
-            for h in core::iter::once(&self.held).chain(self.held_next.as_ref()) {
-                if h[tp] != NONE {
-                    pinned[(h[tp] / self.slots) as usize] += 1;
-                }
-            }
-        }
-        if live != self.live || pinned != self.pinned {
-            return Err("map partition counts disagree with the directory".into());
-        }
-        let owned = self.owner.iter().filter(|&&t| t != NONE).count();
-        if owned != self.gtd.iter().filter(|&&l| l != NONE).count() {
-            return Err("a map partition slot is owned by no directory entry".into());
-        }
-        for (bi, &b) in self.blocks.iter().enumerate() {
-            let st = sub.state[b as usize];
-            if !matches!(st, BState::Map | BState::Bad) {
-                return Err(format!("map partition block {b} is {st:?}"));
-            }
-            if let Some(o) = self.open {
-                if o as usize == bi && (self.next[bi] == UNKNOWN || self.next[bi] > self.slots) {
-                    return Err(format!("open map block {b} has no write point"));
-                }
-            }
-            if self.ready == Some(bi as u32)
-                && (self.next[bi] != 0 || self.live[bi] > 0 || self.pinned[bi] > 0)
-            {
-                return Err(format!("map block {b}, ready to open, is not empty"));
-            }
+        self.tps.verify(sub, ntp)?;
+        if let Some(l) = &self.logs {
+            l.verify(sub, ntp)?;
         }
         if self.lines.len() > self.cap + self.overflows as usize {
             return Err(format!(
@@ -865,11 +731,29 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 return Err(format!("cached TP {} is not indexed", l.tp));
             }
             let r = self.range(l.tp);
-            if !l.dirty && l.entries[..r.len()] != self.flash[r] {
+            if !l.dirty && l.entries[..r.len()] != self.flash[r.clone()] {
                 return Err(format!(
-                    "clean cached TP {} differs from its flash version",
+                    "clean cached TP {} differs from its flash state",
                     l.tp
                 ));
+            }
+            if l.dirty != l.changed.iter().any(|&w| w != 0) {
+                return Err(format!(
+                    "cached TP {}: dirty disagrees with its changes",
+                    l.tp
+                ));
+            }
+            let logged = l
+                .logged
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>();
+            let has_log = self
+                .logs
+                .as_ref()
+                .is_some_and(|g| g.dir[l.tp as usize] != NONE);
+            if logged > self.log_cap || (logged > 0 && !has_log) {
+                return Err(format!("cached TP {}: {logged} logged entries", l.tp));
             }
         }
         for (tp, &i) in self.line_of.iter().enumerate() {
@@ -915,7 +799,14 @@ impl<S: Storage, M: ErrorModel> super::map::MapStore<S, M> for PagedMap<S, M> {
                 continue;
             }
             let n = tp_len(self.per_tp, logical, tp) as usize;
-            self.lines[i].entries[n..].fill(INVALID);
+            let line = &mut self.lines[i];
+            for e in n..self.per_tp as usize {
+                if line.entries[e] != INVALID {
+                    line.entries[e] = INVALID;
+                    line.dirty = true;
+                    set_bit(&mut line.changed, e);
+                }
+            }
         }
         if logical < old {
             self.flash.truncate(logical as usize);
@@ -938,18 +829,7 @@ impl<S: Storage, M: ErrorModel> super::map::MapStore<S, M> for PagedMap<S, M> {
         lpn: u64,
         phys: u32,
     ) -> Result<(), FtlError> {
-        let tp = (lpn / self.per_tp as u64) as u32;
-        if let Some(m) = &mut self.mount {
-            m.all[lpn as usize] = phys;
-            return Ok(());
-        }
-        let i = self.line(sub, now, tp)?;
-        let e = &mut self.lines[i].entries[(lpn % self.per_tp as u64) as usize];
-        if *e != phys {
-            *e = phys;
-            self.lines[i].dirty = true;
-        }
-        Ok(())
+        self.replace(sub, now, lpn, phys).map(drop)
     }
 
     /// A write's look-up and update: one cache access (one hit or miss counted).
@@ -964,12 +844,7 @@ impl<S: Storage, M: ErrorModel> super::map::MapStore<S, M> for PagedMap<S, M> {
             return Ok(core::mem::replace(&mut m.all[lpn as usize], phys));
         }
         let i = self.line(sub, now, (lpn / self.per_tp as u64) as u32)?;
-        let e = &mut self.lines[i].entries[(lpn % self.per_tp as u64) as usize];
-        let old = core::mem::replace(e, phys);
-        if old != phys {
-            self.lines[i].dirty = true;
-        }
-        Ok(old)
+        Ok(self.put(i, lpn, phys))
     }
 
     fn peek(&self, lpn: u64) -> Option<u32> {
