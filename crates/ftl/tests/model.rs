@@ -754,4 +754,39 @@ proptest! {
         let c = dev.counters();
         prop_assert!(ops.len() < 100 || c.retired_blocks > 0 || (c.cpmt_misses > 0 && c.meta_bytes_by_kind.pmt > 0), "{:?}", c);
     }
+
+    /// SPFTL_log over the demand-paged map (`map_log`) on the chip with subpages:
+    /// translation pages of 16 entries (logs of at most 8, so write-backs alternate between
+    /// logs and merges), two cached; the page kernel and the combined profile.
+    #[test]
+    fn logged_paged_map_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..2) {
+        if which == 1 {
+            let cfg = PageFtlConfig {
+                map_cache_pages: 2,
+                map_tp_entries: 16,
+                map_log: true,
+                ..ftl::combined::profile()
+            };
+            let mut dev = device_combined_with("tiny-mlc-sp", seed, cfg);
+            return check_with_margin(&mut dev, &ops, REAL_TIME_MARGIN);
+        }
+        let (dev, scheme) = device_with("tiny-mlc-sp", VictimKind::Greedy, true, 0.0, seed);
+        let SchemeConfig::Page(cfg) = scheme else {
+            unreachable!("a page-level configuration")
+        };
+        // Partitions of 6 blocks each: the automatic size leaves this small chip too few
+        // data blocks for its over-provisioning.
+        let cfg = PageFtlConfig {
+            map_cache_pages: 2,
+            map_tp_entries: 16,
+            map_blocks_per_die: 6,
+            map_log: true,
+            ..cfg
+        };
+        let mut dev = SchemeConfig::Page(cfg).format(dev.into_controller(), Nanos::ZERO).unwrap();
+        check(&mut dev, &ops)?;
+        let c = dev.counters();
+        // Write-backs alternate between logs and merges (a merge each ~20 ops measured).
+        prop_assert!(ops.len() < 400 || c.retired_blocks > 0 || c.log_merges > 0, "{:?}", c);
+    }
 }

@@ -680,4 +680,30 @@ proptest! {
             exercise(&mut dev);
         }
     }
+
+    /// The same with SPFTL_log's logs over the paged map (`map_log`, on the chip with
+    /// subpages): the checkpoint's log directory and the logs themselves damaged too.
+    #[test]
+    fn logged_paged_map_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>(), full in any::<bool>()) {
+        let mut chip = ChipConfig::preset("tiny-mlc-sp").unwrap();
+        chip.geometry.blocks_per_plane = 64;
+        let mut ctl = controller_of(chip, seed);
+        let kind = if full { RecoveryKind::FullScan } else { RecoveryKind::RollForward };
+        let cfg = PageFtlConfig {
+            map_cache_pages: 2,
+            map_tp_entries: 16,
+            map_log: true,
+            ..ftl_cfg(&mut ctl, kind)
+        };
+        let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
+        fill(&mut dev, seed);
+        prop_assert!(dev.counters().cpmt_misses > 0);
+        let mut ctl = dev.into_controller();
+        for d in &damages {
+            apply(&mut ctl, d, seed);
+        }
+        if let Ok(mut dev) = PageFtl::mount(ctl, cfg, Nanos(0)) {
+            exercise(&mut dev);
+        }
+    }
 }

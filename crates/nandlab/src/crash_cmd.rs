@@ -133,6 +133,10 @@ pub struct CrashArgs {
     /// metadata unit's worth): small ones give a small chip many translation pages.
     #[arg(long)]
     map_tp_entries: Option<u32>,
+    /// SPFTL_log's logs over the demand-paged map (`map_log`; with `--map-cache-pages`, on
+    /// a preset with subpages, e.g. `tiny-mlc-sp`).
+    #[arg(long)]
+    map_log: bool,
 }
 
 /// `--meta-writer` values.
@@ -168,6 +172,7 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
         (args.meta_writer.is_some(), "--meta-writer"),
         (args.map_cache_pages.is_some(), "--map-cache-pages"),
         (args.map_tp_entries.is_some(), "--map-tp-entries"),
+        (args.map_log, "--map-log"),
     ];
     if matches!(
         cfg.scheme,
@@ -263,6 +268,12 @@ fn configure(args: &CrashArgs, cfg: &mut CrashConfig) -> Result<()> {
             bail!("--map-tp-entries {n}: applies with --map-cache-pages");
         }
         p.map_tp_entries = n;
+    }
+    if args.map_log {
+        if p.map_cache_pages == 0 {
+            bail!("--map-log: applies with --map-cache-pages");
+        }
+        p.map_log = true;
     }
     Ok(())
 }

@@ -38,6 +38,28 @@
 //! can write back (4 blocks per die of pages, at most 1/16 of the die): with only the
 //! first part, 4 KiB random writes made the partition ask for 3.7× the checkpoints.
 //!
+//! **SPFTL_log's logs** (`map_log`, paper 001 §IV-C, on chips with subpages). A second
+//! partition of SP blocks (state `Map`, SLC mode, one subpage partition per erase cycle:
+//! the subpage writer's) holds *logs*: a log is one subpage of (index in its TP u16,
+//! entry u32) pairs, ascending, after a count, its record naming the TP (kind
+//! `MAP_LOG_KIND`); a second directory (the LID) says where each TP's current log is. A
+//! TP's flash state is its version with its log applied. Each cached TP knows which
+//! entries changed since its flash state and which its log holds; a write-back whose
+//! changed and logged entries fit a log (340 on a 2 KiB subpage, and at most half the
+//! TP's entries: past that a miss would rather read one unit than two) programs them as
+//! the TP's new log — coalesced: the line already holds every logged value, so nothing is
+//! read — and otherwise *merges*: the whole TP is written and its log dropped. A miss
+//! reads the version and, if it has one, the log (two charged reads; the paper's LID
+//! look-up on the critical path). The log partition is compacted like the map partition
+//! (a log copied out, or the cached TP's write-back), and compacting the map partition
+//! merges a cached TP (an uncached one's version is copied; its log stays valid over it).
+//! Checkpoints carry the LID beside the directory and pin both; a mount reads each clean
+//! TP's pinned version and log. Firmware choices the paper leaves open: one log per TP
+//! (not per log block), the whole TP merged when its log overflows (no partial merge),
+//! and the logs' own partition with the map partition's compaction. With subpage
+//! translation pages (`meta_writer = "subpage"`) a log is as large as the TP it logs,
+//! so it saves nothing: SPFTL_log's logs are for whole-page translation pages.
+//!
 //! **Under WAO-GC** (`set_bounded`, a real-time pacing) the store is bounded: partition
 //! blocks are erased only by the upkeep step, which keeps one erased and ready (a
 //! write-back never erases; with none ready it fails like a full partition and the page
@@ -202,7 +224,11 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 b,
             )
         });
-        let log_cap = logs.as_ref().map_or(0, |l| log::capacity(l.unit.len()));
+        // A log holds at most half its TP's entries: past that the TP is merged (a miss
+        // then reads one unit, not two).
+        let log_cap = logs
+            .as_ref()
+            .map_or(0, |l| log::capacity(l.unit.len()).min(per_tp as usize / 2));
         PagedMap {
             tps,
             logs,
@@ -381,6 +407,8 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 }
                 // No room for a log: the whole page goes instead.
             }
+            // The log outgrew its subpage (or found no room): merged.
+            sub.log.counters.log_merges += 1;
         }
         let unit = &mut self.tps.unit;
         unit.fill(0xFF);
