@@ -347,9 +347,10 @@ impl SchemeConfig {
     pub fn keep_whole_blocks(&self, chip: &ChipConfig) -> Vec<u32> {
         match self {
             SchemeConfig::Page(cfg) | SchemeConfig::Combined(cfg) => {
-                // The region, and a demand-paged map's partition.
+                // The region, and a demand-paged map's partitions (its logs' too).
                 let mut v = cfg.region_blocks(chip);
                 v.extend(cfg.map_blocks(chip));
+                v.extend(cfg.map_log_blocks(chip));
                 v
             }
             SchemeConfig::Block(cfg) => cfg.region_blocks(chip),

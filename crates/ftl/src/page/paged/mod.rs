@@ -541,7 +541,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         let limit = if bounded {
             1
         } else {
-            self.lines.len() + 2 * self.tps.slots as usize
+            self.lines.len() + self.tps.slots as usize * (1 + self.logs.is_some() as usize)
         };
         for _ in 0..limit {
             if !self.upkeep_op(sub, now)? {
