@@ -295,10 +295,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let writer = crate::substrate::meta::writer_for(cfg.meta_writer, &s);
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         region.fit_anchor(&s);
-        let sp = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
+        s.sp_region = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
         for b in region.all_blocks() {
             s.state[b as usize] = BState::Region;
-            s.sp_blocks[b as usize] = sp;
         }
         let map = if cfg.map_cache_pages > 0 {
             let blocks = cfg.map_blocks(&chip_cfg);
@@ -306,7 +305,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             for &b in blocks.iter().chain(logs.iter().flatten()) {
                 s.state[b as usize] = BState::Map;
             }
-            let sp = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
+            let sp = s.sp_region;
             for &b in blocks.iter().filter(|_| sp).chain(logs.iter().flatten()) {
                 s.sp_blocks[b as usize] = true;
             }

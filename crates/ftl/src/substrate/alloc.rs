@@ -180,7 +180,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 self.occupy(die, now, t);
                 self.push_erase(b, cause, t);
                 self.erase[b as usize] += 1;
-                if self.sp_blocks[b as usize] {
+                if self.sp_blocks[b as usize]
+                    || (self.sp_region && self.state[b as usize] == BState::Region)
+                {
                     self.log.counters.sp_erases += 1;
                 }
                 if self.fixed_t.is_none() {

@@ -319,9 +319,12 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// die since the last checkpoint (kept from GC) before the next checkpoint — the
     /// blocks its bound leaves out of σ on every die; 0: no such limit.
     pub young_budget: u32,
-    /// Per block: an SP block (SPFTL's subpage metadata units: the checkpoint region's or
-    /// the map partition's with the subpage writer, the map-log partition's), whose erases
-    /// are counted as `sp_erases` (NWI's eq. 1).
+    /// The checkpoint region's blocks (whichever they are now: the region rotates) are SP
+    /// blocks (SPFTL's subpage metadata units): their erases are counted as `sp_erases`
+    /// (NWI's eq. 1).
+    pub sp_region: bool,
+    /// Per block: an SP block outside the region (a demand-paged map's partition with the
+    /// subpage writer, its log partition), counted the same.
     pub sp_blocks: Vec<bool>,
     /// Zeros for padding pages.
     pub pad: Vec<u8>,
@@ -440,6 +443,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             suspect: vec![false; nblocks],
             young: vec![false; nblocks],
             young_budget: 0,
+            sp_region: false,
             sp_blocks: vec![false; nblocks],
             opened_since_cp: 0,
             opened_per_die: vec![0; ndies],
