@@ -280,7 +280,9 @@ pub struct FtlCounters {
     pub placement_pads: u64,
     /// Critical pages placed in an unreliable slot the placement would have padded, because
     /// a real-time pacing's shared destination had no pad to spare (its eq. 6 slack) while
-    /// a victim was being collected (AP under WAO-GC: the combined profile).
+    /// a victim was being collected (AP under WAO-GC: the combined profile), or, under the
+    /// other pacings, because a GC copy's job could no longer finish if every copy left took
+    /// a pad.
     #[serde(default)]
     pub placement_lapses: u64,
     /// GC and relocation reads retried after a page did not decode (each a charged read).

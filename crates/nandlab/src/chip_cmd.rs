@@ -333,7 +333,17 @@ fn image_state<S: nand::Storage>(chip: &Chip<S>) -> String {
             _ => grown += 1,
         }
     }
+    let mut by_wear: Vec<(u32, usize)> = counts.iter().enumerate().map(|(b, &c)| (c, b)).collect();
+    by_wear.sort_unstable_by(|a, b| b.cmp(a));
+    let most: Vec<String> = by_wear
+        .iter()
+        .take(8)
+        .map(|&(c, b)| format!("{b}: {c}"))
+        .collect();
+    let bad: Vec<String> = chip.bad_blocks().map(|(b, _)| b.to_string()).collect();
     format!(
-        "image       erase count mean {mean:.2}, max {max}; bad blocks: {factory} factory, {grown} grown\n"
+        "image       erase count mean {mean:.2}, max {max}; bad blocks: {factory} factory, {grown} grown\n            most erased (block: erases) {}\n            bad blocks {}\n",
+        most.join(", "),
+        if bad.is_empty() { "none".to_string() } else { bad.join(", ") }
     )
 }

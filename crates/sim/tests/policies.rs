@@ -810,7 +810,11 @@ flush_every = 8
 after_run = true
 "#;
     let r = run(ExperimentConfig::from_toml_str(text, "paged-log.toml").unwrap());
-    assert!(r.meta.pmt_bytes > 0 && r.meta.log_merges > 0, "{:?}", r.meta);
+    assert!(
+        r.meta.pmt_bytes > 0 && r.meta.log_merges > 0,
+        "{:?}",
+        r.meta
+    );
     let rec = r.recovery.expect("recovered after the run");
     assert!(rec.mapped_pages > 0, "{rec:?}");
 }
