@@ -280,6 +280,36 @@ fn fill(dev: &mut PageFtl<RamStorage, ConstantRber>, seed: u64) {
     }
 }
 
+/// A volume with a demand-paged map (translation pages of 16 entries, two cached; with
+/// `map_log` its write-backs logged) on `preset`, filled, damaged by `damages`, mounted:
+/// an error or a working volume.
+fn damaged_paged_volume(preset: &str, map_log: bool, damages: &[Damage], seed: u64, full: bool) {
+    let mut chip = ChipConfig::preset(preset).unwrap();
+    chip.geometry.blocks_per_plane = 64;
+    let mut ctl = controller_of(chip, seed);
+    let kind = if full {
+        RecoveryKind::FullScan
+    } else {
+        RecoveryKind::RollForward
+    };
+    let cfg = PageFtlConfig {
+        map_cache_pages: 2,
+        map_tp_entries: 16,
+        map_log,
+        ..ftl_cfg(&mut ctl, kind)
+    };
+    let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
+    fill(&mut dev, seed);
+    assert!(dev.counters().cpmt_misses > 0);
+    let mut ctl = dev.into_controller();
+    for d in damages {
+        apply(&mut ctl, d, seed);
+    }
+    if let Ok(mut dev) = PageFtl::mount(ctl, cfg, Nanos(0)) {
+        exercise(&mut dev);
+    }
+}
+
 /// A region that holds checkpoint pages but no complete generation is reported as damaged,
 /// not as "not a formatted volume"; a blank chip is still "not formatted".
 #[test]
@@ -660,50 +690,13 @@ proptest! {
     /// or a working volume.
     #[test]
     fn paged_map_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>(), full in any::<bool>()) {
-        let mut chip = ChipConfig::preset("tiny-slc").unwrap();
-        chip.geometry.blocks_per_plane = 64;
-        let mut ctl = controller_of(chip, seed);
-        let kind = if full { RecoveryKind::FullScan } else { RecoveryKind::RollForward };
-        let cfg = PageFtlConfig {
-            map_cache_pages: 2,
-            map_tp_entries: 16,
-            ..ftl_cfg(&mut ctl, kind)
-        };
-        let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
-        fill(&mut dev, seed);
-        prop_assert!(dev.counters().cpmt_misses > 0);
-        let mut ctl = dev.into_controller();
-        for d in &damages {
-            apply(&mut ctl, d, seed);
-        }
-        if let Ok(mut dev) = PageFtl::mount(ctl, cfg, Nanos(0)) {
-            exercise(&mut dev);
-        }
+        damaged_paged_volume("tiny-slc", false, &damages, seed, full);
     }
 
     /// The same with SPFTL_log's logs over the paged map (`map_log`, on the chip with
     /// subpages): the checkpoint's log directory and the logs themselves damaged too.
     #[test]
     fn logged_paged_map_damaged_volume_mounts_or_errors(damages in prop::collection::vec(damage(), 1..40), seed in any::<u64>(), full in any::<bool>()) {
-        let mut chip = ChipConfig::preset("tiny-mlc-sp").unwrap();
-        chip.geometry.blocks_per_plane = 64;
-        let mut ctl = controller_of(chip, seed);
-        let kind = if full { RecoveryKind::FullScan } else { RecoveryKind::RollForward };
-        let cfg = PageFtlConfig {
-            map_cache_pages: 2,
-            map_tp_entries: 16,
-            map_log: true,
-            ..ftl_cfg(&mut ctl, kind)
-        };
-        let mut dev = PageFtl::format(ctl, cfg, Nanos(0)).unwrap();
-        fill(&mut dev, seed);
-        prop_assert!(dev.counters().cpmt_misses > 0);
-        let mut ctl = dev.into_controller();
-        for d in &damages {
-            apply(&mut ctl, d, seed);
-        }
-        if let Ok(mut dev) = PageFtl::mount(ctl, cfg, Nanos(0)) {
-            exercise(&mut dev);
-        }
+        damaged_paged_volume("tiny-mlc-sp", true, &damages, seed, full);
     }
 }

@@ -114,6 +114,31 @@ fn read_all(dev: &mut PageFtl<RamStorage, ConstantRber>, model: &[u32], now: Nan
     }
 }
 
+/// Formats `cfg` on `preset`, drives four volumes of the skewed load (a flush every 16),
+/// reads every page back, then mounts with each recovery procedure (reading every page and
+/// driving a volume more after each). Returns the counters before the first mount.
+fn serve_and_remount(preset: &str, blocks: u32, cfg: PageFtlConfig, seed: u64) -> ftl::FtlCounters {
+    let mut dev = PageFtl::format(controller(preset, blocks), cfg, Nanos::ZERO).unwrap();
+    let n = dev.logical_pages();
+    let mut model = vec![0u32; n as usize];
+    let mut now = Nanos(1_000);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    drive(&mut dev, &mut model, &mut now, 4 * n, 16, &mut rng);
+    let c = *dev.counters();
+    read_all(&mut dev, &model, now);
+    // A clean shutdown, then a mount with each recovery procedure.
+    dev.flush(now).unwrap();
+    for recovery in [RecoveryKind::RollForward, RecoveryKind::FullScan] {
+        let ctl = dev.into_controller();
+        dev = PageFtl::mount(ctl, PageFtlConfig { recovery, ..cfg }, now).unwrap();
+        dev.verify().unwrap();
+        read_all(&mut dev, &model, now);
+        drive(&mut dev, &mut model, &mut now, n, 16, &mut rng);
+        dev.flush(now).unwrap();
+    }
+    c
+}
+
 #[test]
 fn a_paged_map_serves_every_page_through_a_small_cache_and_remounts() {
     for (preset, blocks, writer) in [
@@ -125,34 +150,14 @@ fn a_paged_map_serves_every_page_through_a_small_cache_and_remounts() {
             meta_writer: writer,
             ..config(3)
         };
-        let mut dev = PageFtl::format(controller(preset, blocks), cfg, Nanos::ZERO).unwrap();
-        let n = dev.logical_pages();
-        let mut model = vec![0u32; n as usize];
-        let mut now = Nanos(1_000);
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        drive(&mut dev, &mut model, &mut now, 4 * n, 16, &mut rng);
-        let c = *dev.counters();
+        let c = serve_and_remount(preset, blocks, cfg, 7);
         assert!(c.gc_victims > 0, "{preset}: GC ran");
         assert!(c.cpmt_misses > 0 && c.cpmt_hits > 0, "{preset}: {c:?}");
-        assert!(
-            c.meta_bytes_by_kind.pmt > 0,
-            "{preset}: write-backs {c:?} {n}"
-        );
+        assert!(c.meta_bytes_by_kind.pmt > 0, "{preset}: write-backs {c:?}");
         assert!(
             c.reads[Cause::Meta.index()] >= c.cpmt_misses / 2,
             "{preset}"
         );
-        read_all(&mut dev, &model, now);
-        // A clean shutdown, then a mount with each recovery procedure.
-        dev.flush(now).unwrap();
-        for recovery in [RecoveryKind::RollForward, RecoveryKind::FullScan] {
-            let ctl = dev.into_controller();
-            dev = PageFtl::mount(ctl, PageFtlConfig { recovery, ..cfg }, now).unwrap();
-            dev.verify().unwrap();
-            read_all(&mut dev, &model, now);
-            drive(&mut dev, &mut model, &mut now, n, 16, &mut rng);
-            dev.flush(now).unwrap();
-        }
     }
 }
 
@@ -175,25 +180,9 @@ fn logged_updates_serve_every_page_remount_and_write_fewer_bytes() {
                 map_tp_entries: entries,
                 ..config(3)
             };
-            let mut dev = PageFtl::format(controller(preset, blocks), cfg, Nanos::ZERO).unwrap();
-            let n = dev.logical_pages();
-            let mut model = vec![0u32; n as usize];
-            let mut now = Nanos(1_000);
-            let mut rng = ChaCha8Rng::seed_from_u64(17);
-            drive(&mut dev, &mut model, &mut now, 4 * n, 16, &mut rng);
-            let c = *dev.counters();
+            let c = serve_and_remount(preset, blocks, cfg, 17);
             assert!(c.gc_victims > 0 && c.cpmt_misses > 0, "{preset}: {c:?}");
             pmt.push(c.meta_bytes_by_kind.pmt);
-            read_all(&mut dev, &model, now);
-            dev.flush(now).unwrap();
-            for recovery in [RecoveryKind::RollForward, RecoveryKind::FullScan] {
-                let ctl = dev.into_controller();
-                dev = PageFtl::mount(ctl, PageFtlConfig { recovery, ..cfg }, now).unwrap();
-                dev.verify().unwrap();
-                read_all(&mut dev, &model, now);
-                drive(&mut dev, &mut model, &mut now, n, 16, &mut rng);
-                dev.flush(now).unwrap();
-            }
         }
         // With subpage translation pages a log is as large as the page it logs: no saving
         // is expected there.
