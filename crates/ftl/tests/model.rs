@@ -774,8 +774,8 @@ proptest! {
         let SchemeConfig::Page(cfg) = scheme else {
             unreachable!("a page-level configuration")
         };
-        // Partitions of 6 blocks each: the automatic size leaves this small chip too few
-        // data blocks for its over-provisioning.
+        // A map partition of 6 blocks: with the automatic sizes of both partitions this
+        // small chip has too few data blocks for its over-provisioning.
         let cfg = PageFtlConfig {
             map_cache_pages: 2,
             map_tp_entries: 16,

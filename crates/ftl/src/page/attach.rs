@@ -292,10 +292,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
+        s.sp_region = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
         let writer = crate::substrate::meta::writer_for(cfg.meta_writer, &s);
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         region.fit_anchor(&s);
-        s.sp_region = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
         for b in region.all_blocks() {
             s.state[b as usize] = BState::Region;
         }

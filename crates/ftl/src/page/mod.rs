@@ -238,16 +238,7 @@ impl PageFtlConfig {
         let per_die = if self.map_blocks_per_die > 0 {
             self.map_blocks_per_die
         } else {
-            let (per_tp, slots) = paged::shape(chip, self.meta_writer, self.map_tp_entries);
-            let logical =
-                (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
-            let tps = logical.div_ceil(per_tp as u64);
-            let blocks = (2 * tps).div_ceil(slots as u64) + 3;
-            // And room for what one automatic checkpoint interval (4 blocks per die) can
-            // write back — a translation page per page written at most — before the next
-            // checkpoint frees the versions the last one pins; at most 1/16 of the die.
-            let interval = (4 * geo.pages_per_block).div_ceil(slots).min(bpd / 16);
-            blocks.div_ceil(ndies as u64) as u32 + interval
+            self.auto_map_partition_per_die(chip)
         };
         let per_die = per_die.min(bpd.saturating_sub(region));
         (0..per_die)
@@ -257,9 +248,8 @@ impl PageFtlConfig {
 
     /// The map-log partition of a chip (SPFTL_log's logs of a demand-paged map with
     /// `map_log`; empty otherwise): flat block indices, the blocks after the map partition
-    /// on every die. Sized like the automatic map partition — a log at most per translation
-    /// page, twice, three blocks, one checkpoint interval's write-backs — in blocks of a
-    /// subpage per slot.
+    /// on every die, sized like the automatic map partition (a log at most per translation
+    /// page; `map_blocks_per_die` sizes the map partition only).
     pub fn map_log_blocks(&self, chip: &nand::ChipConfig) -> Vec<u32> {
         if self.map_cache_pages == 0 || !self.map_log {
             return Vec::new();
@@ -269,18 +259,31 @@ impl PageFtlConfig {
         let bpd = geo.planes_per_die * geo.blocks_per_plane;
         let before =
             self.region_blocks_per_die_effective(chip) + self.map_blocks(chip).len() as u32 / ndies;
-        let (per_tp, _) = paged::shape(chip, self.meta_writer, self.map_tp_entries);
-        let slots = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1);
+        let per_die = self
+            .auto_map_partition_per_die(chip)
+            .min(bpd.saturating_sub(before));
+        (0..per_die)
+            .flat_map(|i| (0..ndies).map(move |d| d * bpd + before + i))
+            .collect()
+    }
+
+    /// The automatic size of a map partition per die (the map's, or its logs'; one slot per
+    /// translation page or log, whose slots are LSB pages either way): room for every
+    /// translation page twice, plus three blocks, plus what one automatic checkpoint
+    /// interval (4 blocks per die) can write back — a translation page per page written at
+    /// most — before the next checkpoint frees the versions the last one pins (at most 1/16
+    /// of the die).
+    fn auto_map_partition_per_die(&self, chip: &nand::ChipConfig) -> u32 {
+        let geo = chip.geometry;
+        let ndies = geo.total_dies().max(1);
+        let bpd = geo.planes_per_die * geo.blocks_per_plane;
+        let (per_tp, slots) = paged::shape(chip, self.meta_writer, self.map_tp_entries);
         let logical =
             (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
         let tps = logical.div_ceil(per_tp as u64);
         let blocks = (2 * tps).div_ceil(slots as u64) + 3;
         let interval = (4 * geo.pages_per_block).div_ceil(slots).min(bpd / 16);
-        let per_die =
-            (blocks.div_ceil(ndies as u64) as u32 + interval).min(bpd.saturating_sub(before));
-        (0..per_die)
-            .flat_map(|i| (0..ndies).map(move |d| d * bpd + before + i))
-            .collect()
+        blocks.div_ceil(ndies as u64) as u32 + interval
     }
 
     /// Blocks per die the checkpoint region takes on `chip` (the configured number, or the

@@ -89,8 +89,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// A demand-paged map's worst cost of one map update (a miss: the translation page's
     /// read, transfer and decode at `ecc_t`, and its log's with `map_log`; a dirty
-    /// eviction: its transfer and program in an SLC-mode block, a log's being a subpage's) and of one upkeep step (that copy, or a partition block's erase),
-    /// ns, with a page's transfer `xfer` and the worst decode `decode` (of the strongest t:
+    /// eviction: its transfer and program in an SLC-mode block, a log's being a subpage's)
+    /// and of one upkeep step (that copy, or a partition block's erase), ns, with a page's transfer `xfer` and the worst decode `decode` (of the strongest t:
     /// a bound for a unit's); (0, 0) with the map in RAM.
     fn map_costs(&self, xfer: u64, decode: u64) -> (u64, u64) {
         let super::map::MapSlot::Paged(p) = &self.map else {
