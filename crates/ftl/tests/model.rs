@@ -616,6 +616,53 @@ fn region_rotation_in_digest_mode_levels_and_remounts() {
     }
 }
 
+/// The automatic region on a small chip (whose checkpoint fits one block) is large enough
+/// to rotate: a regression — it was 4 blocks, too few for rotation, erased at every
+/// checkpoint while the data blocks shared the writes, and on `tiny-mlc-sp` it wore out
+/// (3,486 erases against the data blocks' 156) and the volume ran out of space.
+#[test]
+fn the_automatic_region_rotates_on_a_small_chip() {
+    for preset in ["tiny-mlc", "tiny-slc"] {
+        let mut chip = ChipConfig::preset(preset).unwrap();
+        chip.geometry.blocks_per_plane = 64 / chip.geometry.planes_per_die;
+        chip.reliability.wear_fail_rate = 0.0;
+        chip.reliability.wear_fail_growth = 0.0;
+        let fcfg = PageFtlConfig {
+            over_provisioning: 0.3,
+            ecc_t: 4,
+            ..Default::default()
+        };
+        assert!(fcfg.region_blocks(&chip).len() >= 6, "{preset}");
+        let ctl = Controller::new(
+            Chip::ram(chip).unwrap(),
+            ConstantRber(0.0),
+            ControllerConfig::default(),
+        )
+        .unwrap();
+        let scheme = SchemeConfig::Page(fcfg);
+        let mut dev = scheme.format(ctl, Nanos::ZERO).unwrap();
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        for v in 1..(40 * n) {
+            let l = (v * 13 + v / 5) % n;
+            dev.write(Nanos(v * 10), Lpn::checked(l, n).unwrap(), &vec![v as u8; ps])
+                .unwrap();
+            if v % 4 == 0 {
+                dev.flush(Nanos(v * 10 + 1)).unwrap();
+            }
+        }
+        dev.verify().unwrap();
+        let c = *dev.counters();
+        assert!(c.region_swaps >= 3, "{preset}: {c:?}");
+        let ec = dev.erase_counts();
+        let (max, mean) = (
+            *ec.iter().max().unwrap() as f64,
+            ec.iter().sum::<u32>() as f64 / ec.len() as f64,
+        );
+        assert!(max <= 2.0 * mean + 12.0, "{preset}: max {max} mean {mean:.1}: {ec:?}");
+    }
+}
+
 /// A real-time die at its low-water mark whose next two blocks fail to program (found by
 /// the property above, shrunk): the first failure is absorbed, the second leaves no page
 /// for GC's copies — `NoSpace`, with nothing lost and every page readable. A trim that

@@ -168,8 +168,11 @@ impl BlockFtlConfig {
             let bytes = snapshot::worst_case_bytes(geo.total_blocks() as u64);
             let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
             let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
-            // Two generations and a spare for a block gone bad.
-            (2 * body_blocks + 1).div_ceil(ndies as u64).max(1) as u32
+            // Two generations and a spare for a block gone bad; at least enough blocks to
+            // rotate (wear levelling of the region).
+            (2 * body_blocks + 1)
+                .max(crate::substrate::region::MIN_ROTATING as u64)
+                .div_ceil(ndies as u64) as u32
         };
         let per_die = per_die.min(bpd);
         (0..per_die)

@@ -215,8 +215,11 @@ impl PageFtlConfig {
             let unit = geo.page_size as u64 / self.meta_writer.units_per_page(&geo) as u64;
             let payload = unit.saturating_sub(HEADER as u64).max(1);
             let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
-            // Two generations, a block of trim log, a spare for a bad block.
-            (2 * body_blocks + 2).div_ceil(ndies as u64) as u32
+            // Two generations, a block of trim log, a spare for a bad block; at least
+            // enough blocks to rotate (wear levelling of the region).
+            (2 * body_blocks + 2)
+                .max(crate::substrate::region::MIN_ROTATING as u64)
+                .div_ceil(ndies as u64) as u32
         };
         let per_die = per_die.min(bpd);
         (0..per_die)
