@@ -645,8 +645,12 @@ fn the_automatic_region_rotates_on_a_small_chip() {
         let ps = dev.page_size();
         for v in 1..(40 * n) {
             let l = (v * 13 + v / 5) % n;
-            dev.write(Nanos(v * 10), Lpn::checked(l, n).unwrap(), &vec![v as u8; ps])
-                .unwrap();
+            dev.write(
+                Nanos(v * 10),
+                Lpn::checked(l, n).unwrap(),
+                &vec![v as u8; ps],
+            )
+            .unwrap();
             if v % 4 == 0 {
                 dev.flush(Nanos(v * 10 + 1)).unwrap();
             }
@@ -659,7 +663,10 @@ fn the_automatic_region_rotates_on_a_small_chip() {
             *ec.iter().max().unwrap() as f64,
             ec.iter().sum::<u32>() as f64 / ec.len() as f64,
         );
-        assert!(max <= 2.0 * mean + 12.0, "{preset}: max {max} mean {mean:.1}: {ec:?}");
+        assert!(
+            max <= 2.0 * mean + 12.0,
+            "{preset}: max {max} mean {mean:.1}: {ec:?}"
+        );
     }
 }
 
