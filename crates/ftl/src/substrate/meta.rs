@@ -21,8 +21,9 @@ use nand::{ErrorModel, Nanos, Storage};
 /// two erases of the block (the region erases a block before its first slot); `program`
 /// returns `Ok(false)` when the chip failed the program (the block is retired: the region
 /// continues in another block) and an error for anything else; `read` returns the unit's
-/// record and fills `unit` when the slot holds a unit that decodes, `None` when it is
-/// erased or does not decode (a torn write), and charges what it reads to the op log.
+/// record and fills `unit` when the slot holds a unit that decodes ([`Unit::Record`]), says
+/// whether a slot without one reads as erased or does not decode (a torn write, or one worn
+/// past its code by retention), and charges what it reads to the op log.
 pub(crate) trait MetaWriter<S: Storage, M: ErrorModel>: Send {
     /// Name in reports.
     fn name(&self) -> &'static str;
@@ -52,7 +53,28 @@ pub(crate) trait MetaWriter<S: Storage, M: ErrorModel>: Send {
         slot: u32,
         unit: &mut [u8],
         cause: Cause,
-    ) -> Result<Option<OobRecord>, FtlError>;
+    ) -> Result<Unit, FtlError>;
+}
+
+/// What a read of a metadata unit found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    /// A unit that decodes, with its OOB record (its bytes in the caller's buffer).
+    Record(OobRecord),
+    /// An erased slot: nothing was programmed there since the block's last erase.
+    Erased,
+    /// A programmed slot that does not decode, retries included.
+    Unreadable,
+}
+
+impl Unit {
+    /// The record of a unit that decodes; `None` for an erased or unreadable slot.
+    pub fn record(self) -> Option<OobRecord> {
+        match self {
+            Unit::Record(r) => Some(r),
+            Unit::Erased | Unit::Unreadable => None,
+        }
+    }
 }
 
 /// The writer `kind` names, for `sub`'s chip.
@@ -79,22 +101,22 @@ fn read_with_retries<S: Storage, M: ErrorModel>(
     b: u32,
     cause: Cause,
     mut read: impl FnMut(&mut Substrate<S, M>) -> Result<PageRead, CtlError>,
-) -> Result<Option<OobRecord>, FtlError> {
+) -> Result<Unit, FtlError> {
     let mut retries = sub.cfg.read_retries;
     loop {
         match read(sub) {
             Ok(PageRead::Data(info)) => {
                 sub.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
-                return Ok(Some(info.record));
+                return Ok(Unit::Record(info.record));
             }
             Ok(PageRead::Erased { timing }) => {
                 sub.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
-                return Ok(None);
+                return Ok(Unit::Erased);
             }
             Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
                 sub.push_op(b, OpKind::Read, cause, timing, ecc, None);
                 if retries == 0 {
-                    return Ok(None);
+                    return Ok(Unit::Unreadable);
                 }
                 retries -= 1;
                 sub.log.counters.read_retries += 1;
@@ -178,7 +200,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
         slot: u32,
         unit: &mut [u8],
         cause: Cause,
-    ) -> Result<Option<OobRecord>, FtlError> {
+    ) -> Result<Unit, FtlError> {
         let addr = self.addr(sub, b, slot);
         read_with_retries(sub, b, cause, |sub| sub.ctl.read_meta(now, addr, unit))
     }
@@ -257,7 +279,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
         slot: u32,
         unit: &mut [u8],
         cause: Cause,
-    ) -> Result<Option<OobRecord>, FtlError> {
+    ) -> Result<Unit, FtlError> {
         let part = self.part(sub, now, b)?;
         let addr = self.whole.addr(sub, b, slot);
         read_with_retries(sub, b, cause, |sub| {

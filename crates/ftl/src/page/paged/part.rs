@@ -265,7 +265,8 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
         let (bi, slot) = ((loc / self.slots) as usize, loc % self.slots);
         let rec = self
             .writer
-            .read(sub, now, self.blocks[bi], slot, &mut self.unit, cause)?;
+            .read(sub, now, self.blocks[bi], slot, &mut self.unit, cause)?
+            .record();
         match rec {
             Some(r) if r.kind == PageKind::Meta(self.kind) && r.lpn == tp as u64 => Ok(()),
             _ => Err(FtlError::Corrupt(

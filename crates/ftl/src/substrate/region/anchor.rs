@@ -1,7 +1,8 @@
 //! The region's anchor (see the module docs, "Rotation"): the records naming the current
 //! region blocks, written at format and at a swap and read at mount, and the swap itself.
 
-use super::{Region, ANCHOR_KIND, ROTATE_SPREAD, VERSION};
+use super::{Region, ANCHOR_KIND, ANCHOR_REFRESH, ROTATE_SPREAD, VERSION};
+use crate::substrate::meta::Unit;
 use crate::substrate::{BState, Substrate};
 use crate::{Cause, FtlError};
 use ::alloc::vec;
@@ -10,6 +11,17 @@ use controller::{OobRecord, PageKind};
 use nand::{ErrorModel, Nanos, Storage};
 
 const ANCHOR_MAGIC: [u8; 4] = *b"NLAN";
+
+/// What one [`Region::anchor_op`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AnchorOp {
+    /// Erased the block the record goes to; its program is next.
+    Erased,
+    /// Programmed the record (or the region has no anchor).
+    Written,
+    /// The anchor cannot take a record (see [`Region::write_anchor`]).
+    Failed,
+}
 
 /// The CRC32C of an anchor record: its sequence number, count and blocks (bytes 8..20 and
 /// 24..), not the CRC field itself.
@@ -66,7 +78,8 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         ok.then_some((seq, blocks))
     }
 
-    /// Appends a record of the current list to the anchor (see the module docs).
+    /// Appends a record of the current list to the anchor (see the module docs): the
+    /// erase of the block it goes to, if that comes first, and its program.
     /// `Ok(false)`: the anchor cannot take it — the block the record would go to is bad or
     /// failed (the block holding the newest record is never erased for a retry), so the
     /// caller keeps the list the anchor has.
@@ -75,11 +88,27 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         sub: &mut Substrate<S, M>,
         now: Nanos,
     ) -> Result<bool, FtlError> {
-        if self.anchors.is_empty() {
-            return Ok(true);
+        loop {
+            match self.anchor_op(sub, now)? {
+                AnchorOp::Erased => continue,
+                AnchorOp::Written => return Ok(true),
+                AnchorOp::Failed => return Ok(false),
+            }
         }
-        let seq = self.anchor_seq + 1;
-        let page = self.anchor_record(sub, seq);
+    }
+
+    /// One chip operation of appending a record to the anchor: the erase of the block the
+    /// record goes to when it needs one, else the record's program. The anchor's state is
+    /// consistent after either (an erased block holds no record, and the newest record is
+    /// in the other one), so a stepped checkpoint may run the two as separate steps.
+    pub(super) fn anchor_op(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+    ) -> Result<AnchorOp, FtlError> {
+        if self.anchors.is_empty() {
+            return Ok(AnchorOp::Written);
+        }
         let (i, slot) = match self.anchor_at {
             Some((i, slot)) if slot < self.writer.slots() => (i, slot),
             _ => {
@@ -88,11 +117,14 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 if sub.state[b as usize] != BState::Region
                     || !sub.erase_block(now, b, Cause::Meta)?
                 {
-                    return Ok(false);
+                    return Ok(AnchorOp::Failed);
                 }
-                (i, 0)
+                self.anchor_at = Some((i, 0));
+                return Ok(AnchorOp::Erased);
             }
         };
+        let seq = self.anchor_seq + 1;
+        let page = self.anchor_record(sub, seq);
         let rec = OobRecord::new(seq, 0, PageKind::Meta(ANCHOR_KIND));
         if !self
             .writer
@@ -100,15 +132,29 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         {
             // The block was retired; the other one still holds the newest record.
             self.anchor_at = None;
-            return Ok(false);
+            return Ok(AnchorOp::Failed);
         }
         self.anchor_seq = seq;
         self.anchor_newest = i;
         self.anchor_at = Some((i, slot + 1));
+        self.anchor_written = Some(now);
         let c = &mut sub.log.counters;
         c.meta_bytes += page.len() as u64;
         c.meta_bytes_by_kind.checkpoint += page.len() as u64;
-        Ok(true)
+        Ok(AnchorOp::Written)
+    }
+
+    /// Whether the newest anchor record is due to be rewritten at `now`: it was written
+    /// [`ANCHOR_REFRESH`] or more ago, or before this mount (its age is unknown: the record
+    /// carries no time). The checkpoint pages are rewritten at every generation, but the
+    /// anchor only at a swap, so without a refresh its record would age past what the
+    /// code corrects on a worn chip under weak ECC (measured: at t = 8 on a 3000 P/E chip
+    /// a month-old record no longer decoded and the volume did not mount).
+    pub(super) fn anchor_due(&self, now: Nanos) -> bool {
+        !self.anchors.is_empty()
+            && self
+                .anchor_written
+                .is_none_or(|t| now.0.saturating_sub(t.0) >= ANCHOR_REFRESH.0)
     }
 
     /// Writes the first anchor record at format; a region whose anchor cannot take it is
@@ -138,14 +184,21 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     ) -> Result<(), FtlError> {
         let mut page = vec![0u8; self.writer.unit_bytes(sub)];
         let mut newest: Option<(u64, usize, Vec<u32>)> = None;
+        let mut unreadable = false;
         for i in 0..self.anchors.len() {
             let b = self.anchors[i];
             for slot in 0..self.writer.slots() {
-                let Some(rec) = self
+                let rec = match self
                     .writer
                     .read(sub, now, b, slot, &mut page, Cause::Mount)?
-                else {
-                    break;
+                {
+                    Unit::Record(rec) => rec,
+                    Unit::Erased => break,
+                    // A record worn past the code, or a torn one: newer ones may follow.
+                    Unit::Unreadable => {
+                        unreadable = true;
+                        continue;
+                    }
                 };
                 if rec.kind != PageKind::Meta(ANCHOR_KIND) {
                     break;
@@ -158,6 +211,13 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             }
         }
         let Some((seq, i, list)) = newest else {
+            if unreadable {
+                // Records were written but none decodes: the configured list may be stale,
+                // and a fixed region read from it could find an old generation or none.
+                return Err(FtlError::Corrupt(
+                    "the checkpoint region's anchor does not decode: the list of region blocks is lost",
+                ));
+            }
             // A fixed region: the anchors are region blocks like the others.
             self.make_fixed();
             return Ok(());
@@ -173,8 +233,10 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         self.blocks = list;
         self.anchor_seq = seq;
         self.anchor_newest = i;
-        // The next record goes to the other block, erased first.
+        // The next record goes to the other block, erased first; the newest record's age
+        // is unknown, so the next generation rewrites it.
         self.anchor_at = None;
+        self.anchor_written = None;
         Ok(())
     }
 

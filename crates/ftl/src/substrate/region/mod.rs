@@ -50,6 +50,17 @@
 //! never in the block swapped out (a new generation only uses blocks not holding it). A
 //! region of fewer than six blocks, or a volume formatted before anchors existed (no valid
 //! record), keeps a fixed region.
+//!
+//! **Anchor refresh.** Checkpoint pages are rewritten at every generation, but an anchor
+//! record only at a swap — so on a worn chip under weak ECC the newest record could sit for
+//! months and age past what the code corrects, and the volume would not mount (measured: at
+//! t = 8 on a 3000 P/E chip with month-long idle periods). A generation, whole or in steps,
+//! therefore first rewrites the record when it is [`ANCHOR_REFRESH`] old or older, or when
+//! its age is unknown (the first generation after a mount: the record carries no time) —
+//! one unit program, and an erase of the other anchor block every `slots` records; in a
+//! stepped generation each is a step of its own. Mount reads past a record that does not
+//! decode (newer ones may follow it); anchor records that exist but none of which decodes
+//! are an error, not a fixed region.
 
 mod anchor;
 mod steps;
@@ -95,6 +106,10 @@ const MAGIC: [u8; 4] = *b"NLCP";
 /// A region block is swapped for the least-worn free block of its die once it has been
 /// erased this many times more.
 pub(crate) const ROTATE_SPREAD: u32 = 4;
+/// The newest anchor record is rewritten (same list, next sequence number) by the first
+/// generation written this long after it (one simulated day), and by the first after a
+/// mount: see the module docs, "Anchor refresh".
+pub(crate) const ANCHOR_REFRESH: Nanos = Nanos(24 * 3600 * 1_000_000_000);
 /// Fewest configured region blocks for rotation (two anchors, at least four rotating);
 /// the automatic region sizes never go below it: a region that cannot rotate is erased at
 /// every checkpoint while the data blocks share the writes, so it wears out first (a
@@ -190,6 +205,9 @@ pub(crate) struct Region<S: Storage, M: ErrorModel> {
     anchor_at: Option<(usize, u32)>,
     /// The anchor block holding the newest record.
     anchor_newest: usize,
+    /// When this mount wrote the newest anchor record (`None`: before it — its age is
+    /// unknown).
+    anchor_written: Option<Nanos>,
     /// How units are programmed and read.
     pub writer: Box<dyn MetaWriter<S, M>>,
     /// The committed generation.
@@ -228,6 +246,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             anchor_seq: 0,
             anchor_at: None,
             anchor_newest: 1,
+            anchor_written: None,
             writer,
             cp: CpState::default(),
             pending: None,
@@ -377,6 +396,10 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         // A generation being written in steps is abandoned (never loaded: its number is
         // not reused).
         self.pending = None;
+        if self.anchor_due(now) {
+            // Not written (an anchor block gone bad): the next generation tries again.
+            self.write_anchor(sub, now)?;
+        }
         let payload = self.payload(sub);
         let body_pages = bytes.len().div_ceil(payload) as u32;
         let gen = self.next_gen();
@@ -598,7 +621,11 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         slot: u32,
         page: &mut [u8],
     ) -> Result<Option<PageHeader>, FtlError> {
-        let Some(rec) = self.writer.read(sub, now, b, slot, page, Cause::Mount)? else {
+        let Some(rec) = self
+            .writer
+            .read(sub, now, b, slot, page, Cause::Mount)?
+            .record()
+        else {
             return Ok(None);
         };
         if rec.kind != PageKind::Meta(CP_KIND) && rec.kind != PageKind::Meta(LOG_KIND) {

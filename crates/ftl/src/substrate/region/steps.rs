@@ -22,6 +22,9 @@ pub(crate) struct Pending {
     pub index: u32,
     /// Body pages in all, the trailer included.
     pub body_pages: u32,
+    /// The anchor refresh this generation may owe ([`Region::anchor_due`]) is settled: done,
+    /// or not due at its first step.
+    pub anchor_settled: bool,
 }
 
 /// What a step of a stepped generation did.
@@ -53,10 +56,12 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     }
 
     /// Steps a stepped generation of `len` bytes takes at most, none failing: a program per
-    /// body page and an erase per region block it opens.
+    /// body page and an erase per region block it opens, and an anchor refresh's erase and
+    /// program.
     pub fn steps_for(&self, sub: &Substrate<S, M>, len: usize) -> u32 {
         let pages = self.stepped_body_pages(sub, len);
-        pages + pages.div_ceil(self.writer.slots())
+        let anchor = if self.anchors.is_empty() { 0 } else { 2 };
+        pages + pages.div_ceil(self.writer.slots()) + anchor
     }
 
     /// Log entries the trailer of a stepped generation can carry, of `entry` bytes each.
@@ -77,6 +82,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             used: self.writer.slots(),
             index: 0,
             body_pages,
+            anchor_settled: false,
         });
     }
 
@@ -124,6 +130,18 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         trailer: &[u8],
         slots: u32,
     ) -> Result<Step, FtlError> {
+        if !p.anchor_settled {
+            if self.anchor_due(now) {
+                // One step each: the erase of the anchor block the record goes to, if it
+                // needs one, and the record's program (a failure gives up until the next
+                // generation).
+                if self.anchor_op(sub, now)? != super::anchor::AnchorOp::Erased {
+                    p.anchor_settled = true;
+                }
+                return Ok(Step::More);
+            }
+            p.anchor_settled = true;
+        }
         if p.used == slots {
             let Some(&b) = self.order_without(sub, &p.blocks).first() else {
                 return Err(FtlError::NoSpace);
