@@ -173,7 +173,8 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         self.blocks = all;
     }
 
-    /// Reads both anchor blocks and adopts the newest valid record's list (charged reads).
+    /// Reads both anchor blocks and adopts the newest valid record's list (charged reads;
+    /// see the module docs for how few).
     /// Blocks that left the region become `Bad` placeholders for recovery to settle; blocks
     /// that joined it become region blocks. Without any valid record the region is the
     /// configured one, fixed (a volume formatted before anchors existed).
@@ -185,28 +186,60 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         let mut page = vec![0u8; self.writer.unit_bytes(sub)];
         let mut newest: Option<(u64, usize, Vec<u32>)> = None;
         let mut unreadable = false;
+        let slots = self.writer.slots();
         for i in 0..self.anchors.len() {
             let b = self.anchors[i];
-            for slot in 0..self.writer.slots() {
-                let rec = match self
+            // Records are appended in slot order after an erase, so the programmed slots
+            // are a prefix: its end by bisection (about log2(slots) reads, not one per
+            // record), then the last record that decodes, reading back from the end.
+            let (mut lo, mut hi) = (0u32, slots);
+            // The last slot the bisection found decoding, with its record and bytes.
+            let mut seen: Option<(u32, OobRecord)> = None;
+            let mut seen_page = vec![0u8; page.len()];
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                match self
                     .writer
-                    .read(sub, now, b, slot, &mut page, Cause::Mount)?
+                    .read(sub, now, b, mid, &mut page, Cause::Mount)?
                 {
-                    Unit::Record(rec) => rec,
-                    Unit::Erased => break,
-                    // A record worn past the code, or a torn one: newer ones may follow.
-                    Unit::Unreadable => {
-                        unreadable = true;
-                        continue;
+                    Unit::Erased => hi = mid,
+                    Unit::Record(rec) => {
+                        seen = Some((mid, rec));
+                        seen_page.copy_from_slice(&page);
+                        lo = mid + 1;
                     }
+                    Unit::Unreadable => lo = mid + 1,
+                }
+            }
+            for slot in (0..lo).rev() {
+                let rec = match seen {
+                    Some((at, rec)) if at == slot => {
+                        page.copy_from_slice(&seen_page);
+                        rec
+                    }
+                    _ => match self
+                        .writer
+                        .read(sub, now, b, slot, &mut page, Cause::Mount)?
+                    {
+                        Unit::Record(rec) => rec,
+                        // A record worn past the code, or a torn one: an older one may
+                        // still decode.
+                        Unit::Unreadable => {
+                            unreadable = true;
+                            continue;
+                        }
+                        Unit::Erased => continue,
+                    },
                 };
                 if rec.kind != PageKind::Meta(ANCHOR_KIND) {
+                    // Not an anchor block (a volume formatted before anchors existed).
                     break;
                 }
                 if let Some((seq, list)) = self.parse_anchor(sub, &page) {
                     if newest.as_ref().is_none_or(|n| seq > n.0) {
                         newest = Some((seq, i, list));
                     }
+                    break;
                 }
             }
         }

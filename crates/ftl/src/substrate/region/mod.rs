@@ -58,9 +58,11 @@
 //! therefore first rewrites the record when it is [`ANCHOR_REFRESH`] old or older, or when
 //! its age is unknown (the first generation after a mount: the record carries no time) —
 //! one unit program, and an erase of the other anchor block every `slots` records; in a
-//! stepped generation each is a step of its own. Mount reads past a record that does not
-//! decode (newer ones may follow it); anchor records that exist but none of which decodes
-//! are an error, not a fixed region.
+//! stepped generation each is a step of its own. Mount finds the end of each anchor
+//! block's records by bisection (records fill a block's slots in order: about log2(slots)
+//! reads, not one per record) and takes the last record that decodes, reading back past
+//! ones that do not; anchor records that exist but none of which decodes are an error, not
+//! a fixed region.
 
 mod anchor;
 mod steps;
