@@ -630,6 +630,21 @@ fn scattered_writes_rotate_the_region(
     )
 }
 
+/// `preset` cut to 64 blocks, without wear failures, and a page FTL at 30 %
+/// over-provisioning and t = 4 with the automatic region.
+fn small_chip(preset: &str) -> (ChipConfig, PageFtlConfig) {
+    let mut chip = ChipConfig::preset(preset).unwrap();
+    chip.geometry.blocks_per_plane = 64 / chip.geometry.planes_per_die;
+    chip.reliability.wear_fail_rate = 0.0;
+    chip.reliability.wear_fail_growth = 0.0;
+    let fcfg = PageFtlConfig {
+        over_provisioning: 0.3,
+        ecc_t: 4,
+        ..Default::default()
+    };
+    (chip, fcfg)
+}
+
 /// The automatic region on a small chip (whose checkpoint fits one block) is large enough
 /// to rotate: a regression — it was 4 blocks, too few for rotation, erased at every
 /// checkpoint while the data blocks shared the writes, and on `tiny-mlc-sp` it wore out
@@ -637,15 +652,7 @@ fn scattered_writes_rotate_the_region(
 #[test]
 fn the_automatic_region_rotates_on_a_small_chip() {
     for preset in ["tiny-mlc", "tiny-slc"] {
-        let mut chip = ChipConfig::preset(preset).unwrap();
-        chip.geometry.blocks_per_plane = 64 / chip.geometry.planes_per_die;
-        chip.reliability.wear_fail_rate = 0.0;
-        chip.reliability.wear_fail_growth = 0.0;
-        let fcfg = PageFtlConfig {
-            over_provisioning: 0.3,
-            ecc_t: 4,
-            ..Default::default()
-        };
+        let (chip, fcfg) = small_chip(preset);
         assert!(fcfg.region_blocks(&chip).len() >= 6, "{preset}");
         let ctl = Controller::new(
             Chip::ram(chip).unwrap(),
@@ -715,19 +722,11 @@ fn anchor_records(
 /// a day or more after its newest record, and by the first after a mount: a regression — it
 /// was written only at format and at a swap, and on a worn chip under weak ECC (t = 8 at
 /// 3000 P/E, month-long idle periods) its newest record aged past the code and the volume
-/// no longer mounted. Mount reads past records that no longer decode to newer ones, and
+/// no longer mounted. Mount finds the newest record when older ones no longer decode, and
 /// refuses, naming the anchor, when none decodes.
 #[test]
 fn the_anchor_is_refreshed_and_mount_reads_past_a_worn_record() {
-    let mut chip = ChipConfig::preset("tiny-mlc").unwrap();
-    chip.geometry.blocks_per_plane = 64 / chip.geometry.planes_per_die;
-    chip.reliability.wear_fail_rate = 0.0;
-    chip.reliability.wear_fail_growth = 0.0;
-    let fcfg = PageFtlConfig {
-        over_provisioning: 0.3,
-        ecc_t: 4,
-        ..Default::default()
-    };
+    let (chip, fcfg) = small_chip("tiny-mlc");
     let region = fcfg.region_blocks(&chip);
     assert!(region.len() >= 6);
     let anchors = [region[0], region[1]];
