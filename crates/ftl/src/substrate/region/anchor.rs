@@ -12,6 +12,9 @@ use nand::{ErrorModel, Nanos, Storage};
 
 const ANCHOR_MAGIC: [u8; 4] = *b"NLAN";
 
+/// An anchor record's sequence number and list of region blocks.
+type AnchorRecord = (u64, Vec<u32>);
+
 /// What one [`Region::anchor_op`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum AnchorOp {
@@ -52,7 +55,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
 
     /// Parses an anchor record: its sequence number and block list, if it is whole and
     /// names only distinct blocks of the chip other than the anchors.
-    fn parse_anchor(&self, sub: &Substrate<S, M>, page: &[u8]) -> Option<(u64, Vec<u32>)> {
+    fn parse_anchor(&self, sub: &Substrate<S, M>, page: &[u8]) -> Option<AnchorRecord> {
         if page.len() < 24 || page[..4] != ANCHOR_MAGIC || page[4] != VERSION {
             return None;
         }
@@ -183,63 +186,14 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         sub: &mut Substrate<S, M>,
         now: Nanos,
     ) -> Result<(), FtlError> {
-        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
         let mut newest: Option<(u64, usize, Vec<u32>)> = None;
         let mut unreadable = false;
-        let slots = self.writer.slots();
         for i in 0..self.anchors.len() {
-            let b = self.anchors[i];
-            // Records are appended in slot order after an erase, so the programmed slots
-            // are a prefix: its end by bisection (about log2(slots) reads, not one per
-            // record), then the last record that decodes, reading back from the end.
-            let (mut lo, mut hi) = (0u32, slots);
-            // The last slot the bisection found decoding, with its record and bytes.
-            let mut seen: Option<(u32, OobRecord)> = None;
-            let mut seen_page = vec![0u8; page.len()];
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                match self
-                    .writer
-                    .read(sub, now, b, mid, &mut page, Cause::Mount)?
-                {
-                    Unit::Erased => hi = mid,
-                    Unit::Record(rec) => {
-                        seen = Some((mid, rec));
-                        seen_page.copy_from_slice(&page);
-                        lo = mid + 1;
-                    }
-                    Unit::Unreadable => lo = mid + 1,
-                }
-            }
-            for slot in (0..lo).rev() {
-                let rec = match seen {
-                    Some((at, rec)) if at == slot => {
-                        page.copy_from_slice(&seen_page);
-                        rec
-                    }
-                    _ => match self
-                        .writer
-                        .read(sub, now, b, slot, &mut page, Cause::Mount)?
-                    {
-                        Unit::Record(rec) => rec,
-                        // A record worn past the code, or a torn one: an older one may
-                        // still decode.
-                        Unit::Unreadable => {
-                            unreadable = true;
-                            continue;
-                        }
-                        Unit::Erased => continue,
-                    },
-                };
-                if rec.kind != PageKind::Meta(ANCHOR_KIND) {
-                    // Not an anchor block (a volume formatted before anchors existed).
-                    break;
-                }
-                if let Some((seq, list)) = self.parse_anchor(sub, &page) {
-                    if newest.as_ref().is_none_or(|n| seq > n.0) {
-                        newest = Some((seq, i, list));
-                    }
-                    break;
+            let (found, worn) = self.newest_in_block(sub, now, self.anchors[i])?;
+            unreadable |= worn;
+            if let Some((seq, list)) = found {
+                if newest.as_ref().is_none_or(|n| seq > n.0) {
+                    newest = Some((seq, i, list));
                 }
             }
         }
@@ -271,6 +225,68 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         self.anchor_at = None;
         self.anchor_written = None;
         Ok(())
+    }
+
+    /// The newest valid record in anchor block `b`, and whether a record read on the way
+    /// did not decode. Records are appended in slot order after an erase, so the programmed
+    /// slots are a prefix: its end by bisection (about log2(slots) reads, not one per
+    /// record), then the last record that decodes, reading back from the end.
+    fn newest_in_block(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        b: u32,
+    ) -> Result<(Option<AnchorRecord>, bool), FtlError> {
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
+        let (mut lo, mut hi) = (0u32, self.writer.slots());
+        // The last slot the bisection found decoding, with its record and bytes.
+        let mut seen: Option<(u32, OobRecord)> = None;
+        let mut seen_page = vec![0u8; page.len()];
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self
+                .writer
+                .read(sub, now, b, mid, &mut page, Cause::Mount)?
+            {
+                Unit::Erased => hi = mid,
+                Unit::Record(rec) => {
+                    seen = Some((mid, rec));
+                    seen_page.copy_from_slice(&page);
+                    lo = mid + 1;
+                }
+                Unit::Unreadable => lo = mid + 1,
+            }
+        }
+        let mut unreadable = false;
+        for slot in (0..lo).rev() {
+            let rec = match seen {
+                Some((at, rec)) if at == slot => {
+                    page.copy_from_slice(&seen_page);
+                    rec
+                }
+                _ => match self
+                    .writer
+                    .read(sub, now, b, slot, &mut page, Cause::Mount)?
+                {
+                    Unit::Record(rec) => rec,
+                    // A record worn past the code, or a torn one: an older one may still
+                    // decode.
+                    Unit::Unreadable => {
+                        unreadable = true;
+                        continue;
+                    }
+                    Unit::Erased => continue,
+                },
+            };
+            if rec.kind != PageKind::Meta(ANCHOR_KIND) {
+                // Not an anchor block (a volume formatted before anchors existed).
+                break;
+            }
+            if let Some(found) = self.parse_anchor(sub, &page) {
+                return Ok((Some(found), unreadable));
+            }
+        }
+        Ok((None, unreadable))
     }
 
     /// The region block to reuse next in place of `b` (about to be erased for a generation
