@@ -305,7 +305,8 @@ impl FlaresTables {
     #[inline]
     pub fn max_ret(&self, p: u32, pecycles: u32) -> Nanos {
         let np = self.cfg.t_max as usize;
-        let at = self.row(pecycles) as usize * np + (p.clamp(1, self.cfg.t_max) - 1) as usize;
+        // (`max`/`min`, not `clamp`: t_max ≥ 1 by validation; this runs on every read.)
+        let at = self.row(pecycles) as usize * np + (p.max(1).min(self.cfg.t_max) - 1) as usize;
         self.ret.get(at).copied().unwrap_or(Nanos::ZERO)
     }
 
@@ -461,25 +462,37 @@ impl FlaresCore {
     /// the strength to encode with (p_next, or the model's p for a page with no profile).
     #[inline]
     pub fn program(&self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
-        let t = if p.p_next == 0 {
-            self.tables.required_p(pecycles).0
-        } else if self.tables.row(pecycles) > self.tables.row(p.pecycles as u32) {
-            // p_next was estimated at the wear of the page's last program; the cells have
-            // cycled since. Carry the estimate forward by what the model's requirement
-            // grew over those cycles (0 or more), so wear between two estimations never
-            // leaves the page under-corrected.
-            let then = self.tables.required_p(p.pecycles as u32).0;
-            let now_p = self.tables.required_p(pecycles).0;
-            p.p_next as u32 + now_p.saturating_sub(then)
-        } else {
+        // The common case first: an estimate made at this P/E row.
+        let t = if p.p_next != 0 && self.tables.row(pecycles) <= self.tables.row(p.pecycles as u32)
+        {
             p.p_next as u32
+        } else {
+            self.first_or_carried(p, pecycles)
         };
-        let t = t.clamp(self.tables.cfg.t_min, self.tables.cfg.t_max);
+        // (`max`/`min`, not `clamp`: `validate` ensures t_min ≤ t_max, and `clamp`'s own
+        // check of that would sit on every program.)
+        let t = t.max(self.tables.cfg.t_min).min(self.tables.cfg.t_max);
         p.p_cur = t as u8;
         p.p_next = t as u8;
         p.pecycles = pecycles.min((1 << width::PECYCLES) - 1) as u16;
         p.writestamp = stamp(now);
         t
+    }
+
+    /// [`program`](Self::program)'s strength when the page has no estimate (the model's
+    /// requirement) or was last programmed at a lower P/E row: p_next was estimated at the
+    /// wear of the page's last program and the cells have cycled since, so the estimate is
+    /// carried forward by what the model's requirement grew over those cycles (0 or
+    /// more): wear between two estimations never leaves the page under-corrected. Once per
+    /// page per P/E row: out of the inlined program path.
+    #[inline(never)]
+    fn first_or_carried(&self, p: &Pprof, pecycles: u32) -> u32 {
+        if p.p_next == 0 {
+            return self.tables.required_p(pecycles).0;
+        }
+        let then = self.tables.required_p(p.pecycles as u32).0;
+        let now_p = self.tables.required_p(pecycles).0;
+        p.p_next as u32 + now_p.saturating_sub(then)
     }
 
     /// The page's retention at `now` (zero if unknown).

@@ -128,7 +128,7 @@ impl crate::policy::EccStrength for FlaresStrength {
         // A block's pages are programmed in order: fetch the profiles' next cache line
         // while this one is used (dozens of blocks fill at once, too many streams for
         // the CPU's own prefetcher).
-        self.prefetch_ahead(i, ctx.slot.page);
+        self.prefetch_ahead(i, ctx.page);
         self.core
             .program(&mut self.prof[i], ctx.erase_count, ctx.now)
     }

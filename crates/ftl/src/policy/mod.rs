@@ -208,11 +208,15 @@ impl Placement for MsbCritical {
     }
 }
 
-/// What an ECC-strength policy knows about a program.
+/// What an ECC-strength policy knows about a program: built for every program under an
+/// adaptive policy, so it carries the page's position as the FTL already has it (no
+/// die, bit or SLC look-ups a policy would not use).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProgramContext {
-    /// The slot.
-    pub slot: Slot,
+    /// Flat block index.
+    pub block: u32,
+    /// Page within the block.
+    pub page: u32,
     /// The same page as a flat page index (block · pages per block + page).
     pub phys: u32,
     /// P/E cycles of the block.

@@ -119,11 +119,12 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let t = match self.fixed_t {
             Some(t) => t,
             None => {
-                let b = self.block_of(phys);
+                let (block, page) = self.split(phys);
                 let ctx = ProgramContext {
-                    slot: self.slot(phys),
+                    block,
+                    page,
                     phys,
-                    erase_count: self.erase[b as usize],
+                    erase_count: self.erase[block as usize],
                     meta,
                     now,
                 };
