@@ -462,13 +462,26 @@ impl FlaresCore {
     /// the strength to encode with (p_next, or the model's p for a page with no profile).
     #[inline]
     pub fn program(&self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
-        // The common case first: an estimate made at this P/E row.
-        let t = if p.p_next != 0 && self.tables.row(pecycles) <= self.tables.row(p.pecycles as u32)
-        {
-            p.p_next as u32
-        } else {
-            self.first_or_carried(p, pecycles)
-        };
+        // The common case: an estimate made at this P/E row. The other case is a tail
+        // call, so this path saves no registers.
+        if p.p_next == 0 || self.tables.row(pecycles) > self.tables.row(p.pecycles as u32) {
+            return self.program_new_row(p, pecycles, now);
+        }
+        self.programmed(p, p.p_next as u32, pecycles, now)
+    }
+
+    /// [`program`](Self::program) for a page with no estimate or one made at a lower P/E
+    /// row ([`first_or_carried`](Self::first_or_carried)). Once per page per P/E row: out
+    /// of the inlined program path.
+    #[inline(never)]
+    fn program_new_row(&self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
+        let t = self.first_or_carried(p, pecycles);
+        self.programmed(p, t, pecycles, now)
+    }
+
+    /// Records a program at strength `t` (bounded to t_min..=t_max) in the profile.
+    #[inline(always)]
+    fn programmed(&self, p: &mut Pprof, t: u32, pecycles: u32, now: Nanos) -> u32 {
         // (`max`/`min`, not `clamp`: `validate` ensures t_min ≤ t_max, and `clamp`'s own
         // check of that would sit on every program.)
         let t = t.max(self.tables.cfg.t_min).min(self.tables.cfg.t_max);
@@ -484,8 +497,8 @@ impl FlaresCore {
     /// wear of the page's last program and the cells have cycled since, so the estimate is
     /// carried forward by what the model's requirement grew over those cycles (0 or
     /// more): wear between two estimations never leaves the page under-corrected. Once per
-    /// page per P/E row: out of the inlined program path.
-    #[inline(never)]
+    /// page per P/E row.
+    #[inline]
     fn first_or_carried(&self, p: &Pprof, pecycles: u32) -> u32 {
         if p.p_next == 0 {
             return self.tables.required_p(pecycles).0;
@@ -520,8 +533,9 @@ impl FlaresCore {
     }
 
     /// Alg. 1 for a read (`deterr` corrected bits, or a failed decode) and then, every
-    /// WSIZE operations, Alg. 2; the retention check runs on every read.
-    #[inline]
+    /// WSIZE operations, Alg. 2; the retention check runs on every read. (Always inlined:
+    /// it is the policy's per-read path.)
+    #[inline(always)]
     pub fn read(
         &self,
         p: &mut Pprof,

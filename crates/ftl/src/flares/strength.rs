@@ -109,6 +109,35 @@ impl FlaresStrength {
         true
     }
 
+    /// Alg. 1 (and 2) for a read of a page whose profile is cached.
+    #[inline(always)]
+    fn read_cached(
+        &mut self,
+        fb: &crate::policy::ReadFeedback,
+        c: &mut EccPolicyCounters,
+    ) -> Option<crate::policy::Alarm> {
+        let i = fb.phys as usize;
+        let out = self
+            .core
+            .read(&mut self.prof[i], fb.corrected, fb.failed, fb.now, c);
+        (out == Outcome::Rewrite).then_some(crate::policy::Alarm::Rewrite { page: i as u32 })
+    }
+
+    /// A read of a page whose profile is not cached: loaded first (`load`), then as
+    /// [`read_cached`](Self::read_cached); nothing for a page FLARES does not watch.
+    #[cold]
+    #[inline(never)]
+    fn read_uncached(
+        &mut self,
+        fb: &crate::policy::ReadFeedback,
+        c: &mut EccPolicyCounters,
+    ) -> Option<crate::policy::Alarm> {
+        if !self.load(fb.phys as usize, fb, c) {
+            return None;
+        }
+        self.read_cached(fb, c)
+    }
+
     /// The profile of flat page `page`.
     pub fn profile(&self, page: u32) -> Pprof {
         self.prof[page as usize]
@@ -141,12 +170,11 @@ impl crate::policy::EccStrength for FlaresStrength {
         let i = fb.phys as usize;
         // (GC reads a victim's pages in order.)
         self.prefetch_ahead(i, fb.page);
-        if self.prof[i].p_cur == 0 && !self.load(i, fb, c) {
-            return None;
+        if self.prof[i].p_cur == 0 {
+            // (A tail call: the common path saves no registers for it.)
+            return self.read_uncached(fb, c);
         }
-        let p = &mut self.prof[i];
-        let out = self.core.read(p, fb.corrected, fb.failed, fb.now, c);
-        (out == Outcome::Rewrite).then_some(crate::policy::Alarm::Rewrite { page: i as u32 })
+        self.read_cached(fb, c)
     }
 
     fn on_erase(&mut self, block: u32) {
