@@ -258,8 +258,8 @@ fn combined_vs_page(a: &BenchArgs) -> Result<()> {
     )
 }
 
-/// Preconditions two devices, runs both workloads on them in alternating paired windows
-/// and prints the comparison ([`paired_report`]).
+/// Preconditions two devices, runs both workloads on them (`requests` per phase) in
+/// alternating paired windows and prints the comparison ([`paired_report`]).
 fn side_by_side(
     requests: u64,
     devices: [sim::Experiment; 2],

@@ -470,12 +470,21 @@ impl FlaresCore {
         self.programmed(p, p.p_next as u32, pecycles, now)
     }
 
-    /// [`program`](Self::program) for a page with no estimate or one made at a lower P/E
-    /// row ([`first_or_carried`](Self::first_or_carried)). Once per page per P/E row: out
+    /// [`program`](Self::program) for a page with no estimate (the model's requirement)
+    /// or one made at a lower P/E row: p_next was estimated at the wear of the page's last
+    /// program and the cells have cycled since, so the estimate is carried forward by what
+    /// the model's requirement grew over those cycles (0 or more): wear between two
+    /// estimations never leaves the page under-corrected. Once per page per P/E row: out
     /// of the inlined program path.
     #[inline(never)]
     fn program_new_row(&self, p: &mut Pprof, pecycles: u32, now: Nanos) -> u32 {
-        let t = self.first_or_carried(p, pecycles);
+        let t = if p.p_next == 0 {
+            self.tables.required_p(pecycles).0
+        } else {
+            let then = self.tables.required_p(p.pecycles as u32).0;
+            let now_p = self.tables.required_p(pecycles).0;
+            p.p_next as u32 + now_p.saturating_sub(then)
+        };
         self.programmed(p, t, pecycles, now)
     }
 
@@ -490,22 +499,6 @@ impl FlaresCore {
         p.pecycles = pecycles.min((1 << width::PECYCLES) - 1) as u16;
         p.writestamp = stamp(now);
         t
-    }
-
-    /// [`program`](Self::program)'s strength when the page has no estimate (the model's
-    /// requirement) or was last programmed at a lower P/E row: p_next was estimated at the
-    /// wear of the page's last program and the cells have cycled since, so the estimate is
-    /// carried forward by what the model's requirement grew over those cycles (0 or
-    /// more): wear between two estimations never leaves the page under-corrected. Once per
-    /// page per P/E row.
-    #[inline]
-    fn first_or_carried(&self, p: &Pprof, pecycles: u32) -> u32 {
-        if p.p_next == 0 {
-            return self.tables.required_p(pecycles).0;
-        }
-        let then = self.tables.required_p(p.pecycles as u32).0;
-        let now_p = self.tables.required_p(pecycles).0;
-        p.p_next as u32 + now_p.saturating_sub(then)
     }
 
     /// The page's retention at `now` (zero if unknown).

@@ -254,10 +254,18 @@ impl RamStorage {
         // CPU's own prefetcher: without the hint, every program whose slot starts a new
         // cache line waits for that line (measured: 5 points of `nandlab bench`'s
         // FLARES/fixed ratio, whose FLARES slots are larger).
-        if let Some(Some(blk)) = self.blocks.get(at.0) {
-            let next = (at.1 + 1) * self.stride;
-            crate::hint::prefetch(blk.slots(), next);
-            crate::hint::prefetch(blk.slots(), next + kept.saturating_sub(1));
+        self.prefetch_slot(at.0, at.1 + 1);
+    }
+
+    /// Hints the CPU to load the kept bytes of page `p` of block `b`: the lines of its
+    /// slot's first and last byte (a slot may end on the next line: see [`stride`]).
+    /// Nothing for a block without a buffer or a page past its end.
+    #[inline]
+    fn prefetch_slot(&self, b: usize, p: usize) {
+        if let Some(Some(blk)) = self.blocks.get(b) {
+            let at = p * self.stride;
+            crate::hint::prefetch(blk.slots(), at);
+            crate::hint::prefetch(blk.slots(), at + self.kept.saturating_sub(1));
         }
     }
 }
@@ -351,12 +359,7 @@ impl Storage for RamStorage {
 
     fn prefetch(&self, page: u64) {
         let (b, p) = self.split(page);
-        if let Some(Some(blk)) = self.blocks.get(b) {
-            let at = p * self.stride;
-            crate::hint::prefetch(blk.slots(), at);
-            // (A slot may end on the next line: see `stride`.)
-            crate::hint::prefetch(blk.slots(), at + self.kept.saturating_sub(1));
-        }
+        self.prefetch_slot(b, p);
         if let Some(f) = &self.frames {
             crate::hint::prefetch(&f.of, page as usize);
         }
