@@ -213,7 +213,8 @@ fi
 echo "-- throughput: 4 KiB random writes (queue depth 16, 2.5x the export: GC active) and reads,"
 echo "   nandlab, nandlab over TLS and qemu-nbd on a raw file, 3 alternating rounds, medians;"
 echo "   servers on CPU 0 and fio on CPU 1 when there are two (the client's own TLS work then"
-echo "   does not run on the server's CPU), and each server's CPU time per request"
+echo "   does not run on the server's CPU), and the CPU time per request of each server and of"
+echo "   fio (the client: fio + libnbd + GnuTLS; what limits IOPS when it is the busier side)"
 if have fio && have qemu-nbd && fio --enghelp 2>/dev/null | grep -qw nbd; then
   perf=(--bs=4k --iodepth=16 --randrepeat=1 --output-format=json)
   pin_server=() pin_client=()
@@ -221,7 +222,7 @@ if have fio && have qemu-nbd && fio --enghelp 2>/dev/null | grep -qw nbd; then
   cpu_ticks() { # cpu_ticks PID: user + system time of the process, in clock ticks
     awk '{ print $14 + $15 }' "/proc/$1/stat"
   }
-  run_perf() { # run_perf URL NAME RW IO_SIZE SERVER_PID: "IOPS server-CPU-µs-per-request"
+  run_perf() { # run_perf URL NAME RW IO_SIZE SERVER_PID: "IOPS server-µs/request client-µs/request"
     local before after
     before=$(cpu_ticks "$5")
     timeout 600 "${pin_client[@]}" fio --name="$2" --ioengine=nbd --uri="$1" --rw="$3" --io_size="$4" "${perf[@]}" \
@@ -229,8 +230,11 @@ if have fio && have qemu-nbd && fio --enghelp 2>/dev/null | grep -qw nbd; then
     after=$(cpu_ticks "$5")
     python3 -c 'import json, sys
 t = open(sys.argv[1]).read(); j = json.loads(t[t.index("{"):])["jobs"][0][sys.argv[2]]
+job = json.loads(t[t.index("{"):])["jobs"][0]
 ticks = int(sys.argv[4]) - int(sys.argv[3])
-print(round(j["iops"]), round(ticks * 1e6 / int(sys.argv[5]) / max(j["total_ios"], 1), 2))' \
+ios = max(j["total_ios"], 1)
+client = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] * 1e3 / ios
+print(round(j["iops"]), round(ticks * 1e6 / int(sys.argv[5]) / ios, 2), round(client, 2))' \
       "$work/$2.json" "$([[ $3 == *write* ]] && echo write || echo read)" "$before" "$after" "$(getconf CLK_TCK)"
   }
   new_disk perf
@@ -285,9 +289,10 @@ print(round(j["iops"]), round(ticks * 1e6 / int(sys.argv[5]) / max(j["total_ios"
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, w, wcpu, r, rcpu = line.split()
-    runs.setdefault(name, []).append((int(w), int(r), float(wcpu), float(rcpu)))
-med = {n: [statistics.median(x[i] for x in v) for i in range(4)] for n, v in runs.items()}
+    name, w, wcpu, wcli, r, rcpu, rcli = line.split()
+    runs.setdefault(name, []).append(
+        (int(w), int(r), float(wcpu), float(rcpu), float(wcli), float(rcli)))
+med = {n: [statistics.median(x[i] for x in v) for i in range(6)] for n, v in runs.items()}
 def table(title, cols, fmt):
     print(f"   {title:24}" + "".join(f"{n:>10}" for n in med) + "   nandlab/qemu-nbd   TLS/plain")
     for i, op in cols:
@@ -297,6 +302,7 @@ def table(title, cols, fmt):
         print(f"   {op:24}{row}   {q:15.2f}x   {t:>9}")
 table("IOPS (median of 3)", [(0, "4 KiB randwrite"), (1, "4 KiB randread")], ".0f")
 table("server CPU µs/request", [(2, "4 KiB randwrite"), (3, "4 KiB randread")], ".2f")
+table("client CPU µs/request", [(4, "4 KiB randwrite"), (5, "4 KiB randread")], ".2f")
 PY
   echo "   nandlab FTL after the runs: $stats" | cut -c1-400
   stop_server TERM

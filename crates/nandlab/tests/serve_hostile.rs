@@ -306,6 +306,105 @@ fn simple_reply(c: &mut Client, len: usize) -> (u32, u64, Vec<u8>) {
     (err, cookie, d)
 }
 
+/// READ payloads up to 32 KiB are read straight into the reply queue and batch with other
+/// replies; larger ones go out from the piece buffer. Across that boundary, with the queue
+/// filling past its limit mid-burst, interleaved errors and a write between reads, every
+/// reply carries exactly the volume's bytes, in order — with simple and structured replies.
+#[test]
+fn queued_read_payloads_are_exact_at_every_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("q.chip");
+    let p = port(6);
+    let _srv = Server::start(&image, true, p);
+    let (mut c, size) = Client::connect(p);
+    let mut model: Vec<u8> = (0..192 * 1024usize)
+        .map(|i| (i * 7 + i / 4096) as u8 % 251 + 1)
+        .collect();
+    assert_eq!(c.write(0, &model, false), 0);
+
+    // (offset, length, write this byte over the range instead of reading it).
+    let mut burst: Vec<(u64, u32, Option<u8>)> = vec![
+        (0, 1, None),
+        (1, 511, None),
+        (4095, 4096, None),
+        (0, 32 * 1024 - 1, None),
+        (3, 32 * 1024, None),
+        (5, 32 * 1024 + 1, None),
+        (size - 10, 100, None), // out of range: EINVAL
+        (0, 64 * 1024, None),
+        (8192, 4096, Some(0xEE)),
+        (8000, 4096 + 500, None), // sees the write
+        (100, 68 * 1024, None),
+    ];
+    for i in 0..40u64 {
+        burst.push((i * 1000, 32 * 1024, None)); // queue limit passed several times
+    }
+    let first = c.cookie + 1;
+    for &(off, len, w) in &burst {
+        match w {
+            Some(b) => c.send(1, 0, off, len, &vec![b; len as usize]),
+            None => c.send(0, 0, off, len, &[]),
+        }
+    }
+    for (k, &(off, len, w)) in burst.iter().enumerate() {
+        let out = off + len as u64 > size;
+        let (err, cookie, d) = simple_reply(&mut c, if w.is_some() { 0 } else { len as usize });
+        assert_eq!(cookie, first + k as u64, "reply {k}");
+        assert_eq!(err, if out { EINVAL } else { 0 }, "reply {k}");
+        match w {
+            Some(b) => model[off as usize..(off + len as u64) as usize].fill(b),
+            None if !out => assert!(
+                d == model[off as usize..(off + len as u64) as usize],
+                "read {k}: {off}+{len}"
+            ),
+            None => {}
+        }
+    }
+    // A lone small read is answered at once.
+    c.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(c.read(8190, 10), model[8190..8200].to_vec());
+
+    // Structured replies: pipelined reads, streamed (one chunk each here) and DF.
+    let mut s = Client::raw(p);
+    assert_eq!(s.opt(8, &[]).last().unwrap().0, ACK);
+    s.go("");
+    let reads: Vec<(u64, u32, u16)> = (0..24u64)
+        .map(|i| {
+            (
+                i * 5000,
+                [1u32, 4096, 32 * 1024, 40 * 1024][i as usize % 4],
+                (i as u16 % 3 == 0) as u16 * 4,
+            )
+        })
+        .collect();
+    let first = s.cookie + 1;
+    for &(off, len, flags) in &reads {
+        s.send(0, flags, off, len, &[]);
+    }
+    for (k, &(off, len, _)) in reads.iter().enumerate() {
+        let mut h = [0u8; 20];
+        s.s.read_exact(&mut h).unwrap();
+        assert_eq!(u32::from_be_bytes(h[..4].try_into().unwrap()), 0x668e_33ef);
+        assert_eq!(
+            u64::from_be_bytes(h[8..16].try_into().unwrap()),
+            first + k as u64
+        );
+        assert_eq!(
+            (h[5] & 1, u16::from_be_bytes([h[6], h[7]])),
+            (1, 1),
+            "read {k}: one done data chunk"
+        );
+        let n = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+        let mut d = vec![0u8; n];
+        s.s.read_exact(&mut d).unwrap();
+        assert_eq!(u64::from_be_bytes(d[..8].try_into().unwrap()), off);
+        assert!(
+            d[8..] == model[off as usize..(off + len as u64) as usize],
+            "read {k}: {off}+{len}"
+        );
+    }
+}
+
 /// Replies are corked while requests are already buffered: a pipelined burst gets every
 /// reply, in order, with the right data; a lone request is answered without the client
 /// sending anything more; replies of a burst that ends in a DISC, or in a protocol error,

@@ -8,17 +8,20 @@ use std::net::TcpStream;
 /// The connection: plain TCP (reads buffered, so a request header is one system call, not
 /// six), or TLS over it after STARTTLS (rustls buffers the plaintext itself).
 ///
-/// Replies are corked in transmission: [`send`](Conn::send) queues them, and they go out
-/// together when the server is about to wait for the client
-/// ([`flush_if_idle`](Conn::flush_if_idle): no whole request header is buffered) or when a
-/// queue passes [`CORK_LIMIT`]. A client that pipelines (queue depth 16) then gets the
-/// replies of a burst of requests in one system call — and under TLS in one record, which
-/// it decrypts once instead of once per reply. A reply is never held while the server
-/// waits for the client, so a client that waits for replies before sending more cannot
-/// stall.
+/// Replies are corked in transmission: [`send`](Conn::send) and
+/// [`send_filled`](Conn::send_filled) queue them, and they go out together when the server
+/// is about to wait for the client ([`flush_if_idle`](Conn::flush_if_idle): no whole
+/// request header is buffered) or when a queue would pass [`CORK_LIMIT`]. A client that
+/// pipelines (queue depth 16) then gets the replies of a burst of requests in one system
+/// call — and under TLS in one record, which it decrypts once instead of once per reply.
+/// Small READ payloads (up to [`QUEUED_PAYLOAD`]) are read by the volume straight into the
+/// queue, so their replies batch too, without a copy. A reply is never held while the
+/// server waits for the client, so a client that waits for replies before sending more
+/// cannot stall. The queue holds at most [`CORK_LIMIT`] bytes plus one reply.
 pub(super) enum Conn {
-    /// Plain TCP, and the small replies queued (a reply with a payload goes out at once,
-    /// with the queue before it, in one vectored write: payloads are not copied).
+    /// Plain TCP, and the replies queued (a reply with a payload larger than
+    /// [`QUEUED_PAYLOAD`] goes out at once, with the queue before it, in one vectored
+    /// write: payloads are not copied).
     Plain(BufReader<TcpStream>, Vec<u8>),
     /// The stream, and the replies queued: rustls makes a record (and a system call) per
     /// write, so queued replies go in as one.
@@ -32,8 +35,13 @@ pub(super) enum Conn {
 pub(super) const CORK_LIMIT: usize = 64 << 10;
 
 /// A reply up to this size (headers, errors, small block-status lists) is queued in plain
-/// TCP; a larger one carries a payload and goes out at once.
+/// TCP by [`Conn::send`]; a larger one carries a payload and goes out at once.
 const SMALL_REPLY: usize = 512;
+
+/// A READ payload up to this size is produced in the reply queue itself
+/// ([`Conn::send_filled`]); a larger one is read into the connection's piece buffer and sent
+/// from there (plain TCP: one vectored write, so one system call carries many pages).
+pub(super) const QUEUED_PAYLOAD: usize = 32 << 10;
 
 /// A request header's size: less buffered than this means reading the next one may wait.
 const HEADER: usize = 28;
@@ -96,6 +104,38 @@ impl Conn {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Queues one reply made of `head` and `n` payload bytes that `fill` writes straight
+    /// into the queue (no copy; the queue is written out first if the reply would take it
+    /// past [`CORK_LIMIT`]). If `fill` fails, nothing is queued and its error is returned,
+    /// for the caller to send an error reply instead. `head.len() + n` must not pass
+    /// [`CORK_LIMIT`] (it is at most a header and [`QUEUED_PAYLOAD`]).
+    pub(super) fn send_filled(
+        &mut self,
+        head: &[u8],
+        n: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), u32>,
+    ) -> io::Result<Result<(), u32>> {
+        debug_assert!(head.len() + n <= CORK_LIMIT);
+        if self.queue().len() + head.len() + n > CORK_LIMIT {
+            self.flush_replies()?;
+        }
+        let queued = self.queue();
+        let start = queued.len();
+        queued.extend_from_slice(head);
+        queued.resize(start + head.len() + n, 0);
+        if let Err(e) = fill(&mut queued[start + head.len()..]) {
+            queued.truncate(start);
+            return Ok(Err(e));
+        }
+        Ok(Ok(()))
+    }
+
+    fn queue(&mut self) -> &mut Vec<u8> {
+        match self {
+            Conn::Plain(_, q) | Conn::Tls(_, q) => q,
         }
     }
 
@@ -208,17 +248,29 @@ pub(super) fn write_all_vectored(w: &mut impl Write, bufs: &mut [IoSlice<'_>]) -
     w.flush()
 }
 
-pub(super) fn simple_reply(
-    conn: &mut Conn,
-    cookie: u64,
-    error: u32,
-    data: &[u8],
-) -> io::Result<()> {
+/// A simple reply's header.
+pub(super) fn simple_header(cookie: u64, error: u32) -> [u8; 16] {
     let mut h = [0u8; 16];
     h[..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
     h[4..8].copy_from_slice(&error.to_be_bytes());
     h[8..].copy_from_slice(&cookie.to_be_bytes());
-    conn.send(&[&h, data])
+    h
+}
+
+/// A simple reply without payload.
+pub(super) fn simple_reply(conn: &mut Conn, cookie: u64, error: u32) -> io::Result<()> {
+    conn.send(&[&simple_header(cookie, error)])
+}
+
+/// A structured reply chunk's header, for a payload of `len` bytes.
+pub(super) fn chunk_header(cookie: u64, flags: u16, kind: u16, len: usize) -> [u8; 20] {
+    let mut h = [0u8; 20];
+    h[..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    h[4..6].copy_from_slice(&flags.to_be_bytes());
+    h[6..8].copy_from_slice(&kind.to_be_bytes());
+    h[8..16].copy_from_slice(&cookie.to_be_bytes());
+    h[16..].copy_from_slice(&(len as u32).to_be_bytes());
+    h
 }
 
 /// One structured reply chunk: header, then `parts` as its payload.
@@ -230,12 +282,7 @@ pub(super) fn chunk(
     parts: &[&[u8]],
 ) -> io::Result<()> {
     let len: usize = parts.iter().map(|p| p.len()).sum();
-    let mut h = [0u8; 20];
-    h[..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
-    h[4..6].copy_from_slice(&flags.to_be_bytes());
-    h[6..8].copy_from_slice(&kind.to_be_bytes());
-    h[8..16].copy_from_slice(&cookie.to_be_bytes());
-    h[16..].copy_from_slice(&(len as u32).to_be_bytes());
+    let h = chunk_header(cookie, flags, kind, len);
     let mut all: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
     all.push(&h);
     all.extend_from_slice(parts);

@@ -35,7 +35,7 @@
 mod conn;
 mod handshake;
 
-use conn::{chunk, drain, error_chunk, protocol, simple_reply, Conn};
+use conn::{chunk, chunk_header, drain, error_chunk, protocol, simple_header, simple_reply, Conn};
 use handshake::{handshake, Handshake};
 use std::io::{self, BufReader, Read};
 use std::net::TcpStream;
@@ -365,7 +365,7 @@ where
                     None
                 };
                 match (st.structured, err) {
-                    (false, Some(e)) => simple_reply(conn, cookie, e, &[])?,
+                    (false, Some(e)) => simple_reply(conn, cookie, e)?,
                     (true, Some(e)) => error_chunk(conn, cookie, e)?,
                     (structured, None) if !structured || flags & CMD_FLAG_DF != 0 => {
                         // The whole payload at once: up to a piece in the connection's own
@@ -379,18 +379,12 @@ where
                             big = vec![0u8; n];
                             &mut big
                         };
-                        let r = with(&mut |e| e.read_at(offset, buf));
-                        match (structured, r) {
-                            (false, Ok(())) => simple_reply(conn, cookie, 0, buf)?,
-                            (false, Err(e)) => simple_reply(conn, cookie, e, &[])?,
-                            (true, Ok(())) => chunk(
-                                conn,
-                                cookie,
-                                REPLY_FLAG_DONE,
-                                REPLY_TYPE_OFFSET_DATA,
-                                &[&offset.to_be_bytes(), buf],
-                            )?,
-                            (true, Err(e)) => error_chunk(conn, cookie, e)?,
+                        let done = structured.then_some(REPLY_FLAG_DONE);
+                        if let Err(e) = data_reply(conn, cookie, done, offset, buf, with)? {
+                            match structured {
+                                false => simple_reply(conn, cookie, e)?,
+                                true => error_chunk(conn, cookie, e)?,
+                            }
                         }
                     }
                     (_, None) => {
@@ -400,24 +394,17 @@ where
                         while done < len as usize {
                             let n = (len as usize - done).min(CHUNK);
                             let at = offset + done as u64;
-                            let buf = &mut piece[..n];
-                            if let Err(e) = with(&mut |x| x.read_at(at, buf)) {
-                                error_chunk(conn, cookie, e)?;
-                                break;
-                            }
-                            done += n;
-                            let last = if done == len as usize {
+                            let last = if done + n == len as usize {
                                 REPLY_FLAG_DONE
                             } else {
                                 0
                             };
-                            chunk(
-                                conn,
-                                cookie,
-                                last,
-                                REPLY_TYPE_OFFSET_DATA,
-                                &[&at.to_be_bytes(), &piece[..n]],
-                            )?;
+                            let buf = &mut piece[..n];
+                            if let Err(e) = data_reply(conn, cookie, Some(last), at, buf, with)? {
+                                error_chunk(conn, cookie, e)?;
+                                break;
+                            }
+                            done += n;
                         }
                         if len == 0 {
                             chunk(conn, cookie, REPLY_FLAG_DONE, REPLY_TYPE_NONE, &[])?;
@@ -432,7 +419,7 @@ where
                 }
                 if !in_range || !flags_ok {
                     drain(conn, len as usize, piece)?;
-                    simple_reply(conn, cookie, EINVAL, &[])?;
+                    simple_reply(conn, cookie, EINVAL)?;
                     continue;
                 }
                 // Streamed: each piece is written before the next is read. Pieces end on
@@ -455,7 +442,7 @@ where
                 if failed.is_none() && fua {
                     failed = with(&mut |x| x.flush()).err();
                 }
-                simple_reply(conn, cookie, failed.unwrap_or(0), &[])?;
+                simple_reply(conn, cookie, failed.unwrap_or(0))?;
             }
             CMD_DISC => {
                 let _ = with(&mut |e| e.flush());
@@ -467,7 +454,7 @@ where
                 } else {
                     EINVAL
                 };
-                simple_reply(conn, cookie, e, &[])?;
+                simple_reply(conn, cookie, e)?;
             }
             CMD_TRIM | CMD_WRITE_ZEROES => {
                 let e = if !in_range || !flags_ok {
@@ -481,7 +468,7 @@ where
                         .err()
                         .unwrap_or(0)
                 };
-                simple_reply(conn, cookie, e, &[])?;
+                simple_reply(conn, cookie, e)?;
             }
             CMD_BLOCK_STATUS if st.structured => {
                 if !st.allocation || !flags_ok || !in_range || len == 0 {
@@ -518,7 +505,48 @@ where
                 }
             }
             _ if st.structured => error_chunk(conn, cookie, EINVAL)?,
-            _ => simple_reply(conn, cookie, EINVAL, &[])?,
+            _ => simple_reply(conn, cookie, EINVAL)?,
         }
     }
+}
+
+/// Sends the data of a READ: `buf.len()` bytes at `at`, read by the volume, as a simple
+/// reply (`structured` = `None`) or as one `OFFSET_DATA` chunk with the given flags. A
+/// payload up to [`QUEUED_PAYLOAD`](conn::QUEUED_PAYLOAD) is read straight into the reply
+/// queue (it then batches with other replies); a larger one is read into `buf` and sent
+/// from there. If the read fails nothing is sent, and its error is returned for the caller's
+/// error reply.
+fn data_reply<F>(
+    conn: &mut Conn,
+    cookie: u64,
+    structured: Option<u16>,
+    at: u64,
+    buf: &mut [u8],
+    with: &mut F,
+) -> io::Result<Result<(), u32>>
+where
+    F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+{
+    let n = buf.len();
+    let mut read = |b: &mut [u8]| with(&mut |e| e.read_at(at, b));
+    let mut h = [0u8; 28];
+    let head: &[u8] = match structured {
+        None => {
+            h[..16].copy_from_slice(&simple_header(cookie, 0));
+            &h[..16]
+        }
+        Some(flags) => {
+            h[..20].copy_from_slice(&chunk_header(cookie, flags, REPLY_TYPE_OFFSET_DATA, n + 8));
+            h[20..].copy_from_slice(&at.to_be_bytes());
+            &h
+        }
+    };
+    if n <= conn::QUEUED_PAYLOAD {
+        return conn.send_filled(head, n, read);
+    }
+    if let Err(e) = read(buf) {
+        return Ok(Err(e));
+    }
+    conn.send(&[head, buf])?;
+    Ok(Ok(()))
 }
