@@ -309,3 +309,53 @@ pub(super) fn drain(r: &mut impl Read, mut len: usize, buf: &mut [u8]) -> io::Re
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A plain connection and the peer's end of its socket.
+    fn pair() -> (Conn, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        (Conn::Plain(BufReader::new(server), Vec::new()), client)
+    }
+
+    /// A reply whose payload fails to fill leaves the queue as it was; the queue is written
+    /// out before a reply would take it past the limit, and never holds more than the limit.
+    #[test]
+    fn send_filled_queues_exact_bytes_and_drops_failed_fills() {
+        let (mut conn, mut peer) = pair();
+        simple_reply(&mut conn, 1, 0).unwrap();
+        let r = conn.send_filled(b"head", 100, |b| {
+            b.fill(9);
+            Err(5)
+        });
+        assert_eq!(r.unwrap(), Err(5));
+        assert_eq!(
+            conn.queue().len(),
+            16,
+            "the failed reply left nothing behind"
+        );
+        let mut expect = simple_header(1, 0).to_vec();
+        for k in 0..5u8 {
+            let n = QUEUED_PAYLOAD - k as usize;
+            let r = conn.send_filled(&[k; 3], n, |b| {
+                assert_eq!(b.len(), n);
+                b.fill(k + 1);
+                Ok(())
+            });
+            assert_eq!(r.unwrap(), Ok(()));
+            assert!(conn.queue().len() <= CORK_LIMIT);
+            expect.extend_from_slice(&[k; 3]);
+            expect.extend(std::iter::repeat_n(k + 1, n));
+        }
+        conn.flush_replies().unwrap();
+        assert!(conn.queue().is_empty());
+        let mut got = vec![0u8; expect.len()];
+        peer.read_exact(&mut got).unwrap();
+        assert!(got == expect);
+    }
+}

@@ -23,7 +23,10 @@
 //!
 //! Memory: a WRITE payload is streamed from the socket in chunks of at most [`CHUNK`] bytes,
 //! each written before the next is read; a structured READ is streamed the same way, each
-//! connection reusing one piece buffer. Only a simple-reply READ (and a DF READ) longer
+//! connection reusing one piece buffer. A READ payload up to 32 KiB is read straight into
+//! the connection's reply queue (at most 64 KiB and one reply; see `conn::Conn`), so the
+//! replies of pipelined small READs leave in one system call, uncopied. Only a
+//! simple-reply READ (and a DF READ) longer
 //! than a piece needs its whole payload at once: that buffer is taken from a [`Budget`]
 //! shared by all connections, so the total is bounded, and freed when the reply is sent
 //! (header and payload go out in one vectored write, no copy). A client that leaves a reply
