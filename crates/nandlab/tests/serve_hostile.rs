@@ -373,7 +373,7 @@ fn queued_read_payloads_are_exact_at_every_size() {
             (
                 i * 5000,
                 [1u32, 4096, 32 * 1024, 40 * 1024][i as usize % 4],
-                (i as u16 % 3 == 0) as u16 * 4,
+                if i % 3 == 0 { 4 } else { 0 },
             )
         })
         .collect();
