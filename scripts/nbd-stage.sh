@@ -282,7 +282,6 @@ print(round(j["iops"]), round(ticks * 1e6 / int(sys.argv[5]) / ios, 2), round(cl
       echo "$name $w $r" >>"$work/perf.txt"
     done
   done
-  if [ -n "${made_pki:-}" ]; then rm -rf "$made_pki"; rmdir /etc/pki 2>/dev/null || true; made_pki=; fi
   kill -USR1 "$plain_pid"; sleep 0.3
   stats=$(tail -1 "$work/serve.err")
   python3 - "$work/perf.txt" <<'PY'
@@ -304,6 +303,45 @@ table("IOPS (median of 3)", [(0, "4 KiB randwrite"), (1, "4 KiB randread")], ".0
 table("server CPU µs/request", [(2, "4 KiB randwrite"), (3, "4 KiB randread")], ".2f")
 table("client CPU µs/request", [(4, "4 KiB randwrite"), (5, "4 KiB randread")], ".2f")
 PY
+  # Where TLS's write cost lies: libnbd sends a WRITE's header and payload in two send
+  # calls, joined into one TCP segment in plaintext (MSG_MORE) but not over TLS (two records,
+  # two segments). An LD_PRELOAD shim swaps that one behaviour in fio's client, both ways.
+  if [ -n "${tls_pid:-}" ] && have cc &&
+    cc -O2 -shared -fPIC -o "$work/shim.so" "$root/scripts/nbd-send-shim.c" -ldl 2>"$work/shim.err"; then
+    : >"$work/split.txt"
+    for round in 1 2 3; do
+      for v in "plain nbd://127.0.0.1:$port/ $plain_pid none" \
+        "plain-split nbd://127.0.0.1:$port/ $plain_pid split" \
+        "TLS nbds://127.0.0.1:$tport/ $tls_pid none" \
+        "TLS-cork nbds://127.0.0.1:$tport/ $tls_pid cork"; do
+        read -r name u spid mode <<<"$v"
+        w=$(HOME=$work/home SHIM_MODE=$mode LD_PRELOAD=$work/shim.so run_perf "$u" "$name-s$round" randwrite "$gc" "$spid")
+        echo "$name $w" >>"$work/split.txt"
+      done
+    done
+    echo "   TLS cost split, 4 KiB randwrite, medians of 3 (the shim, scripts/nbd-send-shim.c,"
+    echo "   changes only how fio's libnbd cuts a WRITE into TCP segments):"
+    python3 - "$work/split.txt" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, iops, srv, cli = line.split()
+    runs.setdefault(name, []).append((int(iops), float(srv), float(cli)))
+med = {n: [statistics.median(x[i] for x in v) for i in range(3)] for n, v in runs.items()}
+label = {
+    "plain": "plaintext (libnbd: header+payload, 1 segment)",
+    "plain-split": "plaintext, header in its own segment",
+    "TLS": "TLS (libnbd: 2 records, 2 segments)",
+    "TLS-cork": "TLS, the 2 records in 1 segment",
+}
+print(f"   {'client':48}{'IOPS':>8}{'server µs':>11}{'client µs':>11}{'IOPS/plain':>12}")
+for n, (iops, srv, cli) in med.items():
+    print(f"   {label[n]:48}{iops:8.0f}{srv:11.2f}{cli:11.2f}{iops / med['plain'][0]:11.2f}x")
+PY
+  else
+    echo "   (TLS cost split skipped: no TLS server or no C compiler for the shim)"
+  fi
+  if [ -n "${made_pki:-}" ]; then rm -rf "$made_pki"; rmdir /etc/pki 2>/dev/null || true; made_pki=; fi
   echo "   nandlab FTL after the runs: $stats" | cut -c1-400
   stop_server TERM
 else
