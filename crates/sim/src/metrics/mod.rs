@@ -1,0 +1,89 @@
+//! Metrics of a run (latency histograms and counts per request kind) and the report built
+//! from them: its parts and their building in `report`, its output forms (JSON, CSV, metrics
+//! by dotted name) in `export`.
+
+use crate::request::ReqKind;
+use hdrhistogram::Histogram;
+use nand::Nanos;
+
+mod export;
+mod report;
+
+pub(crate) use export::json_leaves;
+pub use report::*;
+
+/// Latency histograms and counts per request kind.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    lat: Vec<Histogram<u64>>,
+    count: [u64; 4],
+    bytes: [u64; 4],
+    sum_ns: [u128; 4],
+    /// Exact largest latency per kind, ns (the histogram rounds up to its resolution).
+    max_ns: [u64; 4],
+    /// Host pages that could not be read (uncorrectable).
+    pub read_errors: u64,
+    /// Host page reads of critical pages (inside the experiment's critical ranges).
+    pub critical_reads: u64,
+    /// Critical pages that could not be read (AP's "uncorrectable critical page errors").
+    pub critical_read_errors: u64,
+    /// Queued non-critical writes served ahead of a critical write to fill the LSB slot it
+    /// skips (AP's request feedback).
+    pub request_feedbacks: u64,
+    /// Host reads checked against the engine's shadow copy (bytes mode).
+    pub verified_reads: u64,
+    /// Reads whose data differed from what was written.
+    pub mismatches: u64,
+    /// First arrival and last completion of the measured phase.
+    pub start: Option<Nanos>,
+    /// Last completion.
+    pub end: Nanos,
+    /// Last arrival.
+    pub last_arrival: Nanos,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            lat: (0..4)
+                .map(|_| Histogram::new(3).expect("valid sigfig"))
+                .collect(),
+            count: [0; 4],
+            bytes: [0; 4],
+            sum_ns: [0; 4],
+            max_ns: [0; 4],
+            read_errors: 0,
+            critical_reads: 0,
+            critical_read_errors: 0,
+            request_feedbacks: 0,
+            verified_reads: 0,
+            mismatches: 0,
+            start: None,
+            end: Nanos::ZERO,
+            last_arrival: Nanos::ZERO,
+        }
+    }
+}
+
+impl Metrics {
+    /// Records one completed request.
+    pub fn record(&mut self, kind: ReqKind, bytes: u64, arrival: Nanos, done: Nanos) {
+        let i = kind.index();
+        let lat = done.saturating_sub(arrival).0;
+        self.lat[i]
+            .record(lat)
+            .expect("auto-resizing histogram accepts any value");
+        self.count[i] += 1;
+        self.bytes[i] += bytes;
+        self.sum_ns[i] += lat as u128;
+        self.max_ns[i] = self.max_ns[i].max(lat);
+        self.start.get_or_insert(arrival);
+        self.last_arrival = self.last_arrival.max(arrival);
+        self.end = self.end.max(done);
+    }
+
+    /// Requests recorded.
+    pub fn requests(&self) -> u64 {
+        self.count.iter().sum()
+    }
+}
