@@ -234,3 +234,67 @@ fn the_anchor_is_refreshed_and_mount_reads_past_a_worn_record() {
         Ok(_) => panic!("a volume whose anchor does not decode mounted"),
     }
 }
+
+/// An idle volume keeps its metadata fresh: idle time (`tick`) rewrites the checkpoint —
+/// and with it the anchor record — once the committed generation is a day old, and after a
+/// mount (when its age is unknown). A regression: only host activity (a full log, the
+/// checkpoint interval, a shutdown) wrote a generation, so on a volume whose host merely
+/// rewrote a few pages now and then (flushed, never a checkpoint) the checkpoint and the
+/// anchor aged past the code, and after a crash the volume did not mount although every
+/// page of data read back.
+#[test]
+fn idle_time_rewrites_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
+    let (chip, fcfg) = small_chip("tiny-mlc");
+    let scheme = SchemeConfig::Page(fcfg);
+    let ctl = Controller::new(
+        Chip::ram(chip.clone()).unwrap(),
+        RetentionCliff,
+        ControllerConfig::default(),
+    )
+    .unwrap();
+    let mut dev = scheme.format(ctl, Nanos::ZERO).unwrap();
+    let n = dev.logical_pages();
+    let ps = dev.page_size();
+    let checkpoints = |d: &BoxedVolume<RamStorage, RetentionCliff>| d.counters().checkpoints;
+    // Within the first day idle time writes nothing.
+    let at_format = checkpoints(&dev);
+    assert!(!dev.tick(Nanos(DAY / 2)).unwrap());
+    assert_eq!(checkpoints(&dev), at_format);
+    // Every 4 days pages 0..8 are rewritten and flushed (fresh data, no checkpoint); idle
+    // time comes every 12 hours.
+    for half_day in 1..=80u64 {
+        let now = Nanos(half_day * DAY / 2);
+        if half_day % 8 == 0 {
+            for l in 0..8 {
+                dev.write(now, Lpn::checked(l, n).unwrap(), &vec![half_day as u8; ps])
+                    .unwrap();
+            }
+            dev.flush(now).unwrap();
+        }
+        while dev.tick(now).unwrap() {}
+        dev.verify().unwrap();
+    }
+    // One checkpoint a day (the one that finds the committed generation a day old).
+    let written = checkpoints(&dev) - at_format;
+    assert!(
+        (38..=41).contains(&written),
+        "{written} idle-time checkpoints in 40 days"
+    );
+    // A crash on day 40: the volume mounts and every page reads back.
+    let ctl = dev.into_controller();
+    let now = Nanos(40 * DAY + 1);
+    let mut dev = scheme.mount(ctl, now).unwrap();
+    dev.verify().unwrap();
+    let mut buf = vec![0u8; ps];
+    for l in 0..8 {
+        dev.read(now, Lpn::checked(l, n).unwrap(), &mut buf)
+            .unwrap();
+        assert_eq!(buf, vec![80u8; ps], "page {l}");
+    }
+    // After the mount the generation's age is unknown: the first idle time rewrites it.
+    let before = checkpoints(&dev);
+    while dev.tick(now).unwrap() {}
+    assert_eq!(checkpoints(&dev), before + 1);
+    while dev.tick(now).unwrap() {}
+    assert_eq!(checkpoints(&dev), before + 1);
+}

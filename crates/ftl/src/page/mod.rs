@@ -505,6 +505,18 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             self.write_checkpoint(now)?;
             worked = true;
         }
+        if self.steps.is_none() && self.region.checkpoint_due(now) {
+            // The metadata's own scrub (see `substrate::region`, "Idle-time refresh"): a
+            // day-old generation, or one this mount did not write, is rewritten. A region
+            // with no room left for a generation (blocks gone bad) is left as it is; the
+            // next idle time tries again.
+            finish_jobs(self, now)?;
+            match self.write_checkpoint(now) {
+                Ok(()) => worked = true,
+                Err(FtlError::NoSpace) => {}
+                Err(e) => return Err(e),
+            }
+        }
         if self.s.fixed_t.is_none() {
             // FLARES's idle-time scrub: pages past their retention queue for a rewrite.
             let mut due = Vec::new();

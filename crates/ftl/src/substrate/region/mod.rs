@@ -63,6 +63,17 @@
 //! reads, not one per record) and takes the last record that decodes, reading back past
 //! ones that do not; anchor records that exist but none of which decodes are an error, not
 //! a fixed region.
+//!
+//! **Idle-time refresh.** Host activity alone may write no generation for weeks — a host
+//! that rewrites a few pages and flushes fills no log and reaches no checkpoint interval —
+//! while the committed generation and the anchor record age like any page; the data they
+//! describe may be fresh (rewritten, or scrubbed by FLARES), yet a crash would leave a
+//! volume that does not mount. The kernel's idle-time hook therefore writes a whole new
+//! generation (which refreshes the anchor by the rule above) when the committed one is
+//! [`CHECKPOINT_REFRESH`] old (`Region::checkpoint_due`; a stepped generation counts from
+//! its first step), and at its first idle time after a mount (the loaded generation's age
+//! is unknown). A device that stays busy writes generations anyway; an idle one pays one
+//! checkpoint a day.
 
 mod anchor;
 mod steps;
@@ -112,6 +123,10 @@ pub(crate) const ROTATE_SPREAD: u32 = 4;
 /// generation written this long after it (one simulated day), and by the first after a
 /// mount: see the module docs, "Anchor refresh".
 pub(crate) const ANCHOR_REFRESH: Nanos = Nanos(24 * 3600 * 1_000_000_000);
+/// Idle time rewrites the committed generation once it is this old, or when this mount
+/// did not write it (one simulated day, as the anchor): see the module docs, "Idle-time
+/// refresh".
+pub(crate) const CHECKPOINT_REFRESH: Nanos = ANCHOR_REFRESH;
 /// Fewest configured region blocks for rotation (two anchors, at least four rotating);
 /// the automatic region sizes never go below it: a region that cannot rotate is erased at
 /// every checkpoint while the data blocks share the writes, so it wears out first (a
@@ -192,6 +207,9 @@ pub(crate) struct CpState {
     pub pages: u32,
     /// Body pages.
     pub body_pages: u32,
+    /// When this mount wrote it (a stepped generation: its first step); `None` for a
+    /// generation loaded at mount, whose age is unknown (see [`Region::checkpoint_due`]).
+    pub written: Option<Nanos>,
 }
 
 /// The checkpoint region of a chip (see the module docs).
@@ -255,6 +273,14 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             max_gen: 0,
             seen: false,
         }
+    }
+
+    /// Whether the committed generation is due for an idle-time rewrite: written
+    /// [`CHECKPOINT_REFRESH`] or more before `now`, or not by this mount (its age unknown).
+    pub fn checkpoint_due(&self, now: Nanos) -> bool {
+        self.cp
+            .written
+            .is_none_or(|t| now.0.saturating_sub(t.0) >= CHECKPOINT_REFRESH.0)
     }
 
     /// Body pages of the committed generation (0 before the first).
@@ -452,6 +478,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             used,
             pages: body_pages,
             body_pages,
+            written: Some(now),
         };
         Ok(())
     }
@@ -608,6 +635,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 used: slots,
                 pages: expect,
                 body_pages: bp,
+                written: None,
             };
             return Ok(Some((parsed, log)));
         }
