@@ -235,31 +235,43 @@ fn the_anchor_is_refreshed_and_mount_reads_past_a_worn_record() {
     }
 }
 
-/// An idle volume keeps its metadata fresh: idle time (`tick`) rewrites the checkpoint —
-/// and with it the anchor record — once the committed generation is a day old, and after a
-/// mount (when its age is unknown). A regression: only host activity (a full log, the
-/// checkpoint interval, a shutdown) wrote a generation, so on a volume whose host merely
-/// rewrote a few pages now and then (flushed, never a checkpoint) the checkpoint and the
-/// anchor aged past the code, and after a crash the volume did not mount although every
-/// page of data read back.
+/// LSB pages (every metadata page: region blocks are in SLC mode) gain errors with
+/// retention, 2·10⁻⁴ of their bits per day; MSB pages none.
+#[derive(Debug, Clone, Copy)]
+struct LsbRetention;
+
+impl nand::ErrorModel for LsbRetention {
+    fn rber(&self, page: &nand::PageAge) -> f64 {
+        match page.kind {
+            nand::BitKind::Lsb => 2e-4 * page.retention.0 as f64 / DAY as f64,
+            _ => 0.0,
+        }
+    }
+}
+
+/// An idle volume keeps its metadata readable: idle time (`tick`) reads the committed
+/// checkpoint generation's oldest page at most once an hour and rewrites the generation —
+/// and with it the anchor record — once that page needs half its code. A regression: only
+/// host activity (a full log, the checkpoint interval, a shutdown) wrote a generation, so
+/// on a volume whose host merely rewrote a few pages now and then (flushed, never a
+/// checkpoint) the checkpoint and the anchor aged past the code, and after a crash the
+/// volume did not mount although every page of data read back.
 #[test]
-fn idle_time_rewrites_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
-    let (chip, fcfg) = small_chip("tiny-mlc");
+fn idle_time_scrubs_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
+    let (chip, mut fcfg) = small_chip("tiny-mlc");
+    fcfg.ecc_t = 8;
     let scheme = SchemeConfig::Page(fcfg);
     let ctl = Controller::new(
         Chip::ram(chip.clone()).unwrap(),
-        RetentionCliff,
+        LsbRetention,
         ControllerConfig::default(),
     )
     .unwrap();
     let mut dev = scheme.format(ctl, Nanos::ZERO).unwrap();
     let n = dev.logical_pages();
     let ps = dev.page_size();
-    let checkpoints = |d: &BoxedVolume<RamStorage, RetentionCliff>| d.counters().checkpoints;
-    // Within the first day idle time writes nothing.
+    let checkpoints = |d: &BoxedVolume<RamStorage, LsbRetention>| d.counters().checkpoints;
     let at_format = checkpoints(&dev);
-    assert!(!dev.tick(Nanos(DAY / 2)).unwrap());
-    assert_eq!(checkpoints(&dev), at_format);
     // Every 4 days pages 0..8 are rewritten and flushed (fresh data, no checkpoint); idle
     // time comes every 12 hours.
     for half_day in 1..=80u64 {
@@ -274,10 +286,11 @@ fn idle_time_rewrites_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
         while dev.tick(now).unwrap() {}
         dev.verify().unwrap();
     }
-    // One checkpoint a day (the one that finds the committed generation a day old).
+    // The generation needs half its code (4 bits of 8 per codeword) after about 5 days: it
+    // is rewritten about every 5 days, not every day.
     let written = checkpoints(&dev) - at_format;
     assert!(
-        (38..=41).contains(&written),
+        (5..=12).contains(&written),
         "{written} idle-time checkpoints in 40 days"
     );
     // A crash on day 40: the volume mounts and every page reads back.
@@ -291,10 +304,4 @@ fn idle_time_rewrites_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
             .unwrap();
         assert_eq!(buf, vec![80u8; ps], "page {l}");
     }
-    // After the mount the generation's age is unknown: the first idle time rewrites it.
-    let before = checkpoints(&dev);
-    while dev.tick(now).unwrap() {}
-    assert_eq!(checkpoints(&dev), before + 1);
-    while dev.tick(now).unwrap() {}
-    assert_eq!(checkpoints(&dev), before + 1);
 }

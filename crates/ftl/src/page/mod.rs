@@ -505,11 +505,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             self.write_checkpoint(now)?;
             worked = true;
         }
-        if self.steps.is_none() && self.region.checkpoint_due(now) {
-            // The metadata's own scrub (see `substrate::region`, "Idle-time refresh"): a
-            // day-old generation, or one this mount did not write, is rewritten. A region
-            // with no room left for a generation (blocks gone bad) is left as it is; the
-            // next idle time tries again.
+        if self.steps.is_none() && self.region.scrub_due(&mut self.s, now)? {
+            // The metadata's own scrub (see `substrate::region`, "Idle-time scrub"): the
+            // committed generation's oldest page needed half its code, so a new generation
+            // is written. A region with no room left for one (blocks gone bad) is left as
+            // it is; the next probe tries again.
             finish_jobs(self, now)?;
             match self.write_checkpoint(now) {
                 Ok(()) => worked = true,

@@ -107,6 +107,7 @@ fn read_with_retries<S: Storage, M: ErrorModel>(
         match read(sub) {
             Ok(PageRead::Data(info)) => {
                 sub.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
+                sub.meta_corrected = info.corrected;
                 return Ok(Unit::Record(info.record));
             }
             Ok(PageRead::Erased { timing }) => {

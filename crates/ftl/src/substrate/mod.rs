@@ -222,6 +222,9 @@ pub(crate) struct DieState {
 pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub ctl: Controller<S, M>,
     pub cfg: SubstrateConfig,
+    /// Bits corrected in the last metadata unit read that decoded (`meta::read_with_retries`:
+    /// what the region's idle-time probe judges).
+    pub meta_corrected: u32,
     pub policy: Box<dyn VictimPolicy>,
     /// Where writes and copies go.
     pub placement: Box<dyn Placement>,
@@ -380,6 +383,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             next_lsb[q as usize] = if lsb { q } else { next_lsb[q as usize + 1] };
         }
         Substrate {
+            meta_corrected: 0,
             next_lsb,
             slc: vec![Some(false); nblocks],
             host_slc: false,

@@ -64,21 +64,24 @@
 //! ones that do not; anchor records that exist but none of which decodes are an error, not
 //! a fixed region.
 //!
-//! **Idle-time refresh.** Host activity alone may write no generation for weeks — a host
+//! **Idle-time scrub.** Host activity alone may write no generation for weeks — a host
 //! that rewrites a few pages and flushes fills no log and reaches no checkpoint interval —
 //! while the committed generation and the anchor record age like any page; the data they
 //! describe may be fresh (rewritten, or scrubbed by FLARES), yet a crash would leave a
-//! volume that does not mount. The kernel's idle-time hook therefore writes a whole new
-//! generation (which refreshes the anchor by the rule above) when the committed one is
-//! [`CHECKPOINT_REFRESH`] old (`Region::checkpoint_due`; a stepped generation counts from
-//! its first step), and at its first idle time after a mount (the loaded generation's age
-//! is unknown). A device that stays busy writes generations anyway; an idle one pays one
-//! checkpoint a day.
+//! volume that does not mount. So the kernel's idle-time hook reads the committed
+//! generation's first body page (its oldest page; at most once per [`PROBE_EVERY`], a
+//! charged read) and, as UBI scrubs a block whose reads need many corrections, writes a
+//! whole new generation — which refreshes the anchor record by the rule above — when that
+//! page needed half its code's strength or did not decode (`Region::scrub_due`). A period
+//! would not fit every chip: a day is needed on a worn chip under weak ECC, and would
+//! rewrite the whole map daily on a young one; the probe rewrites when the errors say so.
+//! The anchor record is at most [`ANCHOR_REFRESH`] older than the generation written with
+//! it, and shares its blocks' mode and code, so the generation's probe speaks for it too.
 
 mod anchor;
 mod steps;
 
-use super::meta::MetaWriter;
+use super::meta::{MetaWriter, Unit};
 use super::{BState, Substrate};
 use crate::{Cause, FtlError};
 use ::alloc::boxed::Box;
@@ -123,10 +126,9 @@ pub(crate) const ROTATE_SPREAD: u32 = 4;
 /// generation written this long after it (one simulated day), and by the first after a
 /// mount: see the module docs, "Anchor refresh".
 pub(crate) const ANCHOR_REFRESH: Nanos = Nanos(24 * 3600 * 1_000_000_000);
-/// Idle time rewrites the committed generation once it is this old, or when this mount
-/// did not write it (one simulated day, as the anchor): see the module docs, "Idle-time
-/// refresh".
-pub(crate) const CHECKPOINT_REFRESH: Nanos = ANCHOR_REFRESH;
+/// Idle time probes the committed generation at most this often (one simulated hour): see
+/// the module docs, "Idle-time scrub".
+pub(crate) const PROBE_EVERY: Nanos = Nanos(3600 * 1_000_000_000);
 /// Fewest configured region blocks for rotation (two anchors, at least four rotating);
 /// the automatic region sizes never go below it: a region that cannot rotate is erased at
 /// every checkpoint while the data blocks share the writes, so it wears out first (a
@@ -207,9 +209,6 @@ pub(crate) struct CpState {
     pub pages: u32,
     /// Body pages.
     pub body_pages: u32,
-    /// When this mount wrote it (a stepped generation: its first step); `None` for a
-    /// generation loaded at mount, whose age is unknown (see [`Region::checkpoint_due`]).
-    pub written: Option<Nanos>,
 }
 
 /// The checkpoint region of a chip (see the module docs).
@@ -238,6 +237,9 @@ pub(crate) struct Region<S: Storage, M: ErrorModel> {
     max_gen: u64,
     /// The last `load` found checkpoint pages (whether or not a generation was complete).
     pub seen: bool,
+    /// When [`scrub_due`](Self::scrub_due) last read the committed generation, or when
+    /// this mount wrote it (`None`: loaded at mount, not probed yet).
+    probed: Option<Nanos>,
 }
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for Region<S, M> {
@@ -272,15 +274,33 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             pending: None,
             max_gen: 0,
             seen: false,
+            probed: None,
         }
     }
 
-    /// Whether the committed generation is due for an idle-time rewrite: written
-    /// [`CHECKPOINT_REFRESH`] or more before `now`, or not by this mount (its age unknown).
-    pub fn checkpoint_due(&self, now: Nanos) -> bool {
-        self.cp
-            .written
-            .is_none_or(|t| now.0.saturating_sub(t.0) >= CHECKPOINT_REFRESH.0)
+    /// The idle-time probe (see the module docs, "Idle-time scrub"): at most once per
+    /// [`PROBE_EVERY`] (counted from the generation's write, too), reads the committed generation's first body page (its oldest,
+    /// charged) and says whether the generation should be rewritten — the page did not
+    /// decode, or needed half of what its code corrects (corrected bits at least `t / 2`
+    /// per codeword on average).
+    pub fn scrub_due(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<bool, FtlError> {
+        if self.cp.gen == 0
+            || self.cp.blocks.is_empty()
+            || self
+                .probed
+                .is_some_and(|t| now.0.saturating_sub(t.0) < PROBE_EVERY.0)
+        {
+            return Ok(false);
+        }
+        self.probed = Some(now);
+        let mut page = vec![0u8; self.writer.unit_bytes(sub)];
+        let b = self.cp.blocks[0];
+        let unit = self.writer.read(sub, now, b, 0, &mut page, Cause::Meta)?;
+        let codewords = page.len().div_ceil(sub.ctl.config().sector_size) as u32;
+        Ok(match unit {
+            Unit::Record(rec) => 2 * sub.meta_corrected >= rec.t as u32 * codewords,
+            Unit::Unreadable | Unit::Erased => true,
+        })
     }
 
     /// Body pages of the committed generation (0 before the first).
@@ -478,8 +498,8 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             used,
             pages: body_pages,
             body_pages,
-            written: Some(now),
         };
+        self.probed = Some(now);
         Ok(())
     }
 
@@ -635,7 +655,6 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 used: slots,
                 pages: expect,
                 body_pages: bp,
-                written: None,
             };
             return Ok(Some((parsed, log)));
         }

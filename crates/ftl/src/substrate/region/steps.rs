@@ -25,8 +25,6 @@ pub(crate) struct Pending {
     /// The anchor refresh this generation may owe ([`Region::anchor_due`]) is settled: done,
     /// or not due at its first step.
     pub anchor_settled: bool,
-    /// When its first step ran (its oldest page's age once it commits).
-    pub started: Option<Nanos>,
 }
 
 /// What a step of a stepped generation did.
@@ -85,7 +83,6 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             index: 0,
             body_pages,
             anchor_settled: false,
-            started: None,
         });
     }
 
@@ -109,7 +106,6 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     ) -> Result<Step, FtlError> {
         let slots = self.writer.slots();
         let mut p = self.pending.take().expect("a generation is being written");
-        p.started.get_or_insert(now);
         let r = self.step_inner(sub, now, &mut p, bytes, trailer, slots);
         if let Ok(Step::Committed) = r {
             self.cp = CpState {
@@ -118,8 +114,8 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 used: p.used,
                 pages: p.body_pages,
                 body_pages: p.body_pages,
-                written: p.started,
             };
+            self.probed = Some(now);
         } else {
             self.pending = Some(p);
         }
