@@ -8,6 +8,13 @@
 //! after SIGKILL the next start recovers. SIGUSR1 prints the volume's counters as one JSON
 //! line on stderr. The image is locked: a second server on it is refused.
 //!
+//! Idle time: once no request has come for [`IDLE_AFTER`], the accept loop gives the FTL
+//! its idle-time hook (`Ftl::tick`: FLARES's scrub and refresh rewrites, erases of
+//! collected blocks, the checkpoint's own scrub) under the volume lock, at most
+//! [`IDLE_TICKS`] calls at a time, so a request that arrives meanwhile waits for one call
+//! at most; while the FTL reports more work it is called again every pass of the loop,
+//! otherwise once a second.
+//!
 //! `--record-trace FILE` writes every well-formed data command, as the client sent it, as a
 //! blkparse text line (device `43,0`, the nbd major; action `Q`; time in seconds since the
 //! server started; `R`, `W` (also WRITE_ZEROES with NO_HOLE), `WFS` for a FUA write, `D` for
@@ -26,7 +33,14 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// No request for this long, and the FTL gets idle time (see the module docs).
+const IDLE_AFTER: Duration = Duration::from_millis(200);
+/// Idle-time calls per pass of the accept loop (the lock is released between passes).
+const IDLE_TICKS: usize = 16;
+/// Between passes that found no idle-time work.
+const IDLE_RECHECK: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -263,6 +277,11 @@ pub struct Volume {
     ops: Vec<ftl::FlashOp>,
     /// Simulated service time of page reads and page writes (index 0 and 1).
     service: [Service; 2],
+    /// When the last request was served (idle time starts [`IDLE_AFTER`] later).
+    last_request: Instant,
+    /// Idle-time hook calls that reported work, and errors it returned.
+    idle_ticks: u64,
+    idle_errors: u64,
 }
 
 /// Simulated service time of one kind of page operation: the operations a call issued,
@@ -299,6 +318,9 @@ impl Volume {
             recorder: None,
             ops: Vec::new(),
             service: [Service::default(); 2],
+            last_request: Instant::now(),
+            idle_ticks: 0,
+            idle_errors: 0,
         };
         // What format or mount did is not a host request's.
         v.drain(None);
@@ -430,6 +452,30 @@ impl Volume {
             .map_err(|_| nbd::EIO)
     }
 
+    /// The FTL's idle-time hook, if no request came for [`IDLE_AFTER`]: at most
+    /// [`IDLE_TICKS`] calls, stopping when one reports no more work. Whether more remains.
+    /// An error is logged (the data path reports its own to the clients) and ends the pass.
+    fn idle_work(&mut self) -> bool {
+        if self.closed || self.last_request.elapsed() < IDLE_AFTER {
+            return false;
+        }
+        for _ in 0..IDLE_TICKS {
+            let t = self.tick();
+            let r = self.vol.tick(t);
+            self.drain(None);
+            match r {
+                Ok(true) => self.idle_ticks += 1,
+                Ok(false) => return false,
+                Err(e) => {
+                    self.idle_errors += 1;
+                    eprintln!("idle-time work: {e}");
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// Flushes and writes a checkpoint; further requests fail with `ESHUTDOWN`.
     fn close(&mut self) -> Result<()> {
         if !self.closed {
@@ -478,6 +524,7 @@ impl Volume {
                 "max": self.vol.erase_counts().iter().max(),
                 "min": self.vol.erase_counts().iter().min(),
             },
+            "idle": { "calls_with_work": self.idle_ticks, "errors": self.idle_errors },
         })
     }
 }
@@ -686,7 +733,12 @@ pub fn run(a: ServeArgs) -> Result<()> {
     );
     use std::io::Write;
     std::io::stdout().flush()?;
+    let (mut idle_pass, mut idle_busy) = (Instant::now(), true);
     while !stop.load(Ordering::Relaxed) {
+        if idle_busy || idle_pass.elapsed() >= IDLE_RECHECK {
+            idle_pass = Instant::now();
+            idle_busy = volume.lock().expect("volume lock").idle_work();
+        }
         if dump.swap(false, Ordering::Relaxed) {
             let v = volume.lock().expect("volume lock");
             let mut stats = v.stats_json();
@@ -717,6 +769,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
                         let _guard = guard;
                         let r = nbd::serve_connection(stream, &cfg, &budget, |op| {
                             let mut v = volume.lock().map_err(|_| nbd::EIO)?;
+                            v.last_request = Instant::now();
                             op(&mut *v)
                         });
                         if let Err(e) = r {

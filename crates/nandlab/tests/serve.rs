@@ -180,3 +180,50 @@ fn record_trace_writes_a_replayable_blkparse_trace() {
     assert!(s.contains("host        6 requests"), "{s}");
     assert!(s.contains("--fit: "), "{s}");
 }
+
+/// The statistics a clean shutdown prints (the JSON after "shut down cleanly: ").
+fn shutdown_stats(srv: &mut Server) -> serde_json::Value {
+    srv.signal("-TERM");
+    let mut err = String::new();
+    srv.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("shut down cleanly: "))
+        .unwrap_or_else(|| panic!("no shutdown line in {err:?}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// A server with no request for a while gives the FTL idle time: after a mount, the first
+/// idle pass probes the loaded checkpoint generation (one metadata read, charged) — and
+/// the requests before it are served as ever.
+#[test]
+fn an_idle_server_gives_the_ftl_idle_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("idle.img");
+    let port = 20000 + ((std::process::id() + 7919) % 20000) as u16;
+    let mut srv = Server::start(&image, true, port);
+    let (mut c, _) = Client::connect(port);
+    assert_eq!(c.write(0, &bytes(8192, 3), true), 0);
+    drop(c);
+    shutdown_stats(&mut srv);
+    // Mounted again; a client reads at once, then nothing for a second and a half.
+    let mut srv = Server::start(&image, false, port);
+    let (mut c, _) = Client::connect(port);
+    assert_eq!(c.read(0, 8192), bytes(8192, 3));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(c.read(0, 8192), bytes(8192, 3));
+    drop(c);
+    let stats = shutdown_stats(&mut srv);
+    let meta_reads = stats["counters"]["reads"]["meta"].as_u64().unwrap();
+    assert!(
+        meta_reads >= 1,
+        "no idle-time probe: {}",
+        stats["counters"]["reads"]
+    );
+    assert_eq!(stats["idle"]["errors"], 0, "{}", stats["idle"]);
+}
