@@ -205,7 +205,7 @@ fn shutdown_stats(srv: &mut Server) -> serde_json::Value {
 fn an_idle_server_gives_the_ftl_idle_time() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("idle.img");
-    let port = 20000 + ((std::process::id() + 7919) % 20000) as u16;
+    let port = 20000 + ((std::process::id() + 12011) % 20000) as u16;
     let mut srv = Server::start(&image, true, port);
     let (mut c, _) = Client::connect(port);
     assert_eq!(c.write(0, &bytes(8192, 3), true), 0);
