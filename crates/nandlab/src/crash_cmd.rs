@@ -62,6 +62,11 @@ pub struct CrashArgs {
     /// A flush every this many host operations.
     #[arg(long, default_value_t = 16)]
     flush_every: usize,
+    /// An idle period every this many host operations (0: none): the clock moves on two
+    /// hours and the FTL runs its idle-time work (GC and refresh jobs, erases, FLARES's
+    /// scrub, the checkpoint's probe), so cuts land in that work too.
+    #[arg(long, default_value_t = 0)]
+    idle_every: usize,
     /// Chip preset (bytes mode; keep it small).
     #[arg(long, default_value = "tiny-mlc")]
     preset: String,
@@ -371,8 +376,12 @@ pub fn run(args: CrashArgs) -> Result<()> {
             args.flush_every
         );
     }
+    if args.idle_every == 1 {
+        bail!("--idle-every 1: every operation would be idle time; use 0 (none) or 2 or more");
+    }
     cfg.ops = args.ops;
     cfg.flush_every = args.flush_every;
+    cfg.idle_every = args.idle_every;
     configure(&args, &mut cfg)?;
     cfg.fit_ecc().map_err(anyhow::Error::msg)?;
     cfg.scheme.set_recovery(args.recovery.into());

@@ -43,7 +43,17 @@ pub enum HostOp {
     Trim(u64),
     /// Flush.
     Flush,
+    /// An idle period: the clock moves on by [`IDLE_GAP`] and the FTL gets its idle-time
+    /// hook until it reports no more work (at most [`IDLE_TICKS`] calls) — GC and refresh
+    /// jobs, erases of collected blocks, FLARES's scrub, the checkpoint's probe and scrub.
+    Idle,
 }
+
+/// How long an [`HostOp::Idle`] period lasts: over the checkpoint probe's hour, so every
+/// idle period probes.
+pub const IDLE_GAP: Nanos = Nanos(2 * 3600 * 1_000_000_000);
+/// Idle-time hook calls per [`HostOp::Idle`] at most.
+pub const IDLE_TICKS: usize = 64;
 
 /// The volumes the harness tests.
 pub type CrashVolume = BoxedVolume<RamStorage, ConstantRber>;
@@ -67,6 +77,9 @@ pub struct CrashConfig {
     pub ops: usize,
     /// A flush every this many operations.
     pub flush_every: usize,
+    /// An idle period ([`HostOp::Idle`]) every this many operations (0: none), so cuts
+    /// also land in idle-time work.
+    pub idle_every: usize,
     /// Percent of operations that are trims.
     pub trim_pct: u32,
     /// Logical pages the workload touches, as a fraction of the volume.
@@ -113,6 +126,7 @@ impl CrashConfig {
             seed,
             ops: 400,
             flush_every: 16,
+            idle_every: 0,
             trim_pct: 8,
             span: 0.9,
             warmup: true,
@@ -265,6 +279,9 @@ impl CrashConfig {
             .map(|i| {
                 if (i + 1) % self.flush_every.max(1) == 0 {
                     return HostOp::Flush;
+                }
+                if self.idle_every > 0 && (i + 1) % self.idle_every == 0 {
+                    return HostOp::Idle;
                 }
                 let mut lpn = rng.next_u64() % span;
                 if self.seq_pct > 0 && (rng.next_u32() % 100) < self.seq_pct {
@@ -481,6 +498,14 @@ pub fn apply_op(
         }
         HostOp::Trim(l) => dev.trim(t, lpn(l)?),
         HostOp::Flush => dev.flush(t),
+        HostOp::Idle => {
+            for _ in 0..IDLE_TICKS {
+                if !dev.tick(t)? {
+                    break;
+                }
+            }
+            Ok(())
+        }
     }
 }
 
@@ -495,7 +520,11 @@ fn run_ops(
 ) -> Result<bool, String> {
     let (check, critical_every) = (cfg.verify, cfg.critical_every);
     for (i, &op) in ops.iter().enumerate() {
-        *t += Nanos::from_us(50);
+        *t += if op == HostOp::Idle {
+            IDLE_GAP
+        } else {
+            Nanos::from_us(50)
+        };
         model.issue(op);
         let r = apply_op(&mut **dev, op, *t, critical_every);
         match r {

@@ -63,7 +63,7 @@ impl Model {
         let (l, v) = match op {
             HostOp::Write(l, v) => (l, Some(v)),
             HostOp::Trim(l) => (l, None),
-            HostOp::Flush => return,
+            HostOp::Flush | HostOp::Idle => return,
         };
         self.since[l as usize].push(v);
         self.current[l as usize] = v;
