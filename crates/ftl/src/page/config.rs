@@ -9,7 +9,7 @@ use crate::substrate::WearLevelConfig;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
-/// Configuration of [`PageFtl`].
+/// Configuration of [`PageFtl`](super::PageFtl).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PageFtlConfig {
@@ -51,7 +51,7 @@ pub struct PageFtlConfig {
     /// Meta-Cure: every critical host write also programs this many backup copies, each
     /// in another block (the next dies' cold frontiers); a read whose page does not decode
     /// reads them; GC moves them; recovery restores them (see the `replica` module). 0 (the
-    /// default): none; at most [`MAX_REPLICAS`].
+    /// default): none; at most [`MAX_REPLICAS`](super::MAX_REPLICAS).
     pub replicas: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
     /// last one (bounds roll-forward recovery; with a real-time pacing, on any one die:
@@ -64,7 +64,7 @@ pub struct PageFtlConfig {
     /// Blocks per die reserved for checkpoints; 0 = enough for two checkpoints and a trim
     /// log, computed from the geometry.
     pub region_blocks_per_die: u32,
-    /// How [`PageFtl::mount`] rebuilds the volume.
+    /// How [`PageFtl::mount`](super::PageFtl::mount) rebuilds the volume.
     pub recovery: recovery::RecoveryKind,
     /// The flush buffer (multi-level chips): while flushes come on average every fewer host
     /// pages than the pairing window, new host blocks open in SLC mode — nothing exposed,
