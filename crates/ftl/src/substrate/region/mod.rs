@@ -279,10 +279,10 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     }
 
     /// The idle-time probe (see the module docs, "Idle-time scrub"): at most once per
-    /// [`PROBE_EVERY`] (counted from the generation's write, too), reads the committed generation's first body page (its oldest,
-    /// charged) and says whether the generation should be rewritten — the page did not
-    /// decode, or needed half of what its code corrects (corrected bits at least `t / 2`
-    /// per codeword on average).
+    /// [`PROBE_EVERY`] (counted from the generation's write, too), reads the committed
+    /// generation's first body page (its oldest; charged) and says whether the generation
+    /// should be rewritten — the page did not decode, or needed half of what its code
+    /// corrects (corrected bits at least `t / 2` per codeword on average).
     pub fn scrub_due(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<bool, FtlError> {
         if self.cp.gen == 0
             || self.cp.blocks.is_empty()
