@@ -37,6 +37,7 @@
 
 mod conn;
 mod handshake;
+pub mod tls;
 
 use conn::{chunk, chunk_header, drain, error_chunk, protocol, simple_header, simple_reply, Conn};
 use handshake::{handshake, Handshake};
