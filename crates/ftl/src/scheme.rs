@@ -35,6 +35,11 @@ pub trait Volume<S: Storage, M: ErrorModel>: Ftl {
     fn mapping(&self, lpn: u64) -> Option<PhysAddr>;
     /// Free blocks on each die.
     fn free_blocks(&self) -> Vec<usize>;
+    /// The checkpoint region's current blocks, for schemes that keep one (page and block
+    /// level; empty for the others): where its rotation has taken it.
+    fn region_blocks(&self) -> Vec<u32> {
+        Vec::new()
+    }
     /// Checks every invariant the scheme states; `Err` names the first one broken. A pass
     /// over the scheme's tables: for tests, harnesses and debug builds.
     fn verify(&self) -> Result<(), Invariant>;
@@ -62,6 +67,9 @@ impl<S: Storage, M: ErrorModel> Volume<S, M> for PageFtl<S, M> {
     fn free_blocks(&self) -> Vec<usize> {
         PageFtl::free_blocks(self)
     }
+    fn region_blocks(&self) -> Vec<u32> {
+        PageFtl::region_blocks(self)
+    }
     fn verify(&self) -> Result<(), Invariant> {
         PageFtl::verify(self)
     }
@@ -88,6 +96,9 @@ impl<S: Storage, M: ErrorModel> Volume<S, M> for BlockFtl<S, M> {
     }
     fn free_blocks(&self) -> Vec<usize> {
         BlockFtl::free_blocks(self)
+    }
+    fn region_blocks(&self) -> Vec<u32> {
+        BlockFtl::region_blocks(self)
     }
     fn verify(&self) -> Result<(), Invariant> {
         BlockFtl::verify(self)

@@ -568,7 +568,6 @@ fn real_time_die_after_two_failed_blocks_loses_nothing_and_recovers_by_trim() {
     let mut dev = device_combined("tiny-slc", 0);
     let n = dev.logical_pages();
     let ps = dev.page_size();
-    let region = ftl::combined::profile().region_blocks(dev.controller().chip().config());
     let blocks = dev.controller().chip().geometry().total_blocks();
     let mut model: Vec<Option<u64>> = vec![None; n as usize];
     let mut t = Nanos::ZERO;
@@ -584,8 +583,10 @@ fn real_time_die_after_two_failed_blocks_loses_nothing_and_recovers_by_trim() {
         x ^= x << 17;
         let l = if i < n { i } else { x % n };
         if injected == 0 && i > n && dev.free_blocks()[0] == 2 {
-            // Both blocks the die will open next (its erased data blocks) fail their first
-            // program.
+            // Both blocks the die will open next (its erased data blocks: the region's
+            // rotation moves the region, so its current blocks are asked for) fail their
+            // first program.
+            let region = dev.region_blocks();
             for b in (0..blocks).filter(|b| !region.contains(b)) {
                 let addr = dev.controller().chip().geometry().block_at(b).unwrap();
                 let info = dev.controller().chip().block_info(addr).unwrap();

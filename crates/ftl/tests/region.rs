@@ -249,7 +249,8 @@ impl nand::ErrorModel for LsbRetention {
     }
 }
 
-/// An idle volume keeps its metadata readable: idle time (`tick`) reads the committed
+/// An idle volume keeps its metadata readable, in the page-level and the block-level kernel
+/// (both keep their checkpoints in the region): idle time (`tick`) reads the committed
 /// checkpoint generation's oldest page at most once an hour and rewrites the generation —
 /// and with it the anchor record — once that page needs half its code. A regression: only
 /// host activity (a full log, the checkpoint interval, a shutdown) wrote a generation, so
@@ -260,7 +261,20 @@ impl nand::ErrorModel for LsbRetention {
 fn idle_time_scrubs_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
     let (chip, mut fcfg) = small_chip("tiny-mlc");
     fcfg.ecc_t = 8;
-    let scheme = SchemeConfig::Page(fcfg);
+    let block = ftl::BlockFtlConfig {
+        over_provisioning: 0.3,
+        ..Default::default()
+    };
+    assert_eq!(block.ecc_t, 8);
+    for scheme in [SchemeConfig::Page(fcfg), SchemeConfig::Block(block)] {
+        idle_time_scrub_keeps(&chip, &scheme);
+    }
+}
+
+/// [`idle_time_scrubs_an_aging_checkpoint_and_the_volume_mounts_after_weeks`] on one
+/// scheme.
+fn idle_time_scrub_keeps(chip: &ChipConfig, scheme: &SchemeConfig) {
+    let name = scheme.name();
     let ctl = Controller::new(
         Chip::ram(chip.clone()).unwrap(),
         LsbRetention,
@@ -291,7 +305,7 @@ fn idle_time_scrubs_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
     let written = checkpoints(&dev) - at_format;
     assert!(
         (5..=12).contains(&written),
-        "{written} idle-time checkpoints in 40 days"
+        "{name}: {written} idle-time checkpoints in 40 days"
     );
     // A crash on day 40: the volume mounts and every page reads back.
     let ctl = dev.into_controller();
@@ -302,6 +316,6 @@ fn idle_time_scrubs_an_aging_checkpoint_and_the_volume_mounts_after_weeks() {
     for l in 0..8 {
         dev.read(now, Lpn::checked(l, n).unwrap(), &mut buf)
             .unwrap();
-        assert_eq!(buf, vec![80u8; ps], "page {l}");
+        assert_eq!(buf, vec![80u8; ps], "{name}: page {l}");
     }
 }

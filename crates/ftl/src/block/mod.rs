@@ -582,6 +582,12 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         self.recovery.as_ref()
     }
 
+    /// The checkpoint region's current blocks (the anchor's two first, then the rotating
+    /// ones in use order): where its rotation has taken it, not the configured list.
+    pub fn region_blocks(&self) -> Vec<u32> {
+        self.region.all_blocks().collect()
+    }
+
     /// Free blocks on each die (unallocated list blocks and unlisted free blocks).
     pub fn free_blocks(&self) -> Vec<usize> {
         let mut out = vec![0; self.s.dies.len()];
@@ -759,6 +765,17 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
         if self.allocs_since_cp >= self.cfg.checkpoint_interval {
             self.write_checkpoint(now, false)?;
             return Ok(true);
+        }
+        if self.region.scrub_due(&mut self.s, now)? {
+            // The metadata's own scrub (see `substrate::region`, "Idle-time scrub"): the
+            // committed generation's oldest page needed half its code, so a new one is
+            // written (and with it the anchor record). A region with no room left for one
+            // (blocks gone bad) is left as it is; the next probe tries again.
+            return match self.write_checkpoint(now, false) {
+                Ok(()) => Ok(true),
+                Err(FtlError::NoSpace) => Ok(false),
+                Err(e) => Err(e),
+            };
         }
         Ok(false)
     }

@@ -228,6 +228,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.s.dies.iter().map(|d| d.free.len()).collect()
     }
 
+    /// The checkpoint region's current blocks (the anchor's two first, then the rotating
+    /// ones in use order): where its rotation has taken it, not the configured list.
+    pub fn region_blocks(&self) -> Vec<u32> {
+        self.region.all_blocks().collect()
+    }
+
     /// Physical pages available to data (good blocks × pages per block).
     pub fn physical_pages(&self) -> u64 {
         self.s.data_blocks() * self.s.ppb as u64
@@ -476,6 +482,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if self.checkpoint_due() {
             return self.write_checkpoint(now);
         }
+        if self.steps_enabled() {
+            // Checkpoints in steps never swap a worn region block: a flush does, ahead of
+            // the generation that would open it (`Region::rotate_ahead`).
+            self.region.rotate_ahead(&mut self.s, now)?;
+        }
         self.s.seal_all(now)?;
         self.persist_trims(now)
     }
@@ -503,6 +514,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             // (running jobs first, so sealing takes no page a job counted on).
             finish_jobs(self, now)?;
             self.write_checkpoint(now)?;
+            worked = true;
+        }
+        if self.steps_enabled() && self.region.rotate_ahead(&mut self.s, now)? {
+            // As at a flush: the swap a stepped checkpoint does not make.
             worked = true;
         }
         if self.steps.is_none() && self.region.scrub_due(&mut self.s, now)? {

@@ -27,7 +27,12 @@
 //! half-written (a whole one is wanted instead, or a cut) is never loaded: generation
 //! numbers are never reused, not even across a mount (the next is above every one seen).
 //! Steps never rotate the region (a swap writes an anchor record and erases twice: more
-//! than a step); whole generations and log growth do.
+//! than a step, and counting it in every generation's steps would raise the per-write
+//! bound by a step); whole generations and log growth do, and a scheme whose checkpoints go
+//! in steps swaps ahead at its flushes and in idle time ([`Region::rotate_ahead`]: the
+//! block the next generation opens first). Without that the combined profile's region
+//! took every checkpoint's erase: 41 on its most-worn block against a mean of 2.8
+//! (`tests/combined.rs`, 30,000 writes with a flush every 16); with it, 7 against 3.1.
 //!
 //! **Log.** Entries are appended as log pages after the committed generation's body; when
 //! the region has no room for another log page while keeping room for a whole new
@@ -426,6 +431,22 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             }
         }
         Ok(ok)
+    }
+
+    /// Swaps the block the next generation opens first now, if it is due to swap (see
+    /// "Rotation" in the module docs): a stepped generation never swaps, so a scheme whose
+    /// checkpoints go in steps calls this where whole operations are allowed — a flush and
+    /// idle time. At most a free block's erase, an anchor record (its block's erase and its
+    /// program) and the worn block's erase. `Ok(true)`: a swap was made.
+    pub fn rotate_ahead(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+    ) -> Result<bool, FtlError> {
+        let Some(&b) = self.order(sub).first() else {
+            return Ok(false);
+        };
+        Ok(self.rotate(sub, now, b)? != b)
     }
 
     /// The next generation number: above the committed one and every one written or seen.
