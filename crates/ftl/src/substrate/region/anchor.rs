@@ -338,17 +338,21 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             .expect("b is a region block");
         self.blocks[at] = f;
         sub.state[f as usize] = BState::Region;
+        // The worn block is erased before the record names the new list: once it does, a
+        // mount scans `b` like any data block, and must not find region units there (an SP
+        // block's subpage units would be resumed as a half-written data block).
+        let erased = sub.erase_block(now, b, Cause::Meta)?;
         if !self.write_anchor(sub, now)? {
-            // The anchor keeps the old list: so does the region; `f` goes back to the pool
-            // (in SLC mode, which its next opening sets as needed).
+            // The anchor keeps the old list: so does the region (`b` erased, or bad); `f`
+            // goes back to the pool (in SLC mode, which its next opening sets as needed).
             self.blocks[at] = b;
             sub.ctl.keep_whole(f, false);
             sub.slc[f as usize] = Some(sub.window > 0);
             sub.push_free(f);
             return Ok(b);
         }
-        // The worn block leaves: erased, native mode, into the free pool.
-        if sub.erase_block(now, b, Cause::Meta)? {
+        // The worn block leaves: native mode, into the free pool.
+        if erased {
             let ba = sub.block_addr(b);
             if sub.window > 0 {
                 sub.ctl.set_slc_mode(ba, false)?;
