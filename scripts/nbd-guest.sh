@@ -20,6 +20,12 @@
 #   and RFTL (LIVE_SCHEMES="gftl rftl" for some of them; with OUT, the pure scheme's
 #   requests recorded: how traces/churn-ext2 was made)
 #   (examples/realtime/*.toml), each server's page service times and bound printed.
+#        scripts/nbd-guest.sh path/to/nandlab --capture-realfs OUTDIR
+#   Real programs on ext4 (mkfs discards the whole disk; mounted with -o discard), one
+#   fresh disk each, every request recorded to OUTDIR/NAME-ext4.blktrace: postmark,
+#   sqlite (WAL, synchronous=FULL, a transaction per statement), dbench, sensor (a logger
+#   with rotation), copy (a tree copied and the original removed), bonnie (bonnie++).
+#   REALFS="postmark sqlite" picks some (how traces/realfs was made).
 set -euo pipefail
 NANDLAB=$(realpath "${1:-target/release/nandlab}")
 capture=""
@@ -29,6 +35,7 @@ case "${2:-}" in
   --capture-dcr) capture=$(realpath -m "$3"); capture_mode=dcr ;;
   --capture-waogc) capture=$(realpath -m "$3"); capture_mode=waogc ;;
   --live-waogc) capture_mode=live; if [ -n "${3:-}" ]; then capture=$(realpath -m "$3"); fi ;;
+  --capture-realfs) capture=$(realpath -m "$3"); capture_mode=realfs ;;
 esac
 root=$(realpath "$(dirname "$0")/..")
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
@@ -44,7 +51,7 @@ dpkg-deb -x "$work"/"$pkg"_*.deb "$work/k"
 kver=$(ls "$work/k/lib/modules")
 cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
 rd="$work/rd"
-mkdir -p "$rd"/{bin,sbin,lib,lib64,proc,sys,dev,mnt,mods}
+mkdir -p "$rd"/{bin,sbin,lib,lib64,proc,sys,dev,mnt,mods,tmp}
 cp "$(command -v busybox)" "$rd/bin/busybox"
 # The modules and what they depend on (read from each module's `depends=`), in load order.
 python3 - "$work/k/lib/modules" "$rd/mods" virtio_pci virtio_blk crc32c_generic ext4 <<'PY' || fail "modules"
@@ -81,7 +88,17 @@ for w in wanted:
 open(os.path.join(out, "order"), "w").write(" ".join(order) + "\n")
 print("   modules:", " ".join(order))
 PY
-for b in /sbin/mke2fs /sbin/e2fsck; do
+# The real programs of the real-fs captures, where the host has them (Debian's postmark,
+# dbench, bonnie++, sqlite3), with their libraries; dbench's load file beside.
+progs=(/sbin/mke2fs /sbin/e2fsck)
+if [ "$capture_mode" = realfs ]; then
+  for t in postmark dbench bonnie++ sqlite3; do
+    have "$t" || fail "--capture-realfs needs $t (apt-get install postmark dbench bonnie++ sqlite3)"
+    progs+=("$(command -v "$t")")
+  done
+  mkdir -p "$rd/usr/share/dbench"; cp /usr/share/dbench/client.txt "$rd/usr/share/dbench/"
+fi
+for b in "${progs[@]}"; do
   cp "$b" "$rd/sbin/"
   for l in $(ldd "$b" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
     mkdir -p "$rd$(dirname "$l")"; cp -L "$l" "$rd$l"
@@ -91,11 +108,12 @@ cat >"$rd/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /etc; echo "root:x:0:0:root:/:/bin/sh" >/etc/passwd; echo "root:x:0:" >/etc/group
 for m in $(cat /mods/order); do
   insmod /mods/$m.ko || { echo "GUEST-FAIL insmod $m"; poweroff -f; }
 done
 for i in $(seq 1 50); do [ -b /dev/vda ] && break; sleep 0.1; done
-mode=$(sed -n 's/.*nandlab=\([a-z]*\).*/\1/p' /proc/cmdline)
+mode=$(sed -n 's/.*nandlab=\([a-z-]*\).*/\1/p' /proc/cmdline)
 ok() { echo "GUEST-OK $*"; }
 bad() { echo "GUEST-FAIL $*"; sync; poweroff -f; }
 # A seeded random stream for the benchmark shapes (set r first).
@@ -265,6 +283,59 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
   fi
   umount /mnt || bad umount
   ok "$mode"
+elif [ "${mode#rf-}" != "$mode" ]; then
+  # Real programs on ext4 as a user runs them: mkfs discards the whole disk, the file
+  # system is mounted with -o discard (deleted files' blocks are trimmed at once).
+  /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
+  mount -t ext4 -o discard /dev/vda /mnt || bad mount
+  case ${mode#rf-} in
+    postmark) # a mail server: small files created, read, appended, deleted
+      printf 'set location /mnt\nset number 4000\nset transactions 30000\nset size 512 16384\nset subdirectories 10\nset seed 42\nrun\nquit\n' \
+        | /sbin/postmark >/tmp/pm.out 2>&1 || bad postmark
+      grep -i "transactions" /tmp/pm.out | head -2 ;;
+    sqlite) # SQLite in WAL mode, synchronous=FULL: every statement its own transaction
+      { echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+        echo "CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v TEXT); CREATE INDEX tk ON t(k);"
+        r=77; i=1
+        while [ $i -le 3000 ]; do
+          rnd; echo "INSERT INTO t(k, v) VALUES($r, '$r-$i-sensor-reading-payload-$((r % 9973))');"
+          if [ $((i % 4)) = 0 ]; then rnd; echo "UPDATE t SET v = 'u$r' WHERE id = $(( 1 + r % i ));"; fi
+          if [ $((i % 10)) = 0 ]; then rnd; echo "DELETE FROM t WHERE id = $(( 1 + r % i ));"; fi
+          i=$((i + 1))
+        done
+        echo "PRAGMA wal_checkpoint(TRUNCATE);"; } >/tmp/load.sql
+      /sbin/sqlite3 /mnt/db.sqlite </tmp/load.sql >/dev/null || bad sqlite
+      echo "rows: $(/sbin/sqlite3 /mnt/db.sqlite 'SELECT count(*) FROM t;')" ;;
+    dbench) # a file server (the NetBench client load), two clients
+      /sbin/dbench -c /usr/share/dbench/client.txt -D /mnt -t 20 2 >/tmp/db.out 2>&1 || bad dbench
+      tail -3 /tmp/db.out ;;
+    sensor) # a sensor logger: 4 KiB records appended and fsynced, files rotated
+      r=5; f=1
+      while [ $f -le 40 ]; do
+        k=1
+        while [ $k -le 64 ]; do
+          dd if=/dev/zero bs=4096 count=1 2>/dev/null >>/mnt/log$f.dat; sync /mnt/log$f.dat || bad "sync $f"
+          k=$((k + 1))
+        done
+        if [ $f -gt 8 ]; then rm /mnt/log$((f - 8)).dat && sync /mnt; fi
+        f=$((f + 1))
+      done ;;
+    copy) # a bulk copy: a tree of files written, copied, the original removed
+      mkdir -p /mnt/src; r=9
+      for d in 1 2 3 4; do
+        mkdir /mnt/src/d$d
+        for f in $(seq 1 25); do rnd; dd if=/dev/zero of=/mnt/src/d$d/f$f bs=4096 count=$(( 8 + r % 120 )) 2>/dev/null; done
+      done
+      sync; cp -a /mnt/src /mnt/dst || bad copy; sync
+      rm -r /mnt/src; sync ;;
+    bonnie) # bonnie++: a 96 MiB file (write, rewrite, read) and small-file create/stat/delete
+      /sbin/bonnie++ -d /mnt -s 96 -r 48 -n 4:4096:0:4 -u root -x 1 -q >/tmp/bn.out 2>&1 || { cat /tmp/bn.out; bad bonnie; }
+      ;;
+    *) bad "unknown workload $mode" ;;
+  esac
+  umount /mnt || bad umount
+  /sbin/e2fsck -fn /dev/vda >/dev/null 2>&1 || bad fsck
+  ok "$mode"
 elif [ "$mode" = fresh ]; then
   /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
   mount -t ext4 /dev/vda /mnt || bad mount
@@ -294,7 +365,7 @@ boot_bg() { # boot_bg MODE BLOCKSIZE: starts the guest, sets guest_pid
   timeout "${GUEST_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -m 256 -nographic -no-reboot \
     -kernel "$work/vmlinuz" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 quiet panic=-1 nandlab=$1" \
-    -drive "driver=raw,if=none,id=d0,cache.direct=on,file.driver=nbd,file.server.type=inet,file.server.host=127.0.0.1,file.server.port=$port,file.reconnect-delay=30" \
+    -drive "driver=raw,if=none,id=d0,cache.direct=on,file.driver=nbd,file.server.type=inet,file.server.host=127.0.0.1,file.server.port=$port,file.reconnect-delay=30,discard=unmap" \
     -device "virtio-blk-pci,drive=d0,logical_block_size=$2,physical_block_size=$2" \
     >"$work/console.log" 2>&1 &
   guest_pid=$!; pids+=("$guest_pid")
@@ -311,6 +382,19 @@ if [ "$capture_mode" = sensor ]; then
   t0=$SECONDS; boot sensor 4096
   stop_server TERM
   echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
+  exit 0
+fi
+if [ "$capture_mode" = realfs ]; then
+  mkdir -p "$capture"
+  for w in ${REALFS:-postmark sqlite dbench sensor copy bonnie}; do
+    echo "-- real-fs capture: $w on ext4 with discard, its requests recorded"
+    rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
+    start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 2048 --ftl "$root/examples/ftl/page.toml" --record-trace "$capture/$w-ext4.blktrace"
+    t0=$SECONDS; GUEST_TIMEOUT=3000 boot "rf-$w" 4096
+    stop_server TERM
+    grep -vE "^\s*$" "$work/console.log" | grep -vE "GUEST-OK|logical block size|Powering|reboot" | tail -4 | sed 's/^/   guest: /'
+    echo "   $(grep -c ' Q ' "$capture/$w-ext4.blktrace") requests recorded ($((SECONDS - t0)) s)"
+  done
   exit 0
 fi
 if [ "$capture_mode" = waogc ]; then

@@ -196,6 +196,10 @@ pub struct FtlCounters {
     /// counted again).
     #[serde(default)]
     pub trimmed_pages: u64,
+    /// Trim records written to the metadata log (a range of pages is one record; a
+    /// scheme that logs no trims counts none).
+    #[serde(default)]
+    pub trim_records: u64,
     /// Flushes.
     pub flushes: u64,
     /// NAND page reads per cause (see [`Cause::index`]).
@@ -421,6 +425,18 @@ impl From<NandError> for FtlError {
     }
 }
 
+/// One past the last page of the range `first .. first + count` of a volume of `logical`
+/// pages, or [`FtlError::OutOfRange`] naming the range's last page.
+pub fn check_range(logical: u64, first: Lpn, count: u64) -> Result<u64, FtlError> {
+    match first.get().checked_add(count) {
+        Some(end) if end <= logical => Ok(end),
+        _ => Err(FtlError::OutOfRange {
+            lpn: first.get().saturating_add(count.saturating_sub(1)),
+            count: logical,
+        }),
+    }
+}
+
 /// The interface every FTL scheme implements. Logical pages are the FTL's page size; `data`
 /// buffers are one logical page in bytes mode and empty in digest mode.
 pub trait Ftl {
@@ -445,6 +461,22 @@ pub trait Ftl {
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError>;
     /// Discards one logical page.
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError>;
+    /// Discards logical pages `first .. first + count` as one operation (a host's discard
+    /// request). A scheme that logs trims logs the range as one record; the default
+    /// discards page by page. `count = 0` does nothing; a range past the volume's end is
+    /// rejected whole ([`FtlError::OutOfRange`] names its last page) before anything is
+    /// discarded.
+    fn trim_range(&mut self, now: Nanos, first: Lpn, count: u64) -> Result<(), FtlError> {
+        let logical = self.logical_pages();
+        let end = check_range(logical, first, count)?;
+        for l in first.get()..end {
+            self.trim(
+                now,
+                Lpn::checked(l, logical).expect("inside the checked range"),
+            )?;
+        }
+        Ok(())
+    }
     /// Makes everything written (and trimmed) so far durable.
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError>;
     /// Flushes and leaves the volume in its fastest state to mount (a clean shutdown).

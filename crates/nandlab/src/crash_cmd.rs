@@ -67,6 +67,10 @@ pub struct CrashArgs {
     /// scrub, the checkpoint's probe), so cuts land in that work too.
     #[arg(long, default_value_t = 0)]
     idle_every: usize,
+    /// A discard of a range every this many host operations (0: none): every other one
+    /// the whole volume (as mkfs discards), the others a random run of the span.
+    #[arg(long, default_value_t = 0)]
+    discard_every: usize,
     /// Chip preset (bytes mode; keep it small).
     #[arg(long, default_value = "tiny-mlc")]
     preset: String,
@@ -382,6 +386,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     cfg.ops = args.ops;
     cfg.flush_every = args.flush_every;
     cfg.idle_every = args.idle_every;
+    cfg.discard_every = args.discard_every;
     configure(&args, &mut cfg)?;
     cfg.fit_ecc().map_err(anyhow::Error::msg)?;
     cfg.scheme.set_recovery(args.recovery.into());

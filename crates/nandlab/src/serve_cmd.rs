@@ -211,8 +211,9 @@ pub struct Volume {
     /// The FTL's flash operations of the last call (drained after every call, so the log
     /// never grows).
     ops: Vec<ftl::FlashOp>,
-    /// Simulated service time of page reads and page writes (index 0 and 1).
-    service: [Service; 2],
+    /// Simulated service time of page reads, page writes, trims (one per discard range)
+    /// and flushes (index 0 to 3).
+    service: [Service; 4],
     /// When the last request was served (idle time starts [`IDLE_AFTER`] later).
     last_request: Instant,
     /// Idle-time hook calls that reported work, and errors it returned.
@@ -253,7 +254,7 @@ impl Volume {
             closed: false,
             recorder: None,
             ops: Vec::new(),
-            service: [Service::default(); 2],
+            service: [Service::default(); 4],
             last_request: Instant::now(),
             idle_ticks: 0,
             idle_errors: 0,
@@ -297,6 +298,25 @@ impl Volume {
             FtlError::OutOfRange { .. } | FtlError::BufferSize { .. } => nbd::EINVAL,
             _ => nbd::EIO,
         }
+    }
+
+    /// Discards the whole pages of the byte range as one range (the FTL logs it as one
+    /// record); a range past the export is refused before anything is discarded.
+    fn trim_whole(&mut self, offset: u64, len: u64) -> Result<(), u32> {
+        let ps = self.page as u64;
+        let first = offset.div_ceil(ps);
+        let end = offset.saturating_add(len) / ps;
+        if end <= first {
+            return Ok(());
+        }
+        let lpn = self.lpn(first)?;
+        let t = self.tick();
+        let r = self
+            .vol
+            .trim_range(t, lpn, end - first)
+            .map_err(Self::errno);
+        self.drain(Some(2));
+        r
     }
 
     fn read_page(&mut self, l: u64, buf: &mut [u8]) -> Result<(), u32> {
@@ -372,7 +392,7 @@ impl Volume {
     fn sync(&mut self) -> Result<(), u32> {
         let t = self.tick();
         let r = self.vol.flush(t).map_err(Self::errno);
-        self.drain(None);
+        self.drain(Some(3));
         r?;
         volume_cmd::save_clock(&mut self.vol, t).map_err(|_| nbd::EIO)?;
         if let Some(r) = self.recorder.as_mut() {
@@ -447,6 +467,8 @@ impl Volume {
             "waf": self.vol.counters().waf(),
             "page_read": self.service[0].json(),
             "page_write": self.service[1].json(),
+            "trim": self.service[2].json(),
+            "flush": self.service[3].json(),
             "latency_bound": self.vol.latency_bound(),
             "ecc": {
                 "reads": self.vol.controller().stats().reads,
@@ -524,24 +546,26 @@ impl Export for Volume {
         self.check()?;
         // Whole pages are discarded; the partial pages at the ends keep their data (a trim
         // is advisory).
-        let ps = self.page as u64;
-        let first = offset.div_ceil(ps);
-        let last = (offset + len) / ps;
-        for l in first..last {
-            let t = self.tick();
-            let lpn = self.lpn(l)?;
-            let r = self.vol.trim(t, lpn).map_err(Self::errno);
-            self.drain(None);
-            r?;
-        }
+        self.trim_whole(offset, len)?;
         self.fua(fua)
     }
 
     fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool, no_hole: bool) -> Result<(), u32> {
         self.check()?;
-        // Whole pages: a trim reads back as zeros (a hole), or with NO_HOLE a page of zeros
-        // written; partial pages: read-modify-write.
+        // Whole pages: a trim reads back as zeros (a hole) — one range, however long — or
+        // with NO_HOLE a page of zeros written; partial pages: read-modify-write.
         let zeros = vec![0u8; self.page];
+        let ps = self.page as u64;
+        let (first, end) = (offset.div_ceil(ps) * ps, (offset + len) / ps * ps);
+        if !no_hole && end > first {
+            // The partial head and tail, then the whole pages between as one trim.
+            let mut fill = |buf: &mut [u8], r: std::ops::Range<usize>, _| buf[r].fill(0);
+            let mut never = |_: &mut Volume, _, _| Ok(());
+            self.each_page(offset, first - offset, &mut never, &mut fill)?;
+            self.each_page(end, offset + len - end, &mut never, &mut fill)?;
+            self.trim_whole(first, end - first)?;
+            return self.fua(fua);
+        }
         self.each_page(
             offset,
             len,
@@ -549,9 +573,7 @@ impl Export for Volume {
                 if no_hole {
                     return v.write_page(l, &zeros);
                 }
-                let t = v.tick();
-                let lpn = v.lpn(l)?;
-                v.vol.trim(t, lpn).map_err(Self::errno)
+                v.trim_whole(l * ps, ps)
             },
             &mut |buf, r, _| buf[r].fill(0),
         )?;

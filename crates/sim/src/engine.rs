@@ -611,11 +611,12 @@ impl Engine {
                 dropped = self.ftl.counters().trimmed_pages;
                 let first = r.offset.div_ceil(ps);
                 let end = (r.offset + r.len) / ps;
-                for lpn in first..end {
-                    self.ftl
-                        .trim(at, Lpn::checked(lpn, self.logical).expect("in range"))?;
+                if end > first {
+                    // One discard, one range: the FTL logs it as one record.
+                    let lpn = Lpn::checked(first, self.logical).expect("in range");
+                    self.ftl.trim_range(at, lpn, end - first)?;
                     if self.bytes_mode {
-                        self.shadow[lpn as usize] = 0;
+                        self.shadow[first as usize..end as usize].fill(0);
                     }
                 }
             }

@@ -38,7 +38,7 @@
 //! overrun, as before. Flushes finish a due checkpoint, idle time finishes any; a clean
 //! shutdown abandons it for a whole one.
 
-use super::snapshot::{encode_trims, max_snapshot_len, TRIM_ENTRY};
+use super::snapshot::{encode_trims, max_snapshot_len, trim_units, TrimRange, TRIM_ENTRY};
 use super::PageFtl;
 use crate::substrate::region::Step;
 use crate::substrate::{COLD, HOST};
@@ -58,7 +58,7 @@ pub(crate) struct CpSteps {
     /// Blocks young at P and not a frontier then: collectable once this commits.
     retire: Vec<u32>,
     /// Trims taken since P (the trailer's entries).
-    trims: Vec<(u32, u64)>,
+    trims: Vec<TrimRange>,
 }
 
 impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
@@ -254,7 +254,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let Some(st) = &mut self.steps else {
             return Ok(());
         };
-        if st.trims.len() + self.pending_trims.len() <= cap {
+        if trim_units(&st.trims) + trim_units(&self.pending_trims) <= cap {
             st.trims.extend_from_slice(&self.pending_trims);
             return Ok(());
         }

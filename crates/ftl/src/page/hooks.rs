@@ -143,6 +143,10 @@ impl<S: Storage, M: ErrorModel> Kernel for PageFtl<S, M> {
         self.persist_trims(now)
     }
 
+    fn trims_pending(&self) -> bool {
+        !self.pending_trims.is_empty()
+    }
+
     fn checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.write_checkpoint(now)
     }

@@ -1,12 +1,23 @@
 //! The page-level FTL's checkpoint: its snapshot (map, block states, erase counts,
 //! frontiers, sequence counter) as a byte stream in the substrate's checkpoint region, and
-//! the trim log as that region's log (12-byte entries: logical page, sequence number).
+//! the trim log as that region's log (12-byte units, see [`TrimRange`]).
 //!
 //! **Trim log.** Trims are volatile until persisted: on `flush`, and before any erase (an
 //! erase may destroy the only stale copy a lost trim would resurrect), pending trims are
-//! appended to the log of the committed generation, each entry carrying the trim's
-//! sequence number so recovery orders it against data pages. When the region has no room
-//! for another log page a new checkpoint is written instead.
+//! appended to the log of the committed generation, each record carrying the trim's
+//! sequence number so recovery orders it against data pages. A record is a *range* of
+//! logical pages: a host's discard of any length (mkfs's whole device included) is one
+//! record, and trims adjacent to the last pending one with no write between them are
+//! merged into it. When the region has no room for another log page a new checkpoint is
+//! written instead.
+//!
+//! **Record format** (little-endian, 12-byte units, so logs written before ranges existed
+//! read unchanged): a single page is one unit — logical page (u32, bit 31 clear), sequence
+//! number (u64); a range of two or more pages is two units — first page with bit 31
+//! ([`RANGE_FLAG`]) set, sequence number; then the page count (u32) and 8 zero bytes. A
+//! range's second unit may start the next log page; a log cut between the two (a torn
+//! append) ends in a lone first unit, which is dropped: that trim was never acknowledged.
+//! Volumes have fewer than 2^31 logical pages (checked when one is sized).
 
 use super::map::MapStore;
 use super::{PageFtl, INVALID};
@@ -17,8 +28,46 @@ use alloc::vec;
 use alloc::vec::Vec;
 use nand::{ErrorModel, Nanos, Storage};
 
-/// Bytes of one trim-log entry: logical page (u32) and sequence number (u64).
+/// Bytes of one trim-log unit: logical page (u32) and sequence number (u64); a range
+/// takes two (see the module docs).
 pub(crate) const TRIM_ENTRY: usize = 12;
+/// Bit 31 of a unit's logical page: a range record, its page count in the next unit.
+pub(crate) const RANGE_FLAG: u32 = 1 << 31;
+/// Volumes have fewer logical pages than this (a trim record's page field has 31 bits).
+pub(crate) const MAX_LOGICAL: u64 = RANGE_FLAG as u64;
+
+/// One trim record: logical pages `first .. first + count`, discarded by the operation
+/// with sequence number `seq` (every version of those pages older than it is dead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TrimRange {
+    /// First logical page.
+    pub first: u32,
+    /// Pages (at least one).
+    pub count: u32,
+    /// The trim's sequence number.
+    pub seq: u64,
+}
+
+impl TrimRange {
+    /// One past the last page.
+    pub fn end(&self) -> u64 {
+        self.first as u64 + self.count as u64
+    }
+
+    /// Log units the record takes (one for a single page, two for a range).
+    pub fn units(&self) -> usize {
+        if self.count == 1 {
+            1
+        } else {
+            2
+        }
+    }
+}
+
+/// Log units `trims` take.
+pub(crate) fn trim_units(trims: &[TrimRange]) -> usize {
+    trims.iter().map(TrimRange::units).sum()
+}
 /// `frontier` entries with no open block.
 const NO_BLOCK: u32 = u32::MAX;
 
@@ -185,12 +234,21 @@ impl Parts<'_> {
     }
 }
 
-/// Trim-log entries (logical page, sequence number; little-endian) of `trims`.
-pub(crate) fn encode_trims(trims: &[(u32, u64)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(trims.len() * TRIM_ENTRY);
-    for &(lpn, seq) in trims {
-        out.extend_from_slice(&lpn.to_le_bytes());
-        out.extend_from_slice(&seq.to_le_bytes());
+/// Trim-log units of `trims` (see the module docs for the format).
+pub(crate) fn encode_trims(trims: &[TrimRange]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(trim_units(trims) * TRIM_ENTRY);
+    for t in trims {
+        debug_assert!(t.count >= 1 && t.first < RANGE_FLAG && t.end() <= MAX_LOGICAL);
+        if t.count == 1 {
+            out.extend_from_slice(&t.first.to_le_bytes());
+        } else {
+            out.extend_from_slice(&(t.first | RANGE_FLAG).to_le_bytes());
+        }
+        out.extend_from_slice(&t.seq.to_le_bytes());
+        if t.count > 1 {
+            out.extend_from_slice(&t.count.to_le_bytes());
+            out.extend_from_slice(&0u64.to_le_bytes());
+        }
     }
     out
 }
@@ -342,18 +400,37 @@ impl Snapshot {
     }
 }
 
-/// Trim-log entries packed in the log's bytes.
-pub(crate) fn decode_trims(log: &[u8]) -> impl Iterator<Item = (u32, u64)> + '_ {
-    log.chunks_exact(TRIM_ENTRY).map(|e| {
-        (
-            u32::from_le_bytes(e[..4].try_into().expect("4 bytes")),
-            u64::from_le_bytes(e[4..12].try_into().expect("8 bytes")),
-        )
-    })
+/// Trim records packed in the log's bytes. A range whose count unit is missing (the log
+/// ends after its first unit: a torn append) or zero is dropped.
+pub(crate) fn decode_trims(log: &[u8]) -> Vec<TrimRange> {
+    let mut out = Vec::new();
+    let mut units = log.chunks_exact(TRIM_ENTRY);
+    while let Some(e) = units.next() {
+        let page = u32::from_le_bytes(e[..4].try_into().expect("4 bytes"));
+        let seq = u64::from_le_bytes(e[4..12].try_into().expect("8 bytes"));
+        if page & RANGE_FLAG == 0 {
+            out.push(TrimRange {
+                first: page,
+                count: 1,
+                seq,
+            });
+            continue;
+        }
+        let Some(c) = units.next() else { break };
+        let count = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+        if count > 0 {
+            out.push(TrimRange {
+                first: page & !RANGE_FLAG,
+                count,
+                seq,
+            });
+        }
+    }
+    out
 }
 
-/// A loaded checkpoint: its snapshot and its trim log (logical page, sequence number).
-pub(crate) type Loaded = (Snapshot, Vec<(u32, u64)>);
+/// A loaded checkpoint: its snapshot and its trim log.
+pub(crate) type Loaded = (Snapshot, Vec<TrimRange>);
 
 impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Encodes the current state as a snapshot into `out` (frontier blocks are recorded as
@@ -495,6 +572,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.note_trims_for_steps(now)?;
         }
         let entries = encode_trims(&self.pending_trims);
+        self.s.log.counters.trim_records += self.pending_trims.len() as u64;
         if !self
             .region
             .append_log(&mut self.s, now, &entries, TRIM_ENTRY)?
@@ -546,7 +624,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
             _ => {}
         }
-        Ok(Some((snap, decode_trims(&log).collect())))
+        Ok(Some((snap, decode_trims(&log))))
     }
 
     /// Whether logical page entry `p` of a snapshot maps somewhere valid.
@@ -601,6 +679,55 @@ mod tests {
             }
             assert_eq!(runs(&bits, n), naive_runs(&bits, n), "case {case}, n {n}");
         }
+    }
+
+    #[test]
+    fn trim_records_round_trip_and_old_logs_read() {
+        let trims = vec![
+            TrimRange {
+                first: 5,
+                count: 1,
+                seq: 9,
+            },
+            TrimRange {
+                first: 0,
+                count: (MAX_LOGICAL - 1) as u32,
+                seq: 10,
+            },
+            TrimRange {
+                first: 7,
+                count: 3,
+                seq: 11,
+            },
+        ];
+        let bytes = encode_trims(&trims);
+        assert_eq!(bytes.len(), trim_units(&trims) * TRIM_ENTRY);
+        assert_eq!(trim_units(&trims), 5);
+        assert_eq!(decode_trims(&bytes), trims);
+        // A log of single-page entries (as written before ranges) reads as ranges of one.
+        let mut old = Vec::new();
+        for (l, q) in [(3u32, 4u64), (8, 6)] {
+            old.extend_from_slice(&l.to_le_bytes());
+            old.extend_from_slice(&q.to_le_bytes());
+        }
+        assert_eq!(
+            decode_trims(&old),
+            vec![
+                TrimRange {
+                    first: 3,
+                    count: 1,
+                    seq: 4
+                },
+                TrimRange {
+                    first: 8,
+                    count: 1,
+                    seq: 6
+                }
+            ]
+        );
+        // A torn append ending after a range's first unit drops that range only.
+        let torn = &bytes[..bytes.len() - TRIM_ENTRY];
+        assert_eq!(decode_trims(torn), trims[..2].to_vec());
     }
 
     #[test]

@@ -55,6 +55,12 @@ pub(crate) trait Kernel {
     /// Called before any erase: persist what an erase would otherwise make unrecoverable
     /// (trims whose only witness is the stale copy the erase destroys).
     fn before_erase(&mut self, now: Nanos) -> Result<(), FtlError>;
+    /// Whether [`before_erase`](Kernel::before_erase) has anything to write (trims not in
+    /// the log yet). A real-time pacing gives that write a step of its own (see
+    /// `erase_dirty`); `false` for kernels that persist nothing there.
+    fn trims_pending(&self) -> bool {
+        false
+    }
     /// Writes a checkpoint (blocks opened since the last one become collectable).
     fn checkpoint(&mut self, now: Nanos) -> Result<(), FtlError>;
 }
@@ -364,6 +370,7 @@ fn finish_job<K: Kernel>(k: &mut K, now: Nanos, die: usize, job: Job) -> Result<
         cause: job.cause,
         superseded: s.superseded[v as usize],
         copied: s.seq.saturating_sub(1),
+        trims_logged: false,
     };
     s.dies[die].dirty.push_back(pending);
     erase_dirty(k, now, die, false)
@@ -393,6 +400,22 @@ pub(crate) fn erase_dirty<K: Kernel>(
             };
             k.sub_mut().seal(now, d, s, upto)?;
             continue;
+        }
+        if k.trims_pending() && k.sub().real_time && !force {
+            // A real-time pacing batches trims in RAM (one log unit at most): their log
+            // write must precede this erase, and a partial step takes one erase *or* one
+            // page operation — so the log write is this step, and the erase the next one
+            // (the victim waits, as it does for sealing). Once per victim: trims taken
+            // meanwhile are written with the erase, an overrun of the bound.
+            let p = k.sub_mut().dies[die]
+                .dirty
+                .front_mut()
+                .expect("front exists");
+            if !p.trims_logged {
+                p.trims_logged = true;
+                return k.before_erase(now);
+            }
+            k.sub_mut().log.counters.rt_overruns += 1;
         }
         k.sub_mut().dies[die].dirty.pop_front();
         // A trim the log does not hold yet could resurrect a stale copy this erase would

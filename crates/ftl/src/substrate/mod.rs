@@ -170,6 +170,8 @@ pub(crate) struct Pending {
     pub superseded: u64,
     /// Highest sequence number of a copy made from it.
     pub copied: u64,
+    /// A real-time pacing already gave the trim log a step before this erase.
+    pub trims_logged: bool,
 }
 
 /// An open block and its next page.

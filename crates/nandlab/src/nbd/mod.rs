@@ -352,8 +352,14 @@ where
             _ => None,
         };
         if let Some(cmd) = observed {
-            let well_formed =
-                flags_ok && (cmd == Command::Flush || (in_range && len <= MAX_PAYLOAD));
+            // A discard (TRIM, WRITE_ZEROES) carries no payload: any in-range length is
+            // served, so any is recorded (mkfs discards the whole export in one request).
+            let well_formed = flags_ok
+                && match cmd {
+                    Command::Flush => true,
+                    Command::Trim { .. } | Command::WriteZeroes { .. } => in_range,
+                    Command::Read | Command::Write { .. } => in_range && len <= MAX_PAYLOAD,
+                };
             if well_formed {
                 let _ = with(&mut |e| {
                     e.observe(cmd, offset, len as u64);

@@ -41,6 +41,8 @@ pub enum HostOp {
     Write(u64, u64),
     /// Trim a logical page.
     Trim(u64),
+    /// Trim logical pages `first .. first + count` as one discard (one request).
+    TrimRange(u64, u64),
     /// Flush.
     Flush,
     /// An idle period: the clock moves on by [`IDLE_GAP`] and the FTL gets its idle-time
@@ -82,6 +84,9 @@ pub struct CrashConfig {
     pub idle_every: usize,
     /// Percent of operations that are trims.
     pub trim_pct: u32,
+    /// A discard of a range every this many operations (0: none): every other one the
+    /// whole volume (mkfs's discard), the others a random run of the span.
+    pub discard_every: usize,
     /// Logical pages the workload touches, as a fraction of the volume.
     pub span: f64,
     /// Fill the span once (and flush) before the cut is armed, so the cuts land in a
@@ -128,6 +133,7 @@ impl CrashConfig {
             flush_every: 16,
             idle_every: 0,
             trim_pct: 8,
+            discard_every: 0,
             span: 0.9,
             warmup: true,
             tail_ops: 60,
@@ -282,6 +288,14 @@ impl CrashConfig {
                 }
                 if self.idle_every > 0 && (i + 1) % self.idle_every == 0 {
                     return HostOp::Idle;
+                }
+                if self.discard_every > 0 && (i + 1) % self.discard_every == 0 {
+                    if ((i + 1) / self.discard_every).is_multiple_of(2) {
+                        return HostOp::TrimRange(0, logical);
+                    }
+                    let first = rng.next_u64() % span;
+                    let count = 1 + rng.next_u64() % (span - first);
+                    return HostOp::TrimRange(first, count);
                 }
                 let mut lpn = rng.next_u64() % span;
                 if self.seq_pct > 0 && (rng.next_u32() % 100) < self.seq_pct {
@@ -497,6 +511,7 @@ pub fn apply_op(
             dev.write_with(t, lpn(l)?, &data, class)
         }
         HostOp::Trim(l) => dev.trim(t, lpn(l)?),
+        HostOp::TrimRange(first, count) => dev.trim_range(t, lpn(first)?, count),
         HostOp::Flush => dev.flush(t),
         HostOp::Idle => {
             for _ in 0..IDLE_TICKS {

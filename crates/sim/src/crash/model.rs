@@ -63,6 +63,12 @@ impl Model {
         let (l, v) = match op {
             HostOp::Write(l, v) => (l, Some(v)),
             HostOp::Trim(l) => (l, None),
+            HostOp::TrimRange(first, count) => {
+                for l in first..first + count {
+                    self.issue(HostOp::Trim(l));
+                }
+                return;
+            }
             HostOp::Flush | HostOp::Idle => return,
         };
         self.since[l as usize].push(v);

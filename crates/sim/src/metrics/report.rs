@@ -310,6 +310,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
         unmapped_reads: a.unmapped_reads - b.unmapped_reads,
         trims: a.trims - b.trims,
         trimmed_pages: a.trimmed_pages - b.trimmed_pages,
+        trim_records: a.trim_records - b.trim_records,
         flushes: a.flushes - b.flushes,
         reads: sub(a.reads, b.reads),
         programs: sub(a.programs, b.programs),

@@ -307,7 +307,7 @@ impl Recovery for RollForward {
 /// Shared state of a rebuild.
 struct Rebuild {
     snap: Snapshot,
-    trims: Vec<(u32, u64)>,
+    trims: Vec<crate::page::snapshot::TrimRange>,
     /// Newest sequence number applied per logical page.
     best: Vec<u64>,
     /// Highest sequence number seen anywhere.

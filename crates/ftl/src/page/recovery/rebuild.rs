@@ -57,7 +57,7 @@ impl Rebuild {
         let max_seq = snap.seq.max(
             trims
                 .iter()
-                .map(|t| t.1.saturating_add(1))
+                .map(|t| t.seq.saturating_add(1))
                 .max()
                 .unwrap_or(0),
         );
@@ -131,13 +131,16 @@ impl Rebuild {
         Ok(h)
     }
 
+    /// Applies the trim log's records: every page of a record's range (clipped to the
+    /// volume) unmapped at its sequence number. A trim sets no replica version: a page it
+    /// leaves unmapped has no replicas, and a page written after it carries the newer
+    /// number of that write.
     pub(super) fn apply_trims<K: Rebuildable>(&mut self, ftl: &mut K) -> Result<(), FtlError> {
         let trims = core::mem::take(&mut self.trims);
-        for &(lpn, seq) in &trims {
-            if (lpn as u64) < ftl.logical() {
-                let v = self.versions.entry(lpn).or_insert(0);
-                *v = (*v).max(seq);
-                self.apply(ftl, lpn as u64, INVALID, seq, false)?;
+        let logical = ftl.logical();
+        for t in &trims {
+            for lpn in t.first as u64..t.end().min(logical) {
+                self.apply(ftl, lpn, INVALID, t.seq, false)?;
             }
         }
         self.trims = trims;
