@@ -624,20 +624,24 @@ impl Engine {
         }
         self.ops.clear();
         self.ftl.take_ops(&mut self.ops);
-        let done = match r.kind {
+        // The request's own service: its operations on idle dies, plus its firmware work.
+        let own = self.timeline.isolated(&self.ops);
+        let (done, service) = match r.kind {
             ReqKind::Trim | ReqKind::Flush => {
                 let start = at.max(self.timeline.all_free());
                 let dropped = self.ftl.counters().trimmed_pages - dropped;
-                self.timeline.schedule(&self.ops, start).max(start)
-                    + Nanos(self.map_update.0.saturating_mul(dropped))
+                let map = Nanos(self.map_update.0.saturating_mul(dropped));
+                let done = self.timeline.schedule(&self.ops, start).max(start) + map;
+                (done, own + map)
             }
             _ => {
                 let firmware = self.ftl.counters().pairing_lookups - lookups - fed_lookups;
-                partial.max(self.timeline.schedule(&self.ops, at))
-                    + Nanos(self.pairing_lookup.0.saturating_mul(firmware))
+                let lookups = Nanos(self.pairing_lookup.0.saturating_mul(firmware));
+                let done = partial.max(self.timeline.schedule(&self.ops, at)) + lookups;
+                (done, own + lookups)
             }
         };
-        self.metrics.record(r.kind, r.len, r.arrival, done);
+        self.metrics.record(r.kind, r.len, r.arrival, service, done);
         self.queue_wait += at.saturating_sub(r.arrival);
         self.clock = self.clock.max(at);
         if self.background == Background::EveryRequest {

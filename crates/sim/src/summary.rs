@@ -152,6 +152,29 @@ impl Report {
                 human_time(l.max_us)
             );
         }
+        if !self.latency_split.is_empty() {
+            let _ = writeln!(
+                w,
+                "split       {:>8} {:>10} {:>10} {:>10} {:>10} | {:>10} {:>10} {:>10} {:>10}",
+                "op", "queue mean", "p99", "p99.9", "max", "serv. mean", "p99", "p99.9", "max"
+            );
+            for (k, l) in &self.latency_split {
+                let (q, s) = (&l.queue, &l.service);
+                let _ = writeln!(
+                    w,
+                    "            {:>8} {:>10} {:>10} {:>10} {:>10} | {:>10} {:>10} {:>10} {:>10}",
+                    k,
+                    human_time(q.mean_us),
+                    human_time(q.p99_us),
+                    human_time(q.p999_us),
+                    human_time(q.max_us),
+                    human_time(s.mean_us),
+                    human_time(s.p99_us),
+                    human_time(s.p999_us),
+                    human_time(s.max_us)
+                );
+            }
+        }
         if let Some(r) = &self.recovery {
             let _ = writeln!(
                 w,

@@ -17,6 +17,9 @@ pub struct Timeline {
     chan_free: Vec<Nanos>,
     ends: Vec<Nanos>,
     busy: Vec<Nanos>,
+    /// Scratch timelines for [`Timeline::isolated`] (all zero between calls).
+    idle_die: Vec<Nanos>,
+    idle_chan: Vec<Nanos>,
 }
 
 impl Timeline {
@@ -27,51 +30,39 @@ impl Timeline {
             chan_free: vec![Nanos::ZERO; channels],
             ends: Vec::new(),
             busy: vec![Nanos::ZERO; dies],
+            idle_die: vec![Nanos::ZERO; dies],
+            idle_chan: vec![Nanos::ZERO; channels],
         }
     }
 
     /// Places `ops` (one request's batch) no earlier than `ready`; returns when the last one
     /// finishes (`ready` if there are none).
     pub fn schedule(&mut self, ops: &[FlashOp], ready: Nanos) -> Nanos {
-        self.ends.clear();
-        let mut done = ready;
+        place(
+            &mut self.die_free,
+            &mut self.chan_free,
+            &mut self.ends,
+            Some(&mut self.busy),
+            ops,
+            ready,
+        )
+    }
+
+    /// How long `ops` take on dies and channels that are all free: a request's own service
+    /// time, without the time it waits behind work already on the timelines. Changes no
+    /// timeline.
+    pub fn isolated(&mut self, ops: &[FlashOp]) -> Nanos {
+        let done = place(
+            &mut self.idle_die,
+            &mut self.idle_chan,
+            &mut self.ends,
+            None,
+            ops,
+            Nanos::ZERO,
+        );
         for op in ops {
-            let r = match op.after {
-                Some(i) => self
-                    .ends
-                    .get(i as usize)
-                    .copied()
-                    .unwrap_or(ready)
-                    .max(ready),
-                None => ready,
-            };
-            let d = op.die as usize;
-            let c = op.channel as usize;
-            let end = match op.kind {
-                OpKind::Program => {
-                    let s = r.max(self.chan_free[c]).max(self.die_free[d]);
-                    self.chan_free[c] = s + op.transfer;
-                    self.die_free[d] = s + op.transfer + op.array;
-                    self.busy[d] += op.transfer + op.array;
-                    self.die_free[d]
-                }
-                OpKind::Read => {
-                    let s = r.max(self.die_free[d]);
-                    let t = (s + op.array).max(self.chan_free[c]);
-                    self.chan_free[c] = t + op.transfer;
-                    self.die_free[d] = t + op.transfer;
-                    self.busy[d] += op.array + op.transfer;
-                    t + op.transfer + op.ecc
-                }
-                OpKind::Erase => {
-                    let s = r.max(self.die_free[d]);
-                    self.die_free[d] = s + op.array;
-                    self.busy[d] += op.array;
-                    self.die_free[d]
-                }
-            };
-            self.ends.push(end);
-            done = done.max(end);
+            self.idle_die[op.die as usize] = Nanos::ZERO;
+            self.idle_chan[op.channel as usize] = Nanos::ZERO;
         }
         done
     }
@@ -103,6 +94,60 @@ impl Timeline {
             *x = (*x).max(t);
         }
     }
+}
+
+/// Places `ops` on the timelines `die_free` and `chan_free` no earlier than `ready`
+/// (`ends`: scratch for each operation's end; `busy`: per-die busy time to add to).
+fn place(
+    die_free: &mut [Nanos],
+    chan_free: &mut [Nanos],
+    ends: &mut Vec<Nanos>,
+    mut busy: Option<&mut Vec<Nanos>>,
+    ops: &[FlashOp],
+    ready: Nanos,
+) -> Nanos {
+    ends.clear();
+    let mut done = ready;
+    for op in ops {
+        let r = match op.after {
+            Some(i) => ends.get(i as usize).copied().unwrap_or(ready).max(ready),
+            None => ready,
+        };
+        let d = op.die as usize;
+        let c = op.channel as usize;
+        let end = match op.kind {
+            OpKind::Program => {
+                let s = r.max(chan_free[c]).max(die_free[d]);
+                chan_free[c] = s + op.transfer;
+                die_free[d] = s + op.transfer + op.array;
+                if let Some(b) = busy.as_deref_mut() {
+                    b[d] += op.transfer + op.array;
+                }
+                die_free[d]
+            }
+            OpKind::Read => {
+                let s = r.max(die_free[d]);
+                let t = (s + op.array).max(chan_free[c]);
+                chan_free[c] = t + op.transfer;
+                die_free[d] = t + op.transfer;
+                if let Some(b) = busy.as_deref_mut() {
+                    b[d] += op.array + op.transfer;
+                }
+                t + op.transfer + op.ecc
+            }
+            OpKind::Erase => {
+                let s = r.max(die_free[d]);
+                die_free[d] = s + op.array;
+                if let Some(b) = busy.as_deref_mut() {
+                    b[d] += op.array;
+                }
+                die_free[d]
+            }
+        };
+        ends.push(end);
+        done = done.max(end);
+    }
+    done
 }
 
 #[cfg(test)]

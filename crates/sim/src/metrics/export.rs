@@ -128,6 +128,10 @@ impl Report {
                 stddev: 0.0,
             },
             latency: ReqKind::ALL.iter().map(|k| (k.name(), stats)).collect(),
+            latency_split: ReqKind::ALL
+                .iter()
+                .map(|k| (k.name(), LatencySplit::default()))
+                .collect(),
             realtime: RealTimeReport::default(),
             meta: MetaReport::default(),
             ecc: EccReport {

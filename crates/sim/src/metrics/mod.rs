@@ -12,10 +12,53 @@ mod report;
 pub(crate) use export::json_leaves;
 pub use report::*;
 
+/// One distribution of times (ns): a histogram, the exact sum and the exact largest value.
+#[derive(Debug, Clone)]
+pub(crate) struct Dist {
+    h: Histogram<u64>,
+    sum: u128,
+    max: u64,
+}
+
+impl Default for Dist {
+    fn default() -> Self {
+        Dist {
+            h: Histogram::new(3).expect("valid sigfig"),
+            sum: 0,
+            max: 0,
+        }
+    }
+}
+
+impl Dist {
+    fn record(&mut self, ns: u64) {
+        self.h
+            .record(ns)
+            .expect("auto-resizing histogram accepts any value");
+        self.sum += ns as u128;
+        self.max = self.max.max(ns);
+    }
+
+    /// Mean, p99, p99.9 and maximum in µs over `n` values.
+    pub(crate) fn summary(&self, n: u64) -> report::Quantiles {
+        let us = |v: u64| v as f64 / 1000.0;
+        report::Quantiles {
+            mean_us: self.sum as f64 / n.max(1) as f64 / 1000.0,
+            p99_us: us(self.h.value_at_quantile(0.99)),
+            p999_us: us(self.h.value_at_quantile(0.999)),
+            max_us: us(self.max),
+        }
+    }
+}
+
 /// Latency histograms and counts per request kind.
 #[derive(Debug, Clone)]
 pub struct Metrics {
     lat: Vec<Histogram<u64>>,
+    /// Per kind: the response time split into waiting (host queue, and dies and channels
+    /// busy with earlier work) and the request's own service.
+    queue: [Dist; 4],
+    service: [Dist; 4],
     count: [u64; 4],
     bytes: [u64; 4],
     sum_ns: [u128; 4],
@@ -48,6 +91,8 @@ impl Default for Metrics {
             lat: (0..4)
                 .map(|_| Histogram::new(3).expect("valid sigfig"))
                 .collect(),
+            queue: Default::default(),
+            service: Default::default(),
             count: [0; 4],
             bytes: [0; 4],
             sum_ns: [0; 4],
@@ -66,10 +111,23 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Records one completed request.
-    pub fn record(&mut self, kind: ReqKind, bytes: u64, arrival: Nanos, done: Nanos) {
+    /// Records one completed request: it arrived at `arrival` and completed at `done`; its
+    /// own service (its operations on idle dies and its firmware work) took `service`, and
+    /// the rest of its response time was waiting — in the host queue, or for dies and
+    /// channels busy with earlier work.
+    pub fn record(
+        &mut self,
+        kind: ReqKind,
+        bytes: u64,
+        arrival: Nanos,
+        service: Nanos,
+        done: Nanos,
+    ) {
         let i = kind.index();
         let lat = done.saturating_sub(arrival).0;
+        let service = service.0.min(lat);
+        self.queue[i].record(lat - service);
+        self.service[i].record(service);
         self.lat[i]
             .record(lat)
             .expect("auto-resizing histogram accepts any value");

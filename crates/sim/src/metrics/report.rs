@@ -31,6 +31,32 @@ pub struct LatencyStats {
     pub max_us: f64,
 }
 
+/// A time distribution's summary, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Quantiles {
+    /// Mean.
+    pub mean_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+}
+
+/// One request kind's response time split: its own service — its flash operations on
+/// dies and channels that are free (GC steps, pads, checkpoint and trim-log pages it
+/// issued included) and its firmware work — and the rest, waiting: in the host queue, and
+/// for dies and channels busy with earlier requests' work (a trim or flush is a barrier:
+/// it starts once every die is free).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct LatencySplit {
+    /// Waiting: response time less service.
+    pub queue: Quantiles,
+    /// The request's own service.
+    pub service: Quantiles,
+}
+
 /// Host-side operation counts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct HostStats {
@@ -267,6 +293,8 @@ pub struct Report {
     pub wear: WearStats,
     /// Latency per request kind.
     pub latency: BTreeMap<&'static str, LatencyStats>,
+    /// Latency per request kind split into queue wait and service.
+    pub latency_split: BTreeMap<&'static str, LatencySplit>,
     /// ECC.
     pub ecc: EccReport,
     /// Space and latency bounds (WAO-GC's Table I and Fig. 11).
@@ -523,6 +551,18 @@ impl Report {
                 },
             );
         }
+        let latency_split = ReqKind::ALL
+            .iter()
+            .filter(|k| m.count[k.index()] > 0)
+            .map(|k| {
+                let (i, n) = (k.index(), m.count[k.index()]);
+                let split = LatencySplit {
+                    queue: m.queue[i].summary(n),
+                    service: m.service[i].summary(n),
+                };
+                (k.name(), split)
+            })
+            .collect();
         let ec = i.erase_counts;
         let n = ec.len().max(1) as f64;
         let total: u64 = ec.iter().map(|&x| x as u64).sum();
@@ -651,6 +691,7 @@ impl Report {
                 stddev: var.sqrt(),
             },
             latency,
+            latency_split,
             ecc: EccReport {
                 reads: e.reads - b.reads,
                 corrected_bits: e.corrected_bits - b.corrected_bits,
