@@ -116,6 +116,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/combined-trace-base.toml"),
     ),
     (
+        "real-fs.toml",
+        include_str!("../../../experiments/real-fs.toml"),
+    ),
+    (
+        "real-fs-base.toml",
+        include_str!("../../../experiments/real-fs-base.toml"),
+    ),
+    (
         "combined-spftl.toml",
         include_str!("../../../experiments/combined-spftl.toml"),
     ),
@@ -148,6 +156,7 @@ const MATRICES: &[&str] = &[
     "combined",
     "combined-traces",
     "combined-spftl",
+    "real-fs",
 ];
 
 /// Matrices a shipped comparison runs after its own (its other parts: DCR's capacity

@@ -99,6 +99,7 @@ impl Report {
                 retired_blocks: 0,
                 lost_pages: 0,
                 checkpoints: 0,
+                trim_records: 0,
                 meta_bytes: 0,
                 pad_pages: 0,
                 placement_pads: 0,

@@ -117,6 +117,8 @@ pub struct NandStats {
     pub lost_pages: u64,
     /// Checkpoints written.
     pub checkpoints: u64,
+    /// Trim records written to the metadata log (a discarded range is one record).
+    pub trim_records: u64,
     /// Bytes of FTL metadata programmed (checkpoint pages).
     pub meta_bytes: u64,
     /// Padding pages programmed to seal exposed lower pages (MLC).
@@ -654,6 +656,7 @@ impl Report {
                 retired_blocks: c.retired_blocks,
                 lost_pages: c.lost_pages,
                 checkpoints: c.checkpoints,
+                trim_records: c.trim_records,
                 meta_bytes: c.meta_bytes,
                 pad_pages: c.pad_pages,
                 placement_pads: c.placement_pads,
