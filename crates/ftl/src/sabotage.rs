@@ -18,4 +18,8 @@ pub enum Sabotage {
     /// Recovery believes the OOB record of the pages at a block's write point without
     /// reading them in full and checking their data CRC (a torn page can win).
     NoTornCheck,
+    /// GC erases a victim while a trim that superseded one of its pages is still only in
+    /// RAM (a cut then loses the trim and the newer version it discarded: the older one
+    /// comes back).
+    EraseBeforeTrimLog,
 }

@@ -424,3 +424,118 @@ fn stepped_checkpoints_rotate_the_region() {
             .unwrap();
     }
 }
+
+/// Fills the volume, then discards it whole, as mkfs does: one trim record and no
+/// checkpoint for the discard, however long; a cut after the flush that follows (a crash,
+/// no shutdown) mounts to a volume with every page unmapped; a cut before it loses at
+/// most that discard. Then a discard of a range past the end is refused whole.
+#[test]
+fn a_whole_device_discard_is_one_record_and_survives_a_crash() {
+    for scheme in [
+        SchemeConfig::Combined(combined::profile()),
+        SchemeConfig::Page(ftl::PageFtlConfig::default()),
+    ] {
+        let mut dev = scheme
+            .format(controller("flares-mlc-3x", 128, 4096), Nanos::ZERO)
+            .unwrap();
+        let n = dev.logical_pages();
+        let page = vec![0x5au8; dev.page_size()];
+        let mut now = Nanos(1_000_000);
+        for l in 0..n {
+            dev.write(now, Lpn::checked(l, n).unwrap(), &page).unwrap();
+            now += Nanos(100_000);
+        }
+        dev.flush(now).unwrap();
+        let before = *dev.counters();
+        dev.trim_range(now, Lpn::checked(0, n).unwrap(), n).unwrap();
+        dev.flush(now).unwrap();
+        dev.verify().unwrap();
+        let c = *dev.counters();
+        assert_eq!(c.trims - before.trims, n, "every page counted: {c:?}");
+        assert_eq!(c.trimmed_pages - before.trimmed_pages, n);
+        assert_eq!(c.trim_records - before.trim_records, 1, "one record: {c:?}");
+        assert!(
+            c.checkpoints - before.checkpoints <= 1,
+            "a discard costs no checkpoint in proportion to its size: {c:?}"
+        );
+        let dev2 = scheme.mount(dev.into_controller(), now).unwrap();
+        dev2.verify().unwrap();
+        assert!(
+            (0..n).all(|l| dev2.mapping(l).is_none()),
+            "{}: a flushed discard of the whole device survives a crash",
+            scheme.name()
+        );
+        let mut dev = dev2;
+        // A range reaching past the end: refused, nothing discarded.
+        dev.write(now, Lpn::checked(n - 1, n).unwrap(), &page)
+            .unwrap();
+        let err = dev
+            .trim_range(now, Lpn::checked(n - 2, n).unwrap(), 3)
+            .unwrap_err();
+        assert!(
+            matches!(err, ftl::FtlError::OutOfRange { lpn, .. } if lpn == n),
+            "{err}"
+        );
+        assert!(
+            dev.mapping(n - 1).is_some(),
+            "nothing discarded by a refused range"
+        );
+        // An empty range does nothing.
+        let c = *dev.counters();
+        dev.trim_range(now, Lpn::checked(0, n).unwrap(), 0).unwrap();
+        assert_eq!(*dev.counters(), c);
+    }
+}
+
+/// Discards interleaved with writes under the combined profile's real-time pacing: trims
+/// wait in RAM and their log write is a partial step of its own before an erase; the
+/// bound holds (no overrun) and a crash after the last flush loses nothing flushed.
+#[test]
+fn discards_among_writes_keep_the_bound_and_survive_a_crash() {
+    let scheme = SchemeConfig::Combined(combined::profile());
+    let mut dev = scheme
+        .format(controller("flares-mlc-3x", 128, 4096), Nanos::ZERO)
+        .unwrap();
+    let n = dev.logical_pages();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut now = Nanos(1_000_000);
+    let mut live = vec![false; n as usize];
+    for i in 0..40_000u64 {
+        let l = rng.next_u64() % n;
+        if i % 50 == 49 {
+            let count = 1 + rng.next_u64() % 64.min(n - l);
+            dev.trim_range(now, Lpn::checked(l, n).unwrap(), count)
+                .unwrap();
+            live[l as usize..(l + count) as usize].fill(false);
+        } else {
+            let page = vec![(l % 251) as u8 + 1; dev.page_size()];
+            dev.write(now, Lpn::checked(l, n).unwrap(), &page).unwrap();
+            live[l as usize] = true;
+        }
+        now += Nanos(200_000);
+        if i % 64 == 63 {
+            dev.flush(now).unwrap();
+        }
+    }
+    dev.flush(now).unwrap();
+    let c = *dev.counters();
+    assert_eq!(c.rt_overruns, 0, "{c:?}");
+    assert!(c.trim_records > 0 && c.trim_records < c.trims, "{c:?}");
+    let mut dev = scheme.mount(dev.into_controller(), now).unwrap();
+    dev.verify().unwrap();
+    let mut buf = vec![0u8; dev.page_size()];
+    for l in 0..n {
+        dev.read(now, Lpn::checked(l, n).unwrap(), &mut buf)
+            .unwrap();
+        let want = if live[l as usize] {
+            (l % 251) as u8 + 1
+        } else {
+            0
+        };
+        assert!(
+            buf.iter().all(|&b| b == want),
+            "page {l}: want {want}, got {}",
+            buf[0]
+        );
+    }
+}

@@ -235,6 +235,21 @@ fn the_harness_catches_torn_pages_believed_without_a_crc_check() {
 }
 
 #[test]
+fn the_harness_catches_a_victim_erased_before_its_trims_are_logged() {
+    let s = sabotaged(
+        Sabotage::EraseBeforeTrimLog,
+        Checker::Contract,
+        46,
+        Plan::Random { samples: 300 },
+        &CutMode::ALL,
+    );
+    assert!(
+        broken(&s) > 0,
+        "erasing a victim before the trims that superseded its pages are logged went unnoticed"
+    );
+}
+
+#[test]
 fn a_weakened_checker_lets_a_known_bad_ftl_through() {
     // The same FTL that forgets trims, the same cuts: the contract checker fails it (a
     // trimmed page comes back with its old data), a checker that accepts any version ever

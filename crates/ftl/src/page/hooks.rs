@@ -143,8 +143,8 @@ impl<S: Storage, M: ErrorModel> Kernel for PageFtl<S, M> {
         self.persist_trims(now)
     }
 
-    fn trims_pending(&self) -> bool {
-        !self.pending_trims.is_empty()
+    fn oldest_pending_trim(&self) -> Option<u64> {
+        self.pending_trims.first().map(|t| t.seq)
     }
 
     fn checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {

@@ -55,11 +55,11 @@ pub(crate) trait Kernel {
     /// Called before any erase: persist what an erase would otherwise make unrecoverable
     /// (trims whose only witness is the stale copy the erase destroys).
     fn before_erase(&mut self, now: Nanos) -> Result<(), FtlError>;
-    /// Whether [`before_erase`](Kernel::before_erase) has anything to write (trims not in
-    /// the log yet). A real-time pacing gives that write a step of its own (see
-    /// `erase_dirty`); `false` for kernels that persist nothing there.
-    fn trims_pending(&self) -> bool {
-        false
+    /// The sequence number of the oldest trim not in the log yet (`None`: none pending, or
+    /// a kernel that logs no trims). An erase of a block whose pages were superseded at or
+    /// after it needs [`before_erase`](Kernel::before_erase) first.
+    fn oldest_pending_trim(&self) -> Option<u64> {
+        None
     }
     /// Writes a checkpoint (blocks opened since the last one become collectable).
     fn checkpoint(&mut self, now: Nanos) -> Result<(), FtlError>;
@@ -401,12 +401,21 @@ pub(crate) fn erase_dirty<K: Kernel>(
             k.sub_mut().seal(now, d, s, upto)?;
             continue;
         }
-        if k.trims_pending() && k.sub().real_time && !force {
-            // A real-time pacing batches trims in RAM (one log unit at most): their log
-            // write must precede this erase, and a partial step takes one erase *or* one
-            // page operation — so the log write is this step, and the erase the next one
-            // (the victim waits, as it does for sealing). Once per victim: trims taken
-            // meanwhile are written with the erase, an overrun of the bound.
+        // A trim the log does not hold yet could resurrect a stale copy this erase would
+        // otherwise be the only witness against (a page it superseded here, the older
+        // version elsewhere): such trims are persisted first. Only trims taken before the
+        // block's last page was superseded can concern it (none touches a victim after
+        // its collection), so most erases need no log write.
+        let needs_log = k.oldest_pending_trim().is_some_and(|q| q <= p.superseded);
+        #[cfg(feature = "sabotage")]
+        let needs_log =
+            needs_log && k.sub().cfg.sabotage != crate::sabotage::Sabotage::EraseBeforeTrimLog;
+        if needs_log && k.sub().real_time && !force {
+            // A real-time pacing: a partial step takes one erase *or* one page operation,
+            // so the log write is this step, and the erase the next one (the victim waits,
+            // as it does for sealing). Trims taken since are newer than the block's pages,
+            // so a second wait cannot happen; were it to, the log goes with the erase and
+            // the overrun is counted.
             let p = k.sub_mut().dies[die]
                 .dirty
                 .front_mut()
@@ -418,9 +427,9 @@ pub(crate) fn erase_dirty<K: Kernel>(
             k.sub_mut().log.counters.rt_overruns += 1;
         }
         k.sub_mut().dies[die].dirty.pop_front();
-        // A trim the log does not hold yet could resurrect a stale copy this erase would
-        // otherwise be the only witness against: persist first.
-        k.before_erase(now)?;
+        if needs_log {
+            k.before_erase(now)?;
+        }
         let s = k.sub_mut();
         if s.erase_block(now, p.block, p.cause)? {
             s.push_free(p.block);
