@@ -26,6 +26,9 @@
 #   sqlite (WAL, synchronous=FULL, a transaction per statement), dbench, sensor (a logger
 #   with rotation), copy (a tree copied and the original removed), bonnie (bonnie++).
 #   REALFS="postmark sqlite" picks some (how traces/realfs was made).
+#        scripts/nbd-guest.sh path/to/nandlab --discard-only
+#   Only the last stage: mkfs.ext4 and a discard-mounted workload on the default profile
+#   and on the page FTL, their mkfs wall times compared.
 set -euo pipefail
 NANDLAB=$(realpath "${1:-target/release/nandlab}")
 capture=""
@@ -36,6 +39,7 @@ case "${2:-}" in
   --capture-waogc) capture=$(realpath -m "$3"); capture_mode=waogc ;;
   --live-waogc) capture_mode=live; if [ -n "${3:-}" ]; then capture=$(realpath -m "$3"); fi ;;
   --capture-realfs) capture=$(realpath -m "$3"); capture_mode=realfs ;;
+  --discard-only) capture_mode=discard ;;
 esac
 root=$(realpath "$(dirname "$0")/..")
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
@@ -336,6 +340,26 @@ elif [ "${mode#rf-}" != "$mode" ]; then
   umount /mnt || bad umount
   /sbin/e2fsck -fn /dev/vda >/dev/null 2>&1 || bad fsck
   ok "$mode"
+elif [ "$mode" = discard ]; then
+  # mkfs.ext4 discards the whole disk (timed by the guest's clock), then a discard-mounted
+  # workload: files written, some deleted (their blocks trimmed at once), fstrim, fsck.
+  t0=$(cut -d' ' -f1 /proc/uptime)
+  /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
+  t1=$(cut -d' ' -f1 /proc/uptime)
+  echo "GUEST-MKFS-SECONDS $t0 $t1"
+  mount -t ext4 -o discard /dev/vda /mnt || bad mount
+  mkdir /mnt/d
+  for i in $(seq 1 30); do dd if=/dev/urandom of=/mnt/d/f$i bs=4k count=$((i * 4)) 2>/dev/null; done
+  sync
+  for i in $(seq 1 2 30); do rm /mnt/d/f$i; done
+  (cd /mnt/d && sha256sum f* > /mnt/SUMS) && sync || bad write
+  fstrim /mnt || bad fstrim
+  umount /mnt || bad umount
+  /sbin/e2fsck -fn /dev/vda >/dev/null 2>&1 || bad fsck
+  mount -t ext4 /dev/vda /mnt || bad remount
+  (cd /mnt/d && sha256sum -c /mnt/SUMS >/dev/null) || bad checksums
+  umount /mnt || bad umount
+  ok discard
 elif [ "$mode" = fresh ]; then
   /sbin/mke2fs -q -F -t ext4 /dev/vda || bad mkfs
   mount -t ext4 /dev/vda /mnt || bad mount
@@ -376,6 +400,39 @@ boot() { # boot MODE BLOCKSIZE
   grep -q "GUEST-OK $1" "$work/console.log" || { tail -30 "$work/console.log"; fail "guest $1 ($2-byte blocks)"; }
   grep -q "logical block size $2" "$work/console.log" || fail "guest did not see $2-byte blocks"
 }
+discard_stage() {
+  # mkfs.ext4 (a whole-disk discard) and a discard-mounted workload on a 1 GiB volume of the
+  # default profile and of the page FTL: the discard is one range, so the default profile's
+  # mkfs takes about the page FTL's wall time.
+  echo "-- mkfs.ext4 (whole-disk discard) and a discard-mounted workload: default profile against page, 1 GiB"
+  local -A mkfs_s
+  for profile in combined page; do
+    rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
+    # About 1 GiB exported each: the default profile raises over-provisioning to what
+    # WAO-GC's bound needs on this chip (about half of it), so its chip is twice as large.
+    ftl=(); bpp=22000
+    if [ "$profile" = page ]; then ftl=(--ftl "$root/examples/ftl/page.toml"); bpp=11000; fi
+    start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane "$bpp" "${ftl[@]}"
+    t0=$SECONDS; boot discard 4096
+    read -r a b < <(sed -n 's/.*GUEST-MKFS-SECONDS \([0-9.]*\) \([0-9.]*\).*/\1 \2/p' "$work/console.log")
+    mkfs_s[$profile]=$(python3 -c "print(round($b - $a, 2))")
+    stop_server TERM
+    sim=$(grep "shut down cleanly" "$work/serve.err" | tail -1 | python3 -c '
+import json, sys
+line = sys.stdin.read()
+s = json.loads(line[line.index("{"):])
+t, f, c = s["trim"], s["flush"], s["counters"]
+print("simulated: %d discards, worst %.1f ms, %d trim records, %d checkpoints, %d metadata bytes; worst flush %.1f ms" % (
+    t["count"], t["max_us"] / 1e3, c.get("trim_records", 0), c["checkpoints"], c["meta_bytes"], f["max_us"] / 1e3))')
+    echo "   $profile: $(sed -n 's/^serving.*(\([^)]*\)).*/\1/p' "$work/serve.out" | head -1) mkfs ${mkfs_s[$profile]} s in the guest; workload, fstrim, fsck and checksums ok ($((SECONDS - t0)) s)"
+    echo "      $sim"
+  done
+  python3 -c 'import sys; c, p = map(float, sys.argv[1:]); print(f"   mkfs wall time, default profile / page: {c / max(p, 0.01):.2f}x ({c} s against {p} s)")' "${mkfs_s[combined]}" "${mkfs_s[page]}"
+}
+if [ "$capture_mode" = discard ]; then
+  discard_stage
+  exit 0
+fi
 if [ "$capture_mode" = sensor ]; then
   echo "-- sensor-logger guest, its requests recorded"
   start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 1024 --ftl "$root/examples/ftl/page.toml" --record-trace "$capture"
@@ -473,4 +530,5 @@ start_server "$work/disk.chip"
 boot check 4096
 echo "   mounted again: all $total synced files match their checksums, fsck clean ($((SECONDS - t0)) s)"
 stop_server TERM
+discard_stage
 echo "== guest stage passed"

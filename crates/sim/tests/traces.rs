@@ -519,9 +519,10 @@ fn fit_sizes_the_device_to_the_trace_and_clips_trims() {
 }
 
 /// Trims are counted as requests, bytes, pages covered and distinct mapped pages dropped
-/// (the same range trimmed twice drops its pages once); a trim is a barrier that waits for
-/// the writes issued before it and pays a firmware time per page it drops; a long run of
-/// trims without a flush persists its trim log as it goes (bounded RAM, cost on the trim).
+/// (the same range trimmed twice drops its pages once); a discard is one trim record however
+/// long; a trim is a barrier that waits for the writes issued before it and pays a firmware
+/// time per page it drops; a long run of trims without a flush persists its trim log as it
+/// goes (bounded RAM, cost on the trim).
 #[test]
 fn trims_count_distinct_pages_queue_behind_writes_and_persist_as_they_go() {
     let dir = std::env::temp_dir().join(format!("nandlab-trims-{}", std::process::id()));
@@ -535,8 +536,19 @@ fn trims_count_distinct_pages_queue_behind_writes_and_persist_as_they_go() {
     }
     t += "8,0 0 900 0.000001 9 Q D 0 + 16384 [t]\n8,0 0 901 0.000002 9 Q D 0 + 16384 [t]\n";
     t += "8,0 0 902 0.000003 9 Q D 100000 + 64 [t]\n";
-    std::fs::write(&trace, t).unwrap();
-    let run = |extra: &str| {
+    std::fs::write(&trace, &t).unwrap();
+    // The same, then 400 one-page discards of every other written page past the first
+    // 8 MiB (records that do not merge: more than one log page holds).
+    let many = dir.join("many.trace");
+    for k in 0..400u64 {
+        t += &format!(
+            "8,0 0 {} 0.00001 9 Q D {} + 16 [t]\n",
+            1000 + k,
+            16384 + 32 * k
+        );
+    }
+    std::fs::write(&many, t).unwrap();
+    let run_on = |trace: &Path, extra: &str| {
         let cfg = format!(
             "[chip]\npreset = \"mlc-20nm\"\n[chip.geometry]\nblocks_per_plane = 64\n[controller]\nmode = \"digest\"\n{extra}\n[precondition]\nenabled = false\n[trace]\npath = \"{}\"\nformat = \"blkparse\"\n[load]\nmode = \"open\"\n",
             trace.display()
@@ -548,6 +560,7 @@ fn trims_count_distinct_pages_queue_behind_writes_and_persist_as_they_go() {
             .run(&mut |_| {})
             .unwrap()
     };
+    let run = |extra: &str| run_on(&trace, extra);
     let rep = run("");
     let h = &rep.host;
     let page = 8192u64; // mlc-20nm
@@ -555,10 +568,16 @@ fn trims_count_distinct_pages_queue_behind_writes_and_persist_as_they_go() {
     assert_eq!(h.trimmed_bytes, 2 * (8 << 20) + 64 * 512);
     assert_eq!(h.pages_trimmed, 2 * (8 << 20) / page + 64 * 512 / page);
     assert_eq!(h.pages_unmapped_by_trim, (8 << 20) / page);
-    // 1024 dropped pages are more than one trim-log page holds (680 entries of 12 bytes):
-    // with no flush in the trace, the log was written as the trims went.
+    // 1024 dropped pages by one discard are one record, kept in RAM (no flush, no erase):
+    // nothing written for it.
     assert_eq!(h.flushes, 0);
-    assert!(rep.nand.meta_bytes >= page, "{:?}", rep.nand);
+    assert_eq!(rep.nand.trim_records, 0, "{:?}", rep.nand);
+    // 400 more records are more than one trim-log page holds (340 of 24 bytes): with no
+    // flush in the trace, the log was written as the trims went.
+    let rep2 = run_on(&many, "");
+    assert_eq!(rep2.host.pages_unmapped_by_trim, (8 << 20) / page + 400);
+    assert!(rep2.nand.trim_records >= 340, "{:?}", rep2.nand);
+    assert!(rep2.nand.meta_bytes >= page, "{:?}", rep2.nand);
     // The trims waited for the 16 MiB of writes issued before them (milliseconds of
     // programs), not 0 µs.
     let trim = &rep.latency["trim"];

@@ -214,9 +214,20 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
     }
 
+    /// The sequence number of the point a checkpoint being written in steps was encoded
+    /// at (`None`: none is being written).
+    pub(super) fn steps_point(&self) -> Option<u64> {
+        self.steps.as_ref().map(|st| st.seq)
+    }
+
     /// The generation is committed: the young blocks become those opened since P.
     fn commit_steps(&mut self) {
         let st = self.steps.take().expect("a checkpoint was being written");
+        // Trims still pending from before P are in the new snapshot: logged after it, they
+        // would be older than it (a record older than the snapshot could unmap a newer
+        // write the snapshot maps). Every record in a generation's log is at least as new
+        // as its snapshot.
+        self.pending_trims.retain(|t| t.seq >= st.seq);
         if let super::map::MapSlot::Paged(p) = &mut self.map {
             p.commit_pin();
         }
@@ -254,8 +265,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let Some(st) = &mut self.steps else {
             return Ok(());
         };
-        if trim_units(&st.trims) + trim_units(&self.pending_trims) <= cap {
-            st.trims.extend_from_slice(&self.pending_trims);
+        // Only trims taken since P: older ones (pending at P) are in the snapshot, and a
+        // trailer record older than the snapshot would unmap a newer write it maps.
+        let since = self.pending_trims.iter().filter(|t| t.seq >= st.seq);
+        if trim_units(&st.trims) + 2 * since.clone().count() <= cap {
+            st.trims.extend(since);
             return Ok(());
         }
         self.finish_checkpoint(now)

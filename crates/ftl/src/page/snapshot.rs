@@ -12,11 +12,12 @@
 //! written instead.
 //!
 //! **Record format** (little-endian, 12-byte units, so logs written before ranges existed
-//! read unchanged): a single page is one unit — logical page (u32, bit 31 clear), sequence
-//! number (u64); a range of two or more pages is two units — first page with bit 31
-//! ([`RANGE_FLAG`]) set, sequence number; then the page count (u32) and 8 zero bytes. A
-//! range's second unit may start the next log page; a log cut between the two (a torn
-//! append) ends in a lone first unit, which is dropped: that trim was never acknowledged.
+//! read unchanged): a record is two units — first page with bit 31 ([`RANGE_FLAG`]) set,
+//! sequence number (u64); then the page count (u32) and 8 zero bytes. Logs written before
+//! ranges hold single-page units (page with bit 31 clear, sequence number), still read as
+//! ranges of one page. A record is never split across log pages (the log is appended in
+//! whole [`TRIM_RECORD`]s): a log cut after a page and continued in a fresh block after a
+//! mount must not pair one record's first unit with a later append's unit.
 //! Volumes have fewer than 2^31 logical pages (checked when one is sized).
 
 use super::map::MapStore;
@@ -31,6 +32,8 @@ use nand::{ErrorModel, Nanos, Storage};
 /// Bytes of one trim-log unit: logical page (u32) and sequence number (u64); a range
 /// takes two (see the module docs).
 pub(crate) const TRIM_ENTRY: usize = 12;
+/// Bytes of one trim record (two units), the granularity the log is appended in.
+pub(crate) const TRIM_RECORD: usize = 2 * TRIM_ENTRY;
 /// Bit 31 of a unit's logical page: a range record, its page count in the next unit.
 pub(crate) const RANGE_FLAG: u32 = 1 << 31;
 /// Volumes have fewer logical pages than this (a trim record's page field has 31 bits).
@@ -54,13 +57,9 @@ impl TrimRange {
         self.first as u64 + self.count as u64
     }
 
-    /// Log units the record takes (one for a single page, two for a range).
+    /// Log units the record takes.
     pub fn units(&self) -> usize {
-        if self.count == 1 {
-            1
-        } else {
-            2
-        }
+        2
     }
 }
 
@@ -239,16 +238,10 @@ pub(crate) fn encode_trims(trims: &[TrimRange]) -> Vec<u8> {
     let mut out = Vec::with_capacity(trim_units(trims) * TRIM_ENTRY);
     for t in trims {
         debug_assert!(t.count >= 1 && t.first < RANGE_FLAG && t.end() <= MAX_LOGICAL);
-        if t.count == 1 {
-            out.extend_from_slice(&t.first.to_le_bytes());
-        } else {
-            out.extend_from_slice(&(t.first | RANGE_FLAG).to_le_bytes());
-        }
+        out.extend_from_slice(&(t.first | RANGE_FLAG).to_le_bytes());
         out.extend_from_slice(&t.seq.to_le_bytes());
-        if t.count > 1 {
-            out.extend_from_slice(&t.count.to_le_bytes());
-            out.extend_from_slice(&0u64.to_le_bytes());
-        }
+        out.extend_from_slice(&t.count.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes());
     }
     out
 }
@@ -400,8 +393,8 @@ impl Snapshot {
     }
 }
 
-/// Trim records packed in the log's bytes. A range whose count unit is missing (the log
-/// ends after its first unit: a torn append) or zero is dropped.
+/// Trim records packed in the log's bytes. A range whose count unit is missing (a log
+/// that ends after its first unit) or zero is dropped.
 pub(crate) fn decode_trims(log: &[u8]) -> Vec<TrimRange> {
     let mut out = Vec::new();
     let mut units = log.chunks_exact(TRIM_ENTRY);
@@ -575,7 +568,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.s.log.counters.trim_records += self.pending_trims.len() as u64;
         if !self
             .region
-            .append_log(&mut self.s, now, &entries, TRIM_ENTRY)?
+            .append_log(&mut self.s, now, &entries, TRIM_RECORD)?
         {
             return self.write_checkpoint(now);
         }
@@ -702,7 +695,7 @@ mod tests {
         ];
         let bytes = encode_trims(&trims);
         assert_eq!(bytes.len(), trim_units(&trims) * TRIM_ENTRY);
-        assert_eq!(trim_units(&trims), 5);
+        assert_eq!(trim_units(&trims), 6);
         assert_eq!(decode_trims(&bytes), trims);
         // A log of single-page entries (as written before ranges) reads as ranges of one.
         let mut old = Vec::new();
@@ -725,9 +718,13 @@ mod tests {
                 }
             ]
         );
-        // A torn append ending after a range's first unit drops that range only.
+        // A log ending after a range's first unit drops that range only.
         let torn = &bytes[..bytes.len() - TRIM_ENTRY];
         assert_eq!(decode_trims(torn), trims[..2].to_vec());
+        // Old single-page units followed by records (a volume written before ranges,
+        // appended to after): each read for what it is.
+        let mixed = [old.as_slice(), bytes.as_slice()].concat();
+        assert_eq!(decode_trims(&mixed).len(), 2 + trims.len());
     }
 
     #[test]

@@ -131,14 +131,19 @@ impl Rebuild {
         Ok(h)
     }
 
-    /// Applies the trim log's records: every page of a record's range (clipped to the
-    /// volume) unmapped at its sequence number. A trim sets no replica version: a page it
+    /// Applies the trim log's records newer than the snapshot: every page of a record's
+    /// range (clipped to the volume) unmapped at its sequence number. A trim sets no replica version: a page it
     /// leaves unmapped has no replicas, and a page written after it carries the newer
     /// number of that write.
     pub(super) fn apply_trims<K: Rebuildable>(&mut self, ftl: &mut K) -> Result<(), FtlError> {
         let trims = core::mem::take(&mut self.trims);
         let logical = ftl.logical();
         for t in &trims {
+            if t.seq < self.snap.seq {
+                // Older than the snapshot, which reflects it (a data page it would unmap
+                // may be a newer write the snapshot maps without a sequence number).
+                continue;
+            }
             for lpn in t.first as u64..t.end().min(logical) {
                 self.apply(ftl, lpn, INVALID, t.seq, false)?;
             }
