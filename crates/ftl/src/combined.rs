@@ -50,12 +50,15 @@ use nand::{CellType, ErrorModel, Storage};
 /// Over-provisioning 0.3 (WAO-GC's σ with three young blocks per die left out, on the
 /// FLARES and AP chips' geometries at their 2–3 copies per step), raised at format in
 /// hundredths to the first value WAO-GC's bound holds at on a chip that needs more (fewer
-/// copies per step, fewer blocks per die: `auto_over_provisioning`); at most three blocks
-/// per die opened since the last checkpoint (the young blocks roll-forward needs kept from
-/// GC): a checkpoint is written in steps beside the writes before a die would open a
-/// fourth, and at a flush once three have opened (three rather than two: on the real-trace
-/// replays half the checkpoints, 7–8 % lower mean response, the same recovery time —
-/// ARCHITECTURE.md); no
+/// copies per step, fewer blocks per die: `auto_over_provisioning`); a budget of blocks per
+/// die opened since the last checkpoint (the young blocks roll-forward needs kept from GC),
+/// automatic (`checkpoint_interval = 0`): three, or enough that the writes between two
+/// checkpoints program 32 times the checkpoint's pages when the map is large
+/// (`PageFtl::young_budget_for`; three rather than two on the paper-scale chips: on the
+/// real-trace replays half the checkpoints, 7–8 % lower mean response, the same recovery
+/// time — ARCHITECTURE.md). A checkpoint is written in steps beside the writes before a
+/// die would open a block past the budget, and at a flush as the page kernel's rule has it
+/// (four blocks per die, more for a large checkpoint) within the budget; no
 /// static wear levelling (a migration would take a block outside the partial steps: WAO-GC
 /// levels wear by its victims), no flush buffer (an SLC-mode destination holds fewer than
 /// the π pages the bound counts).
@@ -70,7 +73,7 @@ pub fn profile() -> PageFtlConfig {
         wear_leveling: None,
         ecc_t: 50,
         ecc: EccKind::Flares(FlaresConfig::default()),
-        checkpoint_interval: 3,
+        checkpoint_interval: 0,
         recovery: RecoveryKind::RollForward,
         flush_buffer: false,
         ..PageFtlConfig::default()

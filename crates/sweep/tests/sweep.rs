@@ -325,7 +325,8 @@ fn shipped_matrices_load_full_and_quick() {
             // (The papers ran no public block traces: ap-traces and spftl-traces have our
             // numbers only. FLARES's Fig. 7 is a plot whose text gives only relative gains,
             // which `flares` checks as trends. No paper combines the techniques: `combined`
-            // and its parts compare each with itself alone, as trends.)
+            // and its parts compare each with itself alone, as trends; nor ran real-fs's
+            // programs, which compares the default profile with the page FTL.)
             let unpublished = [
                 "ap-traces",
                 "spftl-traces",
@@ -333,6 +334,7 @@ fn shipped_matrices_load_full_and_quick() {
                 "combined",
                 "combined-traces",
                 "combined-spftl",
+                "real-fs",
             ];
             if !quick && !unpublished.contains(&n) {
                 assert!(!m.published.is_empty(), "{n}: no published values");

@@ -12,6 +12,13 @@ use crate::{FtlError, LatencyBound};
 use alloc::format;
 use nand::{ErrorModel, Storage};
 
+/// The fewest blocks per die an automatic young budget keeps (a real-time pacing with
+/// roll-forward recovery): see `PageFtl::young_budget_for`.
+pub(super) const YOUNG_MIN: u32 = 3;
+/// An automatic young budget lets the writes between two checkpoints program at least this
+/// many times the checkpoint's pages (its cost at most about 3 % of what the flash writes).
+pub(super) const YOUNG_AMORTISE: u64 = 32;
+
 impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// What WAO-GC's bound needs of the rest of the configuration (the σ check comes when
     /// the volume is sized). Each refusal names the key.
@@ -67,7 +74,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let sigma = self.die_sigma(logical);
         let chip = self.s.ctl.chip().config();
         let b = WaoBounds::with_wait(chip, sigma, self.s.window).map_err(|e| {
-            let young = match self.young_budget() {
+            let young = match self.young_budget_for(logical) {
                 0 => alloc::string::String::new(),
                 y => format!(
                     " and roll-forward recovery (checkpoint_interval = {y}: up to {y} blocks per die written since the last checkpoint are kept from GC and left out of σ's blocks)"
@@ -79,7 +86,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ))
         })?;
         let (pads, t_pad) = self.pads_per_program();
-        let steps = if self.young_budget() > 0 {
+        let steps = if self.young_budget_for(logical) > 0 {
             self.steps_per_write(logical, b.alpha, pads, b.pad_slack())
         } else {
             0
@@ -170,7 +177,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.rt = Some(b);
             // Pads while a victim is collected stay within eq. 6's slack (AP's placement).
             self.s.pad_slack = b.pad_slack();
-            self.s.young_budget = self.young_budget();
+            self.s.young_budget = self.young_budget_for(logical);
             self.cp_steps_per_write = b.cp_steps.max(1);
             for d in &mut self.s.dies {
                 d.pads_left = d.pads_left.min(b.pad_slack());
@@ -207,17 +214,34 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// destination, the reserve and these. A write that finds only young victims writes the
     /// checkpoint itself and counts an overrun (the bound's premise — a flush every that
     /// many blocks — broke).
-    pub(super) fn young_budget(&self) -> u32 {
-        if self.cfg.recovery == RecoveryKind::RollForward {
-            self.checkpoint_interval_blocks()
-        } else {
-            0
+    ///
+    /// For a volume of `logical` pages. Configured
+    /// (`checkpoint_interval` > 0), it is that. Automatic under a real-time pacing, it
+    /// amortises the checkpoint: at least [`YOUNG_MIN`] blocks per die, and enough that
+    /// the writes between two checkpoints, spread over the dies, program at least
+    /// [`YOUNG_AMORTISE`] times the checkpoint's pages. A whole-map checkpoint of a large
+    /// volume is hundreds of pages: three blocks per die between two of them would make
+    /// it most of what the flash writes (a 1 GiB volume on `tiny-mlc` under ext4: 197
+    /// checkpoints and 255 MB of metadata for mkfs and a few MB of files). The price is
+    /// over-provisioning (these blocks are left out of σ) and roll-forward's scan (at most
+    /// this many blocks per die), both in proportion to the map.
+    pub(super) fn young_budget_for(&self, logical: u64) -> u32 {
+        if self.cfg.recovery != RecoveryKind::RollForward {
+            return 0;
         }
+        if self.cfg.checkpoint_interval > 0 || !self.cfg.gc_pacing.is_real_time() {
+            return self.checkpoint_interval_blocks();
+        }
+        let ndies = self.s.dies.len().max(1) as u64;
+        let len = super::snapshot::max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
+        let body = (len as u64).div_ceil(self.region.payload(&self.s).max(1) as u64);
+        let per_die = (YOUNG_AMORTISE * body).div_ceil(self.s.ppb.max(1) as u64 * ndies);
+        (per_die as u32).max(YOUNG_MIN)
     }
 
     /// The worst die's share of `logical` pages over the pages of its good data blocks but
     /// the destination, the reserve (neither holds a victim when GC starts) and the blocks
-    /// roll-forward recovery keeps from GC ([`young_budget`](Self::young_budget)).
+    /// roll-forward recovery keeps from GC ([`young_budget_for`](Self::young_budget_for)).
     fn die_sigma(&self, logical: u64) -> f64 {
         let ndies = self.s.dies.len() as u64;
         let bpd = self.s.blocks_per_die;
@@ -234,7 +258,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             })
             .min()
             .unwrap_or(0);
-        let kept = 1 + RESERVE as u64 + self.young_budget() as u64;
+        let kept = 1 + RESERVE as u64 + self.young_budget_for(logical) as u64;
         let pages = worst.saturating_sub(kept) * self.s.ppb as u64;
         logical.div_ceil(ndies) as f64 / pages.max(1) as f64
     }
