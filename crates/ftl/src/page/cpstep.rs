@@ -17,9 +17,12 @@
 //! the committed generation stays committed: recovery from it is exactly as before,
 //! since every block opened after it — those opened after P too — is still young.
 //!
-//! **Commit.** The last page is a trailer carrying the trims taken since P (logged at once
-//! in the committed generation's log, as a real-time scheme does): its program makes the
-//! new generation the one recovery loads, with those trims in its log. Then, in RAM, the
+//! **Commit.** The last page is a trailer carrying the trims taken since P that were logged
+//! before it (in the committed generation's log): its program makes the new generation the
+//! one recovery loads, with those trims in its log. Trims taken before P are in the
+//! snapshot: they never go in the trailer, and those still pending in RAM are dropped at
+//! the commit, so every record in a generation's log is at least as new as its snapshot
+//! (one older would unmap a newer write the snapshot maps). Then, in RAM, the
 //! young blocks become those opened since P (and the frontiers of P, whose pages from the
 //! recorded `next` on are newer than the snapshot): blocks young at P become collectable.
 //! A trim that would overflow the trailer finishes the checkpoint first (inside that trim).

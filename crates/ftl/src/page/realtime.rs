@@ -17,7 +17,7 @@ use nand::{ErrorModel, Storage};
 pub(super) const YOUNG_MIN: u32 = 3;
 /// An automatic young budget lets the writes between two checkpoints program at least this
 /// many times the checkpoint's pages (its cost at most about 3 % of what the flash writes).
-pub(super) const YOUNG_AMORTISE: u64 = 32;
+pub(super) const YOUNG_AMORTISE: u64 = 8;
 
 impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// What WAO-GC's bound needs of the rest of the configuration (the σ check comes when
