@@ -227,3 +227,59 @@ fn an_idle_server_gives_the_ftl_idle_time() {
     );
     assert_eq!(stats["idle"]["errors"], 0, "{}", stats["idle"]);
 }
+
+/// Discards of the whole export, as mkfs sends them: TRIM and WRITE_ZEROES of every byte
+/// are one range each (one trim record, however long), unaligned ends keep their
+/// neighbours' bytes, a zero-length discard does nothing, one past the end is refused with
+/// nothing discarded, and the recorded trace holds each as one `D` line.
+#[test]
+fn whole_export_discards_are_one_range_and_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("disc.img");
+    let trace = dir.path().join("disc.blktrace");
+    let port = 20000 + ((std::process::id() + 7777) % 20000) as u16;
+    let mut srv = Server::start_with(
+        &image,
+        true,
+        port,
+        &["--record-trace", trace.to_str().unwrap()],
+    );
+    let (mut c, size) = Client::connect(port);
+    let a = bytes(64 << 10, 5);
+    assert_eq!(c.write(0, &a, false), 0);
+    assert_eq!(c.write(size - 8192, &bytes(8192, 6), false), 0);
+    // Past the end: EINVAL, nothing discarded.
+    assert_eq!(c.request(4, 0, 4096, size as u32, &[]).0, 22);
+    assert_eq!(c.read(0, 64 << 10), a);
+    // Zero length: nothing to do.
+    assert_eq!(c.request(4, 0, 4096, 0, &[]).0, 0);
+    assert_eq!(c.read(0, 64 << 10), a);
+    // WRITE_ZEROES of all but 100 bytes at each end: the ends keep their bytes.
+    assert_eq!(c.request(6, 0, 100, (size - 200) as u32, &[]).0, 0);
+    let head = c.read(0, 4096);
+    assert_eq!(head[..100], a[..100]);
+    assert!(head[100..].iter().all(|&b| b == 0));
+    let tail = c.read(size - 100, 100);
+    assert_eq!(tail, bytes(8192, 6)[8092..].to_vec());
+    // TRIM of the whole export: everything reads as zeros, after a restart too.
+    assert_eq!(c.write(8192, &a, false), 0);
+    assert_eq!(c.request(4, 0, 0, size as u32, &[]).0, 0);
+    assert_eq!(c.request(3, 0, 0, 0, &[]).0, 0);
+    assert!(c.read(0, 128 << 10).iter().all(|&b| b == 0));
+    drop(c);
+    let stats = shutdown_stats(&mut srv);
+    let records = stats["counters"]["trim_records"].as_u64().unwrap();
+    assert!(
+        (1..=3).contains(&records),
+        "one record per discard: {stats}"
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let whole = format!(" Q D 0 + {} [nbd]", size / 512);
+    assert!(text.lines().any(|l| l.ends_with(&whole)), "{text}");
+    let mut srv = Server::start(&image, false, port);
+    let (mut c, _) = Client::connect(port);
+    assert!(c.read(0, 128 << 10).iter().all(|&b| b == 0));
+    assert!(c.read(size - 8192, 8192).iter().all(|&b| b == 0));
+    drop(c);
+    srv.signal("-TERM");
+}
