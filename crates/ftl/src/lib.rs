@@ -179,6 +179,16 @@ pub struct LatencyBound {
     /// Table I's L_buf: pages of the destination block writes take while a victim is
     /// collected (k for WAO-GC; 0 when GC completes inside one write).
     pub l_buf: u32,
+    /// A trim's flash work: at most one trim-log page, with the region-block erase and the
+    /// region swap opening a log block may take (0: not derived for this scheme). The map
+    /// work per discarded page is the firmware's, charged on top by the caller.
+    #[serde(default)]
+    pub trim_ns: u64,
+    /// A flush's flash work: the running GC jobs finished, every frontier sealed, the
+    /// pending trims' log page, and a due checkpoint — whole or the rest of one in steps —
+    /// with a region swap (0: not derived for this scheme). It grows with the map.
+    #[serde(default)]
+    pub flush_ns: u64,
 }
 
 /// Counts an FTL keeps (flash operations by kind and cause, GC and wear-levelling work).

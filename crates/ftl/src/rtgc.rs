@@ -232,6 +232,34 @@ impl WaoBounds {
         self.t_er.max(self.alpha as u64 * copy)
     }
 
+    /// A trim's worst flash work (`LatencyBound::trim_ns`): one log page programmed and
+    /// transferred, after the erase of the region block it opens and a region swap (an
+    /// erase of the worn block, an anchor record, an erase of the other anchor block).
+    pub fn worst_trim_with(&self, xfer: u64) -> u64 {
+        3 * self.t_er + 2 * (self.t_wr + xfer)
+    }
+
+    /// A flush's worst flash work (`LatencyBound::flush_ns`) on `dies` dies with `seal`
+    /// padding pages to seal every frontier and a checkpoint of `cp_steps` steps (each an
+    /// erase or a page): every die's running job finished (at most U(λ) copies charged in
+    /// full and the victim's erase), the seal, the trim log's page, the checkpoint and a
+    /// region swap ahead of it.
+    pub fn worst_flush_with(
+        &self,
+        xfer: u64,
+        decode: u64,
+        dies: u32,
+        seal: u32,
+        cp_steps: u32,
+    ) -> u64 {
+        let copy =
+            self.t_rd + xfer + decode + xfer + self.t_wr + self.pads as u64 * (self.t_pad + xfer);
+        let jobs = dies as u64 * (self.u_lambda as u64 * copy + self.t_er);
+        let pads = seal as u64 * (self.t_pad.max(self.t_wr) + xfer);
+        let checkpoint = cp_steps as u64 * self.t_er.max(self.t_wr + xfer);
+        jobs + pads + self.worst_trim_with(xfer) + checkpoint + 2 * self.t_er + self.t_wr + xfer
+    }
+
     /// The worst read latency with the controller's costs: WAO-GC runs no step after a
     /// read, so a read that finds its die idle takes its own read, transfer and decode.
     pub fn worst_read_with(&self, xfer: u64, decode: u64) -> u64 {

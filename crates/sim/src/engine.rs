@@ -631,6 +631,16 @@ impl Engine {
                 let start = at.max(self.timeline.all_free());
                 let dropped = self.ftl.counters().trimmed_pages - dropped;
                 let map = Nanos(self.map_update.0.saturating_mul(dropped));
+                if let Some(b) = self.ftl.latency_bound() {
+                    // The barrier's own flash work against the scheme's derived bound.
+                    let (bound, over) = match r.kind {
+                        ReqKind::Trim => (b.trim_ns, &mut self.metrics.trim_overruns),
+                        _ => (b.flush_ns, &mut self.metrics.flush_overruns),
+                    };
+                    if bound > 0 && own.0 > bound {
+                        *over += 1;
+                    }
+                }
                 let done = self.timeline.schedule(&self.ops, start).max(start) + map;
                 (done, own + map)
             }

@@ -92,6 +92,36 @@ impl Report {
                 n.partial_steps, n.max_victim_valid, n.max_buffer_pages, n.rt_overruns
             );
         }
+        let rt = &self.realtime;
+        if rt.write_bound_us > 0.0 {
+            let split = |k: &str| {
+                self.latency_split
+                    .get(k)
+                    .map_or("none".to_string(), |l| human_time(l.service.max_us))
+            };
+            let derived = |b: f64| {
+                if b > 0.0 {
+                    human_time(b)
+                } else {
+                    "not derived".to_string()
+                }
+            };
+            let _ = writeln!(
+                w,
+                "bounds      derived per operation, against the worst own service measured (a write or read request is several pages): write {} per page (worst request {}; page overruns {}), read {} per page (worst request {}), trim {} + map work per page (worst {}; overruns {}), flush {} (worst {}; overruns {})",
+                human_time(rt.write_bound_us),
+                split("write"),
+                n.rt_overruns,
+                human_time(rt.read_bound_us),
+                split("read"),
+                derived(rt.trim_bound_us),
+                split("trim"),
+                rt.trim_overruns,
+                derived(rt.flush_bound_us),
+                split("flush"),
+                rt.flush_overruns
+            );
+        }
         let _ = writeln!(
             w,
             "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer); {} region blocks swapped for less-worn ones",

@@ -71,6 +71,20 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.s.young_budget > 0
     }
 
+    /// Steps of a whole checkpoint of a volume of `logical` pages written in steps: its
+    /// region erases and pages (the anchor's refresh included) and the seal pads, up to a
+    /// pairing window on each frontier.
+    pub(super) fn checkpoint_steps_total(&self, logical: u64) -> u32 {
+        let mut len = max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
+        if let super::map::MapSlot::Paged(p) = &self.map {
+            // A paged map's section in place of the map: its directory and, at worst,
+            // every translation page dirty (each with its index).
+            len += p.section_overhead(logical);
+        }
+        let seal = self.s.dies.len() as u32 * 2 * self.s.window;
+        self.region.steps_for(&self.s, len) + seal
+    }
+
     /// Steps per host write that finish a checkpoint of a volume of `logical` pages before
     /// its die opens the block past the young budget, with `alpha` copies per partial step,
     /// `pads` padding pages per program and eq. 6's `pad_slack` (see the module docs).
@@ -81,15 +95,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         pads: u32,
         pad_slack: u32,
     ) -> u32 {
-        let mut len = max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
-        if let super::map::MapSlot::Paged(p) = &self.map {
-            // A paged map's section in place of the map: its directory and, at worst,
-            // every translation page dirty (each with its index).
-            len += p.section_overhead(logical);
-        }
-        // Seal pads: up to a pairing window on each frontier.
-        let seal = self.s.dies.len() as u32 * 2 * self.s.window;
-        let steps = self.region.steps_for(&self.s, len) + seal;
+        let steps = self.checkpoint_steps_total(logical);
         let ppb = self.s.ppb;
         // Every write at its worst (its pads and α copies with theirs), or amortised: the
         // pads of a collection within the slack of the two destinations it may touch.

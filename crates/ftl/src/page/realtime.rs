@@ -182,12 +182,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             for d in &mut self.s.dies {
                 d.pads_left = d.pads_left.min(b.pad_slack());
             }
+            let ndies = self.s.dies.len() as u32;
+            let seal = ndies * 2 * self.s.window;
+            let cp = self.checkpoint_steps_total(logical);
             return Ok(LatencyBound {
                 write_ns: b.worst_write_with(xfer, decode),
                 read_ns: b.worst_read_with(xfer, decode),
                 array_write_ns: b.worst_write(),
                 u_lambda: b.u_lambda,
                 l_buf: b.k,
+                trim_ns: b.worst_trim_with(xfer),
+                flush_ns: b.worst_flush_with(xfer, decode, ndies, seal, cp),
             });
         }
         let sigma = self.die_sigma(logical);
@@ -199,6 +204,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             array_write_ns: array,
             u_lambda,
             l_buf: 0,
+            ..LatencyBound::default()
         })
     }
 

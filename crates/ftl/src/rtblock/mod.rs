@@ -616,6 +616,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                     array_write_ns: t_er + t_wr.max(t_rd + self.ppb as u64 * t_rd),
                     u_lambda: self.ppb,
                     l_buf: self.buf_limit * self.ppb,
+                    ..LatencyBound::default()
                 }
             }
             RtKind::Rftl => LatencyBound {
@@ -624,6 +625,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 array_write_ns: t_er + t_wr,
                 u_lambda: self.ppb,
                 l_buf: 2 * self.ppb,
+                ..LatencyBound::default()
             },
         })
     }

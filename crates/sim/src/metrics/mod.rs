@@ -77,6 +77,10 @@ pub struct Metrics {
     pub verified_reads: u64,
     /// Reads whose data differed from what was written.
     pub mismatches: u64,
+    /// Trims whose own flash work exceeded the scheme's derived trim bound.
+    pub trim_overruns: u64,
+    /// Flushes whose own flash work exceeded the scheme's derived flush bound.
+    pub flush_overruns: u64,
     /// First arrival and last completion of the measured phase.
     pub start: Option<Nanos>,
     /// Last completion.
@@ -103,6 +107,8 @@ impl Default for Metrics {
             request_feedbacks: 0,
             verified_reads: 0,
             mismatches: 0,
+            trim_overruns: 0,
+            flush_overruns: 0,
             start: None,
             end: Nanos::ZERO,
             last_arrival: Nanos::ZERO,

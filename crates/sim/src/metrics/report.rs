@@ -450,6 +450,15 @@ pub struct RealTimeReport {
     pub u_lambda: u64,
     /// Table I's L_buf (pages of the destination writes take while a victim is collected).
     pub l_buf: u64,
+    /// The derived worst flash work of one trim (0: not derived for this scheme); the map
+    /// work per discarded page is charged on top.
+    pub trim_bound_us: f64,
+    /// The derived worst flash work of one flush (0: not derived for this scheme).
+    pub flush_bound_us: f64,
+    /// Trims whose own flash work exceeded `trim_bound_us`.
+    pub trim_overruns: u64,
+    /// Flushes whose own flash work exceeded `flush_bound_us`.
+    pub flush_overruns: u64,
 }
 
 /// A crash recovery measured after the run (`[recovery] after_run`): the scheme's own
@@ -753,6 +762,10 @@ impl Report {
                     .map_or(0.0, |b| b.array_write_ns as f64 / 1e3),
                 u_lambda: i.latency_bound.map_or(0, |b| b.u_lambda as u64),
                 l_buf: i.latency_bound.map_or(0, |b| b.l_buf as u64),
+                trim_bound_us: i.latency_bound.map_or(0.0, |b| b.trim_ns as f64 / 1e3),
+                flush_bound_us: i.latency_bound.map_or(0.0, |b| b.flush_ns as f64 / 1e3),
+                trim_overruns: m.trim_overruns,
+                flush_overruns: m.flush_overruns,
             },
             iops: if span > 0.0 {
                 requests as f64 / span
