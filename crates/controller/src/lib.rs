@@ -483,14 +483,31 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
 
     /// The strongest t whose parity fits the spare area.
     pub fn max_t(&mut self) -> u32 {
-        let mut best = 0;
-        for t in 1..=255 {
-            match self.layout(t) {
-                Ok(_) => best = t,
-                Err(_) => break,
+        self.strongest_fitting(255).unwrap_or(0)
+    }
+
+    /// The strongest t up to `limit` whose layout fits the spare area (`None`: not even
+    /// t = 1). A layout that fits at t fits at every smaller t (parity grows with t), so
+    /// this bisects: about log2(limit) codes built, not one per strength (each BCH code's
+    /// tables take milliseconds to build, and a fitted device is formatted several times).
+    pub fn strongest_fitting(&mut self, limit: u32) -> Option<u32> {
+        if limit == 0 || self.layout(1).is_err() {
+            return None;
+        }
+        if self.layout(limit).is_ok() {
+            return Some(limit);
+        }
+        // Invariant: layout(lo) fits, layout(hi) does not.
+        let (mut lo, mut hi) = (1, limit);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.layout(mid).is_ok() {
+                lo = mid;
+            } else {
+                hi = mid;
             }
         }
-        best
+        Some(lo)
     }
 
     /// Writes header, record and record parity of `record` at layout `l` into `spare`, and

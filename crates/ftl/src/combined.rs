@@ -99,9 +99,8 @@ pub fn fit<S: Storage, M: ErrorModel>(
     if let EccKind::Flares(mut f) = cfg.ecc {
         ctl.enable_pprof()
             .map_err(|e| FtlError::Config(format!("flares: {e}")))?;
-        let strongest = (1..=f.t_max.max(cfg.ecc_t))
-            .rev()
-            .find(|&t| ctl.layout(t).is_ok())
+        let strongest = ctl
+            .strongest_fitting(f.t_max.max(cfg.ecc_t))
             .ok_or_else(|| {
                 FtlError::Config(format!(
                     "combined: no BCH strength fits chip {}'s spare area beside the PPROF codeword",
