@@ -240,23 +240,25 @@ impl WaoBounds {
     }
 
     /// A flush's worst flash work (`LatencyBound::flush_ns`) on `dies` dies with `seal`
-    /// padding pages to seal every frontier and a checkpoint of `cp_steps` steps (each an
-    /// erase or a page): every die's running job finished (at most U(λ) copies charged in
-    /// full and the victim's erase), the seal, the trim log's page, the checkpoint and a
-    /// region swap ahead of it.
+    /// padding pages to seal every frontier and a checkpoint of `cp_programs` page programs
+    /// (its own seal pads included) and `cp_erases` region-block erases: every die's
+    /// running job finished (at most U(λ) copies charged in full and the victim's erase),
+    /// the seal, the trim log's page, the checkpoint and a region swap ahead of it.
     pub fn worst_flush_with(
         &self,
         xfer: u64,
         decode: u64,
         dies: u32,
         seal: u32,
-        cp_steps: u32,
+        cp_programs: u32,
+        cp_erases: u32,
     ) -> u64 {
         let copy =
             self.t_rd + xfer + decode + xfer + self.t_wr + self.pads as u64 * (self.t_pad + xfer);
         let jobs = dies as u64 * (self.u_lambda as u64 * copy + self.t_er);
-        let pads = seal as u64 * (self.t_pad.max(self.t_wr) + xfer);
-        let checkpoint = cp_steps as u64 * self.t_er.max(self.t_wr + xfer);
+        let page = self.t_pad.max(self.t_wr) + xfer;
+        let pads = seal as u64 * page;
+        let checkpoint = cp_programs as u64 * page + cp_erases as u64 * self.t_er;
         jobs + pads + self.worst_trim_with(xfer) + checkpoint + 2 * self.t_er + self.t_wr + xfer
     }
 

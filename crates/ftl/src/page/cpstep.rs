@@ -75,6 +75,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// region erases and pages (the anchor's refresh included) and the seal pads, up to a
     /// pairing window on each frontier.
     pub(super) fn checkpoint_steps_total(&self, logical: u64) -> u32 {
+        let (programs, erases) = self.checkpoint_steps_split(logical);
+        programs + erases
+    }
+
+    /// [`checkpoint_steps_total`](Self::checkpoint_steps_total) as (page programs — the
+    /// seal pads included —, region-block erases).
+    pub(super) fn checkpoint_steps_split(&self, logical: u64) -> (u32, u32) {
         let mut len = max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
         if let super::map::MapSlot::Paged(p) = &self.map {
             // A paged map's section in place of the map: its directory and, at worst,
@@ -82,7 +89,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             len += p.section_overhead(logical);
         }
         let seal = self.s.dies.len() as u32 * 2 * self.s.window;
-        self.region.steps_for(&self.s, len) + seal
+        let (programs, erases) = self.region.steps_split(&self.s, len);
+        (programs + seal, erases)
     }
 
     /// Steps per host write that finish a checkpoint of a volume of `logical` pages before

@@ -184,7 +184,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
             let ndies = self.s.dies.len() as u32;
             let seal = ndies * 2 * self.s.window;
-            let cp = self.checkpoint_steps_total(logical);
+            let (cp_programs, cp_erases) = self.checkpoint_steps_split(logical);
             return Ok(LatencyBound {
                 write_ns: b.worst_write_with(xfer, decode),
                 read_ns: b.worst_read_with(xfer, decode),
@@ -192,7 +192,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 u_lambda: b.u_lambda,
                 l_buf: b.k,
                 trim_ns: b.worst_trim_with(xfer),
-                flush_ns: b.worst_flush_with(xfer, decode, ndies, seal, cp),
+                flush_ns: b.worst_flush_with(xfer, decode, ndies, seal, cp_programs, cp_erases),
             });
         }
         let sigma = self.die_sigma(logical);

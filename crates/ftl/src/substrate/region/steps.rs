@@ -57,11 +57,11 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
 
     /// Steps a stepped generation of `len` bytes takes at most, none failing: a program per
     /// body page and an erase per region block it opens, and an anchor refresh's erase and
-    /// program.
-    pub fn steps_for(&self, sub: &Substrate<S, M>, len: usize) -> u32 {
+    /// program — as (programs, erases).
+    pub fn steps_split(&self, sub: &Substrate<S, M>, len: usize) -> (u32, u32) {
         let pages = self.stepped_body_pages(sub, len);
-        let anchor = if self.anchors.is_empty() { 0 } else { 2 };
-        pages + pages.div_ceil(self.writer.slots()) + anchor
+        let anchor = u32::from(!self.anchors.is_empty());
+        (pages + anchor, pages.div_ceil(self.writer.slots()) + anchor)
     }
 
     /// Log entries the trailer of a stepped generation can carry, of `entry` bytes each.
