@@ -18,7 +18,7 @@ trap cleanup EXIT
 echo "-- reproduce --quick (each must finish within 60 s on 2 cores)"
 # AP's cost trends ("within 1 % of BL") do not hold everywhere, for reasons its reports
 # give: those matrices must keep their other verdicts (named below), not every one.
-for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fig5 flares-refresh dcr waogc spftl combined; do
+for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fig5 flares-refresh dcr waogc spftl combined real-fs; do
   start=$(date +%s%N)
   timeout 120 "$bin" reproduce "$name" --quick --out "$work/reproduce/$name" --quiet \
     > "$work/$name.out" 2> "$work/$name.err" || { cat "$work/$name.err" >&2; exit 1; }
@@ -46,6 +46,10 @@ for name in waf ap-table1 recovery ap ap-io ap-sensor ap-traces flares flares-fi
     # (Two of its rows, WAO-GC's and DCR's, do not keep their technique's benefit, for reasons its report gives; its real-trace companion, combined-traces, shows forced checkpoints breaking the bound.)
     combined) must="holds: the combined profile's worst page write stays within its own (re-derived) bound"
               also="holds: the combined profile keeps FLARES's throughput" ;;
+    # (Its WAF, time and metadata verdicts fail for the causes its report measures: the
+    # flush buffer WAO-GC's bound does not admit yet, and roll-forward's young budget.)
+    real-fs) must="holds: the default profile never overruns its bound"
+             also="holds: the default profile's trims stay within their derived bound" ;;
     *) must="" ;;
   esac
   if [ -n "$must" ]; then
