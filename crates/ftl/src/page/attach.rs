@@ -393,7 +393,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 self.cfg.over_provisioning
             )));
         }
-        if logical >= super::snapshot::MAX_LOGICAL {
+        if logical >= super::trimlog::MAX_LOGICAL {
             return Err(FtlError::Config(format!(
                 "{logical} logical pages: the page kernel's volumes hold fewer than 2^31 (its trim records' page field); use larger pages or a smaller device"
             )));

@@ -41,7 +41,8 @@
 //! overrun, as before. Flushes finish a due checkpoint, idle time finishes any; a clean
 //! shutdown abandons it for a whole one.
 
-use super::snapshot::{encode_trims, max_snapshot_len, trim_units, TrimRange, TRIM_ENTRY};
+use super::snapshot::max_snapshot_len;
+use super::trimlog::{encode_trims, TrimRange, TRIM_ENTRY};
 use super::PageFtl;
 use crate::substrate::region::Step;
 use crate::substrate::{COLD, HOST};
@@ -285,7 +286,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         // Only trims taken since P: older ones (pending at P) are in the snapshot, and a
         // trailer record older than the snapshot would unmap a newer write it maps.
         let since = self.pending_trims.iter().filter(|t| t.seq >= st.seq);
-        if trim_units(&st.trims) + 2 * since.clone().count() <= cap {
+        if 2 * (st.trims.len() + since.clone().count()) <= cap {
             st.trims.extend(since);
             return Ok(());
         }

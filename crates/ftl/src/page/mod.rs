@@ -56,6 +56,7 @@ mod realtime;
 pub(crate) mod recovery;
 mod replica;
 mod snapshot;
+mod trimlog;
 mod verify;
 
 use crate::policy::{FixedStrength, Policies, Stream, WriteKind};
@@ -114,7 +115,7 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     /// The checkpoint region.
     region: Region<S, M>,
     /// Trims not yet in the trim log, oldest first.
-    pending_trims: Vec<snapshot::TrimRange>,
+    pending_trims: Vec<trimlog::TrimRange>,
     /// One bit per logical page: its last write was critical (the class in its page's
     /// record, kept in RAM for GC's copy order and the placement invariant; checkpointed
     /// as ranges, rebuilt from records by recovery).
@@ -263,7 +264,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// ranges touch or overlap and their sequence numbers are consecutive (no write, copy or
     /// pad carries a number between the two trims, so the earlier number speaks for both:
     /// every version older than either is older than it).
-    fn note_trim(&mut self, t: snapshot::TrimRange) {
+    fn note_trim(&mut self, t: trimlog::TrimRange) {
         // Never across the point of a checkpoint being written in steps (the merged record
         // would be older than that snapshot while holding a trim newer than it).
         let point = self.steps_point().unwrap_or(0);
@@ -492,7 +493,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         let (Some(q), Some((lo, hi))) = (seq, span) else {
             return Ok(());
         };
-        self.note_trim(snapshot::TrimRange {
+        self.note_trim(trimlog::TrimRange {
             first: lo as u32,
             count: (hi - lo) as u32,
             seq: q,
@@ -505,7 +506,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         // filled the region's log, and each full log cost a whole-map checkpoint —
         // PostMark on ext4 with discard: 123 checkpoints and 220 MB of metadata for 35,598
         // host pages.)
-        if self.pending_trims.len() >= self.region.payload(&self.s) / snapshot::TRIM_RECORD {
+        if self.pending_trims.len() >= self.region.payload(&self.s) / trimlog::TRIM_RECORD {
             self.persist_trims(now)?;
         }
         Ok(())

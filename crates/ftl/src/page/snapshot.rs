@@ -1,26 +1,18 @@
 //! The page-level FTL's checkpoint: its snapshot (map, block states, erase counts,
 //! frontiers, sequence counter) as a byte stream in the substrate's checkpoint region, and
-//! the trim log as that region's log (12-byte units, see [`TrimRange`]).
+//! the trim log as that region's log (records of [`super::trimlog`]).
 //!
-//! **Trim log.** Trims are volatile until persisted: on `flush`, and before any erase (an
-//! erase may destroy the only stale copy a lost trim would resurrect), pending trims are
-//! appended to the log of the committed generation, each record carrying the trim's
-//! sequence number so recovery orders it against data pages. A record is a *range* of
-//! logical pages: a host's discard of any length (mkfs's whole device included) is one
-//! record, and trims adjacent to the last pending one with no write between them are
-//! merged into it. When the region has no room for another log page a new checkpoint is
-//! written instead.
-//!
-//! **Record format** (little-endian, 12-byte units, so logs written before ranges existed
-//! read unchanged): a record is two units — first page with bit 31 ([`RANGE_FLAG`]) set,
-//! sequence number (u64); then the page count (u32) and 8 zero bytes. Logs written before
-//! ranges hold single-page units (page with bit 31 clear, sequence number), still read as
-//! ranges of one page. A record is never split across log pages (the log is appended in
-//! whole [`TRIM_RECORD`]s): a log cut after a page and continued in a fresh block after a
-//! mount must not pair one record's first unit with a later append's unit.
-//! Volumes have fewer than 2^31 logical pages (checked when one is sized).
+//! **Trim log.** Trims are volatile until persisted: on `flush`, when a log page's worth
+//! is pending, and before an erase of a block one of them superseded a page of (the erase
+//! may destroy the only stale copy a lost trim would resurrect), pending trims are appended
+//! to the log of the committed generation, each record carrying the trim's sequence number
+//! so recovery orders it against data pages. A record is a *range* of logical pages: a
+//! host's discard of any length (mkfs's whole device included) is one record, and a trim
+//! touching the last pending one with the next sequence number is merged into it. When the
+//! region has no room for another log page a new checkpoint is written instead.
 
 use super::map::MapStore;
+use super::trimlog::{decode_trims, encode_trims, TrimRange, TRIM_RECORD};
 use super::{PageFtl, INVALID};
 use crate::bytes::Reader;
 use crate::substrate::{BState, COLD, HOST};
@@ -29,44 +21,6 @@ use alloc::vec;
 use alloc::vec::Vec;
 use nand::{ErrorModel, Nanos, Storage};
 
-/// Bytes of one trim-log unit: logical page (u32) and sequence number (u64); a range
-/// takes two (see the module docs).
-pub(crate) const TRIM_ENTRY: usize = 12;
-/// Bytes of one trim record (two units), the granularity the log is appended in.
-pub(crate) const TRIM_RECORD: usize = 2 * TRIM_ENTRY;
-/// Bit 31 of a unit's logical page: a range record, its page count in the next unit.
-pub(crate) const RANGE_FLAG: u32 = 1 << 31;
-/// Volumes have fewer logical pages than this (a trim record's page field has 31 bits).
-pub(crate) const MAX_LOGICAL: u64 = RANGE_FLAG as u64;
-
-/// One trim record: logical pages `first .. first + count`, discarded by the operation
-/// with sequence number `seq` (every version of those pages older than it is dead).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TrimRange {
-    /// First logical page.
-    pub first: u32,
-    /// Pages (at least one).
-    pub count: u32,
-    /// The trim's sequence number.
-    pub seq: u64,
-}
-
-impl TrimRange {
-    /// One past the last page.
-    pub fn end(&self) -> u64 {
-        self.first as u64 + self.count as u64
-    }
-
-    /// Log units the record takes.
-    pub fn units(&self) -> usize {
-        2
-    }
-}
-
-/// Log units `trims` take.
-pub(crate) fn trim_units(trims: &[TrimRange]) -> usize {
-    trims.iter().map(TrimRange::units).sum()
-}
 /// `frontier` entries with no open block.
 const NO_BLOCK: u32 = u32::MAX;
 
@@ -233,19 +187,6 @@ impl Parts<'_> {
     }
 }
 
-/// Trim-log units of `trims` (see the module docs for the format).
-pub(crate) fn encode_trims(trims: &[TrimRange]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(trim_units(trims) * TRIM_ENTRY);
-    for t in trims {
-        debug_assert!(t.count >= 1 && t.first < RANGE_FLAG && t.end() <= MAX_LOGICAL);
-        out.extend_from_slice(&(t.first | RANGE_FLAG).to_le_bytes());
-        out.extend_from_slice(&t.seq.to_le_bytes());
-        out.extend_from_slice(&t.count.to_le_bytes());
-        out.extend_from_slice(&0u64.to_le_bytes());
-    }
-    out
-}
-
 /// The most bytes a snapshot without replicas or policy state takes for a chip of `dies`
 /// dies and `blocks` blocks and a volume of `logical` pages (what a checkpoint written in
 /// steps is sized by).
@@ -391,35 +332,6 @@ impl Snapshot {
             policy,
         })
     }
-}
-
-/// Trim records packed in the log's bytes. A range whose count unit is missing (a log
-/// that ends after its first unit) or zero is dropped.
-pub(crate) fn decode_trims(log: &[u8]) -> Vec<TrimRange> {
-    let mut out = Vec::new();
-    let mut units = log.chunks_exact(TRIM_ENTRY);
-    while let Some(e) = units.next() {
-        let page = u32::from_le_bytes(e[..4].try_into().expect("4 bytes"));
-        let seq = u64::from_le_bytes(e[4..12].try_into().expect("8 bytes"));
-        if page & RANGE_FLAG == 0 {
-            out.push(TrimRange {
-                first: page,
-                count: 1,
-                seq,
-            });
-            continue;
-        }
-        let Some(c) = units.next() else { break };
-        let count = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
-        if count > 0 {
-            out.push(TrimRange {
-                first: page & !RANGE_FLAG,
-                count,
-                seq,
-            });
-        }
-    }
-    out
 }
 
 /// A loaded checkpoint: its snapshot and its trim log.
@@ -689,59 +601,6 @@ mod tests {
             }
             assert_eq!(runs(&bits, n), naive_runs(&bits, n), "case {case}, n {n}");
         }
-    }
-
-    #[test]
-    fn trim_records_round_trip_and_old_logs_read() {
-        let trims = vec![
-            TrimRange {
-                first: 5,
-                count: 1,
-                seq: 9,
-            },
-            TrimRange {
-                first: 0,
-                count: (MAX_LOGICAL - 1) as u32,
-                seq: 10,
-            },
-            TrimRange {
-                first: 7,
-                count: 3,
-                seq: 11,
-            },
-        ];
-        let bytes = encode_trims(&trims);
-        assert_eq!(bytes.len(), trim_units(&trims) * TRIM_ENTRY);
-        assert_eq!(trim_units(&trims), 6);
-        assert_eq!(decode_trims(&bytes), trims);
-        // A log of single-page entries (as written before ranges) reads as ranges of one.
-        let mut old = Vec::new();
-        for (l, q) in [(3u32, 4u64), (8, 6)] {
-            old.extend_from_slice(&l.to_le_bytes());
-            old.extend_from_slice(&q.to_le_bytes());
-        }
-        assert_eq!(
-            decode_trims(&old),
-            vec![
-                TrimRange {
-                    first: 3,
-                    count: 1,
-                    seq: 4
-                },
-                TrimRange {
-                    first: 8,
-                    count: 1,
-                    seq: 6
-                }
-            ]
-        );
-        // A log ending after a range's first unit drops that range only.
-        let torn = &bytes[..bytes.len() - TRIM_ENTRY];
-        assert_eq!(decode_trims(torn), trims[..2].to_vec());
-        // Old single-page units followed by records (a volume written before ranges,
-        // appended to after): each read for what it is.
-        let mixed = [old.as_slice(), bytes.as_slice()].concat();
-        assert_eq!(decode_trims(&mixed).len(), 2 + trims.len());
     }
 
     #[test]

@@ -307,7 +307,7 @@ impl Recovery for RollForward {
 /// Shared state of a rebuild.
 struct Rebuild {
     snap: Snapshot,
-    trims: Vec<crate::page::snapshot::TrimRange>,
+    trims: Vec<crate::page::trimlog::TrimRange>,
     /// Newest sequence number applied per logical page.
     best: Vec<u64>,
     /// Highest sequence number seen anywhere.
