@@ -89,7 +89,16 @@ cat "$work"/job/logs/task-*.out
 "$bin" sweep collect "$work/job" > /dev/null
 echo "-- the same sweep locally, compared byte for byte"
 "$bin" sweep experiments/waf.toml --quick --out "$work/local" --quiet > /dev/null 2>&1
-for f in results.json results.csv report.md $(cd "$work/local" && ls plots/*); do
+for f in results.csv report.md $(cd "$work/local" && ls plots/*); do
   cmp "$work/local/$f" "$work/job/$f"
 done
+# results.json: identical but for its provenance (each names its own command line).
+python3 - "$work/local/results.json" "$work/job/results.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert all("provenance" in x for x in (a, b)), "results.json without provenance"
+for x in (a, b):
+    x.pop("provenance")
+assert a == b, "results.json differ beyond their provenance"
+PY
 echo "slurm run and local run wrote identical results.json, results.csv, report.md and plots"

@@ -7,8 +7,9 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use sweep::report::{verdicts, write_all};
+use sweep::report::write_all;
 use sweep::run::{run_cells, Finished};
+use sweep::verdict::verdicts;
 use sweep::{Matrix, Results, Source};
 
 /// How a sweep runs locally.
@@ -92,7 +93,8 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
             out,
             allow_missing,
         }) => {
-            let results = sweep::slurm::collect(&dir, allow_missing)?;
+            let mut results = sweep::slurm::collect(&dir, allow_missing)?;
+            results.provenance = Some(provenance());
             finish(&results, out.as_deref().unwrap_or(&dir))
         }
         Some(SweepCommand::Task { dir, task }) => {
@@ -213,8 +215,28 @@ fn run_matrix(source: &Source, o: &RunOpts) -> Result<()> {
         "{} cells run, {} kept from an earlier run, {} failed",
         summary.ran, summary.reused, summary.failed
     );
-    let results = Results::collect(&matrix, &cells_dir)?;
+    let mut results = Results::collect(&matrix, &cells_dir)?;
+    results.provenance = Some(provenance());
     finish(&results, &out)
+}
+
+/// This program's commit, version and command line, for `results.json`.
+fn provenance() -> sweep::results::Provenance {
+    let quote = |a: String| {
+        if !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c))
+        {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    };
+    sweep::results::Provenance {
+        commit: env!("NANDLAB_GIT_COMMIT").to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        command: std::env::args().map(quote).collect::<Vec<_>>().join(" "),
+    }
 }
 
 /// Writes the outputs and prints the verdicts and the comparison.

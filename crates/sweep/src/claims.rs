@@ -60,7 +60,28 @@ pub(crate) struct TrendFile {
     trials: Option<String>,
     #[serde(default)]
     at: toml::Table,
+    /// Relative difference within which two values are a tie (default
+    /// [`DEFAULT_TIE`]; 0 for `count` metrics: equal counts only).
+    tie: Option<f64>,
+    /// The metric counts events: each point's ratio gets a 95 % interval.
+    count: Option<bool>,
+    /// Why the outcome follows from the construction (the trend is then no evidence).
+    by_construction: Option<String>,
+    /// The paper's headline ratio for this comparison (winner's advantage, as ours is
+    /// given: the loser's value over the winner's for `better = "lower"`).
+    paper: Option<f64>,
+    /// Where the paper gives `paper` (figure, table, page).
+    source: Option<String>,
+    /// Relative tolerance of the magnitude check against the paper's ratio (default
+    /// [`DEFAULT_MAGNITUDE`]).
+    magnitude: Option<f64>,
 }
+
+/// Two values within this relative difference are a tie unless a trend says otherwise.
+pub const DEFAULT_TIE: f64 = 0.005;
+/// Our ratio matches the paper's when within this relative tolerance of it, unless a trend
+/// says otherwise.
+pub const DEFAULT_MAGNITUDE: f64 = 0.25;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -154,6 +175,17 @@ pub struct Trend {
     pub at: Vec<(String, Value)>,
     /// What is checked.
     pub kind: TrendKind,
+    /// Relative difference within which two compared values tie.
+    pub tie: f64,
+    /// The metric counts events (95 % intervals on ratios; a ratio whose interval holds 1
+    /// is inconclusive).
+    pub count: bool,
+    /// Why the outcome cannot fail (`None`: it can).
+    pub by_construction: Option<String>,
+    /// The paper's headline ratio and where it is given.
+    pub paper: Option<(f64, String)>,
+    /// Relative tolerance of the magnitude check against the paper.
+    pub magnitude: f64,
 }
 
 /// A plot: a metric over an axis, one series per value of another axis.
@@ -445,11 +477,55 @@ impl Scope<'_> {
                 )))
             }
         };
+            let count = t.count.unwrap_or(false);
+            let fraction = |key: &str, x: Option<f64>, default: f64| match x {
+                None => Ok(default),
+                Some(x) if x.is_finite() && (0.0..1.0).contains(&x) => Ok(x),
+                Some(x) => Err(self.err(format!("{what}: {key} = {x} must be in [0, 1)"))),
+            };
+            let tie = fraction("tie", t.tie, if count { 0.0 } else { DEFAULT_TIE })?;
+            let magnitude = match t.magnitude {
+                None => DEFAULT_MAGNITUDE,
+                Some(x) if x.is_finite() && x > 0.0 => x,
+                Some(x) => {
+                    return Err(self.err(format!("{what}: magnitude = {x} must be positive")))
+                }
+            };
+            let paper = match (t.paper, &t.source) {
+                (None, None) => None,
+                (Some(p), Some(src)) if p.is_finite() && p > 0.0 => Some((p, src.clone())),
+                (Some(p), Some(_)) => {
+                    return Err(self.err(format!("{what}: paper = {p} must be a positive ratio")))
+                }
+                _ => {
+                    return Err(self.err(format!(
+                        "{what}: paper = RATIO and source = \"FIGURE\" go together"
+                    )))
+                }
+            };
+            if paper.is_some() && !matches!(kind, TrendKind::Wins { .. } | TrendKind::Beats { .. })
+            {
+                return Err(self.err(format!(
+                    "{what}: paper = RATIO applies to kind = \"wins\" or \"beats\""
+                )));
+            }
+            if let Some(why) = &t.by_construction {
+                if why.trim().is_empty() {
+                    return Err(self.err(format!(
+                        "{what}: by_construction = \"\": say why the outcome cannot fail"
+                    )));
+                }
+            }
             trends.push(Trend {
                 claim: t.claim.clone(),
                 metric: t.metric.clone(),
                 at,
                 kind,
+                tie,
+                count,
+                by_construction: t.by_construction.clone(),
+                paper,
+                magnitude,
             });
         }
         Ok(trends)

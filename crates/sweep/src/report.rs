@@ -4,8 +4,9 @@
 //! Values are means over replicate axes (`average = true`, e.g. seeds) of the cells that
 //! ran; a point with no result is shown as "missing", never dropped.
 
-use crate::matrix::{matches_at, show, Better, Direction, Matrix, TrendKind};
+use crate::matrix::{matches_at, show, Matrix};
 use crate::results::Results;
+use crate::verdict::verdicts;
 use std::fmt::Write as _;
 use toml::Value;
 
@@ -87,7 +88,7 @@ pub fn points(m: &Matrix, skip: &[&str], at: &[(String, Value)]) -> Vec<Vec<(Str
     out
 }
 
-fn label(at: &[(String, Value)]) -> String {
+pub(crate) fn label(at: &[(String, Value)]) -> String {
     if at.is_empty() {
         return "all".into();
     }
@@ -97,35 +98,13 @@ fn label(at: &[(String, Value)]) -> String {
         .join(" ")
 }
 
-fn with(at: &[(String, Value)], k: &str, v: &Value) -> Vec<(String, Value)> {
+pub(crate) fn with(at: &[(String, Value)], k: &str, v: &Value) -> Vec<(String, Value)> {
     let mut a = at.to_vec();
     a.push((k.to_string(), v.clone()));
     a
 }
 
-/// One trend's verdict.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
-    /// The claim.
-    pub claim: String,
-    /// `Some(true)` holds, `Some(false)` does not, `None` no data.
-    pub holds: Option<bool>,
-    /// Who wins and by how much, where it fails.
-    pub detail: String,
-}
-
-impl Verdict {
-    /// `holds`, `does NOT hold`, `no data`.
-    pub fn word(&self) -> &'static str {
-        match self.holds {
-            Some(true) => "holds",
-            Some(false) => "does NOT hold",
-            None => "no data",
-        }
-    }
-}
-
-fn geo_mean(xs: &[f64]) -> f64 {
+pub(crate) fn geo_mean(xs: &[f64]) -> f64 {
     (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp()
 }
 
@@ -182,298 +161,6 @@ fn libm_erfc(x: f64) -> f64 {
     } else {
         2.0 - r
     }
-}
-
-/// The verdicts of every trend of the matrix on `r`.
-pub fn verdicts(r: &Results) -> Vec<Verdict> {
-    let m = &r.matrix;
-    m.trends
-        .iter()
-        .map(|t| {
-            let (holds, detail) = match &t.kind {
-                TrendKind::Wins {
-                    axis,
-                    winner,
-                    loser,
-                    better,
-                    slack,
-                } => {
-                    let mut ours = Vec::new();
-                    let mut paper = Vec::new();
-                    let mut lost = Vec::new();
-                    // Points with both values: a ratio that is 0 against 0 (a tie) or
-                    // infinite (a zero against a positive count) counts here but not in the
-                    // geometric mean.
-                    let mut compared = 0usize;
-                    let pts = points(m, &[axis], &t.at);
-                    for p in &pts {
-                        let (w, _, _) = mean_at(r, &with(p, axis, winner), &t.metric);
-                        let (l, _, _) = mean_at(r, &with(p, axis, loser), &t.metric);
-                        if let (Some(w), Some(l)) = (w, l) {
-                            compared += 1;
-                            let ratio = match better {
-                                Better::Lower => l / w,
-                                Better::Higher => w / l,
-                            };
-                            if ratio.is_finite() && ratio > 0.0 {
-                                ours.push(ratio);
-                            }
-                            if ratio < 1.0 - slack {
-                                lost.push(label(p));
-                            }
-                        }
-                        let pw = published_at(m, &with(p, axis, winner), &t.metric);
-                        let pl = published_at(m, &with(p, axis, loser), &t.metric);
-                        if let (Some(w), Some(l)) = (pw, pl) {
-                            paper.push(match better {
-                                Better::Lower => l / w,
-                                Better::Higher => w / l,
-                            });
-                        }
-                    }
-                    if compared == 0 {
-                        (None, format!("no point has both {} and {}", show(winner), show(loser)))
-                    } else if ours.is_empty() {
-                        (
-                            Some(lost.is_empty()),
-                            format!(
-                                "{} against {} at {} points, none with both values non-zero{}",
-                                show(winner),
-                                show(loser),
-                                compared,
-                                if lost.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!("; loses at {}", lost.join(", "))
-                                }
-                            ),
-                        )
-                    } else {
-                        let word = match better {
-                            Better::Lower => "lower",
-                            Better::Higher => "higher",
-                        };
-                        let (lo, hi) = ours
-                            .iter()
-                            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-                        let mut d = format!(
-                            "{} {} than {} at {}/{} points, by {}× (geometric mean; {}×–{}×)",
-                            show(winner),
-                            word,
-                            show(loser),
-                            compared - lost.len(),
-                            compared,
-                            fmt_num(geo_mean(&ours)),
-                            fmt_num(lo),
-                            fmt_num(hi)
-                        );
-                        if *slack > 0.0 {
-                            let _ = write!(
-                                d,
-                                " (a point counts if at most {}% worse)",
-                                fmt_num(slack * 100.0)
-                            );
-                        }
-                        if !paper.is_empty() {
-                            let _ = write!(d, "; paper: by {}×", fmt_num(geo_mean(&paper)));
-                        }
-                        if !lost.is_empty() {
-                            let _ = write!(d, "; loses at {}", lost.join(", "));
-                        }
-                        (Some(lost.is_empty()), d)
-                    }
-                }
-                TrendKind::Beats { than, better } => {
-                    let mut ours = Vec::new();
-                    let mut lost = Vec::new();
-                    for p in points(m, &[], &t.at) {
-                        let (w, _, _) = mean_at(r, &p, &t.metric);
-                        let (l, _, _) = mean_at(r, &p, than);
-                        if let (Some(w), Some(l)) = (w, l) {
-                            if w == 0.0 && l == 0.0 {
-                                continue; // nothing measured at this point
-                            }
-                            let ratio = match better {
-                                Better::Lower => l / w,
-                                Better::Higher => w / l,
-                            };
-                            if ratio.is_nan() || ratio < 1.0 {
-                                lost.push(label(&p));
-                            }
-                            if ratio.is_finite() && ratio > 0.0 {
-                                ours.push(ratio);
-                            }
-                        }
-                    }
-                    if ours.is_empty() {
-                        (None, format!("no point has both {} and {than}", t.metric))
-                    } else {
-                        let (lo, hi) = ours
-                            .iter()
-                            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-                        let mut d = format!(
-                            "{} {} than {than} at {}/{} points, by {}× (geometric mean; {}×–{}×)",
-                            t.metric,
-                            match better {
-                                Better::Lower => "lower",
-                                Better::Higher => "higher",
-                            },
-                            ours.len() - lost.len().min(ours.len()),
-                            ours.len(),
-                            fmt_num(geo_mean(&ours)),
-                            fmt_num(lo),
-                            fmt_num(hi)
-                        );
-                        if !lost.is_empty() {
-                            let _ = write!(d, "; not at {}", lost.join(", "));
-                        }
-                        (Some(lost.is_empty()), d)
-                    }
-                }
-                TrendKind::Monotone { axis, direction } => {
-                    let a = m.axis(axis).expect("validated");
-                    let mut series = Vec::new();
-                    let mut bad = Vec::new();
-                    for p in points(m, &[axis], &t.at) {
-                        let ys: Vec<(String, f64)> = a
-                            .values
-                            .iter()
-                            .filter_map(|v| {
-                                mean_at(r, &with(&p, axis, v), &t.metric)
-                                    .0
-                                    .map(|y| (show(v), y))
-                            })
-                            .collect();
-                        if ys.len() < 2 {
-                            continue;
-                        }
-                        // Never the other way (a plateau, such as a count at its floor
-                        // of zero, is allowed), and a net move the claimed way.
-                        let (first, last) = (ys[0].1, ys[ys.len() - 1].1);
-                        let ok = match direction {
-                            Direction::Increasing => {
-                                ys.windows(2).all(|w| w[1].1 >= w[0].1) && last > first
-                            }
-                            Direction::Decreasing => {
-                                ys.windows(2).all(|w| w[1].1 <= w[0].1) && last < first
-                            }
-                        };
-                        let trace = format!(
-                            "{}{}",
-                            if p.is_empty() {
-                                String::new()
-                            } else {
-                                format!("{}: ", label(&p))
-                            },
-                            ys.iter()
-                                .map(|(_, y)| fmt_num(*y))
-                                .collect::<Vec<_>>()
-                                .join(" → ")
-                        );
-                        if !ok {
-                            bad.push(trace.clone());
-                        }
-                        series.push(trace);
-                    }
-                    if series.is_empty() {
-                        (None, format!("no series with two points along {axis}"))
-                    } else {
-                        let word = match direction {
-                            Direction::Increasing => "increases",
-                            Direction::Decreasing => "decreases",
-                        };
-                        (
-                            Some(bad.is_empty()),
-                            format!(
-                                "{} {word} along {axis} in {}/{} series ({})",
-                                t.metric,
-                                series.len() - bad.len(),
-                                series.len(),
-                                series.join("; ")
-                            ),
-                        )
-                    }
-                }
-                TrendKind::Matches { tolerance } => {
-                    let mut errs = Vec::new();
-                    for p in m
-                        .published
-                        .iter()
-                        .filter(|p| p.metric == t.metric && t.at.iter().all(|kv| p.at.contains(kv)))
-                    {
-                        if let (Some(ours), _, _) = mean_at(r, &p.at, &p.metric) {
-                            errs.push(((ours - p.value) / p.value, label(&p.at)));
-                        }
-                    }
-                    if errs.is_empty() {
-                        (None, "no published point has a result".into())
-                    } else {
-                        let worst = errs
-                            .iter()
-                            .max_by(|a, b| a.0.abs().total_cmp(&b.0.abs()))
-                            .expect("non-empty");
-                        let within = errs.iter().filter(|e| e.0.abs() <= *tolerance).count();
-                        (
-                            Some(within == errs.len()),
-                            format!(
-                                "within {} % of the published value at {within}/{} points (worst {:+.1} % at {})",
-                                fmt_num(tolerance * 100.0),
-                                errs.len(),
-                                worst.0 * 100.0,
-                                worst.1
-                            ),
-                        )
-                    }
-                }
-                TrendKind::Consistent {
-                    reference,
-                    failures,
-                    trials,
-                } => {
-                    let mut n = 0;
-                    let mut bad = Vec::new();
-                    let mut smallest = 1.0f64;
-                    for c in r.cells.iter().filter(|c| matches_at(&c.cell, &t.at)) {
-                        let Some(mm) = c.metrics() else { continue };
-                        let (Some(&p), Some(&k), Some(&n_t)) =
-                            (mm.get(reference), mm.get(failures), mm.get(trials))
-                        else {
-                            continue;
-                        };
-                        n += 1;
-                        let (lo, hi) = poisson_tails(k as u64, p * n_t);
-                        let tail = lo.min(hi);
-                        smallest = smallest.min(tail);
-                        if tail < 0.0005 {
-                            bad.push(format!(
-                                "{}: {k} failures where {} expected",
-                                c.cell.label(),
-                                fmt_num(p * n_t)
-                            ));
-                        }
-                    }
-                    if n == 0 {
-                        (None, "no cell has a result".into())
-                    } else {
-                        let mut d = format!(
-                            "{failures} / {trials} consistent with {reference} at {}/{n} cells (two-sided Poisson test at 0.001; smallest tail {})",
-                            n - bad.len(),
-                            fmt_num(smallest)
-                        );
-                        if !bad.is_empty() {
-                            let _ = write!(d, "; off at {}", bad.join(", "));
-                        }
-                        (Some(bad.is_empty()), d)
-                    }
-                }
-            };
-            Verdict {
-                claim: t.claim.clone(),
-                holds,
-                detail,
-            }
-        })
-        .collect()
 }
 
 /// The comparison with published values: one row per entry.
@@ -600,6 +287,21 @@ pub fn markdown(r: &Results, plots: &[(String, String)]) -> String {
             let _ = writeln!(s, "- **{}** — {}: {}", v.word(), v.claim, v.detail);
         }
         s.push('\n');
+        let fixed: Vec<&crate::verdict::Verdict> = verdicts
+            .iter()
+            .filter(|v| v.by_construction.is_some())
+            .collect();
+        if !fixed.is_empty() {
+            let _ = writeln!(
+                s,
+                "Verdicts that cannot fail (by construction; listed, not counted as evidence): {}.\n",
+                fixed
+                    .iter()
+                    .map(|v| format!("\"{}\"", v.claim))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
     }
     if !m.published.is_empty() {
         s.push_str("## Beside the published values\n\n");

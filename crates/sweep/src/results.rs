@@ -116,6 +116,18 @@ impl CellResult {
     }
 }
 
+/// Where a set of results came from: written into `results.json` (and nowhere else, so
+/// the other outputs stay byte-identical across runs of one matrix).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The git commit the binary was built from (`unknown` outside a checkout).
+    pub commit: String,
+    /// The binary's version.
+    pub version: String,
+    /// The exact command line.
+    pub command: String,
+}
+
 /// The merged results of a matrix.
 #[derive(Debug, Clone)]
 pub struct Results {
@@ -123,6 +135,8 @@ pub struct Results {
     pub matrix: Matrix,
     /// Every cell, in index order.
     pub cells: Vec<CellResult>,
+    /// Who wrote them (set by the command line program; `None` in library use).
+    pub provenance: Option<Provenance>,
 }
 
 impl Results {
@@ -139,6 +153,7 @@ impl Results {
         Ok(Results {
             matrix: matrix.clone(),
             cells,
+            provenance: None,
         })
     }
 
@@ -205,7 +220,7 @@ impl Results {
                 o
             })
             .collect();
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "matrix": m.name,
             "title": m.title,
             "kind": m.kind.name(),
@@ -213,6 +228,12 @@ impl Results {
             "fingerprint": format!("{:016x}", m.fingerprint),
             "cells": cells,
         });
+        if let Some(p) = &self.provenance {
+            v.as_object_mut().expect("object").insert(
+                "provenance".into(),
+                serde_json::to_value(p).expect("provenance"),
+            );
+        }
         let mut s = serde_json::to_string_pretty(&v).expect("serialises");
         s.push('\n');
         s

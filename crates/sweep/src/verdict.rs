@@ -1,0 +1,814 @@
+//! Verdicts that can fail: every compared point is a strict win, a tie, a loss or (for
+//! event counts whose 95 % interval holds 1) inconclusive; a claim that A beats B holds
+//! only on strict wins; a comparison the paper quantifies is judged on its magnitude too;
+//! and a trend that follows from the construction says so.
+//!
+//! The vocabulary, in the order a reader meets it:
+//!
+//! | word | meaning |
+//! |---|---|
+//! | `holds` | every point a strict win (or every series moves the claimed way) |
+//! | `matches` | holds, and our ratio is within the stated tolerance of the paper's |
+//! | `same direction, smaller by X×` / `larger by X×` | holds, but the effect (ratio − 1) is X times smaller / larger than the paper's |
+//! | `partly` | no loss, but some points are ties (or inconclusive) |
+//! | `tie` | every point a tie (0 against 0 included) |
+//! | `inconclusive` | no loss, but some counted ratio's 95 % interval holds 1 |
+//! | `smaller by X×` / `larger by X×` | a value against a published one, outside the tolerance on one side |
+//! | `contradicts` | the effect goes the other way than the paper's |
+//! | `does NOT hold` | some point is a loss |
+//! | `no data` | nothing to compare |
+//!
+//! `(by construction)` after a word: the outcome cannot fail given how the cells are built
+//! (the matrix says why); it is listed, never counted as evidence.
+
+use crate::claims::Trend;
+use crate::matrix::{show, Better, Direction, TrendKind};
+use crate::report::{fmt_num, geo_mean, label, mean_at, points, poisson_tails, published_at, with};
+use crate::results::Results;
+use std::fmt::Write as _;
+
+/// How one compared point came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointOutcome {
+    /// The claimed winner is strictly better (beyond the tie tolerance, and for counts
+    /// with a 95 % interval that excludes 1).
+    Win,
+    /// Within the tie tolerance (0 against 0 included).
+    Tie,
+    /// The claimed winner is worse (beyond any stated slack).
+    Loss,
+    /// Counts whose ratio's 95 % interval holds 1.
+    Inconclusive,
+}
+
+/// A trend's outcome on our numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every point a strict win; every series the claimed way; every value within tolerance.
+    Holds,
+    /// No loss, some strict wins, the rest ties or inconclusive.
+    Partly,
+    /// Every point a tie.
+    Tie,
+    /// No loss and no strict win decided: some interval holds 1.
+    Inconclusive,
+    /// Some point is a loss.
+    Fails,
+    /// Nothing to compare.
+    NoData,
+}
+
+/// Our magnitude against the paper's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Magnitude {
+    /// Within the tolerance.
+    Matches,
+    /// Our effect is this many times smaller.
+    Smaller(f64),
+    /// Our effect is this many times larger.
+    Larger(f64),
+    /// Our effect goes the other way.
+    Contradicts,
+}
+
+/// One trend's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The claim.
+    pub claim: String,
+    /// The outcome on our numbers.
+    pub outcome: Outcome,
+    /// Against the paper's magnitude, where the matrix gives it.
+    pub magnitude: Option<Magnitude>,
+    /// Why the outcome cannot fail (`None`: it can).
+    pub by_construction: Option<String>,
+    /// Our headline ratio (geometric mean over the points compared), where there is one.
+    pub ours: Option<f64>,
+    /// The paper's, and where it is given.
+    pub paper: Option<(f64, String)>,
+    /// Who wins where, by how much, ties, intervals.
+    pub detail: String,
+}
+
+impl Verdict {
+    /// The verdict's word (see the module's table).
+    pub fn word(&self) -> String {
+        let times = |x: f64| format!("{}×", fmt_num(x));
+        let base = match (self.outcome, self.magnitude) {
+            (Outcome::NoData, _) => "no data".to_string(),
+            (Outcome::Inconclusive, _) => "inconclusive".into(),
+            (Outcome::Tie, _) => "tie".into(),
+            (Outcome::Partly, _) => "partly".into(),
+            (Outcome::Holds, None) => "holds".into(),
+            (Outcome::Holds, Some(Magnitude::Matches)) => "matches".into(),
+            (Outcome::Holds, Some(Magnitude::Smaller(x))) => {
+                format!("same direction, smaller by {}", times(x))
+            }
+            (Outcome::Holds, Some(Magnitude::Larger(x))) => {
+                format!("same direction, larger by {}", times(x))
+            }
+            (_, Some(Magnitude::Contradicts)) => "contradicts".into(),
+            (Outcome::Fails, Some(Magnitude::Smaller(x))) => format!("smaller by {}", times(x)),
+            (Outcome::Fails, Some(Magnitude::Larger(x))) => format!("larger by {}", times(x)),
+            (Outcome::Fails, _) => "does NOT hold".into(),
+        };
+        if self.by_construction.is_some() {
+            format!("{base} (by construction)")
+        } else {
+            base
+        }
+    }
+
+    /// Whether the claim is supported as evidence: it holds (or matches), strictly, and
+    /// could have failed.
+    pub fn is_evidence(&self) -> bool {
+        self.outcome == Outcome::Holds && self.by_construction.is_none()
+    }
+}
+
+/// `a` and `b` tie: equal, or within `tie` of each other relative to the larger magnitude.
+pub fn ties(a: f64, b: f64, tie: f64) -> bool {
+    a == b || (a - b).abs() <= tie * a.abs().max(b.abs())
+}
+
+/// The exact (Clopper–Pearson) 95 % interval of a binomial proportion: `k` successes in
+/// `n` trials. For `n` above 20 000 the Wilson score interval (equal to three digits).
+pub fn binomial_interval(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.959_963_984_540_054;
+    if n > 20_000 {
+        let (nf, p) = (n as f64, k as f64 / n as f64);
+        let centre = (p + z * z / (2.0 * nf)) / (1.0 + z * z / nf);
+        let half = z / (1.0 + z * z / nf) * (p * (1.0 - p) / nf + z * z / (4.0 * nf * nf)).sqrt();
+        return ((centre - half).max(0.0), (centre + half).min(1.0));
+    }
+    // P(X ≥ k; p) and P(X ≤ k; p), by bisection on p (both monotone in p).
+    let cdf = |k: u64, p: f64| -> f64 {
+        // P(X ≤ k) for Binomial(n, p), summed in log space.
+        if p <= 0.0 {
+            return 1.0;
+        }
+        if p >= 1.0 {
+            return if k >= n { 1.0 } else { 0.0 };
+        }
+        let (lp, lq) = (p.ln(), (1.0 - p).ln());
+        let mut log_c = 0.0f64; // ln C(n, 0)
+        let mut sum = 0.0;
+        for i in 0..=k.min(n) {
+            if i > 0 {
+                log_c += ((n - i + 1) as f64).ln() - (i as f64).ln();
+            }
+            sum += (log_c + i as f64 * lp + (n - i) as f64 * lq).exp();
+        }
+        sum.min(1.0)
+    };
+    let bisect = |f: &dyn Fn(f64) -> bool| -> f64 {
+        // The smallest p in [0, 1] with f(p) true (f monotone: false then true).
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if f(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    };
+    let lower = if k == 0 {
+        0.0
+    } else {
+        // P(X ≥ k; p) = 1 − P(X ≤ k − 1; p) reaches 0.025.
+        bisect(&|p| 1.0 - cdf(k - 1, p) >= 0.025)
+    };
+    let upper = if k == n {
+        1.0
+    } else {
+        // P(X ≤ k; p) falls to 0.025.
+        bisect(&|p| cdf(k, p) <= 0.025)
+    };
+    (lower, upper)
+}
+
+/// The 95 % interval of the ratio of two Poisson rates, `a` events over exposure `ea`
+/// against `b` over `eb` (the exact conditional method: given `a + b`, `a` is binomial).
+/// `(0, ∞)` when both are zero.
+pub fn poisson_ratio_interval(a: u64, ea: f64, b: u64, eb: f64) -> (f64, f64) {
+    let (lo, hi) = binomial_interval(a, a + b);
+    let odds = |p: f64| {
+        if p >= 1.0 {
+            f64::INFINITY
+        } else {
+            p / (1.0 - p)
+        }
+    };
+    (odds(lo) * eb / ea, odds(hi) * eb / ea)
+}
+
+/// Our ratio against the paper's: within `tol` (relative), else which way and by how much
+/// the effect (ratio − 1) differs; ratios oriented so the paper's is at least 1.
+pub fn magnitude(ours: f64, paper: f64, tol: f64, tie: f64) -> Magnitude {
+    let (ours, paper) = if paper < 1.0 {
+        (1.0 / ours, 1.0 / paper)
+    } else {
+        (ours, paper)
+    };
+    if (ours / paper).ln().abs() <= (1.0 + tol).ln() {
+        return Magnitude::Matches;
+    }
+    if ours < 1.0 && !ties(ours, 1.0, tie) {
+        return Magnitude::Contradicts;
+    }
+    let (eo, ep) = (ours - 1.0, paper - 1.0);
+    if eo < ep {
+        Magnitude::Smaller(if eo <= 0.0 { f64::INFINITY } else { ep / eo })
+    } else {
+        Magnitude::Larger(if ep <= 0.0 { f64::INFINITY } else { eo / ep })
+    }
+}
+
+/// A trend's outcome, magnitude, our ratio, the paper's, and the detail.
+type Folded = (
+    Outcome,
+    Option<Magnitude>,
+    Option<f64>,
+    Option<(f64, String)>,
+    String,
+);
+
+/// One point of a two-way comparison: the winner's and loser's means and how many cells
+/// each averages.
+struct Compared {
+    at: String,
+    /// Better-oriented ratio (above 1: the claimed winner is better).
+    ratio: f64,
+    outcome: PointOutcome,
+    /// Events at this point (counts only).
+    events: Option<u64>,
+}
+
+/// Classifies one point: `w` (claimed winner) against `l`, each a mean over `nw` / `nl`
+/// cells.
+fn classify(
+    t: &Trend,
+    better: Better,
+    slack: f64,
+    w: f64,
+    nw: usize,
+    l: f64,
+    nl: usize,
+) -> (f64, PointOutcome, Option<u64>) {
+    let ratio = match better {
+        Better::Lower => l / w,
+        Better::Higher => w / l,
+    };
+    if ties(w, l, t.tie) {
+        let events = t
+            .count
+            .then(|| (w * nw as f64 + l * nl as f64).round() as u64);
+        return (
+            if ratio.is_nan() { 1.0 } else { ratio },
+            PointOutcome::Tie,
+            events,
+        );
+    }
+    if t.count {
+        let (sw, sl) = (
+            (w * nw as f64).round().max(0.0) as u64,
+            (l * nl as f64).round().max(0.0) as u64,
+        );
+        // The ratio oriented as `ratio` is: loser over winner for lower-is-better.
+        let (lo, hi) = match better {
+            Better::Lower => poisson_ratio_interval(sl, nl as f64, sw, nw as f64),
+            Better::Higher => poisson_ratio_interval(sw, nw as f64, sl, nl as f64),
+        };
+        let outcome = if lo <= 1.0 && hi >= 1.0 {
+            PointOutcome::Inconclusive
+        } else if ratio > 1.0 {
+            PointOutcome::Win
+        } else if ratio >= 1.0 - slack {
+            PointOutcome::Tie
+        } else {
+            PointOutcome::Loss
+        };
+        return (ratio, outcome, Some(sw + sl));
+    }
+    let outcome = if ratio > 1.0 {
+        PointOutcome::Win
+    } else if slack > 0.0 && ratio >= 1.0 - slack {
+        // Within a non-inferiority claim's slack: not a loss.
+        PointOutcome::Tie
+    } else {
+        PointOutcome::Loss
+    };
+    (ratio, outcome, None)
+}
+
+/// Folds a two-way comparison's points into an outcome and its detail.
+fn conclude(
+    t: &Trend,
+    head: String,
+    slack: f64,
+    pts: &[Compared],
+    paper_pts: Option<(f64, f64)>,
+) -> Folded {
+    let n = pts.len();
+    let count = |o: PointOutcome| pts.iter().filter(|p| p.outcome == o).count();
+    let (wins, tied, lost, unsure) = (
+        count(PointOutcome::Win),
+        count(PointOutcome::Tie),
+        count(PointOutcome::Loss),
+        count(PointOutcome::Inconclusive),
+    );
+    let outcome = if n == 0 {
+        Outcome::NoData
+    } else if lost > 0 {
+        Outcome::Fails
+    } else if slack > 0.0 {
+        // A non-inferiority claim ("at most 10 % worse"): no point beyond the slack.
+        if unsure > 0 {
+            Outcome::Inconclusive
+        } else {
+            Outcome::Holds
+        }
+    } else if wins == n {
+        Outcome::Holds
+    } else if tied == n {
+        Outcome::Tie
+    } else if wins == 0 {
+        Outcome::Inconclusive
+    } else {
+        Outcome::Partly
+    };
+    let finite: Vec<f64> = pts
+        .iter()
+        .map(|p| p.ratio)
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
+    let ours = (!finite.is_empty()).then(|| geo_mean(&finite));
+    let mut d = head;
+    let _ = write!(d, ": {wins} of {n} strict wins");
+    if tied > 0 {
+        let _ = write!(
+            d,
+            ", {tied} {}",
+            if slack > 0.0 {
+                "within the tolerance"
+            } else if tied == 1 {
+                "tie"
+            } else {
+                "ties"
+            }
+        );
+    }
+    if unsure > 0 {
+        let _ = write!(d, ", {unsure} inconclusive");
+    }
+    if lost > 0 {
+        let _ = write!(d, ", {lost} {}", if lost == 1 { "loss" } else { "losses" });
+    }
+    if t.tie > 0.0 {
+        let _ = write!(d, " (ties within ±{} %)", fmt_num(t.tie * 100.0));
+    } else {
+        d.push_str(" (ties: equal values)");
+    }
+    if slack > 0.0 {
+        let _ = write!(
+            d,
+            " (a point counts if at most {} % worse)",
+            fmt_num(slack * 100.0)
+        );
+    }
+    if let Some(g) = ours {
+        let (lo, hi) = finite
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        let _ = write!(
+            d,
+            "; by {}× (geometric mean of {} points; {}×–{}×)",
+            fmt_num(g),
+            finite.len(),
+            fmt_num(lo),
+            fmt_num(hi)
+        );
+    }
+    if t.count {
+        let few: Vec<&str> = pts
+            .iter()
+            .filter(|p| p.events.is_some_and(|e| e < 10))
+            .map(|p| p.at.as_str())
+            .collect();
+        let _ = write!(d, "; counts with exact 95 % intervals");
+        if !few.is_empty() {
+            let _ = write!(d, "; fewer than 10 events at {}", few.join(", "));
+        }
+    }
+    let at = |o: PointOutcome| {
+        pts.iter()
+            .filter(|p| p.outcome == o)
+            .map(|p| p.at.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if unsure > 0 {
+        let _ = write!(
+            d,
+            "; interval holds 1 at {}",
+            at(PointOutcome::Inconclusive)
+        );
+    }
+    if lost > 0 {
+        let _ = write!(d, "; loses at {}", at(PointOutcome::Loss));
+    }
+    // The paper's magnitude: per point (published values at both ends, our mean over the
+    // same points) or a headline ratio.
+    let mut mag = None;
+    let mut paper = None;
+    let versus = match (paper_pts, &t.paper) {
+        (Some((p, o)), _) => Some((p, o, "its points".to_string())),
+        (None, Some((p, src))) => ours.map(|o| (*p, o, src.clone())),
+        _ => None,
+    };
+    if let Some((p, o, src)) = versus {
+        let m = magnitude(o, p, t.magnitude, t.tie);
+        let _ = write!(
+            d,
+            "; paper: {}× ({src}), ours {}× over the same points — {}",
+            fmt_num(p),
+            fmt_num(o),
+            match m {
+                Magnitude::Matches => format!("within {} %", fmt_num(t.magnitude * 100.0)),
+                Magnitude::Smaller(x) => format!("an effect {}× smaller", fmt_num(x)),
+                Magnitude::Larger(x) => format!("an effect {}× larger", fmt_num(x)),
+                Magnitude::Contradicts => "the other way".into(),
+            }
+        );
+        paper = Some((p, src));
+        if outcome != Outcome::NoData {
+            mag = Some(m);
+        }
+    }
+    (outcome, mag, ours, paper, d)
+}
+
+/// The verdicts of every trend of the matrix on `r`.
+pub fn verdicts(r: &Results) -> Vec<Verdict> {
+    r.matrix.trends.iter().map(|t| verdict(r, t)).collect()
+}
+
+fn verdict(r: &Results, t: &Trend) -> Verdict {
+    let m = &r.matrix;
+    let (outcome, magnitude, ours, paper, mut detail) = match &t.kind {
+        TrendKind::Wins {
+            axis,
+            winner,
+            loser,
+            better,
+            slack,
+        } => {
+            let mut pts = Vec::new();
+            let (mut ours_on_paper, mut theirs) = (Vec::new(), Vec::new());
+            for p in points(m, &[axis], &t.at) {
+                let (w, nw, _) = mean_at(r, &with(&p, axis, winner), &t.metric);
+                let (l, nl, _) = mean_at(r, &with(&p, axis, loser), &t.metric);
+                let (Some(w), Some(l)) = (w, l) else { continue };
+                let (ratio, outcome, events) = classify(t, *better, *slack, w, nw, l, nl);
+                let pw = published_at(m, &with(&p, axis, winner), &t.metric);
+                let pl = published_at(m, &with(&p, axis, loser), &t.metric);
+                if let (Some(pw), Some(pl)) = (pw, pl) {
+                    let pr = match better {
+                        Better::Lower => pl / pw,
+                        Better::Higher => pw / pl,
+                    };
+                    if pr.is_finite() && pr > 0.0 && ratio.is_finite() && ratio > 0.0 {
+                        theirs.push(pr);
+                        ours_on_paper.push(ratio);
+                    }
+                }
+                pts.push(Compared {
+                    at: label(&p),
+                    ratio,
+                    outcome,
+                    events,
+                });
+            }
+            let word = match better {
+                Better::Lower => "lower",
+                Better::Higher => "higher",
+            };
+            let head = format!("{} {word} than {}", show(winner), show(loser));
+            let paper_pts =
+                (!theirs.is_empty()).then(|| (geo_mean(&theirs), geo_mean(&ours_on_paper)));
+            if pts.is_empty() {
+                (
+                    Outcome::NoData,
+                    None,
+                    None,
+                    None,
+                    format!("no point has both {} and {}", show(winner), show(loser)),
+                )
+            } else {
+                conclude(t, head, *slack, &pts, paper_pts)
+            }
+        }
+        TrendKind::Beats { than, better } => {
+            let mut pts = Vec::new();
+            for p in points(m, &[], &t.at) {
+                let (w, nw, _) = mean_at(r, &p, &t.metric);
+                let (l, nl, _) = mean_at(r, &p, than);
+                let (Some(w), Some(l)) = (w, l) else { continue };
+                let (ratio, outcome, events) = classify(t, *better, 0.0, w, nw, l, nl);
+                pts.push(Compared {
+                    at: label(&p),
+                    ratio,
+                    outcome,
+                    events,
+                });
+            }
+            let word = match better {
+                Better::Lower => "lower",
+                Better::Higher => "higher",
+            };
+            if pts.is_empty() {
+                (
+                    Outcome::NoData,
+                    None,
+                    None,
+                    None,
+                    format!("no point has both {} and {than}", t.metric),
+                )
+            } else {
+                conclude(
+                    t,
+                    format!("{} {word} than {than}", t.metric),
+                    0.0,
+                    &pts,
+                    None,
+                )
+            }
+        }
+        TrendKind::Monotone { axis, direction } => monotone(r, t, axis, *direction),
+        TrendKind::Matches { tolerance } => matches(r, t, *tolerance),
+        TrendKind::Consistent {
+            reference,
+            failures,
+            trials,
+        } => consistent(r, t, reference, failures, trials),
+    };
+    if let Some(why) = &t.by_construction {
+        let _ = write!(detail, "; by construction: {why}");
+    }
+    Verdict {
+        claim: t.claim.clone(),
+        outcome,
+        magnitude,
+        by_construction: t.by_construction.clone(),
+        ours,
+        paper,
+        detail,
+    }
+}
+
+fn monotone(r: &Results, t: &Trend, axis: &str, direction: Direction) -> Folded {
+    let m = &r.matrix;
+    let a = m.axis(axis).expect("validated");
+    let mut series = Vec::new();
+    let mut bad = Vec::new();
+    for p in points(m, &[axis], &t.at) {
+        let ys: Vec<(String, f64)> = a
+            .values
+            .iter()
+            .filter_map(|v| {
+                mean_at(r, &with(&p, axis, v), &t.metric)
+                    .0
+                    .map(|y| (show(v), y))
+            })
+            .collect();
+        if ys.len() < 2 {
+            continue;
+        }
+        // Never the other way (a plateau, such as a count at its floor of zero, is
+        // allowed), and a net move the claimed way beyond the tie tolerance.
+        let (first, last) = (ys[0].1, ys[ys.len() - 1].1);
+        let moved = !ties(first, last, t.tie);
+        let ok = match direction {
+            Direction::Increasing => ys.windows(2).all(|w| w[1].1 >= w[0].1) && last > first,
+            Direction::Decreasing => ys.windows(2).all(|w| w[1].1 <= w[0].1) && last < first,
+        } && moved;
+        let trace = format!(
+            "{}{}",
+            if p.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", label(&p))
+            },
+            ys.iter()
+                .map(|(_, y)| fmt_num(*y))
+                .collect::<Vec<_>>()
+                .join(" → ")
+        );
+        if !ok {
+            bad.push(trace.clone());
+        }
+        series.push(trace);
+    }
+    if series.is_empty() {
+        return (
+            Outcome::NoData,
+            None,
+            None,
+            None,
+            format!("no series with two points along {axis}"),
+        );
+    }
+    let word = match direction {
+        Direction::Increasing => "increases",
+        Direction::Decreasing => "decreases",
+    };
+    (
+        if bad.is_empty() {
+            Outcome::Holds
+        } else {
+            Outcome::Fails
+        },
+        None,
+        None,
+        None,
+        format!(
+            "{} {word} along {axis} in {}/{} series ({})",
+            t.metric,
+            series.len() - bad.len(),
+            series.len(),
+            series.join("; ")
+        ),
+    )
+}
+
+fn matches(r: &Results, t: &Trend, tolerance: f64) -> Folded {
+    let m = &r.matrix;
+    let mut errs = Vec::new();
+    for p in m
+        .published
+        .iter()
+        .filter(|p| p.metric == t.metric && t.at.iter().all(|kv| p.at.contains(kv)))
+    {
+        if let (Some(ours), _, _) = mean_at(r, &p.at, &p.metric) {
+            errs.push((ours, p.value, label(&p.at)));
+        }
+    }
+    if errs.is_empty() {
+        return (
+            Outcome::NoData,
+            None,
+            None,
+            None,
+            "no published point has a result".into(),
+        );
+    }
+    let rel = |e: &(f64, f64, String)| (e.0 - e.1) / e.1;
+    let worst = errs
+        .iter()
+        .max_by(|a, b| rel(a).abs().total_cmp(&rel(b).abs()))
+        .expect("non-empty");
+    let within = errs.iter().filter(|e| rel(e).abs() <= tolerance).count();
+    let detail = format!(
+        "within {} % of the published value at {within}/{} points (worst {:+.1} % at {})",
+        fmt_num(tolerance * 100.0),
+        errs.len(),
+        rel(worst) * 100.0,
+        worst.2
+    );
+    if within == errs.len() {
+        return (Outcome::Holds, Some(Magnitude::Matches), None, None, detail);
+    }
+    // Outside: on one side everywhere (by the geometric mean of ours / theirs), or both.
+    let ratios: Vec<f64> = errs
+        .iter()
+        .map(|e| e.0 / e.1)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let below = errs.iter().all(|e| rel(e) < tolerance);
+    let above = errs.iter().all(|e| rel(e) > -tolerance);
+    let mag = match (below, above, ratios.is_empty()) {
+        (true, false, false) => Some(Magnitude::Smaller(1.0 / geo_mean(&ratios))),
+        (false, true, false) => Some(Magnitude::Larger(geo_mean(&ratios))),
+        _ => None,
+    };
+    (Outcome::Fails, mag, None, None, detail)
+}
+
+fn consistent(r: &Results, t: &Trend, reference: &str, failures: &str, trials: &str) -> Folded {
+    let mut n = 0;
+    let mut bad = Vec::new();
+    let mut smallest = 1.0f64;
+    for c in r
+        .cells
+        .iter()
+        .filter(|c| crate::matrix::matches_at(&c.cell, &t.at))
+    {
+        let Some(mm) = c.metrics() else { continue };
+        let (Some(&p), Some(&k), Some(&n_t)) =
+            (mm.get(reference), mm.get(failures), mm.get(trials))
+        else {
+            continue;
+        };
+        n += 1;
+        let (lo, hi) = poisson_tails(k as u64, p * n_t);
+        let tail = lo.min(hi);
+        smallest = smallest.min(tail);
+        if tail < 0.0005 {
+            bad.push(format!(
+                "{}: {k} failures where {} expected",
+                c.cell.label(),
+                fmt_num(p * n_t)
+            ));
+        }
+    }
+    if n == 0 {
+        return (
+            Outcome::NoData,
+            None,
+            None,
+            None,
+            "no cell has a result".into(),
+        );
+    }
+    let mut d = format!(
+        "{failures} / {trials} consistent with {reference} at {}/{n} cells (two-sided Poisson test at 0.001; smallest tail {})",
+        n - bad.len(),
+        fmt_num(smallest)
+    );
+    if !bad.is_empty() {
+        let _ = write!(d, "; off at {}", bad.join(", "));
+    }
+    (
+        if bad.is_empty() {
+            Outcome::Holds
+        } else {
+            Outcome::Fails
+        },
+        None,
+        None,
+        None,
+        d,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clopper_pearson_matches_published_values() {
+        // 0 of 10: [0, 0.3085]; 5 of 10: [0.1871, 0.8129] (Clopper & Pearson 1934 tables).
+        let (lo, hi) = binomial_interval(0, 10);
+        assert!(lo == 0.0 && (hi - 0.3085).abs() < 1e-3, "{lo} {hi}");
+        let (lo, hi) = binomial_interval(5, 10);
+        assert!(
+            (lo - 0.1871).abs() < 1e-3 && (hi - 0.8129).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        // Large n: Wilson, close to the normal interval.
+        let (lo, hi) = binomial_interval(50_000, 100_000);
+        assert!((lo - 0.4969).abs() < 1e-3 && (hi - 0.5031).abs() < 1e-3);
+    }
+
+    #[test]
+    fn few_events_are_inconclusive_many_are_not() {
+        // AP's sensor workload: 38 Baseline events against 2 AP events: the ratio 19 has
+        // an interval of roughly 5×–160× — decided; 1 against 0 is not.
+        let (lo, hi) = poisson_ratio_interval(38, 1.0, 2, 1.0);
+        assert!(lo > 4.0 && lo < 6.0 && hi > 80.0, "{lo} {hi}");
+        let (lo, hi) = poisson_ratio_interval(1, 1.0, 0, 1.0);
+        assert!(lo < 1.0 && hi.is_infinite());
+        let (lo, hi) = poisson_ratio_interval(3, 1.0, 2, 1.0);
+        assert!(lo < 1.0 && hi > 1.0);
+    }
+
+    #[test]
+    fn magnitudes_are_judged_on_the_effect() {
+        assert_eq!(magnitude(1.45, 1.5, 0.25, 0.005), Magnitude::Matches);
+        // +1.6 % against +50 %: an effect 31× smaller.
+        match magnitude(1.016, 1.5, 0.25, 0.005) {
+            Magnitude::Smaller(x) => assert!((x - 31.25).abs() < 0.01),
+            m => panic!("{m:?}"),
+        }
+        assert!(matches!(
+            magnitude(40.0, 14.4, 0.25, 0.005),
+            Magnitude::Larger(_)
+        ));
+        assert_eq!(magnitude(0.8, 1.5, 0.25, 0.005), Magnitude::Contradicts);
+        // A paper ratio below 1 (the loser better) is judged the same way, inverted.
+        assert_eq!(magnitude(0.7, 0.66, 0.25, 0.005), Magnitude::Matches);
+    }
+
+    #[test]
+    fn ties_are_relative_and_include_zero_against_zero() {
+        assert!(ties(0.0, 0.0, 0.0));
+        assert!(ties(1.030, 1.028, 0.005));
+        assert!(!ties(1.03, 1.02, 0.005));
+        assert!(!ties(3.0, 2.0, 0.0));
+    }
+}
