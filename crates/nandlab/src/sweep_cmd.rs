@@ -77,11 +77,18 @@ enum SweepCommand {
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
     /// The shipped comparison to reproduce (see --list).
-    #[arg(required_unless_present = "list")]
+    #[arg(required_unless_present_any = ["list", "summary"])]
     name: Option<String>,
     /// List the shipped comparisons.
     #[arg(long)]
     list: bool,
+    /// Instead of running: write the one-page summary of every verdict
+    /// (docs/reproduce/SUMMARY.md) from the committed results under --from.
+    #[arg(long, conflicts_with_all = ["name", "list"])]
+    summary: bool,
+    /// Where --summary reads the results (NAME/cells per comparison) and writes SUMMARY.md.
+    #[arg(long, default_value = "docs/reproduce", requires = "summary")]
+    from: PathBuf,
     #[command(flatten)]
     run: RunOpts,
 }
@@ -135,7 +142,14 @@ pub fn reproduce(a: ReproduceArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let name = a.name.expect("required unless --list");
+    if a.summary {
+        let text = sweep::summary::summary(&a.from)?;
+        let path = a.from.join("SUMMARY.md");
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        println!("wrote {}", path.display());
+        return Ok(());
+    }
+    let name = a.name.expect("required unless --list or --summary");
     if !sweep::builtin::names().contains(&name.as_str()) {
         bail!(
             "no shipped comparison named {name:?}; `nandlab reproduce --list` shows them: {}",

@@ -82,7 +82,8 @@ pub struct Verdict {
     pub magnitude: Option<Magnitude>,
     /// Why the outcome cannot fail (`None`: it can).
     pub by_construction: Option<String>,
-    /// Our headline ratio (geometric mean over the points compared), where there is one.
+    /// Our headline ratio (geometric mean over the points compared; over the paper's own
+    /// points when it gives values per point), where there is one.
     pub ours: Option<f64>,
     /// The paper's, and where it is given.
     pub paper: Option<(f64, String)>,
@@ -312,7 +313,7 @@ fn conclude(
     head: String,
     slack: f64,
     pts: &[Compared],
-    paper_pts: Option<(f64, f64)>,
+    paper_pts: Option<(f64, f64, String)>,
 ) -> Folded {
     let n = pts.len();
     let count = |o: PointOutcome| pts.iter().filter(|p| p.outcome == o).count();
@@ -426,8 +427,9 @@ fn conclude(
     // same points) or a headline ratio.
     let mut mag = None;
     let mut paper = None;
+    let mut ours_vs = None;
     let versus = match (paper_pts, &t.paper) {
-        (Some((p, o)), _) => Some((p, o, "its points".to_string())),
+        (Some((p, o, src)), _) => Some((p, o, src)),
         (None, Some((p, src))) => ours.map(|o| (*p, o, src.clone())),
         _ => None,
     };
@@ -446,11 +448,15 @@ fn conclude(
             }
         );
         paper = Some((p, src));
-        if outcome != Outcome::NoData {
+        ours_vs = Some(o);
+        // A claim that fails on our points is judged on them; its magnitude only says
+        // when the effect goes the other way.
+        if outcome != Outcome::NoData && (outcome != Outcome::Fails || m == Magnitude::Contradicts)
+        {
             mag = Some(m);
         }
     }
-    (outcome, mag, ours, paper, d)
+    (outcome, mag, ours_vs.or(ours), paper, d)
 }
 
 /// The verdicts of every trend of the matrix on `r`.
@@ -470,6 +476,7 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
         } => {
             let mut pts = Vec::new();
             let (mut ours_on_paper, mut theirs) = (Vec::new(), Vec::new());
+            let mut sources: Vec<String> = Vec::new();
             for p in points(m, &[axis], &t.at) {
                 let (w, nw, _) = mean_at(r, &with(&p, axis, winner), &t.metric);
                 let (l, nl, _) = mean_at(r, &with(&p, axis, loser), &t.metric);
@@ -485,6 +492,18 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                     if pr.is_finite() && pr > 0.0 && ratio.is_finite() && ratio > 0.0 {
                         theirs.push(pr);
                         ours_on_paper.push(ratio);
+                        let at = with(&p, axis, winner);
+                        for e in m.published.iter().filter(|e| {
+                            e.metric == t.metric
+                                && e.at.len() == at.len()
+                                && e.at.iter().all(|kv| at.contains(kv))
+                        }) {
+                            // "AP, Table 5 (1000 P/E, 1-bit ECC, AP)" → "AP, Table 5".
+                            let src = e.source.split(" (").next().unwrap_or(&e.source);
+                            if !sources.iter().any(|s| s == src) {
+                                sources.push(src.to_string());
+                            }
+                        }
                     }
                 }
                 pts.push(Compared {
@@ -499,8 +518,13 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                 Better::Higher => "higher",
             };
             let head = format!("{} {word} than {}", show(winner), show(loser));
-            let paper_pts =
-                (!theirs.is_empty()).then(|| (geo_mean(&theirs), geo_mean(&ours_on_paper)));
+            let paper_pts = (!theirs.is_empty()).then(|| {
+                (
+                    geo_mean(&theirs),
+                    geo_mean(&ours_on_paper),
+                    format!("{}, {} points", sources.join("; "), theirs.len()),
+                )
+            });
             if pts.is_empty() {
                 (
                     Outcome::NoData,
