@@ -246,8 +246,9 @@ struct Compared {
     /// Better-oriented ratio (above 1: the claimed winner is better).
     ratio: f64,
     outcome: PointOutcome,
-    /// Events at this point (counts only).
-    events: Option<u64>,
+    /// Events at this point (counts only): the loser's and the winner's, oriented as
+    /// `ratio` is (numerator first), with their exposures (cells).
+    events: Option<(u64, f64, u64, f64)>,
 }
 
 /// Classifies one point: `w` (claimed winner) against `l`, each a mean over `nw` / `nl`
@@ -260,31 +261,30 @@ fn classify(
     nw: usize,
     l: f64,
     nl: usize,
-) -> (f64, PointOutcome, Option<u64>) {
+) -> (f64, PointOutcome, Option<(u64, f64, u64, f64)>) {
     let ratio = match better {
         Better::Lower => l / w,
         Better::Higher => w / l,
     };
+    // Event sums over the cells averaged (a sum of Poisson counts is Poisson), oriented
+    // as `ratio` is: the loser's first for lower-is-better.
+    let (sw, sl) = (
+        (w * nw as f64).round().max(0.0) as u64,
+        (l * nl as f64).round().max(0.0) as u64,
+    );
+    let events = t.count.then_some(match better {
+        Better::Lower => (sl, nl as f64, sw, nw as f64),
+        Better::Higher => (sw, nw as f64, sl, nl as f64),
+    });
     if ties(w, l, t.tie) {
-        let events = t
-            .count
-            .then(|| (w * nw as f64 + l * nl as f64).round() as u64);
         return (
             if ratio.is_nan() { 1.0 } else { ratio },
             PointOutcome::Tie,
             events,
         );
     }
-    if t.count {
-        let (sw, sl) = (
-            (w * nw as f64).round().max(0.0) as u64,
-            (l * nl as f64).round().max(0.0) as u64,
-        );
-        // The ratio oriented as `ratio` is: loser over winner for lower-is-better.
-        let (lo, hi) = match better {
-            Better::Lower => poisson_ratio_interval(sl, nl as f64, sw, nw as f64),
-            Better::Higher => poisson_ratio_interval(sw, nw as f64, sl, nl as f64),
-        };
+    if let Some((a, ea, b, eb)) = events {
+        let (lo, hi) = poisson_ratio_interval(a, ea, b, eb);
         let outcome = if lo <= 1.0 && hi >= 1.0 {
             PointOutcome::Inconclusive
         } else if ratio > 1.0 {
@@ -294,7 +294,7 @@ fn classify(
         } else {
             PointOutcome::Loss
         };
-        return (ratio, outcome, Some(sw + sl));
+        return (ratio, outcome, events);
     }
     let outcome = if ratio > 1.0 {
         PointOutcome::Win
@@ -398,7 +398,7 @@ fn conclude(
     if t.count {
         let few: Vec<&str> = pts
             .iter()
-            .filter(|p| p.events.is_some_and(|e| e < 10))
+            .filter(|p| p.events.is_some_and(|(a, _, b, _)| a + b < 10))
             .map(|p| p.at.as_str())
             .collect();
         let _ = write!(d, "; counts with exact 95 % intervals");
@@ -433,8 +433,29 @@ fn conclude(
         (None, Some((p, src))) => ours.map(|o| (*p, o, src.clone())),
         _ => None,
     };
+    // Counted events: the pooled ratio's 95 % interval (all points' events together).
+    let pooled = t.count.then(|| {
+        let (mut a, mut ea, mut b, mut eb) = (0u64, 0.0, 0u64, 0.0);
+        for (pa, pea, pb, peb) in pts.iter().filter_map(|p| p.events) {
+            (a, ea, b, eb) = (a + pa, ea + pea, b + pb, eb + peb);
+        }
+        poisson_ratio_interval(a, ea, b, eb)
+    });
     if let Some((p, o, src)) = versus {
-        let m = magnitude(o, p, t.magnitude, t.tie);
+        let mut m = magnitude(o, p, t.magnitude, t.tie);
+        if let Some((lo, hi)) = pooled {
+            let _ = write!(
+                d,
+                "; pooled ratio's 95 % interval {}×–{}×",
+                fmt_num(lo),
+                fmt_num(hi)
+            );
+            if m != Magnitude::Matches && (lo..=hi).contains(&p) {
+                // Within what our event counts can tell apart from the paper's ratio.
+                let _ = write!(d, ", which holds the paper's {}×", fmt_num(p));
+                m = Magnitude::Matches;
+            }
+        }
         let _ = write!(
             d,
             "; paper: {}× ({src}), ours {}× over the same points — {}",
