@@ -53,7 +53,11 @@ pub fn summary(root: &Path) -> Result<String, SweepError> {
         let cells = root.join(name).join("cells");
         let link = format!("[{name}]({name}/report.md)");
         if !cells.is_dir() {
-            let _ = writeln!(rows, "| {} | {link} | — | — | — | — | not run |", paper_of(name));
+            let _ = writeln!(
+                rows,
+                "| {} | {link} | — | — | — | — | not run |",
+                paper_of(name)
+            );
             continue;
         }
         let r = Results::collect(&m, &cells)?;

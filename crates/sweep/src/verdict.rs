@@ -27,6 +27,10 @@ use crate::report::{fmt_num, geo_mean, label, mean_at, points, poisson_tails, pu
 use crate::results::Results;
 use std::fmt::Write as _;
 
+/// Events at a point, oriented as its ratio is: the numerator's count and exposure (cells),
+/// then the denominator's.
+type Events = (u64, f64, u64, f64);
+
 /// How one compared point came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PointOutcome {
@@ -248,7 +252,7 @@ struct Compared {
     outcome: PointOutcome,
     /// Events at this point (counts only): the loser's and the winner's, oriented as
     /// `ratio` is (numerator first), with their exposures (cells).
-    events: Option<(u64, f64, u64, f64)>,
+    events: Option<Events>,
 }
 
 /// Classifies one point: `w` (claimed winner) against `l`, each a mean over `nw` / `nl`
@@ -261,7 +265,7 @@ fn classify(
     nw: usize,
     l: f64,
     nl: usize,
-) -> (f64, PointOutcome, Option<(u64, f64, u64, f64)>) {
+) -> (f64, PointOutcome, Option<Events>) {
     let ratio = match better {
         Better::Lower => l / w,
         Better::Higher => w / l,
@@ -855,5 +859,88 @@ mod tests {
         assert!(ties(1.030, 1.028, 0.005));
         assert!(!ties(1.03, 1.02, 0.005));
         assert!(!ties(3.0, 2.0, 0.0));
+    }
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+    use crate::claims::TrendKind;
+
+    fn trend(count: bool) -> Trend {
+        Trend {
+            claim: "A beats B".into(),
+            metric: "m".into(),
+            at: Vec::new(),
+            kind: TrendKind::Beats {
+                than: "n".into(),
+                better: Better::Lower,
+            },
+            tie: if count { 0.0 } else { 0.005 },
+            count,
+            by_construction: None,
+            paper: None,
+            magnitude: 0.25,
+        }
+    }
+
+    fn point(t: &Trend, w: f64, l: f64) -> Compared {
+        let (ratio, outcome, events) = classify(t, Better::Lower, 0.0, w, 1, l, 1);
+        Compared {
+            at: format!("{w} vs {l}"),
+            ratio,
+            outcome,
+            events,
+        }
+    }
+
+    #[test]
+    fn a_tie_is_not_a_win() {
+        let t = trend(false);
+        let pts = [
+            point(&t, 1.0, 2.0),
+            point(&t, 0.0, 0.0),
+            point(&t, 1.0, 1.003),
+        ];
+        let (outcome, ..) = conclude(&t, "A lower than B".into(), 0.0, &pts, None);
+        assert_eq!(outcome, Outcome::Partly);
+        let pts = [point(&t, 0.0, 0.0), point(&t, 5.0, 5.0)];
+        assert_eq!(conclude(&t, String::new(), 0.0, &pts, None).0, Outcome::Tie);
+        let pts = [point(&t, 1.0, 2.0), point(&t, 3.0, 2.0)];
+        assert_eq!(
+            conclude(&t, String::new(), 0.0, &pts, None).0,
+            Outcome::Fails
+        );
+        let pts = [point(&t, 1.0, 2.0)];
+        assert_eq!(
+            conclude(&t, String::new(), 0.0, &pts, None).0,
+            Outcome::Holds
+        );
+    }
+
+    #[test]
+    fn one_event_against_none_decides_nothing() {
+        let t = trend(true);
+        let pts = [point(&t, 0.0, 1.0), point(&t, 2.0, 3.0)];
+        let (outcome, ..) = conclude(&t, String::new(), 0.0, &pts, None);
+        assert_eq!(outcome, Outcome::Inconclusive);
+        let pts = [point(&t, 2.0, 38.0)];
+        assert_eq!(
+            conclude(&t, String::new(), 0.0, &pts, None).0,
+            Outcome::Holds
+        );
+    }
+
+    #[test]
+    fn a_paper_ratio_inside_the_counts_interval_matches() {
+        let mut t = trend(true);
+        t.paper = Some((12.45, "Table 4".into()));
+        let pts = [point(&t, 2.0, 38.0)];
+        let (outcome, mag, ours, ..) = conclude(&t, String::new(), 0.0, &pts, None);
+        assert_eq!((outcome, mag), (Outcome::Holds, Some(Magnitude::Matches)));
+        assert!((ours.unwrap() - 19.0).abs() < 1e-9);
+        t.paper = Some((500.0, "made up".into()));
+        let (_, mag, ..) = conclude(&t, String::new(), 0.0, &pts, None);
+        assert!(matches!(mag, Some(Magnitude::Smaller(_))));
     }
 }

@@ -43,3 +43,111 @@ fn committed_reports_carry_their_matrices_notes() {
         stale.join("\n")
     );
 }
+
+fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `docs/reproduce/SUMMARY.md` is what `nandlab reproduce --summary` writes from the
+/// committed results: no verdict in it is older than the cells or the matrices.
+#[test]
+fn the_summary_is_generated_from_the_committed_results() {
+    let dir = root().join("docs/reproduce");
+    let fresh = sweep::summary::summary(&dir).unwrap();
+    let committed = std::fs::read_to_string(dir.join("SUMMARY.md")).unwrap_or_default();
+    assert!(
+        fresh == committed,
+        "docs/reproduce/SUMMARY.md is stale: run `nandlab reproduce --summary` (and re-render \
+         the reports: `nandlab reproduce NAME --out docs/reproduce/NAME --resume`)"
+    );
+}
+
+/// Numbers with a unit of comparison (`2.583×`, `43.0 %`) in `text`, normalised: no space
+/// before the unit, ASCII minus.
+fn quoted_numbers(text: &str) -> Vec<String> {
+    let norm = normalise(text);
+    let chars: Vec<char> = norm.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts = chars[i].is_ascii_digit()
+            && (i == 0 || !chars[i - 1].is_ascii_alphanumeric() && chars[i - 1] != '.');
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < chars.len()
+            && (chars[j].is_ascii_digit()
+                || (chars[j] == '.' && j + 1 < chars.len() && chars[j + 1].is_ascii_digit()))
+        {
+            j += 1;
+        }
+        if j < chars.len() && (chars[j] == '×' || chars[j] == '%') {
+            out.push(chars[i..=j].iter().collect());
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+fn normalise(text: &str) -> String {
+    text.replace('−', "-")
+        .replace(" %", "%")
+        .replace('\u{202f}', "")
+        .replace(" ×", "×")
+}
+
+/// Every number README.md or ARCHITECTURE.md quotes in a paragraph that cites a committed
+/// report (or the summary) is in one of the files that paragraph cites.
+#[test]
+fn numbers_quoted_for_reproductions_are_in_the_reports_they_cite() {
+    let root = root();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for doc in ["README.md", "ARCHITECTURE.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        // A paragraph, or one item of a list: the citations of one claim.
+        for para in text.split("\n\n").flat_map(|p| p.split("\n- ")) {
+            let cited: Vec<String> = para
+                .match_indices("docs/reproduce/")
+                .filter_map(|(i, _)| {
+                    let rest = &para[i..];
+                    let end = rest.find([')', ']', ' ', '`', '\n']).unwrap_or(rest.len());
+                    let path = &rest[..end];
+                    (path.ends_with("report.md") || path.ends_with("SUMMARY.md"))
+                        .then(|| path.to_string())
+                })
+                .collect();
+            if cited.is_empty() {
+                continue;
+            }
+            let mut sources = String::new();
+            for c in &cited {
+                let body = std::fs::read_to_string(root.join(c))
+                    .unwrap_or_else(|e| panic!("{doc} cites {c}, which cannot be read: {e}"));
+                sources.push_str(&normalise(&body));
+            }
+            for n in quoted_numbers(para) {
+                checked += 1;
+                if !sources.contains(&n) {
+                    wrong.push(format!("{doc}: {n} (cites {})", cited.join(", ")));
+                }
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} quoted numbers found");
+    assert!(
+        wrong.is_empty(),
+        "numbers quoted for a reproduction that the cited report does not contain:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn quoted_numbers_are_found_with_their_units() {
+    assert_eq!(
+        quoted_numbers("by 2.583× (paper −43.0 %), t = 50, 12 of 16, x1.5×"),
+        vec!["2.583×", "43.0%"]
+    );
+}

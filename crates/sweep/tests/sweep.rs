@@ -203,6 +203,33 @@ fn bad_matrices_are_rejected_by_name_before_running() {
             "formula = \"magic\"",
             "unknown formula \"magic\"",
         ),
+        // The verdict keys: a tie tolerance out of range, a paper ratio without its
+        // source (or not a ratio, or on a kind that has none), an empty reason.
+        (
+            "direction = \"decreasing\"",
+            "direction = \"decreasing\"\ntie = -0.1",
+            "tie = -0.1 must be in [0, 1)",
+        ),
+        (
+            "direction = \"decreasing\"",
+            "direction = \"decreasing\"\npaper = 1.5",
+            "paper = RATIO and source = \"FIGURE\" go together",
+        ),
+        (
+            "direction = \"decreasing\"",
+            "direction = \"decreasing\"\npaper = 1.5\nsource = \"Fig. 1\"",
+            "applies to kind = \"wins\" or \"beats\"",
+        ),
+        (
+            "direction = \"decreasing\"",
+            "direction = \"decreasing\"\nby_construction = \" \"",
+            "say why the outcome cannot fail",
+        ),
+        (
+            "direction = \"decreasing\"",
+            "direction = \"decreasing\"\nmagnitude = nan",
+            "magnitude = NaN must be positive",
+        ),
     ];
     for (from, to, want) in cases {
         assert!(MATRIX.contains(from), "test case does not apply: {from}");
