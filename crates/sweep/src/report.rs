@@ -60,6 +60,21 @@ pub fn mean_at(r: &Results, at: &[(String, Value)], metric: &str) -> (Option<f64
     ((n > 0).then(|| sum / n as f64), n, total)
 }
 
+/// The smallest and largest value of `metric` over the cells that match `at` and ran
+/// (`None` with fewer than two).
+pub fn spread_at(r: &Results, at: &[(String, Value)], metric: &str) -> Option<(f64, f64)> {
+    let vs: Vec<f64> = r
+        .cells
+        .iter()
+        .filter(|c| matches_at(&c.cell, at))
+        .filter_map(|c| c.metrics().and_then(|m| m.get(metric)).copied())
+        .collect();
+    (vs.len() > 1).then(|| {
+        vs.iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)))
+    })
+}
+
 /// The published value of `metric` at exactly the point `at` (same axis values).
 pub fn published_at(m: &Matrix, at: &[(String, Value)], metric: &str) -> Option<f64> {
     m.published
@@ -213,7 +228,11 @@ pub fn cells_table(r: &Results) -> String {
         .collect();
     let mut s = String::new();
     if !averaged.is_empty() {
-        let _ = writeln!(s, "Means over {}.\n", averaged.join(", "));
+        let _ = writeln!(
+            s,
+            "Means over {}; [the smallest–the largest] replicate where they differ.\n",
+            averaged.join(", ")
+        );
     }
     s.push('|');
     for a in &shown {
@@ -238,11 +257,15 @@ pub fn cells_table(r: &Results) -> String {
         }
         for x in &metrics {
             let (v, n, total) = mean_at(r, &p, x);
-            let cell = match v {
+            let mut cell = match v {
                 Some(v) if n == total => fmt_num(v),
                 Some(v) => format!("{} ({n}/{total})", fmt_num(v)),
                 None => "missing".into(),
             };
+            if let Some((lo, hi)) = spread_at(r, &p, x).filter(|(lo, hi)| lo != hi) {
+                // Replicates (a seed axis): their range beside the mean.
+                let _ = write!(cell, " [{}–{}]", fmt_num(lo), fmt_num(hi));
+            }
             let _ = write!(s, " {cell} |");
         }
         s.push('\n');

@@ -716,7 +716,18 @@ fn matches(r: &Results, t: &Trend, tolerance: f64) -> Folded {
             "no published point has a result".into(),
         );
     }
-    let rel = |e: &(f64, f64, String)| (e.0 - e.1) / e.1;
+    // Relative error; against a published zero, 0 when ours is zero too, else infinite.
+    let rel = |e: &(f64, f64, String)| {
+        if e.1 == 0.0 {
+            if e.0 == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY.copysign(e.0)
+            }
+        } else {
+            (e.0 - e.1) / e.1
+        }
+    };
     let worst = errs
         .iter()
         .max_by(|a, b| rel(a).abs().total_cmp(&rel(b).abs()))
@@ -733,8 +744,10 @@ fn matches(r: &Results, t: &Trend, tolerance: f64) -> Folded {
         return (Outcome::Holds, Some(Magnitude::Matches), None, None, detail);
     }
     // Outside: on one side everywhere (by the geometric mean of ours / theirs), or both.
+    // (The factor over the points outside the tolerance.)
     let ratios: Vec<f64> = errs
         .iter()
+        .filter(|e| rel(e).abs() > tolerance)
         .map(|e| e.0 / e.1)
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
