@@ -17,7 +17,7 @@ fn bytes(n: usize, seed: u8) -> Vec<u8> {
 fn nbd_commands_restarts_and_protocol_errors() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("nbd.img");
-    let port = 20000 + (std::process::id() % 20000) as u16;
+    let port = common::free_port();
     let mut srv = Server::start(&image, true, port);
     // `--create` without `--ftl`: the combined profile, its FTL file beside the image.
     let side = std::fs::read_to_string(dir.path().join("nbd.img.ftl.toml")).unwrap();
@@ -96,12 +96,17 @@ fn nbd_commands_restarts_and_protocol_errors() {
 #[test]
 fn qemu_io_as_a_client() {
     if Command::new("qemu-io").arg("--version").output().is_err() {
-        eprintln!("qemu-io not installed: step skipped (CI installs qemu-utils)");
+        // CI sets NANDLAB_REQUIRE_NBD_CLIENTS=1: there a missing client is a failure.
+        assert!(
+            std::env::var("NANDLAB_REQUIRE_NBD_CLIENTS").map_or(true, |v| v != "1"),
+            "qemu-io is required (NANDLAB_REQUIRE_NBD_CLIENTS=1) but not installed"
+        );
+        eprintln!("SKIPPED qemu_io_as_a_client: qemu-io not installed (apt-get install qemu-utils; NANDLAB_REQUIRE_NBD_CLIENTS=1 makes this a failure)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("q.img");
-    let port = 20000 + ((std::process::id() + 7919) % 20000) as u16;
+    let port = common::free_port();
     let _srv = Server::start(&image, true, port);
     let url = format!("nbd://127.0.0.1:{port}");
     let out = Command::new("qemu-io")
@@ -139,7 +144,7 @@ fn record_trace_writes_a_replayable_blkparse_trace() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("rec.img");
     let trace = dir.path().join("rec.blktrace");
-    let port = 20000 + ((std::process::id() + 4321) % 20000) as u16;
+    let port = common::free_port();
     let mut srv = Server::start_with(
         &image,
         true,
@@ -205,7 +210,7 @@ fn shutdown_stats(srv: &mut Server) -> serde_json::Value {
 fn an_idle_server_gives_the_ftl_idle_time() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("idle.img");
-    let port = 20000 + ((std::process::id() + 12011) % 20000) as u16;
+    let port = common::free_port();
     let mut srv = Server::start(&image, true, port);
     let (mut c, _) = Client::connect(port);
     assert_eq!(c.write(0, &bytes(8192, 3), true), 0);
@@ -237,7 +242,7 @@ fn whole_export_discards_are_one_range_and_exact() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("disc.img");
     let trace = dir.path().join("disc.blktrace");
-    let port = 20000 + ((std::process::id() + 7777) % 20000) as u16;
+    let port = common::free_port();
     let mut srv = Server::start_with(
         &image,
         true,

@@ -16,10 +16,6 @@ const REP_SERVER: u32 = 2;
 const REP_META_CONTEXT: u32 = 4;
 const EINVAL: u32 = 22;
 
-fn port(k: u32) -> u16 {
-    21000 + ((std::process::id() * 7 + k * 101) % 19000) as u16
-}
-
 /// A closed connection: a read returns end of file (or an error).
 fn closed(c: &mut Client) -> bool {
     c.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -43,7 +39,7 @@ fn meta(name: &str, queries: &[&str]) -> Vec<u8> {
 fn export_names_option_limits_and_command_flags() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("p.img");
-    let p = port(1);
+    let p = common::free_port();
     let _srv = Server::start_with(&image, true, p, &["--export-name", "disk0"]);
     // LIST names the export; INFO and GO agree.
     let mut c = Client::raw(p);
@@ -103,7 +99,7 @@ fn export_names_option_limits_and_command_flags() {
 fn structured_replies_and_allocation_status() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("s.img");
-    let p = port(2);
+    let p = common::free_port();
     let _srv = Server::start(&image, true, p);
     let mut c = Client::raw(p);
     // Meta contexts need structured replies first.
@@ -204,7 +200,7 @@ fn structured_replies_and_allocation_status() {
 fn connection_limit_and_handshake_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("l.img");
-    let p = port(3);
+    let p = common::free_port();
     let _srv = Server::start_with(
         &image,
         true,
@@ -254,7 +250,7 @@ fn rss_kib(pid: u32) -> u64 {
 fn stalled_clients_keep_memory_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("m.img");
-    let p = port(4);
+    let p = common::free_port();
     let srv = Server::start_with(&image, true, p, &["--buffer-memory", "64"]);
     let pid = srv.child.id();
     let (mut ok, size) = Client::connect(p);
@@ -314,7 +310,7 @@ fn simple_reply(c: &mut Client, len: usize) -> (u32, u64, Vec<u8>) {
 fn queued_read_payloads_are_exact_at_every_size() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("q.chip");
-    let p = port(6);
+    let p = common::free_port();
     let _srv = Server::start(&image, true, p);
     let (mut c, size) = Client::connect(p);
     let mut model: Vec<u8> = (0..192 * 1024usize)
@@ -413,7 +409,7 @@ fn queued_read_payloads_are_exact_at_every_size() {
 fn corked_replies_are_complete_ordered_and_never_held() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("cork.chip");
-    let p = port(5);
+    let p = common::free_port();
     let _srv = Server::start(&image, true, p);
     let page = |i: u64| vec![(i * 37 % 251) as u8 + 1; 4096];
 

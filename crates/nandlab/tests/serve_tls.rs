@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn port() -> u16 {
-    21000 + ((std::process::id() * 13 + 977) % 19000) as u16
+    common::free_port()
 }
 
 /// A CA, a server certificate for 127.0.0.1 signed by it and a client certificate signed

@@ -8,6 +8,16 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+/// A loopback port the kernel picked as free (bound to port 0, then released): tests never
+/// derive ports from the process id, so parallel runs and stale servers cannot collide.
+#[allow(dead_code)]
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
 /// A `nandlab serve` process, killed on drop.
 pub struct Server {
     pub child: Child,
