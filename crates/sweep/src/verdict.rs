@@ -484,6 +484,39 @@ fn conclude(
     (outcome, mag, ours_vs.or(ours), paper, d)
 }
 
+/// A check with no ratio and no paper: holds when nothing was `off`.
+fn checked(ok: bool, detail: String) -> Folded {
+    let outcome = if ok { Outcome::Holds } else { Outcome::Fails };
+    (outcome, None, None, None, detail)
+}
+
+/// A two-way comparison of `winner` against `loser` over `pts`: no data without points.
+fn compare(
+    t: &Trend,
+    winner: &str,
+    loser: &str,
+    better: Better,
+    slack: f64,
+    pts: &[Compared],
+    paper_pts: Option<(f64, f64, String)>,
+) -> Folded {
+    if pts.is_empty() {
+        let d = format!("no point has both {winner} and {loser}");
+        return (Outcome::NoData, None, None, None, d);
+    }
+    let word = match better {
+        Better::Lower => "lower",
+        Better::Higher => "higher",
+    };
+    conclude(
+        t,
+        format!("{winner} {word} than {loser}"),
+        slack,
+        pts,
+        paper_pts,
+    )
+}
+
 /// The verdicts of every trend of the matrix on `r`.
 pub fn verdicts(r: &Results) -> Vec<Verdict> {
     r.matrix.trends.iter().map(|t| verdict(r, t)).collect()
@@ -538,11 +571,6 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                     events,
                 });
             }
-            let word = match better {
-                Better::Lower => "lower",
-                Better::Higher => "higher",
-            };
-            let head = format!("{} {word} than {}", show(winner), show(loser));
             let paper_pts = (!theirs.is_empty()).then(|| {
                 (
                     geo_mean(&theirs),
@@ -550,17 +578,8 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                     format!("{}, {} points", sources.join("; "), theirs.len()),
                 )
             });
-            if pts.is_empty() {
-                (
-                    Outcome::NoData,
-                    None,
-                    None,
-                    None,
-                    format!("no point has both {} and {}", show(winner), show(loser)),
-                )
-            } else {
-                conclude(t, head, *slack, &pts, paper_pts)
-            }
+            let (w, l) = (show(winner), show(loser));
+            compare(t, &w, &l, *better, *slack, &pts, paper_pts)
         }
         TrendKind::Beats { than, better } => {
             let mut pts = Vec::new();
@@ -576,27 +595,7 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                     events,
                 });
             }
-            let word = match better {
-                Better::Lower => "lower",
-                Better::Higher => "higher",
-            };
-            if pts.is_empty() {
-                (
-                    Outcome::NoData,
-                    None,
-                    None,
-                    None,
-                    format!("no point has both {} and {than}", t.metric),
-                )
-            } else {
-                conclude(
-                    t,
-                    format!("{} {word} than {than}", t.metric),
-                    0.0,
-                    &pts,
-                    None,
-                )
-            }
+            compare(t, &t.metric, than, *better, 0.0, &pts, None)
         }
         TrendKind::Monotone { axis, direction } => monotone(r, t, axis, *direction),
         TrendKind::Matches { tolerance } => matches(r, t, *tolerance),
@@ -676,15 +675,8 @@ fn monotone(r: &Results, t: &Trend, axis: &str, direction: Direction) -> Folded 
         Direction::Increasing => "increases",
         Direction::Decreasing => "decreases",
     };
-    (
-        if bad.is_empty() {
-            Outcome::Holds
-        } else {
-            Outcome::Fails
-        },
-        None,
-        None,
-        None,
+    checked(
+        bad.is_empty(),
         format!(
             "{} {word} along {axis} in {}/{} series ({})",
             t.metric,
@@ -805,17 +797,7 @@ fn consistent(r: &Results, t: &Trend, reference: &str, failures: &str, trials: &
     if !bad.is_empty() {
         let _ = write!(d, "; off at {}", bad.join(", "));
     }
-    (
-        if bad.is_empty() {
-            Outcome::Holds
-        } else {
-            Outcome::Fails
-        },
-        None,
-        None,
-        None,
-        d,
-    )
+    checked(bad.is_empty(), d)
 }
 
 #[cfg(test)]
@@ -907,6 +889,10 @@ mod outcome_tests {
         }
     }
 
+    fn outcome_of(t: &Trend, pts: &[Compared]) -> Outcome {
+        conclude(t, String::new(), 0.0, pts, None).0
+    }
+
     #[test]
     fn a_tie_is_not_a_win() {
         let t = trend(false);
@@ -915,33 +901,22 @@ mod outcome_tests {
             point(&t, 0.0, 0.0),
             point(&t, 1.0, 1.003),
         ];
-        let (outcome, ..) = conclude(&t, "A lower than B".into(), 0.0, &pts, None);
-        assert_eq!(outcome, Outcome::Partly);
+        assert_eq!(outcome_of(&t, &pts), Outcome::Partly);
         let pts = [point(&t, 0.0, 0.0), point(&t, 5.0, 5.0)];
-        assert_eq!(conclude(&t, String::new(), 0.0, &pts, None).0, Outcome::Tie);
+        assert_eq!(outcome_of(&t, &pts), Outcome::Tie);
         let pts = [point(&t, 1.0, 2.0), point(&t, 3.0, 2.0)];
-        assert_eq!(
-            conclude(&t, String::new(), 0.0, &pts, None).0,
-            Outcome::Fails
-        );
+        assert_eq!(outcome_of(&t, &pts), Outcome::Fails);
         let pts = [point(&t, 1.0, 2.0)];
-        assert_eq!(
-            conclude(&t, String::new(), 0.0, &pts, None).0,
-            Outcome::Holds
-        );
+        assert_eq!(outcome_of(&t, &pts), Outcome::Holds);
     }
 
     #[test]
     fn one_event_against_none_decides_nothing() {
         let t = trend(true);
         let pts = [point(&t, 0.0, 1.0), point(&t, 2.0, 3.0)];
-        let (outcome, ..) = conclude(&t, String::new(), 0.0, &pts, None);
-        assert_eq!(outcome, Outcome::Inconclusive);
+        assert_eq!(outcome_of(&t, &pts), Outcome::Inconclusive);
         let pts = [point(&t, 2.0, 38.0)];
-        assert_eq!(
-            conclude(&t, String::new(), 0.0, &pts, None).0,
-            Outcome::Holds
-        );
+        assert_eq!(outcome_of(&t, &pts), Outcome::Holds);
     }
 
     #[test]
