@@ -5,6 +5,7 @@
 
 include!("../../../fuzz/fuzz_targets/mount_input.rs");
 
+mod tier;
 use proptest::prelude::*;
 
 /// One 4-byte command of the target's input format.
@@ -17,7 +18,7 @@ fn command() -> impl Strategy<Value = [u8; 4]> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(300), .. ProptestConfig::default() })]
 
     /// Arbitrary bytes.
     #[test]

@@ -3,6 +3,7 @@
 //! data (zeros after a trim) across garbage collection, wear levelling and injected
 //! program/erase failures; nothing is ever lost.
 
+mod tier;
 use controller::{Controller, ControllerConfig};
 use ftl::{BoxedVolume, FtlError, PageFtlConfig, SchemeConfig, VictimKind, WearLevelConfig};
 use nand::{Chip, ChipConfig, ConstantRber, Failure, Lpn, Nanos, RamStorage};
@@ -232,7 +233,7 @@ fn check_with_margin(dev: &mut Dev, ops: &[Op], margin: u64) -> Result<(), TestC
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(2000), .. ProptestConfig::default() })]
 
     #[test]
     fn page_ftl_matches_reference_map(ops in ops(), seed in any::<u64>(), which in 0usize..8) {
@@ -260,7 +261,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(500), .. ProptestConfig::default() })]
 
     /// The combined profile with SPFTL's subpage metadata units (on a chip with subpages).
     #[test]
@@ -659,7 +660,7 @@ fn real_time_die_after_two_failed_blocks_loses_nothing_and_recovers_by_trim() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(500), .. ProptestConfig::default() })]
 
     /// The page kernel with a demand-paged map: translation pages of 16 entries, two of
     /// them cached (misses, write-backs, the partition's compaction and checkpoints at

@@ -2,6 +2,7 @@
 //! a real volume, and a corrupted checkpoint region. Every mount returns an error or a
 //! volume whose every page reads (or reports unreadable) — it never panics.
 
+mod tier;
 use controller::{Controller, ControllerConfig, DataClass, MetaTag, OobRecord, PageKind};
 use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
 use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
@@ -227,7 +228,7 @@ fn data_block_recorded_factory_bad_is_reported() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(300), .. ProptestConfig::default() })]
 
     /// Random bytes on a blank chip: no volume, so an error — never a panic.
     #[test]
@@ -428,7 +429,7 @@ fn block_level_forged_huge_sequence_number_is_refused() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(200), .. ProptestConfig::default() })]
 
     /// Random bytes on a blank chip, mounted as a block-level volume: an error, never a
     /// panic.
@@ -482,7 +483,7 @@ fn rt_cfg(gftl: bool) -> ftl::SchemeConfig {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 150, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(150), .. ProptestConfig::default() })]
 
     /// Random bytes on a blank chip, mounted as GFTL or RFTL: an error, never a panic.
     #[test]
@@ -611,7 +612,7 @@ fn dftl_settings() -> ftl::DftlConfig {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 150, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(150), .. ProptestConfig::default() })]
 
     /// Random bytes on a blank chip, mounted as DFTL_por: an error (no GXT), never a panic.
     #[test]
@@ -657,7 +658,7 @@ fn controller_mlc(seed: u64) -> Ctl {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 80, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(80), .. ProptestConfig::default() })]
 
     /// Random bytes on a blank MLC chip, mounted with the combined profile: an error, never
     /// a panic (or a volume that keeps its invariants, serves and takes writes).
@@ -682,7 +683,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(200), .. ProptestConfig::default() })]
 
     /// A volume with a demand-paged map (translation pages of 16 entries, two cached: the
     /// checkpoint carries the directory and the dirty pages, the mount reads the others),

@@ -6,6 +6,7 @@
 //! Latency is the sum of the operations a call issued (array, transfer, decode: a single
 //! die serves them one after another), so the bound is checked without the engine.
 
+mod tier;
 use controller::{Controller, ControllerConfig, DataClass};
 use ftl::flares::FlaresConfig;
 use ftl::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};
@@ -264,7 +265,7 @@ fn drive_dev(mut dev: Dev, load: Load) -> Dev {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: tier::cases(10), ..ProptestConfig::default() })]
 
     #[test]
     fn wao_gc_bound_holds(
