@@ -399,6 +399,13 @@ pub enum Outcome {
 pub enum Plan {
     /// Every operation index × every cut mode.
     Linear,
+    /// Every operation index, each with one mode in `step` (the modes rotate with the
+    /// index, so every index is cut and every mode meets every `step`-th index): `Linear`
+    /// at a `step`-th of its cases — the fast test tier's form of it.
+    Thinned {
+        /// Modes per operation index: one in this many (1 = `Linear`).
+        step: usize,
+    },
     /// `samples` seeded (operation, mode) pairs.
     Random {
         /// Cases.
@@ -768,6 +775,21 @@ pub fn run_plan(
                         mode,
                         nested: None,
                     });
+                }
+            }
+        }
+        Plan::Thinned { step } => {
+            let step = step.max(1);
+            for at in 1..=ops {
+                for (i, &mode) in modes.iter().enumerate() {
+                    if (at as usize + i).is_multiple_of(step) {
+                        cases.push(CaseId {
+                            seed: cfg.seed,
+                            at,
+                            mode,
+                            nested: None,
+                        });
+                    }
                 }
             }
         }
