@@ -438,13 +438,15 @@ fn conclude(
         _ => None,
     };
     // Counted events: the pooled ratio's 95 % interval (all points' events together).
+    // (No events at all: no interval to speak of.)
     let pooled = t.count.then(|| {
         let (mut a, mut ea, mut b, mut eb) = (0u64, 0.0, 0u64, 0.0);
         for (pa, pea, pb, peb) in pts.iter().filter_map(|p| p.events) {
             (a, ea, b, eb) = (a + pa, ea + pea, b + pb, eb + peb);
         }
-        poisson_ratio_interval(a, ea, b, eb)
+        (a + b > 0).then(|| poisson_ratio_interval(a, ea, b, eb))
     });
+    let pooled = pooled.flatten();
     if let Some((p, o, src)) = versus {
         let mut m = magnitude(o, p, t.magnitude, t.tie);
         if let Some((lo, hi)) = pooled {
