@@ -3,21 +3,21 @@
 //! its paper defines, their conflicts settled where they meet (see ARCHITECTURE.md,
 //! "The combined profile"):
 //!
-//! - **AP** (paper 000): critical pages kept out of LSB pages — MSB allocation
+//! - **AP** (Ref. 000): critical pages kept out of LSB pages — MSB allocation
 //!   ([`PlacementKind::MsbCritical`]) and asymmetric GC ([`CopyOrderKind::Asymmetric`]);
-//! - **FLARES** (paper 002): per-page BCH strength from Alg. 1/2 with rewrite alarms and
+//! - **FLARES** (Ref. 002): per-page BCH strength from Alg. 1/2 with rewrite alarms and
 //!   the idle-time scrub ([`EccKind::Flares`]); metadata pages at `ecc_t`, the worst case;
-//! - **WAO-GC** (paper 003): one partial GC step after each write, writes and copies sharing
+//! - **WAO-GC** (Ref. 003): one partial GC step after each write, writes and copies sharing
 //!   one destination per die ([`PacingKind::WaoGc`]), its bound re-derived with AP's pads and
 //!   FLARES's decode at `t_max`, rewrites paced as writes in idle time;
-//! - **DCR's idea over the page map** (paper 004): checkpoint plus deterministic
+//! - **DCR's idea over the page map** (Ref. 004): checkpoint plus deterministic
 //!   roll-forward of the blocks the allocator can have opened since
 //!   ([`RecoveryKind::RollForward`]), its young blocks left out of WAO-GC's σ, its
 //!   checkpoints written in bounded steps beside the writes (a snapshot encoded at a
 //!   point, a region erase or page per step, the old checkpoint committed until the new
 //!   one's last page: `page::cpstep`) or at flushes and in idle time.
 //!
-//! SPFTL (paper 001) is not part of it yet. Its subpage programming is available for the
+//! SPFTL (Ref. 001) is not part of it yet. Its subpage programming is available for the
 //! page kernel's metadata units (`meta_writer = "subpage"`: the checkpoint region's
 //! checkpoint pages and log records as subpages of SLC-mode SP blocks) but off by default:
 //! measured (`reproduce combined`, part `combined-spftl`), it saves 40 % of the profile's

@@ -163,7 +163,7 @@ pub struct FlashOp {
 }
 
 /// A scheme's guaranteed worst latencies of one page request on an idle die, in ns, and
-/// the Table I quantities they follow from (WAO-GC, paper 003).
+/// the Table I quantities they follow from (WAO-GC, Ref. 003).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LatencyBound {
     /// A write: its transfer and program plus one GC step with every copy charged in full

@@ -1,4 +1,4 @@
-//! WAO-GC's analytic bounds (paper 003, §IV): how many valid-page copies fit in one partial
+//! WAO-GC's analytic bounds (Ref. 003, §IV): how many valid-page copies fit in one partial
 //! GC step, how many steps reclaim a victim, the most valid pages a victim may hold, and the
 //! largest logical/physical ratio for which partial GC can keep up — the numbers a
 //! real-time configuration is checked against before it runs, and that its measured worst

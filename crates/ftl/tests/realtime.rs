@@ -1,4 +1,4 @@
-//! WAO-GC's guarantee (paper 003), as a property: on the paper's chip (`k9k8g08u0b`, scaled
+//! WAO-GC's guarantee (Ref. 003), as a property: on the paper's chip (`k9k8g08u0b`, scaled
 //! down in blocks only), whatever the workload — random, all writes on one hot block's
 //! worth of pages, all cold (a sequential fill rewritten rarely), sequential fills over and
 //! over, hot and cold alternating — no write takes longer than its own program plus one
@@ -336,7 +336,7 @@ fn a_chip_whose_erase_is_shorter_than_a_copy_is_refused() {
 }
 
 /// Roll-forward recovery (DCR's idea over the page map) under WAO-GC (the combined
-/// profile, issue 21): blocks written since the last checkpoint are kept from GC, so σ is
+/// profile): blocks written since the last checkpoint are kept from GC, so σ is
 /// taken over the other blocks (checkpoint_interval of them per die left out); a host that
 /// flushes at least once per checkpoint_interval blocks keeps the bound.
 #[test]
@@ -374,7 +374,7 @@ fn wao_gc_with_roll_forward_leaves_the_young_blocks_out_of_sigma() {
     }
 }
 
-/// AP on WAO-GC's shared destination (the combined profile, issue 21): critical pages keep
+/// AP on WAO-GC's shared destination (the combined profile): critical pages keep
 /// out of LSB pages (MSB allocation, asymmetric GC) and the bound still holds with the pads
 /// counted in it (each program may follow the longest run of LSB pages as pads); while a
 /// victim is collected the pads stay within eq. 6's slack π − k − U(λ), beyond which a
@@ -421,7 +421,7 @@ fn ap_placement_under_wao_gc_keeps_the_bound_with_its_pads() {
     eprintln!("lapses at over-provisioning 0.4: {lapses_at_tight}");
 }
 
-/// FLARES on WAO-GC's shared destination (the combined profile, issue 21): GC copies are
+/// FLARES on WAO-GC's shared destination (the combined profile): GC copies are
 /// re-encoded at their new page's strength with their decode at t_max counted in the
 /// bound; rewrite alarms are served in idle time only, each paced as a host write (one
 /// partial step after it), so no write carries a rewrite and the victims stay within U(λ).

@@ -1,4 +1,4 @@
-//! GFTL's and RFTL's guarantees (WAO-GC's Table I, paper 003) on the paper's chip
+//! GFTL's and RFTL's guarantees (WAO-GC's Table I, Ref. 003) on the paper's chip
 //! (`k9k8g08u0b`, scaled down in blocks only): whatever the workload — random, one hot
 //! block's worth of pages, sequential fills, hot and cold alternating, and reads between —
 //! no request takes longer than its own work plus one partial step (GFTL: the read's scan

@@ -237,7 +237,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
 
 /// The combined profile against the plain page-level FTL (fixed t = 8, foreground GC) on
 /// one device size, side by side: the cost of every technique together per simulated chip
-/// operation (issue 21's measure: at most 2×).
+/// operation (the combined profile's measure: at most 2×).
 fn combined_vs_page(a: &BenchArgs) -> Result<()> {
     let cap = a.combined_mib << 20;
     println!(

@@ -273,7 +273,7 @@ pub fn describe(c: &ChipConfig) -> String {
             let _ = writeln!(s, "pairing     invalid: {e}");
         }
     }
-    // WAO-GC's bounds (paper 003): what partial GC can guarantee on this chip.
+    // WAO-GC's bounds (Ref. 003): what partial GC can guarantee on this chip.
     match ftl::rtgc::WaoBounds::new(c, 0.01) {
         Ok(b) => {
             let _ = writeln!(

@@ -575,7 +575,7 @@ fn block_level_torn_page_found_after_a_mount_survives_a_second_cut() {
     assert!(matches!(outcome, Outcome::Passed), "{outcome:?}");
 }
 
-/// WAO-GC's compositions of the combined profile (issue 21) under cuts on MLC: AP's
+/// WAO-GC's compositions of the combined profile under cuts on MLC: AP's
 /// MSB-critical placement and asymmetric GC (pads within eq. 6's slack, lapses counted and
 /// accepted by `verify` after every mount), FLARES's per-page strength (GC copies
 /// re-encoded, PPROF codewords in the spare area) and roll-forward recovery (young blocks

@@ -1,4 +1,4 @@
-//! The `dcr` kind: DCR's Tables 1–2 and its capacity estimate (paper 004, §4) — a
+//! The `dcr` kind: DCR's Tables 1–2 and its capacity estimate (Ref. 004, §4) — a
 //! block-level FTL ([`ftl::BlockFtl`]) on DCR's 1 GiB SLC chip (`slc-1g-dcr`, scaled by
 //! `capacity_mib`), a file-system image written and checkpointed, then one workload shape
 //! cut by a crash once it has allocated `crash_pct` % of the blocks the whole workload

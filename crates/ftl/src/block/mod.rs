@@ -1,4 +1,4 @@
-//! The block-level mapping kernel (DCR's setting, paper 004; also what GFTL and RFTL build
+//! The block-level mapping kernel (DCR's setting, Ref. 004; also what GFTL and RFTL build
 //! on): a tiny RAM map for the small controllers of embedded devices.
 //!
 //! ## Mapping

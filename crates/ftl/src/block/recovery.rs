@@ -1,4 +1,4 @@
-//! Rebuilding the block-level kernel after a clean shutdown or a crash: DCR (paper 004) and
+//! Rebuilding the block-level kernel after a clean shutdown or a crash: DCR (Ref. 004) and
 //! the version-based baseline ([15] in the paper), over one shared replay.
 //!
 //! Both load the newest complete checkpoint, which gives every block's role and the three

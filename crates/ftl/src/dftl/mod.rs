@@ -1,4 +1,4 @@
-//! The demand-paged page-mapping FTLs of SPFTL (paper 001): **DFTL_por** (§IV-A, the
+//! The demand-paged page-mapping FTLs of SPFTL (Ref. 001): **DFTL_por** (§IV-A, the
 //! baseline), **SPFTL** (§IV-B: every metadata unit a subpage of an SP block) and
 //! **SPFTL_log** (§IV-C: DFTL_por's whole metadata pages, their updates logged by subpages
 //! in SP logging blocks — coalesced per unit, merged into the unit when a log subpage

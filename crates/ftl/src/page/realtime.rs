@@ -1,5 +1,5 @@
 //! The page kernel's schemes with one destination per die (WAO-GC and the full GC on
-//! demand of its Table I, paper 003): what their bounds need of the configuration, and the
+//! demand of its Table I, Ref. 003): what their bounds need of the configuration, and the
 //! bounds themselves for a sized volume.
 
 use super::map::MapStore;

@@ -538,7 +538,7 @@ pub enum MetaWriterKind {
     /// chips).
     #[default]
     WholePage,
-    /// SPFTL's subpage programming (paper 001, §III.B): a unit is one subpage, programmed
+    /// SPFTL's subpage programming (Ref. 001, §III.B): a unit is one subpage, programmed
     /// alone in an SP block (SLC or SLC mode) — a trim-log or roll-forward record costs a
     /// subpage instead of a page. Needs a chip with subpages.
     Subpage,

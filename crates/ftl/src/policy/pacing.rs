@@ -117,7 +117,7 @@ impl GcPacing for OnDemand {
     }
 }
 
-/// WAO-GC's pacing (paper 003, §IV-B): GC starts only when a die is down to its last
+/// WAO-GC's pacing (Ref. 003, §IV-B): GC starts only when a die is down to its last
 /// free block — the destination that takes host writes *and* GC copies; here also one
 /// block in [`RESERVE`] for power cuts — and after every
 /// host write (never after a read) runs exactly one partial step: up to `alpha` valid-page

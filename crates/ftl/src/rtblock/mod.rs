@@ -1,4 +1,4 @@
-//! The real-time block-level kernels of WAO-GC's Table I (paper 003): **GFTL** (Choudhuri
+//! The real-time block-level kernels of WAO-GC's Table I (Ref. 003): **GFTL** (Choudhuri
 //! and Givargis) and **RFTL** (Qin et al.), the two partial-GC schemes WAO-GC is compared
 //! with besides the page-level ones. Both map logical blocks to physical blocks, bound every
 //! request by one partial GC step (at most α = ⌊t_er / (t_rd + t_wr)⌋ page visits, or one

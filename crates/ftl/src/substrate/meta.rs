@@ -5,7 +5,7 @@
 //! programmed and read back. [`WholePage`] (today's writer) programs a unit as the data area
 //! of a whole page — in SLC mode on multi-level chips, so only the LSB pages of a region
 //! block are used — protected like any page by the controller's BCH code and data CRC.
-//! [`Subpage`] is SPFTL's (paper 001, §III.B): a unit is one subpage of such a page,
+//! [`Subpage`] is SPFTL's (Ref. 001, §III.B): a unit is one subpage of such a page,
 //! programmed alone — the block becomes an SP block using one subpage partition until its
 //! next erase. The region's generations and log work over either unchanged.
 
@@ -207,7 +207,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
     }
 }
 
-/// SPFTL's writer (paper 001, §III.B): a unit is one subpage of the pages [`WholePage`]
+/// SPFTL's writer (Ref. 001, §III.B): a unit is one subpage of the pages [`WholePage`]
 /// uses. A region block is an SP block: after each erase it takes one subpage partition —
 /// partition `erase count mod subpages`, so the partitions take turns and a mount learns
 /// the partition from the block's header (one charged read per region block, before its

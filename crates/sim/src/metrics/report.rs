@@ -390,7 +390,7 @@ fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
     }
 }
 
-/// FTL metadata (SPFTL, paper 001): bytes by kind, share of flash writes, erases of
+/// FTL metadata (SPFTL, Ref. 001): bytes by kind, share of flash writes, erases of
 /// full-page and SP blocks, NWI (eq. 1), cache hit rates and NAND service time.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct MetaReport {

@@ -1,5 +1,5 @@
 //! The demand-paged map store (`map_cache_pages` > 0): DFTL's translation pages as a
-//! map-store policy of the page kernel (paper 001's demand-based page map, here under the
+//! map-store policy of the page kernel (Ref. 001's demand-based page map, here under the
 //! page kernel's checkpoint and roll-forward recovery).
 //!
 //! **Translation pages.** The logical-to-physical map is cut into *translation pages*
@@ -38,7 +38,7 @@
 //! can write back (4 blocks per die of pages, at most 1/16 of the die): with only the
 //! first part, 4 KiB random writes made the partition ask for 3.7× the checkpoints.
 //!
-//! **SPFTL_log's logs** (`map_log`, paper 001 §IV-C, on chips with subpages). A second
+//! **SPFTL_log's logs** (`map_log`, Ref. 001 §IV-C, on chips with subpages). A second
 //! partition of SP blocks (state `Map`, SLC mode, one subpage partition per erase cycle:
 //! the subpage writer's) holds *logs*: a log is one subpage of (index in its TP u16,
 //! entry u32) pairs, ascending, after a count, its record naming the TP (kind
