@@ -12,29 +12,31 @@ fn git(args: &[&str]) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Rebuild when `p` changes — only for a path that exists: cargo reruns a build script
+/// whose watched path is missing on every build.
+fn watch(p: PathBuf) {
+    if p.exists() {
+        println!("cargo:rerun-if-changed={}", p.display());
+    }
+}
+
 fn main() {
     let commit = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=NANDLAB_GIT_COMMIT={commit}");
     // Rebuild when HEAD moves: the HEAD file (a checkout), the branch it names (a commit)
     // and packed-refs.
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]).map(PathBuf::from) {
-        println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
-        println!(
-            "cargo:rerun-if-changed={}",
-            dir.join("packed-refs").display()
-        );
+        watch(dir.join("HEAD"));
+        let common = git(&["rev-parse", "--git-common-dir"])
+            .map(PathBuf::from)
+            .map(|p| match p.is_absolute() {
+                true => p,
+                false => std::env::current_dir().unwrap_or_default().join(p),
+            })
+            .unwrap_or_else(|| dir.clone());
+        watch(common.join("packed-refs"));
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            let common = git(&["rev-parse", "--git-common-dir"])
-                .map(PathBuf::from)
-                .map(|p| {
-                    if p.is_absolute() {
-                        p
-                    } else {
-                        std::env::current_dir().unwrap().join(p)
-                    }
-                })
-                .unwrap_or(dir);
-            println!("cargo:rerun-if-changed={}", common.join(branch).display());
+            watch(common.join(branch));
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
