@@ -25,6 +25,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod slurm;
+pub mod stats;
 pub mod summary;
 pub mod verdict;
 

@@ -119,65 +119,6 @@ pub(crate) fn with(at: &[(String, Value)], k: &str, v: &Value) -> Vec<(String, V
     a
 }
 
-pub(crate) fn geo_mean(xs: &[f64]) -> f64 {
-    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp()
-}
-
-/// Poisson tail probabilities `(P(X ≤ k), P(X ≥ k))` for mean `lambda`.
-pub fn poisson_tails(k: u64, lambda: f64) -> (f64, f64) {
-    if lambda <= 0.0 {
-        return (1.0, if k == 0 { 1.0 } else { 0.0 });
-    }
-    if lambda > 200.0 {
-        // Normal approximation with continuity correction.
-        let sd = lambda.sqrt();
-        let phi = |z: f64| 0.5 * libm_erfc(-z / std::f64::consts::SQRT_2);
-        let lo = phi((k as f64 + 0.5 - lambda) / sd);
-        let hi = 1.0 - phi((k as f64 - 0.5 - lambda) / sd);
-        return (lo, hi);
-    }
-    // Exact: pmf by recurrence in log space.
-    let mut cdf_below = 0.0; // P(X < k)
-    let mut pk = 0.0;
-    let mut log_p = -lambda;
-    for i in 0..=k {
-        if i > 0 {
-            log_p += lambda.ln() - (i as f64).ln();
-        }
-        let p = log_p.exp();
-        if i < k {
-            cdf_below += p;
-        } else {
-            pk = p;
-        }
-    }
-    let lo = (cdf_below + pk).min(1.0);
-    let hi = (1.0 - cdf_below).max(0.0);
-    (lo, hi)
-}
-
-/// The complementary error function (Numerical Recipes' Chebyshev fit, |error| < 1.2e-7).
-fn libm_erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t
-        * (-z * z - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    if x >= 0.0 {
-        r
-    } else {
-        2.0 - r
-    }
-}
-
 /// The comparison with published values: one row per entry.
 pub fn comparison_table(r: &Results) -> String {
     let m = &r.matrix;
@@ -381,18 +322,5 @@ mod tests {
         assert_eq!(fmt_num(2e-5), "2e-5");
         assert_eq!(fmt_num(-1.25e7), "-1.25e7");
         assert_eq!(fmt_num(0.0), "0");
-    }
-
-    #[test]
-    fn poisson_tails_are_probabilities() {
-        let (lo, hi) = poisson_tails(0, 0.1);
-        assert!((lo - (-0.1f64).exp()).abs() < 1e-12 && (hi - 1.0).abs() < 1e-12);
-        let (lo, hi) = poisson_tails(10, 1.0);
-        assert!(hi < 1e-6 && lo > 0.999);
-        // Large means use the normal approximation: the mean itself is central.
-        let (lo, hi) = poisson_tails(1000, 1000.0);
-        assert!(lo > 0.4 && hi > 0.4);
-        let (_, hi) = poisson_tails(1200, 1000.0);
-        assert!(hi < 1e-6);
     }
 }
