@@ -77,7 +77,7 @@ pub fn profile() -> PageFtlConfig {
         ecc: EccKind::Flares(FlaresConfig::default()),
         checkpoint_interval: 0,
         recovery: RecoveryKind::RollForward,
-        flush_buffer: false,
+        flush_buffer: true,
         ..PageFtlConfig::default()
     }
 }

@@ -154,10 +154,20 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let (pads, alpha) = self.rt.map_or((0, 0), |b| (b.pads, b.alpha));
         let write = ((1 + pads) * (1 + alpha)) as u64;
         let threshold = ppb + write + 2 * s.window as u64;
-        let rest =
-            s.dies[die].frontier[s.copy_stream].map_or(0, |f| ppb.saturating_sub(f.next as u64));
-        let more = s.young_budget.saturating_sub(s.opened_per_die[die]) as u64;
-        rest + more * ppb <= threshold
+        let rest = s.frontier_room(die, s.copy_stream) as u64;
+        let more = s.young_left(die) as u64;
+        // The last young block opens multi-level (`Substrate::opens_slc`); the others may
+        // open in SLC mode with the flush buffer, holding only their LSB pages.
+        let per_block = if self.cfg.flush_buffer {
+            s.lsb_from[0] as u64
+        } else {
+            ppb
+        };
+        let room = match more {
+            0 => rest,
+            m => rest + ppb + (m - 1).min(threshold) * per_block,
+        };
+        room <= threshold
     }
 
     /// After a mount: a checkpoint cut half-written may have left a die with less room

@@ -553,7 +553,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             self.finish_checkpoint(now)?;
             worked = true;
         }
-        if self.s.young_budget > 0 && self.s.most_opened_on_a_die() + 1 >= self.s.young_budget {
+        if self.s.young_budget > 0 && (0..self.s.dies.len()).any(|d| self.s.young_left(d) <= 1) {
             // A real-time pacing with roll-forward recovery: the checkpoint that makes the
             // young blocks collectable again, in idle time before a write has to write it
             // (running jobs first, so sealing takes no page a job counted on).
@@ -634,7 +634,8 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         let slot = match s.dies[die].frontier[stream] {
             Some(f) if f.next < s.ppb => s.slot(f.block * s.ppb + f.next),
             _ => {
-                let slc = s.window == 0 || (stream == HOST && s.host_slc);
+                let free = s.dies[die].free.len().saturating_sub(1);
+                let slc = s.window == 0 || s.opens_slc(die, stream, free);
                 crate::policy::Slot {
                     die: die as u32,
                     block: u32::MAX,

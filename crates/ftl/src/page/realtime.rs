@@ -48,12 +48,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 "backup copies are programs the bound does not count",
             );
         }
-        if cfg.flush_buffer && chip.cell != nand::CellType::Slc {
-            return refuse(
-                "flush_buffer = false on a multi-level chip",
-                "a destination opened in SLC mode holds only its LSB pages, fewer than the π the bound counts",
-            );
-        }
         if cfg.placement == PlacementKind::HintStreams {
             return refuse(
                 "placement = \"striped\" or \"msb-critical\"",

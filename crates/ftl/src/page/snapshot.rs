@@ -399,27 +399,29 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// die for a real-time pacing (`young_budget`), in all otherwise.
     pub(crate) fn checkpoint_due(&self) -> bool {
         if self.s.young_budget > 0 {
-            self.s.most_opened_on_a_die() >= self.flush_due_per_die()
+            (0..self.s.dies.len()).any(|d| self.s.opened_per_die[d] >= self.flush_due_on(d))
         } else {
             self.s.opened_since_cp >= self.checkpoint_interval_blocks()
         }
     }
 
     /// With a young budget (a real-time pacing with roll-forward recovery): blocks opened
-    /// on one die since the last checkpoint at which a flush writes the next one. The page
+    /// on `die` since the last checkpoint at which a flush writes the next one. The page
     /// kernel's own rule per die — 4, more when the checkpoint is large (its pages amortised
-    /// over four blocks of writes) — within the budget: a host that flushes checkpoints as
-    /// often as under foreground GC, one that does not is bounded by the budget (the
-    /// checkpoint written in steps beside the writes). A configured `checkpoint_interval`
-    /// is the budget and this both.
-    pub(crate) fn flush_due_per_die(&self) -> u32 {
+    /// over four blocks of writes) — within what the die may open
+    /// ([`young_left`](crate::substrate::Substrate::young_left)): a host that flushes
+    /// checkpoints as often as under foreground GC, one that does not is bounded by the
+    /// die's free blocks and then the budget (the checkpoint written in steps beside the
+    /// writes). A configured `checkpoint_interval` is the budget and this both.
+    pub(crate) fn flush_due_on(&self, die: usize) -> u32 {
         let budget = self.s.young_budget;
         if self.cfg.checkpoint_interval > 0 {
             return budget;
         }
         let ndies = self.s.dies.len().max(1) as u32;
         let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb.max(1) * ndies);
-        amortised.max(4).min(budget)
+        let limit = self.s.opened_per_die[die].saturating_add(self.s.young_left(die));
+        amortised.max(4).min(limit)
     }
 
     /// Blocks opened since the last checkpoint at which a flush writes the next one:

@@ -251,8 +251,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                     continue;
                 }
             }
-            // The flush buffer: host blocks in SLC mode while flushes come every few pages.
-            let want = stream == HOST && self.host_slc;
+            // The flush buffer: host blocks in SLC mode while flushes come every few pages
+            // (and, with a shared destination, while the die has room: `opens_slc`).
+            let want = self.opens_slc(die, stream, self.dies[die].free.len());
             if self.slc[b as usize] != Some(want) && self.window > 0 {
                 match self.ctl.set_slc_mode(self.block_addr(b), want) {
                     Ok(()) => self.slc[b as usize] = Some(want),
@@ -278,6 +279,74 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             self.dies[die].frontier[stream] = Some(Frontier { block: b, next });
             self.dies[die].pads_left = self.pad_slack;
         }
+    }
+
+    /// Whether the next block `die` opens for `stream` is in SLC mode, with `free` blocks
+    /// left on the die once it is taken: the flush buffer's host blocks while flushes
+    /// come every few pages (`note_flush`).
+    ///
+    /// With one destination shared by writes and GC copies (WAO-GC) an SLC-mode
+    /// destination holds only its LSB pages, fewer than the π the bound counts per
+    /// destination: it opens only while the die keeps a free block beyond the reserve once
+    /// it is taken, so GC — which starts when the die is down to its reserve, i.e. just
+    /// after a destination opened with that many left — always collects into a
+    /// multi-level destination, and never as the last young block roll-forward allows
+    /// (the checkpoint written in steps counts on a whole block's writes there). Like
+    /// the SLC cache of a real drive it shrinks to nothing as the die fills; eq. 7's
+    /// greedy argument is untouched (a victim's valid pages are at most the average over
+    /// the data blocks whatever their modes).
+    pub fn opens_slc(&self, die: usize, stream: usize, free: usize) -> bool {
+        if stream != HOST || !self.host_slc {
+            return false;
+        }
+        if !self.real_time {
+            return true;
+        }
+        free > crate::policy::RESERVE
+            && (self.young_budget == 0
+                || Self::young_left_with(self.young_budget, self.opened_per_die[die] + 1, free)
+                    > 0)
+    }
+
+    /// With a young budget (a real-time pacing with roll-forward recovery): how many more
+    /// blocks `die` may open before the next checkpoint must have been written; `u32::MAX`
+    /// without one.
+    ///
+    /// The budget protects GC: when GC starts — the die down to its reserve, just after a
+    /// destination opened — at most `young_budget` blocks opened since the last checkpoint
+    /// may be kept from it (the bound's σ leaves that many out). Before that the die's
+    /// free blocks cover any number: a block may open while the die keeps a free block
+    /// beyond the reserve once it is taken, or while the budget has room. So the limit is
+    /// the larger of the two — a die with free blocks to spare checkpoints as the page
+    /// kernel does (at flushes), one that is full within the budget.
+    pub fn young_left(&self, die: usize) -> u32 {
+        if self.young_budget == 0 {
+            return u32::MAX;
+        }
+        Self::young_left_with(
+            self.young_budget,
+            self.opened_per_die[die],
+            self.dies[die].free.len(),
+        )
+    }
+
+    /// [`young_left`](Self::young_left) for a die with `opened` blocks opened since the
+    /// last checkpoint and `free` free blocks, under `budget`.
+    fn young_left_with(budget: u32, opened: u32, free: usize) -> u32 {
+        let spare = free.saturating_sub(crate::policy::RESERVE + 1) as u32;
+        budget.saturating_sub(opened).max(spare)
+    }
+
+    /// Pages left in `die`'s frontier of `stream` (its LSB pages only, in SLC mode); 0
+    /// when none is open.
+    pub fn frontier_room(&self, die: usize, stream: usize) -> u32 {
+        self.dies[die].frontier[stream].map_or(0, |f| {
+            if self.slc[f.block as usize] == Some(true) {
+                self.lsb_from[f.next.min(self.ppb) as usize]
+            } else {
+                self.ppb.saturating_sub(f.next)
+            }
+        })
     }
 
     /// Records the sequence number of a page just programmed in a frontier block.
@@ -457,14 +526,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         if !job.pads {
             return true;
         }
-        let frontier = d.frontier[stream].map_or(0, |f| self.ppb.saturating_sub(f.next));
-        let room = d.free.len() as u64 * self.ppb as u64 + frontier as u64;
+        let room = d.free.len() as u64 * self.ppb as u64 + self.frontier_room(die, stream) as u64;
         room < 2 * self.valid[job.victim as usize] as u64
-    }
-
-    /// The most blocks opened on one die since the last checkpoint.
-    pub fn most_opened_on_a_die(&self) -> u32 {
-        self.opened_per_die.iter().copied().max().unwrap_or(0)
     }
 
     /// Records whether the page at `phys` holds a lapsed critical page (see `lapsed`).

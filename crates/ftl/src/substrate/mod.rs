@@ -294,6 +294,9 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// Per page index p (and `ppb`): the first LSB page at or after p (`ppb` if none) —
     /// the pages an SLC-mode block takes.
     pub next_lsb: Vec<u32>,
+    /// Per page index p (and `ppb`): how many LSB pages lie at or after p — an SLC-mode
+    /// block's room from its next page.
+    pub lsb_from: Vec<u32>,
     /// Per block: its mode as far as the FTL knows (`Some(true)`: SLC mode), `None` until
     /// known (after a mount, for blocks whose header was not read). Region blocks aside.
     pub slc: Vec<Option<bool>>,
@@ -380,13 +383,16 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             })
             .collect();
         let mut next_lsb = vec![ppb; ppb as usize + 1];
+        let mut lsb_from = vec![0; ppb as usize + 1];
         for q in (0..ppb).rev() {
             let lsb = !multi || pairing.kind(q) == nand::BitKind::Lsb;
             next_lsb[q as usize] = if lsb { q } else { next_lsb[q as usize + 1] };
+            lsb_from[q as usize] = lsb_from[q as usize + 1] + u32::from(lsb);
         }
         Substrate {
             meta_corrected: 0,
             next_lsb,
+            lsb_from,
             slc: vec![Some(false); nblocks],
             host_slc: false,
             flush_gap: 0,

@@ -94,8 +94,7 @@ pub(crate) fn paced<K: Kernel>(
     };
     if s.real_time {
         if !after
-            && s.young_budget > 0
-            && s.opened_per_die[die] >= s.young_budget
+            && s.young_left(die) == 0
             && !s.frontier_has_room(die, s.copy_stream)
         {
             // The write would open a block past the young blocks the bound leaves out of σ
