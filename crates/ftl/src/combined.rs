@@ -55,15 +55,18 @@ use nand::{CellType, ErrorModel, Storage};
 /// copies per step, fewer blocks per die: `auto_over_provisioning`); a budget of blocks per
 /// die opened since the last checkpoint (the young blocks roll-forward needs kept from GC),
 /// automatic (`checkpoint_interval = 0`): three, or enough that the writes between two
-/// checkpoints program 32 times the checkpoint's pages when the map is large
+/// checkpoints program 8 times the checkpoint's pages when the map is large
 /// (`PageFtl::young_budget_for`; three rather than two on the paper-scale chips: on the
 /// real-trace replays half the checkpoints, 7–8 % lower mean response, the same recovery
-/// time — ARCHITECTURE.md). A checkpoint is written in steps beside the writes before a
-/// die would open a block past the budget, and at a flush as the page kernel's rule has it
-/// (four blocks per die, more for a large checkpoint) within the budget; no
-/// static wear levelling (a migration would take a block outside the partial steps: WAO-GC
-/// levels wear by its victims), no flush buffer (an SLC-mode destination holds fewer than
-/// the π pages the bound counts).
+/// time — ARCHITECTURE.md), and more on a die whose free blocks or whose valid pages
+/// outside the young blocks allow it (`Substrate::young_left`, `settle_young`: the budget
+/// is what a full die needs). A checkpoint is written in steps beside the writes before a
+/// die would open a block past its allowance, and at a flush as the page kernel's rule has
+/// it (four blocks per die, more for a large checkpoint) within it; no static wear
+/// levelling (a migration would take a block outside the partial steps: WAO-GC levels
+/// wear by its victims); the flush buffer, its SLC-mode destinations only while the die
+/// has a free block to spare beyond the reserve, so GC always collects into a native
+/// block of the π pages the bound counts (`Substrate::opens_slc`).
 pub fn profile() -> PageFtlConfig {
     PageFtlConfig {
         over_provisioning: 0.3,

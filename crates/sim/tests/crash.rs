@@ -628,6 +628,13 @@ fn wao_gc_with_ap_and_flares_survives_cuts() {
             cfg.scheme = ftl::SchemeConfig::Page(p);
         }
         cfg.ops = 700;
+        if rf {
+            // The whole volume live and flushes rarer than two blocks: the young allowance
+            // is then the budget (`Substrate::settle_young`), so checkpoints go in steps
+            // beside the writes and cuts land among them.
+            cfg.span = 1.0;
+            cfg.flush_every = 64;
+        }
         let name = format!("tiny-mlc WAO-GC ap {ap} flares {flares} roll-forward {rf}");
         let s = holds(
             &format!("{name}, random"),

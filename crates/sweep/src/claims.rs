@@ -56,6 +56,8 @@ pub(crate) struct TrendFile {
     tolerance: Option<f64>,
     reference: Option<String>,
     than: Option<String>,
+    /// `kind = "at_most"`: the largest value allowed at any point.
+    max: Option<f64>,
     failures: Option<String>,
     trials: Option<String>,
     #[serde(default)]
@@ -151,6 +153,12 @@ pub enum TrendKind {
     Matches {
         /// Relative tolerance.
         tolerance: f64,
+    },
+    /// The metric is at most `max` at every point (a bound, or an event that must not
+    /// happen: `max = 0`), judged on each cell's highest replicate.
+    AtMost {
+        /// The largest value allowed.
+        max: f64,
     },
     /// A measured rate (`failures / trials`) is statistically consistent with a reference
     /// probability (another metric) at every cell: both Poisson tails above 0.001.
@@ -457,6 +465,15 @@ impl Scope<'_> {
                     return Err(self.err(format!("{what}: tolerance = {tolerance} must be positive")));
                 }
                 TrendKind::Matches { tolerance }
+            }
+            "at_most" => {
+                let max = t.max.ok_or_else(|| {
+                    self.err(format!("{what}: kind = \"at_most\" needs max = VALUE"))
+                })?;
+                if !max.is_finite() {
+                    return Err(self.err(format!("{what}: max = {max} must be finite")));
+                }
+                TrendKind::AtMost { max }
             }
             "consistent" => {
                 let reference = need(t.reference.as_deref(), "reference")?;

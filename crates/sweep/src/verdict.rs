@@ -526,6 +526,7 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
         }
         TrendKind::Monotone { axis, direction } => monotone(r, t, axis, *direction),
         TrendKind::Matches { tolerance } => matches(r, t, *tolerance),
+        TrendKind::AtMost { max } => at_most(r, t, *max),
         TrendKind::Consistent {
             reference,
             failures,
@@ -612,6 +613,44 @@ fn monotone(r: &Results, t: &Trend, axis: &str, direction: Direction) -> Folded 
             series.join("; ")
         ),
     )
+}
+
+/// `kind = "at_most"`: every point's highest replicate at most `max`.
+fn at_most(r: &Results, t: &Trend, max: f64) -> Folded {
+    let m = &r.matrix;
+    let mut vals = Vec::new();
+    for p in points(m, &[], &t.at) {
+        if let (Some(mean), _, _) = mean_at(r, &p, &t.metric) {
+            let hi = crate::report::spread_at(r, &p, &t.metric).map_or(mean, |s| s.1);
+            vals.push((hi, label(&p)));
+        }
+    }
+    if vals.is_empty() {
+        let d = format!("no point has {}", t.metric);
+        return (Outcome::NoData, None, None, None, d);
+    }
+    let over: Vec<&(f64, String)> = vals.iter().filter(|v| v.0 > max).collect();
+    let worst = vals
+        .iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .expect("non-empty");
+    let mut detail = format!(
+        "{} of {} points at most {} (highest {} at {})",
+        vals.len() - over.len(),
+        vals.len(),
+        fmt_num(max),
+        fmt_num(worst.0),
+        worst.1
+    );
+    if over.is_empty() {
+        return (Outcome::Holds, None, None, None, detail);
+    }
+    let _ = write!(
+        detail,
+        "; above it at {}",
+        over.iter().map(|v| v.1.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    (Outcome::Fails, None, None, None, detail)
 }
 
 fn matches(r: &Results, t: &Trend, tolerance: f64) -> Folded {

@@ -68,6 +68,18 @@ metric = "waf"
 axis = "op"
 direction = "decreasing"
 
+[[trend]]
+claim = "no cell runs more requests than configured"
+kind = "at_most"
+metric = "host.requests"
+max = 3000
+
+[[trend]]
+claim = "nothing is ever written twice"
+kind = "at_most"
+metric = "waf"
+max = 1.0
+
 [[plot]]
 metric = "waf"
 x = "op"
@@ -173,6 +185,11 @@ fn bad_matrices_are_rejected_by_name_before_running() {
             "unknown metric \"wafer\"",
         ),
         (
+            "metric = \"waf\"\nmax = 1.0",
+            "metric = \"waf\"",
+            "kind = \"at_most\" needs max = VALUE",
+        ),
+        (
             "at = { victim = \"greedy\", op = 0.3 }",
             "at = { victim = \"greedy\", op = 0.9 }",
             "op = 0.9: no such cell",
@@ -260,6 +277,15 @@ fn results_do_not_depend_on_the_thread_count_and_resume_reruns_only_what_is_miss
         "{report}"
     );
     assert!(report.contains("waf falls with op"), "{report}");
+    // A bound that holds everywhere, and one that cannot (GC copies on a written device).
+    assert!(
+        report.contains("**holds** — no cell runs more requests than configured: 4 of 4 points at most 3000"),
+        "{report}"
+    );
+    assert!(
+        report.contains("**does NOT hold** — nothing is ever written twice: 0 of 4 points at most 1"),
+        "{report}"
+    );
     // Resume: one result deleted, one truncated (a killed writer); only those two rerun,
     // and the outputs come out the same.
     std::fs::remove_file(a.join("cells/c0003.json")).unwrap();

@@ -55,8 +55,10 @@ pub struct PageFtlConfig {
     pub replicas: u32,
     /// A flush writes a new checkpoint once this many blocks have been opened since the
     /// last one (bounds roll-forward recovery; with a real-time pacing, on any one die:
-    /// the young blocks its bound leaves out of σ per die, and a checkpoint is also written
-    /// in steps beside the writes before a die would open more); 0 = automatic: 4 per die, or as many
+    /// the young blocks its bound leaves out of σ per die — more while the die's free
+    /// blocks or the valid pages outside them allow (`Substrate::settle_young`) —, and a
+    /// checkpoint is also written in steps beside the writes before a die would open more
+    /// than that); 0 = automatic: 4 per die, or as many
     /// blocks as hold 4 checkpoint bodies if that is more (a checkpoint then costs at most
     /// a fifth of the pages programmed between two, and roll-forward reads at most ~4×
     /// what loading it reads).
@@ -69,7 +71,10 @@ pub struct PageFtlConfig {
     /// The flush buffer (multi-level chips): while flushes come on average every fewer host
     /// pages than the pairing window, new host blocks open in SLC mode — nothing exposed,
     /// so a flush pads nothing — and GC later folds what survives into native blocks (an
-    /// SLC cache for small synchronous writes). Off: every flush pads MLC blocks.
+    /// SLC cache for small synchronous writes). Off: every flush pads MLC blocks. With a
+    /// real-time pacing (one destination for writes and copies) an SLC-mode destination
+    /// opens only while the die keeps a free block beyond the reserve once it is taken, so
+    /// GC always collects into a native block (`Substrate::opens_slc`).
     pub flush_buffer: bool,
     /// How the checkpoint region's units (checkpoints, trim and roll-forward log) reach
     /// flash: `"whole-page"` (a page each) or `"subpage"` (SPFTL's subpage programming: a

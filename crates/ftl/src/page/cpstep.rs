@@ -266,6 +266,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             *now -= at;
         }
         self.s.opened_since_cp -= st.opened_total_at;
+        self.s.settle_young();
         self.s.log.counters.checkpoints += 1;
     }
 

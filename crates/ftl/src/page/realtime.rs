@@ -172,6 +172,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             // Pads while a victim is collected stay within eq. 6's slack (AP's placement).
             self.s.pad_slack = b.pad_slack();
             self.s.young_budget = self.young_budget_for(logical);
+            self.s.young_lambda = b.u_lambda;
+            self.s.settle_young();
             self.cp_steps_per_write = b.cp_steps.max(1);
             for d in &mut self.s.dies {
                 d.pads_left = d.pads_left.min(b.pad_slack());
@@ -213,7 +215,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// when the young ones hold none, so σ is the die's share over its data blocks but the
     /// destination, the reserve and these. A write that finds only young victims writes the
     /// checkpoint itself and counts an overrun (the bound's premise — a flush every that
-    /// many blocks — broke).
+    /// many blocks — broke). This is the worst case, a die full of live data outside its
+    /// young blocks: a die with free blocks to spare, or whose young blocks hold enough of
+    /// the live data, may open more before the checkpoint is due
+    /// ([`Substrate::young_left`](crate::substrate::Substrate::young_left)).
     ///
     /// For a volume of `logical` pages. Configured
     /// (`checkpoint_interval` > 0), it is that. Automatic under a real-time pacing, it

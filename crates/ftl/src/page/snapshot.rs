@@ -481,6 +481,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 self.s.young[f.block as usize] = self.s.cfg.young_rule;
             }
         }
+        self.s.settle_young();
         self.s.log.counters.checkpoints += 1;
         Ok(())
     }

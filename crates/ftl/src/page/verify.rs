@@ -16,12 +16,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// index, frontiers, jobs, erase counts) and the map's — `l2p` and `p2l` are inverse
     /// on every mapped page, every mapped page lies in a block that holds data (open, full,
     /// being collected or retiring), every block's valid count is the number of mapped
-    /// pages in it, and no GC job's cursor is past a page it has yet to copy. A pass over
+    /// pages in it, no GC job's cursor is past a page it has yet to copy, and no die holds
+    /// more valid pages outside its young blocks than its young allowance was sized by. A pass over
     /// the whole map: for tests and debug builds.
     pub fn verify(&self) -> Result<(), Invariant> {
         self.s.verify()?;
         self.region.verify(&self.s).map_err(Invariant::Structure)?;
         self.verify_steps().map_err(Invariant::Structure)?;
+        self.s.verify_settled().map_err(Invariant::Structure)?;
         self.verify_map().map_err(Invariant::Structure)?;
         if let super::map::MapSlot::Paged(p) = &self.map {
             p.verify(&self.s).map_err(Invariant::Structure)?;

@@ -304,8 +304,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         }
         free > crate::policy::RESERVE
             && (self.young_budget == 0
-                || Self::young_left_with(self.young_budget, self.opened_per_die[die] + 1, free)
-                    > 0)
+                || Self::young_left_with(
+                    self.young_allowed[die],
+                    self.opened_per_die[die] + 1,
+                    free,
+                ) > 0)
     }
 
     /// With a young budget (a real-time pacing with roll-forward recovery): how many more
@@ -313,28 +316,95 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// without one.
     ///
     /// The budget protects GC: when GC starts — the die down to its reserve, just after a
-    /// destination opened — at most `young_budget` blocks opened since the last checkpoint
-    /// may be kept from it (the bound's σ leaves that many out). Before that the die's
-    /// free blocks cover any number: a block may open while the die keeps a free block
-    /// beyond the reserve once it is taken, or while the budget has room. So the limit is
-    /// the larger of the two — a die with free blocks to spare checkpoints as the page
-    /// kernel does (at flushes), one that is full within the budget.
+    /// destination opened — the blocks opened since the last checkpoint are kept from it,
+    /// and the others must still hold a victim within U(λ) (see
+    /// [`settle_young`](Self::settle_young) for how many that allows). Before that the
+    /// die's free blocks cover any number: a block may open while the die keeps a free
+    /// block beyond the reserve once it is taken, or while the allowance has room. So the
+    /// limit is the larger of the two — a die with free blocks to spare checkpoints as the
+    /// page kernel does (at flushes).
     pub fn young_left(&self, die: usize) -> u32 {
         if self.young_budget == 0 {
             return u32::MAX;
         }
         Self::young_left_with(
-            self.young_budget,
+            self.young_allowed[die],
             self.opened_per_die[die],
             self.dies[die].free.len(),
         )
     }
 
     /// [`young_left`](Self::young_left) for a die with `opened` blocks opened since the
-    /// last checkpoint and `free` free blocks, under `budget`.
-    fn young_left_with(budget: u32, opened: u32, free: usize) -> u32 {
+    /// last checkpoint and `free` free blocks, `allowed` of them allowed.
+    fn young_left_with(allowed: u32, opened: u32, free: usize) -> u32 {
         let spare = free.saturating_sub(crate::policy::RESERVE + 1) as u32;
-        budget.saturating_sub(opened).max(spare)
+        allowed.saturating_sub(opened).max(spare)
+    }
+
+    /// Sizes each die's young blocks from the valid pages outside them (at a checkpoint's
+    /// commit, at mount, when the volume is sized).
+    ///
+    /// Eq. 7's greedy argument, applied to the blocks GC may choose from: when GC starts
+    /// the die holds `data` good data blocks, of which the destination, the reserve and
+    /// `y` young blocks are not candidates; the candidates hold the valid pages outside
+    /// the young blocks, `w`, so the greediest holds at most w / (data − 1 − RESERVE − y),
+    /// which is within U(λ) while y ≤ data − 1 − RESERVE − ⌈w / U(λ)⌉. And `w` does not
+    /// grow until the next checkpoint: every write and copy lands in a block opened since
+    /// (or a frontier, young too), so it only loses pages to overwrites and trims. The
+    /// allowance taken now therefore holds until then. With every logical page valid
+    /// outside the young blocks it is the configured budget (σ was checked with that
+    /// many left out); with fewer, more — a die whose young blocks hold the live data
+    /// needs no checkpoint to collect the rest.
+    pub fn settle_young(&mut self) {
+        let ndies = self.dies.len();
+        self.young_allowed.resize(ndies, 0);
+        self.settled_valid.resize(ndies, 0);
+        for d in 0..ndies {
+            let (data, settled) = self.die_settled(d);
+            self.settled_valid[d] = settled;
+            self.young_allowed[d] = if self.young_budget == 0 || self.young_lambda == 0 {
+                self.young_budget
+            } else {
+                let kept = 1 + crate::policy::RESERVE as u64 + settled.div_ceil(self.young_lambda as u64);
+                (data.saturating_sub(kept).min(u32::MAX as u64) as u32).max(self.young_budget)
+            };
+        }
+    }
+
+    /// `die`'s good data blocks (not bad, not the region's or the map's) and the valid
+    /// pages in those of them not young.
+    fn die_settled(&self, die: usize) -> (u64, u64) {
+        let per = self.blocks_per_die;
+        let (mut data, mut settled) = (0u64, 0u64);
+        for b in die as u32 * per..(die as u32 + 1) * per {
+            let i = b as usize;
+            if matches!(self.state[i], BState::Bad | BState::Region | BState::Map) {
+                continue;
+            }
+            data += 1;
+            if !self.young[i] {
+                settled += self.valid[i] as u64;
+            }
+        }
+        (data, settled)
+    }
+
+    /// Checks that no die holds more valid pages outside its young blocks than when it
+    /// was last settled (the premise of [`settle_young`](Self::settle_young)).
+    pub(crate) fn verify_settled(&self) -> Result<(), alloc::string::String> {
+        if self.young_budget == 0 || self.young_lambda == 0 {
+            return Ok(());
+        }
+        for d in 0..self.dies.len() {
+            let (_, now) = self.die_settled(d);
+            if now > self.settled_valid[d] {
+                return Err(alloc::format!(
+                    "die {d}: {now} valid pages outside its young blocks, {} when settled",
+                    self.settled_valid[d]
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Pages left in `die`'s frontier of `stream` (its LSB pages only, in SLC mode); 0

@@ -327,6 +327,17 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// die since the last checkpoint (kept from GC) before the next checkpoint — the
     /// blocks its bound leaves out of σ on every die; 0: no such limit.
     pub young_budget: u32,
+    /// WAO-GC's U(λ), the most valid pages the bound lets a victim hold (0 without a
+    /// young budget): what [`settle_young`](Self::settle_young) sizes each die's young
+    /// blocks by.
+    pub young_lambda: u32,
+    /// Per die: blocks that may be opened since the last checkpoint before GC could find
+    /// no victim within U(λ) ([`settle_young`](Self::settle_young)); at least
+    /// `young_budget`.
+    pub young_allowed: Vec<u32>,
+    /// Per die: valid pages in blocks that were not young when the die was last settled —
+    /// an upper bound on the same count now (`verify` checks it).
+    pub settled_valid: Vec<u64>,
     /// The checkpoint region's blocks (whichever they are now: the region rotates) are SP
     /// blocks (SPFTL's subpage metadata units): their erases are counted as `sp_erases`
     /// (NWI's eq. 1).
@@ -455,6 +466,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             suspect: vec![false; nblocks],
             young: vec![false; nblocks],
             young_budget: 0,
+            young_lambda: 0,
+            young_allowed: vec![0; ndies],
+            settled_valid: vec![0; ndies],
             sp_region: false,
             sp_blocks: vec![false; nblocks],
             opened_since_cp: 0,
