@@ -20,12 +20,12 @@
 //! SPFTL (Ref. 001) is not part of it yet. Its subpage programming is available for the
 //! page kernel's metadata units (`meta_writer = "subpage"`: the checkpoint region's
 //! checkpoint pages and log records as subpages of SLC-mode SP blocks) but off by default:
-//! measured (`reproduce combined`, part `combined-spftl`), it saves 40 % of the profile's
-//! metadata bytes and 16 % of its NWI at 1.7× its recovery time since trims are logged as
-//! ranges (before, with a log unit per trimmed page: 16 % of the bytes for 9 % more NWI) —
-//! the page kernel's checkpoints write its whole map, which fills subpages as it fills
-//! pages, while an SP block holds half a page block's bytes per erase; whether to make it
-//! the default is not re-decided yet. SPFTL gains with small
+//! measured (`reproduce combined`, part `combined-spftl`), it saves 21 % of the profile's
+//! metadata bytes for a 7 % higher NWI at 1.21× its recovery time — the page kernel's
+//! checkpoints write its whole map, which fills subpages as it fills pages, while an SP
+//! block holds half a page block's bytes per erase (while the profile checkpointed every
+//! three blocks per die the subpage region's larger log also saved checkpoints: −40 %
+//! bytes, −16 % NWI). SPFTL gains with small
 //! updates, i.e. with its demand-paged map, which lives in its own kernel (`ftl::dftl`) so
 //! far.
 //!

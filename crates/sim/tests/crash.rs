@@ -654,7 +654,8 @@ fn wao_gc_with_ap_and_flares_survives_cuts() {
             &format!("{name}, nested"),
             &cfg,
             Plan::Nested { samples: 200 },
-            150,
+            // Rarer flushes with roll-forward: more second cuts fall past the short tail.
+            if rf { 120 } else { 150 },
         );
     }
 }

@@ -648,7 +648,10 @@ fn at_most(r: &Results, t: &Trend, max: f64) -> Folded {
     let _ = write!(
         detail,
         "; above it at {}",
-        over.iter().map(|v| v.1.as_str()).collect::<Vec<_>>().join(", ")
+        over.iter()
+            .map(|v| v.1.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     (Outcome::Fails, None, None, None, detail)
 }

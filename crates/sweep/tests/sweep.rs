@@ -279,11 +279,14 @@ fn results_do_not_depend_on_the_thread_count_and_resume_reruns_only_what_is_miss
     assert!(report.contains("waf falls with op"), "{report}");
     // A bound that holds everywhere, and one that cannot (GC copies on a written device).
     assert!(
-        report.contains("**holds** — no cell runs more requests than configured: 4 of 4 points at most 3000"),
+        report.contains(
+            "**holds** — no cell runs more requests than configured: 4 of 4 points at most 3000"
+        ),
         "{report}"
     );
     assert!(
-        report.contains("**does NOT hold** — nothing is ever written twice: 0 of 4 points at most 1"),
+        report
+            .contains("**does NOT hold** — nothing is ever written twice: 0 of 4 points at most 1"),
         "{report}"
     );
     // Resume: one result deleted, one truncated (a killed writer); only those two rerun,

@@ -142,7 +142,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Whether some die has at most a destination block and a write's pages left before
     /// it would open a block past the young budget (see the module docs).
-    fn young_room_short(&self) -> bool {
+    pub(super) fn young_room_short(&self) -> bool {
         (0..self.s.dies.len()).any(|die| self.young_room_short_on(die))
     }
 

@@ -520,12 +520,23 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             finish_jobs(self, now)?;
         }
         self.s.note_flush(self.cfg.flush_buffer);
-        if self.checkpoint_due() && self.steps.is_some() {
-            // The one being written in steps is the cheaper way to the next.
-            self.finish_checkpoint(now)?;
-        }
+        let mut begin = false;
         if self.checkpoint_due() {
-            return self.write_checkpoint(now);
+            if self.steps_enabled() && !self.young_room_short() {
+                // Due by the flush rule while every die still has room for its steps: the
+                // checkpoint only bounds recovery (what the flush makes durable already
+                // is, by roll-forward), so it goes in steps beside the next writes (or
+                // in idle time) rather than inside the flush.
+                begin = self.steps.is_none();
+            } else {
+                if self.steps.is_some() {
+                    // The one being written in steps is the cheaper way to the next.
+                    self.finish_checkpoint(now)?;
+                }
+                if self.checkpoint_due() {
+                    return self.write_checkpoint(now);
+                }
+            }
         }
         if self.steps_enabled() {
             // Checkpoints in steps never swap a worn region block: a flush does, ahead of
@@ -533,7 +544,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             self.region.rotate_ahead(&mut self.s, now)?;
         }
         self.s.seal_all(now)?;
-        self.persist_trims(now)
+        self.persist_trims(now)?;
+        if begin {
+            self.begin_checkpoint();
+        }
+        Ok(())
     }
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {

@@ -365,7 +365,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             self.young_allowed[d] = if self.young_budget == 0 || self.young_lambda == 0 {
                 self.young_budget
             } else {
-                let kept = 1 + crate::policy::RESERVE as u64 + settled.div_ceil(self.young_lambda as u64);
+                let kept =
+                    1 + crate::policy::RESERVE as u64 + settled.div_ceil(self.young_lambda as u64);
                 (data.saturating_sub(kept).min(u32::MAX as u64) as u32).max(self.young_budget)
             };
         }

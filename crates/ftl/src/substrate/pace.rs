@@ -93,10 +93,7 @@ pub(crate) fn paced<K: Kernel>(
         s.pacing.before_write(&space)
     };
     if s.real_time {
-        if !after
-            && s.young_left(die) == 0
-            && !s.frontier_has_room(die, s.copy_stream)
-        {
+        if !after && s.young_left(die) == 0 && !s.frontier_has_room(die, s.copy_stream) {
             // The write would open a block past the young blocks the bound leaves out of σ
             // (no flush or idle period wrote a checkpoint in time): checkpoint first, so
             // they become collectable again — inside the write, an overrun.
