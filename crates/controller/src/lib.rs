@@ -407,6 +407,31 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         &self.model
     }
 
+    /// The sector codes built so far, by strength (index t), and the sector size they are
+    /// for — what [`adopt_codes`](Self::adopt_codes) takes.
+    pub fn built_codes(&self) -> (usize, &[Option<Bch>]) {
+        (self.cfg.sector_size, &self.codes)
+    }
+
+    /// Takes sector codes another controller built (`built_codes`) where this one has none
+    /// yet: a code is a pure function of the sector size and t, and building one takes
+    /// milliseconds (a simulator formats a fitted device several times and mounts a copy to
+    /// measure recovery). Codes for another sector size are ignored.
+    pub fn adopt_codes(&mut self, sector_size: usize, codes: &[Option<Bch>]) {
+        if sector_size != self.cfg.sector_size {
+            return;
+        }
+        if self.codes.len() < codes.len() {
+            self.codes.resize_with(codes.len(), || None);
+        }
+        for (t, (mine, theirs)) in self.codes.iter_mut().zip(codes).enumerate() {
+            if let (None, Some(c)) = (&mine, theirs) {
+                debug_assert_eq!(c.t() as usize, t, "codes are indexed by strength");
+                *mine = Some(c.clone());
+            }
+        }
+    }
+
     fn code(&mut self, t: u32) -> Result<&Bch, CtlError> {
         if t == 0 {
             return Err(CtlError::Ecc(EccError::ZeroT));

@@ -457,7 +457,7 @@ impl ExperimentConfig {
                 fit_note = Some(fitted.note);
                 fitted.ftl
             }
-            _ => match self.device(&chip_cfg, model, &scheme) {
+            _ => match self.device(&chip_cfg, model, &scheme, &mut Vec::new()) {
                 Ok(f) => f,
                 Err(e) => {
                     errs.push(e);
@@ -649,12 +649,15 @@ impl ExperimentConfig {
     }
 
     /// The chip (aged as `[aging]` says), controller and formatted FTL of `chip_cfg`; an
-    /// error names the section.
+    /// error names the section. `codes` carries the BCH codes earlier devices of this
+    /// experiment built (same sector size) and takes this one's: the fitting formats
+    /// several candidates.
     fn device(
         &self,
         chip_cfg: &ChipConfig,
         model: Box<dyn ErrorModel + Send>,
         scheme: &ftl::SchemeConfig,
+        codes: &mut Vec<Option<ecc::Bch>>,
     ) -> Result<crate::SimVolume, String> {
         let g = chip_cfg.geometry;
         let storage = if self.controller.mode == PayloadMode::Bytes {
@@ -680,9 +683,20 @@ impl ExperimentConfig {
         let mut ctl = Controller::new(chip, model, ccfg).map_err(|e| format!("controller: {e}"))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.
         ctl.set_crc32c(crc32c::crc32c);
-        scheme
+        ctl.adopt_codes(self.controller.sector_size, codes);
+        let vol = scheme
             .format(ctl, Nanos::ZERO)
-            .map_err(|e| format!("ftl.{}: {e}", scheme.name()))
+            .map_err(|e| format!("ftl.{}: {e}", scheme.name()))?;
+        let (_, built) = vol.controller().built_codes();
+        if built.len() > codes.len() {
+            codes.resize_with(built.len(), || None);
+        }
+        for (mine, theirs) in codes.iter_mut().zip(built) {
+            if mine.is_none() {
+                mine.clone_from(theirs);
+            }
+        }
+        Ok(vol)
     }
 
     fn error_model(&self) -> Result<Box<dyn ErrorModel + Send>, SimError> {

@@ -408,7 +408,7 @@ impl Storage for RamStorage {
 
 /// Reference-counted data frames: the data area of every written page of a whole-page
 /// [`RamStorage`], shareable between pages that hold the same bytes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Frames {
     page_size: usize,
     /// Frame of each flat page index (`NONE` while the page holds no data).
@@ -427,6 +427,33 @@ const NONE: u32 = u32::MAX;
 /// that backs large blocks with huge pages (the `nandlab` binary's does) can map the
 /// frames, which are touched at random, with few TLB entries.
 const CHUNK: usize = 2048;
+
+impl Clone for Frames {
+    /// Copies the frames some page refers to; a free frame's bytes are never read before
+    /// a write replaces them all (`own`, `share`), so they are left zero. A digest-mode
+    /// chip keeps a few whole pages in a chunk of thousands of frames: a copy of it (a
+    /// simulator's recovery measured on a copy) then copies those pages, not the chunk.
+    fn clone(&self) -> Self {
+        let mut chunks: Vec<Box<[u8]>> = self
+            .chunks
+            .iter()
+            .map(|c| vec![0u8; c.len()].into_boxed_slice())
+            .collect();
+        for (f, &r) in self.refs.iter().enumerate() {
+            if r > 0 {
+                let (c, range) = self.locate(f as u32);
+                chunks[c][range.clone()].copy_from_slice(&self.chunks[c][range]);
+            }
+        }
+        Frames {
+            page_size: self.page_size,
+            of: self.of.clone(),
+            chunks,
+            refs: self.refs.clone(),
+            free: self.free.clone(),
+        }
+    }
+}
 
 impl Frames {
     fn new(geometry: &Geometry) -> Self {
@@ -618,5 +645,40 @@ mod tests {
                 assert!(got[45..].iter().all(|&b| b == 0xFF));
             }
         }
+    }
+
+    /// A clone copies the frames pages refer to — data shared between pages, rewritten
+    /// and released included — and the two stores then diverge independently.
+    #[test]
+    fn whole_page_clones_copy_what_pages_refer_to() {
+        let g = crate::ChipConfig::preset("tiny-slc").unwrap().geometry;
+        let (ps, ss) = (g.page_size as usize, g.spare_size as usize);
+        let ppb = g.pages_per_block as u64;
+        let data =
+            |page: u64, v: u8| -> Vec<u8> { (0..ps).map(|i| (i as u8) ^ v ^ page as u8).collect() };
+        let mut st = RamStorage::new(&g);
+        let spare = vec![0xA5u8; ss];
+        for page in 0..2 * ppb {
+            st.write_split(page, &data(page, 1), &spare).unwrap();
+        }
+        // A page sharing another's frame, and a block erased (its frames released).
+        st.write_copy(2 * ppb, 3, ps, &spare).unwrap();
+        st.discard(ppb, ppb as u32).unwrap();
+        let c = st.clone();
+        let mut st2 = c.clone();
+        for page in 0..ppb {
+            let mut got = vec![0u8; ps];
+            st2.read_split(page, &mut got, &mut vec![0u8; ss]).unwrap();
+            assert_eq!(got, data(page, 1), "page {page}");
+        }
+        let mut got = vec![0u8; ps];
+        st2.read_split(2 * ppb, &mut got, &mut vec![0u8; ss])
+            .unwrap();
+        assert_eq!(got, data(3, 1));
+        // Writes to the clone leave the original as it was.
+        st2.discard(0, ppb as u32).unwrap();
+        st2.write_split(0, &data(0, 9), &spare).unwrap();
+        st.read_split(0, &mut got, &mut vec![0u8; ss]).unwrap();
+        assert_eq!(got, data(0, 1));
     }
 }

@@ -35,6 +35,7 @@ impl ExperimentConfig {
         let mut bpp = blocks_for(need).max(1);
         let first = bpp;
         let mut model = Some(model);
+        let mut codes = Vec::new();
         // Formats a candidate: `Ok(Some(ftl))` if it holds the trace, `Ok(None)` if not
         // (too small, or too few blocks for the scheme's reserves), `Err` past any size
         // that could be about space.
@@ -44,7 +45,7 @@ impl ExperimentConfig {
                 Some(m) => m,
                 None => self.error_model().map_err(|e| e.to_string())?,
             };
-            match self.device(&chip_cfg, m, scheme) {
+            match self.device(&chip_cfg, m, scheme, &mut codes) {
                 Ok(f) if f.logical_pages() >= need => Ok(Some(f)),
                 Ok(_) => Ok(None),
                 // Too few blocks for the scheme's reserves (GC, checkpoint region): bigger

@@ -29,6 +29,8 @@ impl Experiment {
         let mut ctl = Controller::new(chip, model, ccfg)
             .map_err(|e| SimError::Config(format!("recovery.after_run: controller: {e}")))?;
         ctl.set_crc32c(crc32c::crc32c);
+        let (sector, codes) = vol.controller().built_codes();
+        ctl.adopt_codes(sector, codes);
         let scheme = self.config.ftl.scheme_config();
         let mounted = scheme.mount(ctl, self.engine.clock())?;
         let r = mounted.recovery_report().ok_or_else(|| {
