@@ -28,6 +28,7 @@ mod subpage;
 
 pub use layout::{DataClass, Layout, MetaTag, OobRecord, PageKind, Temperature};
 
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use ecc::{Bch, EccError, FixedEncoder};
@@ -265,7 +266,10 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     model: M,
     cfg: ControllerConfig,
     rng: ChaCha8Rng,
-    codes: Vec<Option<Bch>>,
+    /// Sector codes by strength, built on first use; shared (a code never changes once
+    /// built), so a controller's clone and [`adopt_codes`](Self::adopt_codes) take them
+    /// without copying their tables.
+    codes: Vec<Option<Arc<Bch>>>,
     /// Layouts by strength, computed once.
     layouts: Vec<Option<Layout>>,
     /// Subpage layouts by strength (see `subpage`), computed once.
@@ -409,7 +413,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
 
     /// The sector codes built so far, by strength (index t), and the sector size they are
     /// for — what [`adopt_codes`](Self::adopt_codes) takes.
-    pub fn built_codes(&self) -> (usize, &[Option<Bch>]) {
+    pub fn built_codes(&self) -> (usize, &[Option<Arc<Bch>>]) {
         (self.cfg.sector_size, &self.codes)
     }
 
@@ -417,7 +421,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     /// yet: a code is a pure function of the sector size and t, and building one takes
     /// milliseconds (a simulator formats a fitted device several times and mounts a copy to
     /// measure recovery). Codes for another sector size are ignored.
-    pub fn adopt_codes(&mut self, sector_size: usize, codes: &[Option<Bch>]) {
+    pub fn adopt_codes(&mut self, sector_size: usize, codes: &[Option<Arc<Bch>>]) {
         if sector_size != self.cfg.sector_size {
             return;
         }
@@ -427,7 +431,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         for (t, (mine, theirs)) in self.codes.iter_mut().zip(codes).enumerate() {
             if let (None, Some(c)) = (&mine, theirs) {
                 debug_assert_eq!(c.t() as usize, t, "codes are indexed by strength");
-                *mine = Some(c.clone());
+                *mine = Some(Arc::clone(c));
             }
         }
     }
@@ -443,9 +447,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         if self.codes[i].is_none() {
             // The sector codeword must also fit the field; pick the smallest that does.
             let code = Bch::for_sector(self.cfg.sector_size, t).map_err(CtlError::Ecc)?;
-            self.codes[i] = Some(code);
+            self.codes[i] = Some(Arc::new(code));
         }
-        Ok(self.codes[i].as_ref().expect("just built"))
+        Ok(self.codes[i].as_deref().expect("just built"))
     }
 
     /// The page layout at strength `t`, or why `t` does not fit.

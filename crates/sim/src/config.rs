@@ -657,7 +657,7 @@ impl ExperimentConfig {
         chip_cfg: &ChipConfig,
         model: Box<dyn ErrorModel + Send>,
         scheme: &ftl::SchemeConfig,
-        codes: &mut Vec<Option<ecc::Bch>>,
+        codes: &mut Vec<Option<std::sync::Arc<ecc::Bch>>>,
     ) -> Result<crate::SimVolume, String> {
         let g = chip_cfg.geometry;
         let storage = if self.controller.mode == PayloadMode::Bytes {

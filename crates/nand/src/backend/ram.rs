@@ -149,6 +149,9 @@ impl RamStorage {
             let mut whole = RamStorage::new(geometry);
             if let Some(f) = whole.frames.as_mut() {
                 f.of = Vec::new();
+                // A few blocks' pages: chunks of one huge page, not thousands of frames
+                // allocated (and copied with the store) for a handful written.
+                f.chunk = (WHOLE_CHUNK_BYTES / f.page_size.max(1)).clamp(1, CHUNK);
             }
             self.full = Some((mask, Box::new(whole)));
         }
@@ -413,8 +416,10 @@ struct Frames {
     page_size: usize,
     /// Frame of each flat page index (`NONE` while the page holds no data).
     of: Vec<u32>,
-    /// Frame memory, [`CHUNK`] frames per allocation.
+    /// Frame memory, `chunk` frames per allocation.
     chunks: Vec<Box<[u8]>>,
+    /// Frames per allocation: [`CHUNK`], or fewer for a store that keeps a few blocks.
+    chunk: usize,
     /// Pages referring to each frame.
     refs: Vec<u32>,
     /// Frames referred to by no page.
@@ -427,6 +432,8 @@ const NONE: u32 = u32::MAX;
 /// that backs large blocks with huge pages (the `nandlab` binary's does) can map the
 /// frames, which are touched at random, with few TLB entries.
 const CHUNK: usize = 2048;
+/// Bytes per chunk of the whole-page store of a digest-mode chip's kept blocks (2 MiB).
+const WHOLE_CHUNK_BYTES: usize = 2 << 20;
 
 impl Clone for Frames {
     /// Copies the frames some page refers to; a free frame's bytes are never read before
@@ -449,6 +456,7 @@ impl Clone for Frames {
             page_size: self.page_size,
             of: self.of.clone(),
             chunks,
+            chunk: self.chunk,
             refs: self.refs.clone(),
             free: self.free.clone(),
         }
@@ -461,6 +469,7 @@ impl Frames {
             page_size: geometry.page_size as usize,
             of: vec![NONE; geometry.total_pages() as usize],
             chunks: Vec::new(),
+            chunk: CHUNK,
             refs: Vec::new(),
             free: Vec::new(),
         }
@@ -473,9 +482,9 @@ impl Frames {
 
     /// Chunk and byte range of frame `f`.
     fn locate(&self, f: u32) -> (usize, core::ops::Range<usize>) {
-        let i = f as usize % CHUNK;
+        let i = f as usize % self.chunk;
         (
-            f as usize / CHUNK,
+            f as usize / self.chunk,
             i * self.page_size..(i + 1) * self.page_size,
         )
     }
@@ -497,10 +506,11 @@ impl Frames {
             None => {
                 let first = self.refs.len() as u32;
                 self.chunks
-                    .push(vec![0u8; CHUNK * self.page_size].into_boxed_slice());
-                self.refs.resize(self.refs.len() + CHUNK, 0);
+                    .push(vec![0u8; self.chunk * self.page_size].into_boxed_slice());
+                self.refs.resize(self.refs.len() + self.chunk, 0);
                 // Hand out the chunk's frames in ascending order.
-                self.free.extend((first + 1..first + CHUNK as u32).rev());
+                self.free
+                    .extend((first + 1..first + self.chunk as u32).rev());
                 first
             }
         };
