@@ -451,9 +451,22 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             }
         }
         self.queued[x as usize] = false;
-        if self.blk[job.new as usize].next >= self.ppb {
+        // Full again, it goes back on the queue only if the buffer holds newer pages of
+        // it (the writes that found it full): a block merged with nothing new to take would
+        // be copied and erased again and again — once re-queued unconditionally, one
+        // filled logical block and 20,000 reads cost 1,538 erases.
+        if self.blk[job.new as usize].next >= self.ppb && self.buffer_holds(x) {
             self.enqueue(x);
         }
         Ok(())
+    }
+
+    /// Whether the write buffer holds a page (or tombstone) of logical block `x`.
+    fn buffer_holds(&self, x: u32) -> bool {
+        let first = x as u64 * self.ppb as u64;
+        self.buf
+            .range(first..first + self.ppb as u64)
+            .next()
+            .is_some()
     }
 }

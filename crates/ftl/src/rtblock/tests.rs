@@ -113,6 +113,51 @@ fn gftl_model() {
     model_run(RtKind::Gftl, 2, 4000, true);
 }
 
+/// A logical block filled once and then only read is merged at most once: GC re-queues a
+/// full block only when the buffer holds newer pages of it (it once re-queued every full
+/// block after its merge, and reads alone kept copying and erasing it).
+#[test]
+fn gftl_does_not_merge_an_unchanged_block_again() {
+    let cfg = RtBlockConfig::default();
+    let mut ftl =
+        RtBlockFtl::format(controller("tiny-slc", 7), RtKind::Gftl, cfg, Nanos::ZERO).unwrap();
+    let n = ftl.logical_pages();
+    let size = ftl.page_size();
+    let ppb = ftl.ppb as u64;
+    let mut t = Nanos::ZERO;
+    for l in 0..ppb {
+        t += Nanos(10_000);
+        ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, 1))
+            .unwrap();
+    }
+    let erases_after_fill = ftl.s.log.counters.erases.iter().sum::<u64>();
+    let mut buf = vec![0u8; size];
+    for i in 0..20_000u64 {
+        t += Nanos(10_000);
+        let l = i % ppb;
+        ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
+        assert!(buf == pattern(size, l, 1), "read {i}: page {l}");
+    }
+    ftl.verify().unwrap();
+    let erases = ftl.s.log.counters.erases.iter().sum::<u64>() - erases_after_fill;
+    assert!(
+        erases <= 1,
+        "{erases} erases for an unchanged block under reads"
+    );
+    // A write to the full block still reaches the buffer and is merged.
+    t += Nanos(10_000);
+    ftl.write(t, Lpn::checked(0, n).unwrap(), &pattern(size, 0, 2))
+        .unwrap();
+    for i in 0..(4 * ppb) {
+        t += Nanos(10_000);
+        ftl.read(t, Lpn::checked(i % ppb, n).unwrap(), &mut buf)
+            .unwrap();
+    }
+    ftl.read(t, Lpn::checked(0, n).unwrap(), &mut buf).unwrap();
+    assert!(buf == pattern(size, 0, 2));
+    ftl.verify().unwrap();
+}
+
 #[test]
 fn rftl_model() {
     model_run(RtKind::Rftl, 3, 4000, false);
