@@ -63,8 +63,8 @@ use nand::{CellType, ErrorModel, Storage};
 /// is what a full die needs). A checkpoint is written in steps beside the writes before a
 /// die would open a block past its allowance, and at a flush as the page kernel's rule has
 /// it (four blocks per die, more for a large checkpoint) within it; no static wear
-/// levelling (a migration would take a block outside the partial steps: WAO-GC levels
-/// wear by its victims); the flush buffer, its SLC-mode destinations only while the die
+/// levelling (a migration would take a block outside the partial steps; wear is levelled
+/// only as blocks are opened, the least-worn free block first); the flush buffer, its SLC-mode destinations only while the die
 /// has a free block to spare beyond the reserve, so GC always collects into a native
 /// block of the π pages the bound counts (`Substrate::opens_slc`).
 pub fn profile() -> PageFtlConfig {

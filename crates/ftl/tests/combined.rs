@@ -541,3 +541,46 @@ fn discards_among_writes_keep_the_bound_and_survive_a_crash() {
         );
     }
 }
+
+/// The flush buffer under WAO-GC: a host that flushes every other write gets SLC-mode
+/// destinations while the die has blocks to spare, and once the volume is full of live
+/// data GC still collects each victim within one native destination — no write breaks the
+/// bound's premise (an SLC-mode destination taken by a collection would fill before its
+/// victim is reclaimed, and the die would run out of free blocks: an overrun). `verify`
+/// every 256 writes checks the young allowance's premise too.
+#[test]
+fn the_flush_buffer_keeps_wao_gc_bound_on_a_full_die() {
+    let scheme = SchemeConfig::Combined(combined::profile());
+    let mut dev = scheme
+        .format(controller("tiny-mlc", 64, 512), Nanos::ZERO)
+        .unwrap();
+    let n = dev.logical_pages();
+    // Fill the volume (every page live), flushing every other write, then overwrite.
+    let page = vec![0x5au8; dev.page_size()];
+    let mut now = Nanos(1_000_000);
+    for lpn in 0..n {
+        dev.write_with(
+            now,
+            Lpn::checked(lpn, n).unwrap(),
+            &page,
+            DataClass::default(),
+        )
+        .unwrap();
+        now += Nanos(200_000);
+        if lpn % 2 == 1 {
+            dev.flush(now).unwrap();
+        }
+    }
+    let filled = *dev.counters();
+    assert!(filled.slc_blocks > 0, "no SLC-mode host block: {filled:?}");
+    now = drive_from(&mut dev, now, 3 * n, 2, 0, 11);
+    let c = *dev.counters();
+    assert!(
+        c.gc_victims > filled.gc_victims + 10,
+        "GC ran on the full die: {c:?}"
+    );
+    assert_eq!(c.rt_overruns, 0, "{c:?}");
+    dev.verify().unwrap();
+    let dev = scheme.mount(dev.into_controller(), now).unwrap();
+    dev.verify().unwrap();
+}

@@ -39,7 +39,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         if cfg.wear_leveling.is_some() {
             return refuse(
                 "wear_leveling off",
-                "a migration would take the die's last free block outside the partial steps (WAO-GC levels wear by its victim tie-break instead)",
+                "a migration would take the die's last free block outside the partial steps (wear is levelled only as blocks are opened: the least-worn free block first)",
             );
         }
         if cfg.replicas > 0 {

@@ -153,6 +153,15 @@ fn shared_job<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<bool, FtlE
         return Ok(false);
     };
     let s = k.sub_mut();
+    // The collection runs into the destination: a native block of π pages, as the bound
+    // counts (`Substrate::opens_slc` opens an SLC-mode one only with a block to spare) —
+    // unless blocks went bad since the bound was checked.
+    debug_assert!(
+        s.log.counters.retired_blocks > 0
+            || !s.dies[die].frontier[s.copy_stream]
+                .is_some_and(|f| s.slc[f.block as usize] == Some(true) && f.next < s.ppb),
+        "die {die}: a GC job starts into an SLC-mode destination"
+    );
     s.dies[die].gc = Some(s.claim_victim(v, Cause::Gc));
     Ok(true)
 }
