@@ -3,8 +3,8 @@
 //! The [`Ftl`] interface (read, write, trim, flush of logical pages; mount; `tick` for
 //! background work) and its first scheme, [`PageFtl`]: a pure page-level mapping FTL with the
 //! whole map in RAM, out-of-place updates, a write frontier per stream and die, garbage
-//! collection as a step machine ([`gc`]), pluggable victim policies, static wear levelling
-//! and bad-block retirement.
+//! collection as a step machine (`substrate::gc`), pluggable victim policies ([`victim`]),
+//! static wear levelling and bad-block retirement.
 //!
 //! Every flash operation an FTL performs is logged as a [`FlashOp`] (die, channel, array and
 //! bus time, ECC time, dependency); a simulation engine drains the log after each call and
@@ -39,25 +39,25 @@ mod bytes;
 pub mod combined;
 pub mod dftl;
 pub mod flares;
-pub mod gc;
 mod page;
 pub mod policy;
+pub mod rt_bounds;
 pub mod rtblock;
-pub mod rtgc;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
 pub mod scheme;
 mod substrate;
+pub mod victim;
 
 pub use block::{BlockFtl, BlockFtlConfig};
 pub use dftl::{DftlConfig, DftlFtl, MemoryBudget, MetaMode};
-pub use gc::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 pub use page::recovery::{RecoveryKind, RecoveryReport};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};
 pub use policy::Policies;
 pub use rtblock::{RtBlockConfig, RtBlockFtl, RtKind};
 pub use scheme::{BoxedVolume, SchemeConfig, Volume};
 pub use substrate::region::meta_tag_name;
+pub use victim::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 
 use controller::CtlError;
 pub use controller::{DataClass, Temperature};

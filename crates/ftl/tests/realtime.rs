@@ -10,7 +10,7 @@ mod tier;
 use controller::{Controller, ControllerConfig, DataClass};
 use ftl::flares::FlaresConfig;
 use ftl::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};
-use ftl::rtgc::WaoBounds;
+use ftl::rt_bounds::WaoBounds;
 use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
 use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
 use proptest::prelude::*;

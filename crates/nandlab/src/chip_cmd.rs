@@ -274,7 +274,7 @@ pub fn describe(c: &ChipConfig) -> String {
         }
     }
     // WAO-GC's bounds (Ref. 003): what partial GC can guarantee on this chip.
-    match ftl::rtgc::WaoBounds::new(c, 0.01) {
+    match ftl::rt_bounds::WaoBounds::new(c, 0.01) {
         Ok(b) => {
             let _ = writeln!(
                 s,

@@ -1,6 +1,6 @@
-//! The program's allocator: the system allocator, with large blocks (the FTL's maps, the
+//! The program's memory: the system allocator, with large blocks (the FTL's maps, the
 //! chip's page tables and stored spare areas — tens to hundreds of MiB on a 32 GiB device)
-//! marked for transparent huge pages.
+//! marked for transparent huge pages, and the peak resident size the benches report.
 //!
 //! A simulation touches these tables at random (every host write looks up the map; every
 //! GC copy updates it at a random place), so with 4 KiB pages nearly every lookup also
@@ -57,4 +57,13 @@ unsafe impl GlobalAlloc for HugePageAlloc {
         advise(p, new_size);
         p
     }
+}
+
+/// The process's peak resident memory (`VmHWM`), MiB; `None` off Linux. What the benches
+/// report beside their rates.
+pub(crate) fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
 }

@@ -42,7 +42,7 @@ pub fn run_dcr(capacities_gib: &[u64]) -> Result<()> {
             get("speedup"),
             get("map_ram_bytes") / (1 << 20) as f64,
             wall,
-            crate::bench_cmd::peak_rss_mib().unwrap_or(f64::NAN)
+            crate::hugepages::peak_rss_mib().unwrap_or(f64::NAN)
         );
     }
     println!(

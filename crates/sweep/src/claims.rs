@@ -3,7 +3,7 @@
 //! cells (axis names, axis values, metric names), before anything runs.
 
 use crate::kinds::Kind;
-use crate::matrix::{coerce, matches_at, show, Axis, Cell, Point};
+use crate::space::{coerce, matches_at, show, Axis, Cell, Point};
 use crate::SweepError;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};

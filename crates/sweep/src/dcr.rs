@@ -23,7 +23,7 @@
 //! Times are simulated NAND time (reads on one die serialize). The paper measured CPU and
 //! NAND time together on an ARM11 board: compare shapes and ratios, not seconds.
 
-use crate::kinds::Metrics;
+use crate::Metrics;
 use controller::{Controller, ControllerConfig, PayloadMode};
 use ftl::{BlockFtl, BlockFtlConfig, Ftl, RecoveryKind, RecoveryReport, SchemeConfig};
 use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};

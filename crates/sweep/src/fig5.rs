@@ -13,7 +13,7 @@
 //! minus one hour at every operation; otherwise (Fig. 5a–c) its retention is zero, as in
 //! the paper's MATLAB runs, where time does not advance.
 
-use crate::kinds::Metrics;
+use crate::Metrics;
 use ftl::flares::{FlaresConfig, FlaresCore, FlaresTables, Outcome, Pprof};
 use nand::Nanos;
 use rand_chacha::ChaCha8Rng;

@@ -19,11 +19,10 @@ use nand::{BitKind, Chip, ChipConfig, ConstantRber, KindRatio, Lpn, Nanos, RamSt
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
-/// The metrics of one cell, by name.
-pub type Metrics = BTreeMap<String, f64>;
+pub use crate::Metrics;
 
 /// What a matrix's cells run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

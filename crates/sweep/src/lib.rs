@@ -13,6 +13,9 @@
 //! [`slurm`] (job arrays and collection), [`analytic`] (closed-form references),
 //! [`builtin`] (the matrices shipped under `experiments/`).
 
+/// The metrics of one cell, by name (what every cell kind returns).
+pub type Metrics = std::collections::BTreeMap<String, f64>;
+
 pub mod analytic;
 pub mod builtin;
 pub mod claims;
@@ -21,10 +24,12 @@ pub mod fig5;
 pub mod kinds;
 pub mod matrix;
 pub mod plot;
+pub mod query;
 pub mod report;
 pub mod results;
 pub mod run;
 pub mod slurm;
+pub mod space;
 pub mod stats;
 pub mod summary;
 pub mod verdict;

@@ -8,7 +8,7 @@
 
 use crate::claims::TAIL_QUANTILES;
 use crate::matrix::{show, Axis, Matrix, Plot};
-use crate::report::{fmt_num, mean_at, points, published_at};
+use crate::query::{fmt_num, mean_at, points, published_at};
 use crate::results::Results;
 use crate::SweepError;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};

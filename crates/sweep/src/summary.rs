@@ -4,7 +4,7 @@
 //! quote it or the reports it links; a test keeps them in step.
 
 use crate::matrix::{Matrix, Source};
-use crate::report::fmt_num;
+use crate::query::fmt_num;
 use crate::results::Results;
 use crate::verdict::{verdicts, Outcome};
 use crate::SweepError;

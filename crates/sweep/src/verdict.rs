@@ -23,7 +23,7 @@
 
 use crate::claims::Trend;
 use crate::matrix::{show, Better, Direction, TrendKind};
-use crate::report::{fmt_num, label, mean_at, points, published_at, with};
+use crate::query::{fmt_num, label, mean_at, points, published_at, spread_at, with};
 use crate::results::Results;
 use crate::stats::{geo_mean, poisson_ratio_interval, poisson_tails};
 use std::fmt::Write as _;
@@ -621,7 +621,7 @@ fn at_most(r: &Results, t: &Trend, max: f64) -> Folded {
     let mut vals = Vec::new();
     for p in points(m, &[], &t.at) {
         if let (Some(mean), _, _) = mean_at(r, &p, &t.metric) {
-            let hi = crate::report::spread_at(r, &p, &t.metric).map_or(mean, |s| s.1);
+            let hi = spread_at(r, &p, &t.metric).map_or(mean, |s| s.1);
             vals.push((hi, label(&p)));
         }
     }

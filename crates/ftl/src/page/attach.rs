@@ -288,7 +288,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             },
             pacing: cfg
                 .gc_pacing
-                .policy(crate::rtgc::WaoBounds::alpha(&chip_cfg).unwrap_or(1)),
+                .policy(crate::rt_bounds::WaoBounds::alpha(&chip_cfg).unwrap_or(1)),
             copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);

@@ -2,10 +2,10 @@
 //! metadata region and map), and the region and map block lists derived from them.
 
 use super::{paged, recovery, replica};
-use crate::gc::VictimKind;
 use crate::policy::{CopyOrderKind, PacingKind, PlacementKind};
 use crate::substrate::region::HEADER;
 use crate::substrate::WearLevelConfig;
+use crate::victim::VictimKind;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 

@@ -125,7 +125,7 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     /// What the last mount did.
     recovery: Option<recovery::RecoveryReport>,
     /// WAO-GC's bounds (real-time pacing only), checked when the volume is sized.
-    rt: Option<crate::rtgc::WaoBounds>,
+    rt: Option<crate::rt_bounds::WaoBounds>,
     /// The latency bound they give with this controller's costs.
     rt_latency: Option<crate::LatencyBound>,
     /// The checkpoint encoder's buffer, kept between checkpoints (the snapshot of a

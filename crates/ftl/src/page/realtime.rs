@@ -6,7 +6,7 @@ use super::map::MapStore;
 use super::recovery::RecoveryKind;
 use super::{PageFtl, PageFtlConfig};
 use crate::policy::{EccKind, PlacementKind, RESERVE};
-use crate::rtgc::WaoBounds;
+use crate::rt_bounds::WaoBounds;
 use crate::substrate::BState;
 use crate::{FtlError, LatencyBound};
 use alloc::format;
@@ -33,7 +33,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             )))
         };
         if cfg.gc_pacing.is_real_time() {
-            crate::rtgc::WaoBounds::alpha(chip)
+            crate::rt_bounds::WaoBounds::alpha(chip)
                 .map_err(|e| FtlError::Config(format!("gc_pacing = \"{name}\": {e}")))?;
         }
         if cfg.wear_leveling.is_some() {
@@ -63,7 +63,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// argument holds on every die; on multi-level chips a victim's erase may wait the
     /// pairing window for its copies to be sealed ([`WaoBounds::with_wait`]).
     ///
-    /// [`WaoBounds::with_wait`]: crate::rtgc::WaoBounds::with_wait
+    /// [`WaoBounds::with_wait`]: crate::rt_bounds::WaoBounds::with_wait
     fn real_time_bounds(&self, logical: u64) -> Result<WaoBounds, FtlError> {
         let sigma = self.die_sigma(logical);
         let chip = self.s.ctl.chip().config();
@@ -193,7 +193,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         let sigma = self.die_sigma(logical);
         let (u_lambda, array, full) =
-            crate::rtgc::on_demand_bound(self.s.ctl.chip().config(), sigma, xfer, decode);
+            crate::rt_bounds::on_demand_bound(self.s.ctl.chip().config(), sigma, xfer, decode);
         Ok(LatencyBound {
             write_ns: full,
             read_ns,

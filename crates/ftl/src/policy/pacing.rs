@@ -125,7 +125,7 @@ impl GcPacing for OnDemand {
 /// over-provisioning (U(λ) = ⌈σπ⌉), k = ⌈λ/α⌉ + 1 steps reclaim it while the destination
 /// takes k writes and λ copies, k + λ ≤ π: one free block always suffices, and no write
 /// waits for more than its own program plus one step (t_er + t_wr). `alpha` comes from the
-/// chip ([`crate::rtgc::WaoBounds`]).
+/// chip ([`crate::rt_bounds::WaoBounds`]).
 #[derive(Debug, Clone, Copy)]
 pub struct WaoGc {
     /// Valid-page copies per partial step (α, eq. 4).

@@ -96,7 +96,7 @@ mod tests;
 
 use crate::page::recovery::RecoveryReport;
 use crate::policy::{FixedStrength, Policies};
-use crate::rtgc::WaoBounds;
+use crate::rt_bounds::WaoBounds;
 use crate::substrate::{BState, Payload, Substrate, SubstrateConfig};
 use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, LatencyBound, OpKind};
 use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};

@@ -12,8 +12,8 @@
 //! only blocks written since the last one are left to collect.
 
 use super::{BState, Job, Payload, Pending, Substrate, COLD, NIL};
-use crate::gc::{Candidate, SelectContext};
 use crate::policy::{Alarm, Ascending, CopyCursor, ReadFeedback, Slot, VictimPage, WriteKind};
+use crate::victim::{Candidate, SelectContext};
 use crate::{Cause, FtlError, OpKind};
 use ::alloc::boxed::Box;
 use controller::{CtlError, OobRecord, PageKind, PageRead};

@@ -43,8 +43,8 @@ pub(crate) mod oplog;
 pub(crate) mod pace;
 pub(crate) mod region;
 
-use crate::gc::VictimPolicy;
 use crate::policy::{CopyOrder, EccStrength, GcPacing, Placement, Policies, Slot};
+use crate::victim::VictimPolicy;
 use crate::FtlError;
 use ::alloc::boxed::Box;
 use ::alloc::collections::{BinaryHeap, VecDeque};
