@@ -171,127 +171,19 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         for b in 0..n {
             self.s.state[b as usize] = crate::substrate::BState::Region;
         }
-        // 1. Every metadata block's header: erase count, bad, holds data.
-        let mut holds = vec![false; self.user_first as usize];
-        // Per metadata block: the slots below the chip's write pointer (the header says
-        // where it is: a unit torn to all ones reads as erased, and scans go past it).
-        let mut slot_end = vec![0u32; self.user_first as usize];
-        let mut hdr_part: Vec<Option<u8>> = vec![None; self.user_first as usize];
-        for b in 0..self.user_first {
-            let info = self.s.read_header(now, b, Cause::Mount)?;
-            self.s.erase[b as usize] = info.erase_count;
-            if info.status != BlockStatus::Good {
-                self.mark_meta_bad(b);
-            }
-            holds[b as usize] = info.next_page > 0 || info.needs_erase;
-            slot_end[b as usize] = self.lsb.iter().filter(|&&p| p < info.next_page).count() as u32;
-            // An SP block in use says which subpage partition it uses.
-            if let nand::Usage::Subpage(k) = info.usage {
-                hdr_part[b as usize] = Some(k);
-                self.sp_part[b as usize] = k;
-            }
-        }
-        // 2. The newest complete GXT.
-        let g = self.parts[PartKind::Gxt as usize].clone();
-        let mut found: Vec<(u64, u32, u32, u32)> = Vec::new(); // (seq of last part, block, first slot, parts)
-                                                               // A GXT write that does not decode (torn by a cut, or worn): the mount then checks
-                                                               // that nothing was written after the GXT it uses (see `moved_on_meta`).
+        // 1. Every metadata block's header; 2. the newest complete GXT.
+        let headers = self.read_meta_headers(now)?;
         let mut gxt_damaged = false;
-        let mut gxt_end: BTreeMap<u32, u32> = BTreeMap::new();
-        for b in g.first..g.first + g.len {
-            if g.bad[(b - g.first) as usize] || !holds[b as usize] {
-                continue;
-            }
-            let mut run: Vec<Option<OobRecord>> = Vec::new();
-            let end = slot_end[b as usize];
-            for slot in 0..end {
-                let mut failed = false;
-                let r = self.unit_record(now, b * slots + slot, Cause::Mount, &mut failed)?;
-                gxt_damaged |= failed;
-                run.push(r.filter(|r| r.kind == PageKind::Meta(GXT_TAG)));
-            }
-            gxt_end.insert(b, end);
-            for (i, r) in run.iter().enumerate() {
-                let Some(r) = r else { continue };
-                max_seq = max_seq.max(r.seq);
-                let (part, parts) = ((r.lpn & 0xFF) as usize, ((r.lpn >> 8) & 0xFF) as usize);
-                if parts == 0 || part + 1 != parts || i + 1 < parts {
-                    continue;
-                }
-                let first = i + 1 - parts;
-                let whole = (0..parts).all(|k| {
-                    run[first + k].is_some_and(|x| {
-                        (x.lpn & 0xFF) as usize == k
-                            && ((x.lpn >> 8) & 0xFF) as usize == parts
-                            && x.seq + (parts - k) as u64 == r.seq + 1
-                    })
-                });
-                if whole {
-                    found.push((r.seq, b, first as u32, parts as u32));
-                }
-            }
-        }
-        found.sort_unstable_by(|a, b| b.cmp(a));
-
-        let mut gxt = None;
-        let mut gxt_seq = 0;
-        for &(seq, b, first, parts) in &found {
-            let mut bytes = Vec::with_capacity(parts as usize * self.unit);
-            let mut buf = vec![0u8; self.unit];
-            let mut ok = true;
-            for k in 0..parts {
-                let mut failed = false;
-                if self
-                    .read_unit(
-                        now,
-                        b * slots + first + k,
-                        &mut buf,
-                        Cause::Mount,
-                        Some(&mut failed),
-                    )?
-                    .is_none()
-                {
-                    ok = false;
-                    break;
-                }
-                bytes.extend_from_slice(&buf);
-            }
-            if !ok {
-                gxt_damaged = true;
-                continue;
-            }
-            if let Some(x) = Gxt::decode(&bytes, &self.shape(), &self.cfg, self.s.ctl.crc32c_fn()) {
-                self.parts[PartKind::Gxt as usize].upd = b;
-                self.parts[PartKind::Gxt as usize].wp = gxt_end.get(&b).copied().unwrap_or(slots);
-                gxt_seq = seq;
-                gxt = Some(if self.mode == MetaMode::Log {
-                    let (x, s) = self.apply_gxt_log(
-                        now,
-                        seq,
-                        x,
-                        (&holds, &slot_end),
-                        &mut max_seq,
-                        &mut gxt_damaged,
-                    )?;
-                    gxt_seq = s;
-                    x
-                } else {
-                    x
-                });
-                break;
-            }
-            gxt_damaged = true;
-        }
-        let Some(gxt) = gxt else {
-            return Err(FtlError::Corrupt(
-                "no readable GXT: not a DFTL_por/SPFTL volume of this configuration",
-            ));
-        };
-        if gxt.mode != self.mode as u8 {
-            return Err(FtlError::Corrupt(
-                "the volume was formatted with another metadata writer (DFTL_por vs SPFTL)",
-            ));
-        }
+        let NewestGxt {
+            gxt,
+            seq: gxt_seq,
+            newest,
+        } = self.newest_gxt(now, &headers, &mut max_seq, &mut gxt_damaged)?;
+        let MetaHeaders {
+            holds,
+            slot_end,
+            hdr_part,
+        } = headers;
         // 3. The GXT's fields.
         for (k, local) in [
             (PartKind::Pmt, &gxt.pmd),
@@ -670,13 +562,157 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let (_, mtime) = self.s.log.read_time(Cause::Meta, self.s.geo.channels);
         Ok(RecoveryReport {
             procedure: String::from("gxt+update-blocks"),
-            checkpoint_gen: found.first().map_or(0, |f| f.0),
-            checkpoint_pages: found.first().map_or(0, |f| f.3 as u64),
+            checkpoint_gen: newest.map_or(0, |f| f.0),
+            checkpoint_pages: newest.map_or(0, |f| f.1 as u64),
             blocks_scanned: 1,
             pages_scanned: pages.len() as u64 + undecodable,
             pages_read: reads,
             time: time + mtime,
             mapped_pages: self.truth.iter().filter(|&&p| p != NONE).count() as u64,
+        })
+    }
+
+    /// Mount phase 1: every metadata block's header (charged reads) — erase count, bad,
+    /// whether it holds data, the slots below the chip's write pointer (a unit torn to
+    /// all ones reads as erased, and scans must not go past it), and an SP block's
+    /// subpage partition.
+    fn read_meta_headers(&mut self, now: Nanos) -> Result<MetaHeaders, FtlError> {
+        let mut holds = vec![false; self.user_first as usize];
+        // Per metadata block: the slots below the chip's write pointer (the header says
+        // where it is: a unit torn to all ones reads as erased, and scans go past it).
+        let mut slot_end = vec![0u32; self.user_first as usize];
+        let mut hdr_part: Vec<Option<u8>> = vec![None; self.user_first as usize];
+        for b in 0..self.user_first {
+            let info = self.s.read_header(now, b, Cause::Mount)?;
+            self.s.erase[b as usize] = info.erase_count;
+            if info.status != BlockStatus::Good {
+                self.mark_meta_bad(b);
+            }
+            holds[b as usize] = info.next_page > 0 || info.needs_erase;
+            slot_end[b as usize] = self.lsb.iter().filter(|&&p| p < info.next_page).count() as u32;
+            // An SP block in use says which subpage partition it uses.
+            if let nand::Usage::Subpage(k) = info.usage {
+                hdr_part[b as usize] = Some(k);
+                self.sp_part[b as usize] = k;
+            }
+        }
+        Ok(MetaHeaders {
+            holds,
+            slot_end,
+            hdr_part,
+        })
+    }
+
+    /// Mount phase 2: the newest complete GXT — every GXT unit's record in the GXT
+    /// partition, the whole runs of parts found newest first, the first that reads and
+    /// decodes (with SPFTL_log, its logs applied). A unit that does not decode sets
+    /// `damaged` (the mount then checks that nothing was written after the GXT it uses).
+    fn newest_gxt(
+        &mut self,
+        now: Nanos,
+        h: &MetaHeaders,
+        max_seq: &mut u64,
+        damaged: &mut bool,
+    ) -> Result<NewestGxt, FtlError> {
+        let (holds, slot_end) = (&h.holds, &h.slot_end);
+        let slots = self.slots();
+        let g = self.parts[PartKind::Gxt as usize].clone();
+        let mut found: Vec<(u64, u32, u32, u32)> = Vec::new(); // (seq of last part, block, first slot, parts)
+                                                               // A GXT write that does not decode (torn by a cut, or worn): the mount then checks
+                                                               // that nothing was written after the GXT it uses (see `moved_on_meta`).
+        let mut gxt_end: BTreeMap<u32, u32> = BTreeMap::new();
+        for b in g.first..g.first + g.len {
+            if g.bad[(b - g.first) as usize] || !holds[b as usize] {
+                continue;
+            }
+            let mut run: Vec<Option<OobRecord>> = Vec::new();
+            let end = slot_end[b as usize];
+            for slot in 0..end {
+                let mut failed = false;
+                let r = self.unit_record(now, b * slots + slot, Cause::Mount, &mut failed)?;
+                *damaged |= failed;
+                run.push(r.filter(|r| r.kind == PageKind::Meta(GXT_TAG)));
+            }
+            gxt_end.insert(b, end);
+            for (i, r) in run.iter().enumerate() {
+                let Some(r) = r else { continue };
+                *max_seq = (*max_seq).max(r.seq);
+                let (part, parts) = ((r.lpn & 0xFF) as usize, ((r.lpn >> 8) & 0xFF) as usize);
+                if parts == 0 || part + 1 != parts || i + 1 < parts {
+                    continue;
+                }
+                let first = i + 1 - parts;
+                let whole = (0..parts).all(|k| {
+                    run[first + k].is_some_and(|x| {
+                        (x.lpn & 0xFF) as usize == k
+                            && ((x.lpn >> 8) & 0xFF) as usize == parts
+                            && x.seq + (parts - k) as u64 == r.seq + 1
+                    })
+                });
+                if whole {
+                    found.push((r.seq, b, first as u32, parts as u32));
+                }
+            }
+        }
+        found.sort_unstable_by(|a, b| b.cmp(a));
+
+        let mut gxt = None;
+        let mut gxt_seq = 0;
+        for &(seq, b, first, parts) in &found {
+            let mut bytes = Vec::with_capacity(parts as usize * self.unit);
+            let mut buf = vec![0u8; self.unit];
+            let mut ok = true;
+            for k in 0..parts {
+                let mut failed = false;
+                if self
+                    .read_unit(
+                        now,
+                        b * slots + first + k,
+                        &mut buf,
+                        Cause::Mount,
+                        Some(&mut failed),
+                    )?
+                    .is_none()
+                {
+                    ok = false;
+                    break;
+                }
+                bytes.extend_from_slice(&buf);
+            }
+            if !ok {
+                *damaged = true;
+                continue;
+            }
+            if let Some(x) = Gxt::decode(&bytes, &self.shape(), &self.cfg, self.s.ctl.crc32c_fn()) {
+                self.parts[PartKind::Gxt as usize].upd = b;
+                self.parts[PartKind::Gxt as usize].wp = gxt_end.get(&b).copied().unwrap_or(slots);
+                gxt_seq = seq;
+                gxt = Some(if self.mode == MetaMode::Log {
+                    let (x, s) =
+                        self.apply_gxt_log(now, seq, x, (&holds, &slot_end), max_seq, damaged)?;
+                    gxt_seq = s;
+                    x
+                } else {
+                    x
+                });
+                break;
+            }
+            *damaged = true;
+        }
+        let Some(gxt) = gxt else {
+            return Err(FtlError::Corrupt(
+                "no readable GXT: not a DFTL_por/SPFTL volume of this configuration",
+            ));
+        };
+        if gxt.mode != self.mode as u8 {
+            return Err(FtlError::Corrupt(
+                "the volume was formatted with another metadata writer (DFTL_por vs SPFTL)",
+            ));
+        }
+        Ok(NewestGxt {
+            gxt,
+            seq: gxt_seq,
+            newest: found.first().map(|f| (f.0, f.3)),
         })
     }
 
@@ -783,4 +819,23 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             )),
         }
     }
+}
+
+/// What the metadata blocks' headers say (mount phase 1), per metadata block.
+struct MetaHeaders {
+    /// It holds data (written, or an erase was interrupted).
+    holds: Vec<bool>,
+    /// Its slots below the chip's write pointer.
+    slot_end: Vec<u32>,
+    /// An SP block's subpage partition.
+    hdr_part: Vec<Option<u8>>,
+}
+
+/// The GXT a mount starts from (mount phase 2).
+struct NewestGxt {
+    gxt: Gxt,
+    /// Its sequence number (with SPFTL_log, its newest log's).
+    seq: u64,
+    /// The newest whole run of GXT parts found: (sequence number, parts).
+    newest: Option<(u64, u32)>,
 }
