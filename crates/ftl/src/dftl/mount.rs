@@ -689,7 +689,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 gxt_seq = seq;
                 gxt = Some(if self.mode == MetaMode::Log {
                     let (x, s) =
-                        self.apply_gxt_log(now, seq, x, (&holds, &slot_end), max_seq, damaged)?;
+                        self.apply_gxt_log(now, seq, x, (holds, slot_end), max_seq, damaged)?;
                     gxt_seq = s;
                     x
                 } else {
