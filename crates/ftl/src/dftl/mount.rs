@@ -164,7 +164,6 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Recovery (see the module docs).
     fn recover(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
         let n = self.s.geo.total_blocks();
-        let slots = self.slots();
         let reads0 = self.s.log.counters.reads[Cause::Mount.index()]
             + self.s.log.counters.reads[Cause::Meta.index()];
         let mut max_seq = 0u64;
@@ -184,149 +183,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             slot_end,
             hdr_part,
         } = headers;
-        // 3. The GXT's fields.
-        for (k, local) in [
-            (PartKind::Pmt, &gxt.pmd),
-            (PartKind::Bit, &gxt.bid),
-            (PartKind::PmtLog, &gxt.plid),
-            (PartKind::BitLog, &gxt.blid),
-        ] {
-            let dir = local.iter().map(|&l| self.local_to_global(k, l)).collect();
-            *self.dir_mut(k) = dir;
-        }
-        let valid_block = |b: u32| b == NONE || b < n;
-        if !(valid_block(gxt.u)
-            && gxt.victims.iter().all(|&v| valid_block(v))
-            && gxt.u != NONE
-            && gxt.u >= self.user_first)
-        {
-            return Err(FtlError::Corrupt(
-                "the GXT names an impossible update block",
-            ));
-        }
-        self.u = gxt.u;
-        self.free_total = gxt.free_total;
-        self.drift = gxt.drift as u64;
-        self.free_q = gxt
-            .free_q
-            .iter()
-            .copied()
-            .filter(|&b| b < n && b >= self.user_first)
-            .collect();
-        self.bsi = gxt
-            .bsi
-            .iter()
-            .copied()
-            .filter(|&(b, _)| b < n && b >= self.user_first)
-            .collect();
-        self.sp_part[..self.user_first as usize].copy_from_slice(&gxt.sp_part);
-        for (b, k) in hdr_part.iter().enumerate() {
-            if let Some(k) = k {
-                self.sp_part[b] = *k;
-            }
-        }
-        for (k, upd, wp) in [
-            (PartKind::Pmt, gxt.pmt_upd, gxt.pmt_wp),
-            (PartKind::Bit, gxt.bit_upd, gxt.bit_wp),
-            (PartKind::PmtLog, gxt.plog_upd, gxt.plog_wp),
-            (PartKind::BitLog, gxt.blog_upd, gxt.blog_wp),
-        ] {
-            let p = &mut self.parts[k as usize];
-            if upd != NONE && !p.contains(upd) {
-                return Err(FtlError::Corrupt(
-                    "the GXT names an update block outside its partition",
-                ));
-            }
-            p.upd = upd;
-            p.wp = wp.min(slots);
-        }
-        // 4. Units (and SPFTL_log's logs) written after the GXT in the update blocks.
-        let mut scanned: [BTreeMap<u32, u64>; 4] = Default::default();
-        for (n, (k, tag)) in [
-            (PartKind::Pmt, PMT_TAG),
-            (PartKind::Bit, BIT_TAG),
-            (PartKind::PmtLog, PMT_LOG_TAG),
-            (PartKind::BitLog, BIT_LOG_TAG),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let (upd, wp) = (self.parts[k as usize].upd, self.parts[k as usize].wp);
-            if upd == NONE {
-                continue;
-            }
-            let end = slot_end[upd as usize].max(wp);
-            let mut whole = vec![0u8; self.unit_len(upd)];
-            for slot in wp..end {
-                let a = upd * slots + slot;
-                // Whole units: a torn one may keep its record.
-                let mut failed = false;
-                let r = self.read_unit(now, a, &mut whole, Cause::Mount, Some(&mut failed))?;
-                let Some(r) = r.filter(|r| r.kind == PageKind::Meta(tag)) else {
-                    continue;
-                };
-                max_seq = max_seq.max(r.seq);
-                let i = (r.lpn & ((1 << INDEX_BITS) - 1)) as usize;
-                let dir = self.dir_mut(k);
-                if i < dir.len() {
-                    dir[i] = a;
-                    scanned[n].insert(i as u32, r.lpn >> INDEX_BITS);
-                }
-            }
-            self.parts[k as usize].wp = end;
-        }
-        // SPFTL_log: a unit written after the GXT with a newer stamp than its log merged it.
-        if self.mode == MetaMode::Log {
-            for (n, k) in [(0, PartKind::Pmt), (1, PartKind::Bit)] {
-                let lk = super::log::log_kind(k);
-                for (&i, &su) in &scanned[n] {
-                    if self.dir(lk)[i as usize] == NONE {
-                        continue;
-                    }
-                    let sl = match scanned[n + 2].get(&i) {
-                        Some(&s) => s,
-                        None => self.stamp_at(now, self.dir(lk)[i as usize])?,
-                    };
-                    if su > sl {
-                        self.dir_mut(lk)[i as usize] = NONE;
-                    }
-                }
-            }
-        }
-        // 4b. Metadata partitions: free blocks are those holding no live unit.
-        let kinds = [
-            PartKind::Pmt,
-            PartKind::Bit,
-            PartKind::PmtLog,
-            PartKind::BitLog,
-        ];
+        // 3. The GXT's fields; 4. the units written after it; 4b. the partitions' free
+        // blocks.
+        self.apply_gxt(&gxt, &hdr_part)?;
+        self.scan_meta_after_gxt(now, &slot_end, &mut max_seq)?;
         if gxt_damaged {
             self.moved_on_meta(now, gxt_seq, &holds)?;
         }
-        for k in kinds {
-            let live = self.live_units(k);
-            let p = self.parts[k as usize].clone();
-            let mut free = alloc::collections::VecDeque::new();
-            for i in 0..p.len {
-                let b = p.first + i;
-                if p.bad[i as usize] || b == p.upd || live[i as usize] > 0 {
-                    continue;
-                }
-                if holds[b as usize] && !self.erase_meta(now, b, Cause::Mount)? {
-                    continue;
-                }
-                free.push_back(b);
-            }
-            self.parts[k as usize].free = free;
-        }
-        // A cut between taking a partition's last free block and collecting a victim
-        // into it leaves none: collect now (the update block has the room).
-        for k in kinds {
-            let p = &self.parts[k as usize];
-            if p.free.is_empty() && p.upd != NONE && p.wp < slots {
-                self.meta_gc(now, k)?;
-            }
-        }
+        self.rebuild_meta_free(now, &holds)?;
         // 5. The whole BIT (erase counts of user blocks; each unit's stamp).
         let mut bit = vec![BitEntry::default(); n as usize];
         let mut bit_stamp = vec![0u64; self.bit_units as usize];
@@ -570,6 +434,174 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             time: time + mtime,
             mapped_pages: self.truth.iter().filter(|&&p| p != NONE).count() as u64,
         })
+    }
+
+    /// Mount phase 3: the GXT's fields — the partitions' directories, the user update
+    /// block, the free queue and counts, the SP blocks' partitions (the headers' where an
+    /// SP block says), each partition's update block and write pointer. Errors if the GXT
+    /// names a block that cannot be.
+    fn apply_gxt(&mut self, gxt: &Gxt, hdr_part: &[Option<u8>]) -> Result<(), FtlError> {
+        let n = self.s.geo.total_blocks();
+        let slots = self.slots();
+        for (k, local) in [
+            (PartKind::Pmt, &gxt.pmd),
+            (PartKind::Bit, &gxt.bid),
+            (PartKind::PmtLog, &gxt.plid),
+            (PartKind::BitLog, &gxt.blid),
+        ] {
+            let dir = local.iter().map(|&l| self.local_to_global(k, l)).collect();
+            *self.dir_mut(k) = dir;
+        }
+        let valid_block = |b: u32| b == NONE || b < n;
+        if !(valid_block(gxt.u)
+            && gxt.victims.iter().all(|&v| valid_block(v))
+            && gxt.u != NONE
+            && gxt.u >= self.user_first)
+        {
+            return Err(FtlError::Corrupt(
+                "the GXT names an impossible update block",
+            ));
+        }
+        self.u = gxt.u;
+        self.free_total = gxt.free_total;
+        self.drift = gxt.drift as u64;
+        self.free_q = gxt
+            .free_q
+            .iter()
+            .copied()
+            .filter(|&b| b < n && b >= self.user_first)
+            .collect();
+        self.bsi = gxt
+            .bsi
+            .iter()
+            .copied()
+            .filter(|&(b, _)| b < n && b >= self.user_first)
+            .collect();
+        self.sp_part[..self.user_first as usize].copy_from_slice(&gxt.sp_part);
+        for (b, k) in hdr_part.iter().enumerate() {
+            if let Some(k) = k {
+                self.sp_part[b] = *k;
+            }
+        }
+        for (k, upd, wp) in [
+            (PartKind::Pmt, gxt.pmt_upd, gxt.pmt_wp),
+            (PartKind::Bit, gxt.bit_upd, gxt.bit_wp),
+            (PartKind::PmtLog, gxt.plog_upd, gxt.plog_wp),
+            (PartKind::BitLog, gxt.blog_upd, gxt.blog_wp),
+        ] {
+            let p = &mut self.parts[k as usize];
+            if upd != NONE && !p.contains(upd) {
+                return Err(FtlError::Corrupt(
+                    "the GXT names an update block outside its partition",
+                ));
+            }
+            p.upd = upd;
+            p.wp = wp.min(slots);
+        }
+        Ok(())
+    }
+
+    /// Mount phase 4: the units (and SPFTL_log's logs) written after the GXT in each
+    /// partition's update block, up to the chip's write pointer, taken into the
+    /// directories; with SPFTL_log, a unit newer than its log unlinks the log.
+    fn scan_meta_after_gxt(
+        &mut self,
+        now: Nanos,
+        slot_end: &[u32],
+        max_seq: &mut u64,
+    ) -> Result<(), FtlError> {
+        let slots = self.slots();
+        let mut scanned: [BTreeMap<u32, u64>; 4] = Default::default();
+        for (n, (k, tag)) in [
+            (PartKind::Pmt, PMT_TAG),
+            (PartKind::Bit, BIT_TAG),
+            (PartKind::PmtLog, PMT_LOG_TAG),
+            (PartKind::BitLog, BIT_LOG_TAG),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (upd, wp) = (self.parts[k as usize].upd, self.parts[k as usize].wp);
+            if upd == NONE {
+                continue;
+            }
+            let end = slot_end[upd as usize].max(wp);
+            let mut whole = vec![0u8; self.unit_len(upd)];
+            for slot in wp..end {
+                let a = upd * slots + slot;
+                // Whole units: a torn one may keep its record.
+                let mut failed = false;
+                let r = self.read_unit(now, a, &mut whole, Cause::Mount, Some(&mut failed))?;
+                let Some(r) = r.filter(|r| r.kind == PageKind::Meta(tag)) else {
+                    continue;
+                };
+                *max_seq = (*max_seq).max(r.seq);
+                let i = (r.lpn & ((1 << INDEX_BITS) - 1)) as usize;
+                let dir = self.dir_mut(k);
+                if i < dir.len() {
+                    dir[i] = a;
+                    scanned[n].insert(i as u32, r.lpn >> INDEX_BITS);
+                }
+            }
+            self.parts[k as usize].wp = end;
+        }
+        // SPFTL_log: a unit written after the GXT with a newer stamp than its log merged it.
+        if self.mode == MetaMode::Log {
+            for (n, k) in [(0, PartKind::Pmt), (1, PartKind::Bit)] {
+                let lk = super::log::log_kind(k);
+                for (&i, &su) in &scanned[n] {
+                    if self.dir(lk)[i as usize] == NONE {
+                        continue;
+                    }
+                    let sl = match scanned[n + 2].get(&i) {
+                        Some(&s) => s,
+                        None => self.stamp_at(now, self.dir(lk)[i as usize])?,
+                    };
+                    if su > sl {
+                        self.dir_mut(lk)[i as usize] = NONE;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Mount phase 4b: each metadata partition's free blocks — those holding no live unit,
+    /// erased if they hold anything — and, where a cut left a partition none, a collection
+    /// into its update block now.
+    fn rebuild_meta_free(&mut self, now: Nanos, holds: &[bool]) -> Result<(), FtlError> {
+        let slots = self.slots();
+        let kinds = [
+            PartKind::Pmt,
+            PartKind::Bit,
+            PartKind::PmtLog,
+            PartKind::BitLog,
+        ];
+        for k in kinds {
+            let live = self.live_units(k);
+            let p = self.parts[k as usize].clone();
+            let mut free = alloc::collections::VecDeque::new();
+            for i in 0..p.len {
+                let b = p.first + i;
+                if p.bad[i as usize] || b == p.upd || live[i as usize] > 0 {
+                    continue;
+                }
+                if holds[b as usize] && !self.erase_meta(now, b, Cause::Mount)? {
+                    continue;
+                }
+                free.push_back(b);
+            }
+            self.parts[k as usize].free = free;
+        }
+        // A cut between taking a partition's last free block and collecting a victim
+        // into it leaves none: collect now (the update block has the room).
+        for k in kinds {
+            let p = &self.parts[k as usize];
+            if p.free.is_empty() && p.upd != NONE && p.wp < slots {
+                self.meta_gc(now, k)?;
+            }
+        }
+        Ok(())
     }
 
     /// Mount phase 1: every metadata block's header (charged reads) — erase count, bad,
