@@ -191,104 +191,16 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.moved_on_meta(now, gxt_seq, &holds)?;
         }
         self.rebuild_meta_free(now, &holds)?;
-        // 5. The whole BIT (erase counts of user blocks; each unit's stamp).
-        let mut bit = vec![BitEntry::default(); n as usize];
-        let mut bit_stamp = vec![0u64; self.bit_units as usize];
-        let mut buf = vec![0u8; self.unit];
-        for j in 0..self.bit_units {
-            if self.bid[j as usize] == NONE {
-                continue;
-            }
-            bit_stamp[j as usize] =
-                self.read_current(now, PartKind::Bit, j, &mut buf, Cause::Mount)?;
-            for k in 0..self.bit_per_unit {
-                let b = j * self.bit_per_unit + k;
-                if b < n {
-                    bit[b as usize] = decode_bit(&buf, k as usize);
-                }
-            }
-        }
-        self.flash_bit.clone_from(&bit);
-        for b in self.user_first..n {
-            self.s.erase[b as usize] = bit[b as usize].erase;
-            if bit[b as usize].state == bst::BAD {
-                self.s.state[b as usize] = crate::substrate::BState::Bad;
-            }
-        }
-        // 6. The victim: erased after the GXT if the chip counts more erases.
-        let mut fix: BTreeMap<u32, BitEntry> = BTreeMap::new();
-        for v in gxt.victims {
-            if v == NONE || v < self.user_first {
-                continue;
-            }
-            let info = self.s.read_header(now, v, Cause::Mount)?;
-            if info.erase_count > bit[v as usize].erase || info.status != BlockStatus::Good {
-                let e = BitEntry {
-                    valid: 0,
-                    state: if info.status == BlockStatus::Good {
-                        bst::FREE
-                    } else {
-                        bst::BAD
-                    },
-                    erase: info.erase_count,
-                };
-                self.s.erase[v as usize] = info.erase_count;
-                if e.state == bst::FREE
-                    && self.free_q.len() < self.cfg.free_queue as usize
-                    && !self.free_q.contains(&v)
-                {
-                    self.free_q.push_back(v);
-                }
-                self.bsi.retain(|&(x, _)| x != v);
-                fix.insert(v, e);
-            }
-        }
+        // 5. The whole BIT; 6. the victims erased since the GXT; 7. the user update block.
+        let (bit, bit_stamp) = self.read_bit(now)?;
+        let fix = self.victims_erased_since(now, &gxt.victims, &bit)?;
         if gxt_damaged {
             self.moved_on_user(now, gxt_seq, &bit, &fix)?;
         }
-        // The free-block count, from the BIT itself (the GXT's may be one behind or ahead
-        // of a victim's erase).
-        self.free_total = (self.user_first..n)
-            .filter(|&b| {
-                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u
-            })
-            .count() as u32;
-        let fq: Vec<u32> = self.free_q.iter().copied().collect();
-        self.free_q = fq
-            .into_iter()
-            .filter(|&b| {
-                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u
-            })
-            .collect();
-        let cands: Vec<(u32, u32)> = self.bsi.clone();
-        self.bsi = cands
-            .into_iter()
-            .filter(|&(b, _)| {
-                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::USED && b != self.u
-            })
-            .collect();
-        // 7. The user update block, from its first page.
-        let u = self.u;
-        let mut pages: Vec<(u32, OobRecord)> = Vec::new();
-        let mut undecodable = 0u64;
-        let info = self.s.read_header(now, u, Cause::Mount)?;
-        self.u_wp = info.next_page.min(self.ppb);
-        for q in 0..self.u_wp {
-            let p = u * self.ppb + q;
-            let (rec, erased) = self.page_record(now, p, Cause::Mount)?;
-            if erased {
-                continue; // torn to all ones
-            }
-            match rec {
-                Some(r) => {
-                    max_seq = max_seq.max(r.seq);
-                    self.u_data[q as usize] = r.kind != PageKind::Meta(super::PAD_TAG);
-                    pages.push((p, r));
-                }
-                None => undecodable += 1,
-            }
-        }
+        self.refresh_free_from_bit(&bit, &fix);
+        let (pages, mut undecodable) = self.scan_user_update_block(now, &mut max_seq)?;
         self.s.seq = self.s.seq.max(max_seq + 1);
+        let u = self.u;
         // 8. Which scanned writes are newer than what the PMT and BIT units hold. For each
         // logical page the newest such write whose page reads back whole wins (a lower
         // page a cut upper-page program damaged, or a page a cut tore, may keep a
@@ -602,6 +514,130 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
         }
         Ok(())
+    }
+
+    /// Mount phase 5: the whole BIT (each user block's erase count, state and valid
+    /// count; each unit's stamp), its erase counts and bad marks taken.
+    fn read_bit(&mut self, now: Nanos) -> Result<(Vec<BitEntry>, Vec<u64>), FtlError> {
+        let n = self.s.geo.total_blocks();
+        let mut bit = vec![BitEntry::default(); n as usize];
+        let mut bit_stamp = vec![0u64; self.bit_units as usize];
+        let mut buf = vec![0u8; self.unit];
+        for j in 0..self.bit_units {
+            if self.bid[j as usize] == NONE {
+                continue;
+            }
+            bit_stamp[j as usize] =
+                self.read_current(now, PartKind::Bit, j, &mut buf, Cause::Mount)?;
+            for k in 0..self.bit_per_unit {
+                let b = j * self.bit_per_unit + k;
+                if b < n {
+                    bit[b as usize] = decode_bit(&buf, k as usize);
+                }
+            }
+        }
+        self.flash_bit.clone_from(&bit);
+        for b in self.user_first..n {
+            self.s.erase[b as usize] = bit[b as usize].erase;
+            if bit[b as usize].state == bst::BAD {
+                self.s.state[b as usize] = crate::substrate::BState::Bad;
+            }
+        }
+        Ok((bit, bit_stamp))
+    }
+
+    /// Mount phase 6: the GXT's victims erased after it (the chip counts more erases than
+    /// the BIT): their corrected BIT entries, each put back in the free queue if it has
+    /// room, and out of the collection candidates.
+    fn victims_erased_since(
+        &mut self,
+        now: Nanos,
+        victims: &[u32],
+        bit: &[BitEntry],
+    ) -> Result<BTreeMap<u32, BitEntry>, FtlError> {
+        let mut fix: BTreeMap<u32, BitEntry> = BTreeMap::new();
+        for &v in victims {
+            if v == NONE || v < self.user_first {
+                continue;
+            }
+            let info = self.s.read_header(now, v, Cause::Mount)?;
+            if info.erase_count > bit[v as usize].erase || info.status != BlockStatus::Good {
+                let e = BitEntry {
+                    valid: 0,
+                    state: if info.status == BlockStatus::Good {
+                        bst::FREE
+                    } else {
+                        bst::BAD
+                    },
+                    erase: info.erase_count,
+                };
+                self.s.erase[v as usize] = info.erase_count;
+                if e.state == bst::FREE
+                    && self.free_q.len() < self.cfg.free_queue as usize
+                    && !self.free_q.contains(&v)
+                {
+                    self.free_q.push_back(v);
+                }
+                self.bsi.retain(|&(x, _)| x != v);
+                fix.insert(v, e);
+            }
+        }
+        Ok(fix)
+    }
+
+    /// The free-block count, the free queue and the collection candidates, from the BIT
+    /// itself with `fix` applied (the GXT's may be one behind or ahead of a victim's erase).
+    fn refresh_free_from_bit(&mut self, bit: &[BitEntry], fix: &BTreeMap<u32, BitEntry>) {
+        let n = self.s.geo.total_blocks();
+        self.free_total = (self.user_first..n)
+            .filter(|&b| {
+                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u
+            })
+            .count() as u32;
+        let fq: Vec<u32> = self.free_q.iter().copied().collect();
+        self.free_q = fq
+            .into_iter()
+            .filter(|&b| {
+                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u
+            })
+            .collect();
+        let cands: Vec<(u32, u32)> = self.bsi.clone();
+        self.bsi = cands
+            .into_iter()
+            .filter(|&(b, _)| {
+                fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::USED && b != self.u
+            })
+            .collect();
+    }
+
+    /// Mount phase 7: the user update block's pages from its first (its write pointer
+    /// from its header): the records that decode, and how many do not.
+    fn scan_user_update_block(
+        &mut self,
+        now: Nanos,
+        max_seq: &mut u64,
+    ) -> Result<(Vec<(u32, OobRecord)>, u64), FtlError> {
+        let u = self.u;
+        let mut pages: Vec<(u32, OobRecord)> = Vec::new();
+        let mut undecodable = 0u64;
+        let info = self.s.read_header(now, u, Cause::Mount)?;
+        self.u_wp = info.next_page.min(self.ppb);
+        for q in 0..self.u_wp {
+            let p = u * self.ppb + q;
+            let (rec, erased) = self.page_record(now, p, Cause::Mount)?;
+            if erased {
+                continue; // torn to all ones
+            }
+            match rec {
+                Some(r) => {
+                    *max_seq = (*max_seq).max(r.seq);
+                    self.u_data[q as usize] = r.kind != PageKind::Meta(super::PAD_TAG);
+                    pages.push((p, r));
+                }
+                None => undecodable += 1,
+            }
+        }
+        Ok((pages, undecodable))
     }
 
     /// Mount phase 1: every metadata block's header (charged reads) — erase count, bad,
