@@ -11,7 +11,7 @@ use super::{
 use crate::page::recovery::RecoveryReport;
 use crate::{Cause, FtlError, MountFailure};
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
@@ -200,128 +200,17 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         self.refresh_free_from_bit(&bit, &fix);
         let (pages, mut undecodable) = self.scan_user_update_block(now, &mut max_seq)?;
         self.s.seq = self.s.seq.max(max_seq + 1);
-        let u = self.u;
-        // 8. Which scanned writes are newer than what the PMT and BIT units hold. For each
-        // logical page the newest such write whose page reads back whole wins (a lower
-        // page a cut upper-page program damaged, or a page a cut tore, may keep a
-        // decodable record: it is read whole before the map takes it; one that fails is
-        // damaged — its write never happened — and the next older one is tried).
-        let mut pmt_stamp: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut by_lpn: BTreeMap<u32, Vec<(u32, OobRecord)>> = BTreeMap::new();
-        for &(p, r) in &pages {
-            let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);
-            if r.kind.data_class().is_none() && !tomb {
-                continue; // padding
-            }
-            let l = (r.lpn & field::LPN) as u32;
-            if l < self.lpns {
-                by_lpn.entry(l).or_default().push((p, r));
-            }
-        }
-        let mut changes: BTreeMap<u32, u32> = BTreeMap::new();
-        let mut damaged: alloc::collections::BTreeSet<u32> = alloc::collections::BTreeSet::new();
-        let mut data = vec![
-            0u8;
-            if self.s.digest {
-                0
-            } else {
-                self.s.geo.page_size as usize
-            }
-        ];
-        for (&l, list) in &by_lpn {
-            let i = l / self.pmt_per_unit;
-            let stamp = match pmt_stamp.get(&i) {
-                Some(&s) => s,
-                None => {
-                    let a = if self.has_log(PartKind::Pmt, i) {
-                        self.plid[i as usize]
-                    } else {
-                        self.pmd[i as usize]
-                    };
-                    let s = if a == NONE { 0 } else { self.stamp_at(now, a)? };
-                    pmt_stamp.insert(i, s);
-                    s
-                }
-            };
-            for &(p, r) in list.iter().rev() {
-                if r.seq < stamp {
-                    break;
-                }
-                if r.kind == PageKind::Meta(super::TOMB_TAG) {
-                    changes.insert(l, NONE);
-                    break;
-                }
-                let die = self.s.die_of(u);
-                let t = self.s.op_time(die, now);
-                let (ok, timing, ecc) = match self.s.ctl.read(t, self.s.phys_addr(p), &mut data) {
-                    Ok(PageRead::Data(info)) => (true, info.timing, info.ecc),
-                    Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
-                    Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
-                    Err(e) => return Err(e.into()),
-                };
-                self.s.occupy(die, t, timing);
-                self.s
-                    .push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
-                if ok {
-                    changes.insert(l, p);
-                    break;
-                }
-                damaged.insert(p);
-                self.u_data[(p % self.ppb) as usize] = false;
-            }
-        }
+        // 8. The newest whole writes; 9. applied, the update block sealed.
+        let (changes, damaged) = self.newest_whole_writes(now, &pages)?;
         undecodable += damaged.len() as u64;
-        let mut deltas: BTreeMap<u32, i32> = BTreeMap::new();
-        for &(p, r) in &pages {
-            let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);
-            if (r.kind.data_class().is_none() && !tomb) || damaged.contains(&p) {
-                continue;
-            }
-            let old = field::old(r.lpn);
-            if old != NONE && old / self.ppb != u && old / self.ppb < n {
-                let ob = old / self.ppb;
-                if r.seq >= bit_stamp[(ob / self.bit_per_unit) as usize] {
-                    *deltas.entry(ob).or_default() -= 1;
-                }
-            }
-        }
-        // 9. Seal the update block, then apply: map changes, count deltas, fixes.
-        self.seal(now)?;
-        for (&l, &p) in &changes {
-            self.pmt_get(now, l)?;
-            self.pmt_set(now, l, p)?;
-        }
-        for (&b, &d) in &deltas {
-            if fix.contains_key(&b) {
-                continue;
-            }
-            self.bit_add(now, b, d)?;
-        }
-        for (&b, &e) in &fix {
-            self.bit_set(now, b, e)?;
-        }
-        // The update block's own count, recounted.
-        let mut count = 0u16;
-        for &(p, r) in &pages {
-            if r.kind.data_class().is_none() || damaged.contains(&p) {
-                continue;
-            }
-            let l = (r.lpn & field::LPN) as u32;
-            if l < self.lpns && self.pmt_get(now, l)? == p {
-                count += 1;
-            }
-        }
-        let mut e = self.bit_get(now, u)?;
-        e.valid = count;
-        e.state = bst::USED;
-        self.bit_set(now, u, e)?;
-        self.drift += undecodable;
-        // A lower page lost to the cut stays in this block: close it (its changes written
-        // back, the GXT naming a new update block), so that no later mount scans it and
-        // takes a damaged page whose record survived for data.
-        if undecodable > 0 {
-            self.switch(now)?;
-        }
+        let deltas = self.count_deltas(&pages, &damaged, &bit_stamp);
+        let found = Recovered {
+            changes,
+            deltas,
+            damaged,
+            undecodable,
+        };
+        self.apply_recovered(now, &pages, &found, &fix)?;
         // 10. SPFTL_log: a whole GXT, the base of the GXT logs to come.
         if self.mode == MetaMode::Log {
             self.gxt_base = None;
@@ -640,6 +529,168 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         Ok((pages, undecodable))
     }
 
+    /// Mount phase 8: which scanned writes are newer than what the PMT units hold. For each
+    /// logical page the newest such write whose page reads back whole wins (a lower page a
+    /// cut upper-page program damaged, or a page a cut tore, may keep a decodable record:
+    /// it is read whole before the map takes it; one that fails is damaged — its write
+    /// never happened — and the next older one is tried). Returns the map changes and the
+    /// damaged pages.
+    fn newest_whole_writes(
+        &mut self,
+        now: Nanos,
+        pages: &[(u32, OobRecord)],
+    ) -> Result<(BTreeMap<u32, u32>, BTreeSet<u32>), FtlError> {
+        let u = self.u;
+        let mut pmt_stamp: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut by_lpn: BTreeMap<u32, Vec<(u32, OobRecord)>> = BTreeMap::new();
+        for &(p, r) in pages {
+            let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);
+            if r.kind.data_class().is_none() && !tomb {
+                continue; // padding
+            }
+            let l = (r.lpn & field::LPN) as u32;
+            if l < self.lpns {
+                by_lpn.entry(l).or_default().push((p, r));
+            }
+        }
+        let mut changes: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut damaged: BTreeSet<u32> = BTreeSet::new();
+        let mut data = vec![
+            0u8;
+            if self.s.digest {
+                0
+            } else {
+                self.s.geo.page_size as usize
+            }
+        ];
+        for (&l, list) in &by_lpn {
+            let i = l / self.pmt_per_unit;
+            let stamp = match pmt_stamp.get(&i) {
+                Some(&s) => s,
+                None => {
+                    let a = if self.has_log(PartKind::Pmt, i) {
+                        self.plid[i as usize]
+                    } else {
+                        self.pmd[i as usize]
+                    };
+                    let s = if a == NONE { 0 } else { self.stamp_at(now, a)? };
+                    pmt_stamp.insert(i, s);
+                    s
+                }
+            };
+            for &(p, r) in list.iter().rev() {
+                if r.seq < stamp {
+                    break;
+                }
+                if r.kind == PageKind::Meta(super::TOMB_TAG) {
+                    changes.insert(l, NONE);
+                    break;
+                }
+                let die = self.s.die_of(u);
+                let t = self.s.op_time(die, now);
+                let (ok, timing, ecc) = match self.s.ctl.read(t, self.s.phys_addr(p), &mut data) {
+                    Ok(PageRead::Data(info)) => (true, info.timing, info.ecc),
+                    Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
+                    Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
+                    Err(e) => return Err(e.into()),
+                };
+                self.s.occupy(die, t, timing);
+                self.s
+                    .push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
+                if ok {
+                    changes.insert(l, p);
+                    break;
+                }
+                damaged.insert(p);
+                self.u_data[(p % self.ppb) as usize] = false;
+            }
+        }
+        Ok((changes, damaged))
+    }
+
+    /// The valid-count changes the scanned writes make to the blocks of their old pages,
+    /// where the BIT unit holding that block is older than the write.
+    fn count_deltas(
+        &self,
+        pages: &[(u32, OobRecord)],
+        damaged: &BTreeSet<u32>,
+        bit_stamp: &[u64],
+    ) -> BTreeMap<u32, i32> {
+        let (n, u) = (self.s.geo.total_blocks(), self.u);
+        let mut deltas: BTreeMap<u32, i32> = BTreeMap::new();
+        for &(p, r) in pages {
+            let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);
+            if (r.kind.data_class().is_none() && !tomb) || damaged.contains(&p) {
+                continue;
+            }
+            let old = field::old(r.lpn);
+            if old != NONE && old / self.ppb != u && old / self.ppb < n {
+                let ob = old / self.ppb;
+                if r.seq >= bit_stamp[(ob / self.bit_per_unit) as usize] {
+                    *deltas.entry(ob).or_default() -= 1;
+                }
+            }
+        }
+        deltas
+    }
+
+    /// Mount phase 9: the update block sealed, then the recovered state applied — the map
+    /// changes, the valid-count deltas, the victims' fixes and the update block's own
+    /// count — and, if a page of it did not decode, the block closed.
+    fn apply_recovered(
+        &mut self,
+        now: Nanos,
+        pages: &[(u32, OobRecord)],
+        found: &Recovered,
+        fix: &BTreeMap<u32, BitEntry>,
+    ) -> Result<(), FtlError> {
+        let u = self.u;
+        let Recovered {
+            changes,
+            deltas,
+            damaged,
+            undecodable,
+        } = found;
+        let undecodable = *undecodable;
+        self.seal(now)?;
+        for (&l, &p) in changes {
+            self.pmt_get(now, l)?;
+            self.pmt_set(now, l, p)?;
+        }
+        for (&b, &d) in deltas {
+            if fix.contains_key(&b) {
+                continue;
+            }
+            self.bit_add(now, b, d)?;
+        }
+        for (&b, &e) in fix {
+            self.bit_set(now, b, e)?;
+        }
+        // The update block's own count, recounted.
+        let mut count = 0u16;
+        for &(p, r) in pages {
+            if r.kind.data_class().is_none() || damaged.contains(&p) {
+                continue;
+            }
+            let l = (r.lpn & field::LPN) as u32;
+            if l < self.lpns && self.pmt_get(now, l)? == p {
+                count += 1;
+            }
+        }
+        let mut e = self.bit_get(now, u)?;
+        e.valid = count;
+        e.state = bst::USED;
+        self.bit_set(now, u, e)?;
+        self.drift += undecodable;
+        // A lower page lost to the cut stays in this block: close it (its changes written
+        // back, the GXT naming a new update block), so that no later mount scans it and
+        // takes a damaged page whose record survived for data.
+        if undecodable > 0 {
+            self.switch(now)?;
+        }
+        Ok(())
+    }
+
     /// Mount phase 1: every metadata block's header (charged reads) — erase count, bad,
     /// whether it holds data, the slots below the chip's write pointer (a unit torn to
     /// all ones reads as erased, and scans must not go past it), and an SP block's
@@ -906,4 +957,16 @@ struct NewestGxt {
     seq: u64,
     /// The newest whole run of GXT parts found: (sequence number, parts).
     newest: Option<(u64, u32)>,
+}
+
+/// What a mount found newer than the metadata units (mount phase 8), to apply.
+struct Recovered {
+    /// Logical page → its newest whole page (`NONE`: trimmed).
+    changes: BTreeMap<u32, u32>,
+    /// Block → the change to its valid count.
+    deltas: BTreeMap<u32, i32>,
+    /// Pages whose record decodes but whose data does not: writes that never completed.
+    damaged: BTreeSet<u32>,
+    /// Pages of the update block that did not decode, the damaged ones included.
+    undecodable: u64,
 }
