@@ -722,23 +722,21 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         })
     }
 
-    /// Mount phase 2: the newest complete GXT — every GXT unit's record in the GXT
-    /// partition, the whole runs of parts found newest first, the first that reads and
-    /// decodes (with SPFTL_log, its logs applied). A unit that does not decode sets
-    /// `damaged` (the mount then checks that nothing was written after the GXT it uses).
-    fn newest_gxt(
+    /// The whole runs of GXT parts in the GXT partition, newest first — (sequence number
+    /// of the last part, block, first slot, parts) — and where each block's units end. A
+    /// GXT unit that does not decode (torn by a cut, or worn) sets `damaged`: the mount then
+    /// checks that nothing was written after the GXT it uses (see `moved_on_meta`).
+    fn gxt_runs(
         &mut self,
         now: Nanos,
         h: &MetaHeaders,
         max_seq: &mut u64,
         damaged: &mut bool,
-    ) -> Result<NewestGxt, FtlError> {
+    ) -> Result<(Vec<GxtRun>, BTreeMap<u32, u32>), FtlError> {
         let (holds, slot_end) = (&h.holds, &h.slot_end);
         let slots = self.slots();
         let g = self.parts[PartKind::Gxt as usize].clone();
-        let mut found: Vec<(u64, u32, u32, u32)> = Vec::new(); // (seq of last part, block, first slot, parts)
-                                                               // A GXT write that does not decode (torn by a cut, or worn): the mount then checks
-                                                               // that nothing was written after the GXT it uses (see `moved_on_meta`).
+        let mut found: Vec<GxtRun> = Vec::new();
         let mut gxt_end: BTreeMap<u32, u32> = BTreeMap::new();
         for b in g.first..g.first + g.len {
             if g.bad[(b - g.first) as usize] || !holds[b as usize] {
@@ -774,6 +772,22 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
         }
         found.sort_unstable_by(|a, b| b.cmp(a));
+        Ok((found, gxt_end))
+    }
+
+    /// Mount phase 2: the newest complete GXT — every GXT unit's record in the GXT
+    /// partition, the whole runs of parts found newest first, the first that reads and
+    /// decodes (with SPFTL_log, its logs applied). A unit that does not decode sets
+    /// `damaged` (the mount then checks that nothing was written after the GXT it uses).
+    fn newest_gxt(
+        &mut self,
+        now: Nanos,
+        h: &MetaHeaders,
+        max_seq: &mut u64,
+        damaged: &mut bool,
+    ) -> Result<NewestGxt, FtlError> {
+        let slots = self.slots();
+        let (found, gxt_end) = self.gxt_runs(now, h, max_seq, damaged)?;
 
         let mut gxt = None;
         let mut gxt_seq = 0;
@@ -808,7 +822,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 gxt_seq = seq;
                 gxt = Some(if self.mode == MetaMode::Log {
                     let (x, s) =
-                        self.apply_gxt_log(now, seq, x, (holds, slot_end), max_seq, damaged)?;
+                        self.apply_gxt_log(now, seq, x, (&h.holds, &h.slot_end), max_seq, damaged)?;
                     gxt_seq = s;
                     x
                 } else {
@@ -970,3 +984,7 @@ struct Recovered {
     /// Pages of the update block that did not decode, the damaged ones included.
     undecodable: u64,
 }
+
+/// A whole run of GXT parts in a block: (sequence number of its last part, block, first
+/// slot, parts).
+type GxtRun = (u64, u32, u32, u32);
