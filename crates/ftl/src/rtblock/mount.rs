@@ -139,11 +139,11 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         Ok(())
     }
 
-    /// The full scan and the rebuild (see the module docs).
-    fn scan_and_rebuild(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
+    /// Mount: every block's header (charged reads) — erase count, bad, where its written
+    /// pages end — and the blocks whose erase was interrupted (to erase again).
+    fn read_headers(&mut self, now: Nanos) -> Result<(Vec<u32>, Vec<u32>), FtlError> {
         let nblocks = self.s.geo.total_blocks();
         let ppb = self.ppb;
-        // Headers first: the good blocks size the check of the volume.
         let mut next = vec![0u32; nblocks as usize];
         let mut dirty = Vec::new();
         for b in 0..nblocks {
@@ -161,6 +161,115 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 next[b as usize] = 0;
             }
         }
+        Ok((next, dirty))
+    }
+
+    /// Mount: block `b`'s pages up to `next[b]` — the last one read whole (only it can have
+    /// been torn by a cut), the others by their records — each newest copy of a logical
+    /// page kept in `newest`; what the block holds (`Found`). A torn last page closes the
+    /// block (`next[b]` set to its end).
+    fn scan_block(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        next: &mut [u32],
+        logical: u64,
+        newest: &mut [Option<Newest>],
+        max_seq: &mut u64,
+    ) -> Result<Found, FtlError> {
+        let (ppb, n) = (self.ppb, next[b as usize]);
+        let mut f = Found::Garbage;
+        let mut scratch = core::mem::take(&mut self.zeros);
+        for page in 0..n {
+            let phys = b * ppb + page;
+            // Only a block's last programmed page can have been torn by a cut: it is
+            // read whole (its record can decode while its data do not); the others by
+            // their records. A block whose last page is torn takes no more pages, so
+            // that page stays the one the next mount reads whole.
+            let how = if page + 1 == n {
+                Sense::Page(&mut scratch)
+            } else {
+                Sense::Record
+            };
+            let r = match self.sense(now, b, page, how, Cause::Mount)?.0 {
+                Sensed::Data(r) => r,
+                Sensed::Erased | Sensed::Failed => {
+                    self.torn.insert(phys);
+                    if page + 1 == n {
+                        next[b as usize] = ppb;
+                    }
+                    continue;
+                }
+            };
+            let lpn = r.lpn & rec::LPN;
+            let flags = r.lpn & !rec::LPN;
+            if r.kind.data_class().is_none()
+                || flags & !rec::FLAGS != 0
+                || lpn >= logical
+                || r.seq > SEQ_LIMIT
+            {
+                return Err(FtlError::Corrupt(
+                    "a page's record is not one of this scheme's (another scheme's volume?)",
+                ));
+            }
+            let append = flags & rec::APPEND != 0;
+            let (role, lbn) = match (self.kind, append) {
+                (RtKind::Gftl, true) => (Role::Buffer, NONE),
+                (RtKind::Gftl, false) => (Role::Data, (lpn / ppb as u64) as u32),
+                (RtKind::Rftl, true) => (Role::Append, (lpn / ppb as u64) as u32),
+                (RtKind::Rftl, false) => {
+                    if lpn % ppb as u64 != page as u64 {
+                        return Err(FtlError::Corrupt(
+                            "an RFTL primary page is not at its offset",
+                        ));
+                    }
+                    (Role::Data, (lpn / ppb as u64) as u32)
+                }
+            };
+            f = match f {
+                Found::Used {
+                    role: r0,
+                    lbn: l0,
+                    first,
+                } => {
+                    if r0 != role || l0 != lbn {
+                        return Err(FtlError::Corrupt(
+                            "a block holds pages of two roles or logical blocks",
+                        ));
+                    }
+                    Found::Used {
+                        role,
+                        lbn,
+                        first: first.min(r.seq),
+                    }
+                }
+                _ => Found::Used {
+                    role,
+                    lbn,
+                    first: r.seq,
+                },
+            };
+            *max_seq = (*max_seq).max(r.seq);
+            let slot = &mut newest[lpn as usize];
+            if slot.is_none_or(|n| n.seq < r.seq) {
+                *slot = Some(Newest {
+                    seq: r.seq,
+                    phys,
+                    tomb: flags & rec::TOMB != 0,
+                });
+            }
+        }
+        scratch.fill(0);
+        self.zeros = scratch;
+        Ok(f)
+    }
+
+    /// The full scan and the rebuild (see the module docs).
+    fn scan_and_rebuild(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
+        let nblocks = self.s.geo.total_blocks();
+        let ppb = self.ppb;
+        // Headers first: the good blocks size the check of the volume.
+        let (mut next, mut dirty) = self.read_headers(now)?;
         self.size_volume()?;
         let logical = self.logical_pages();
         let mut newest: Vec<Option<Newest>> = vec![None; logical as usize];
@@ -173,90 +282,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 continue;
             }
             blocks_scanned += 1;
-            let mut f = Found::Garbage;
-            let mut scratch = core::mem::take(&mut self.zeros);
-            for page in 0..n {
-                pages_scanned += 1;
-                let phys = b * ppb + page;
-                // Only a block's last programmed page can have been torn by a cut: it is
-                // read whole (its record can decode while its data do not); the others by
-                // their records. A block whose last page is torn takes no more pages, so
-                // that page stays the one the next mount reads whole.
-                let how = if page + 1 == n {
-                    Sense::Page(&mut scratch)
-                } else {
-                    Sense::Record
-                };
-                let r = match self.sense(now, b, page, how, Cause::Mount)?.0 {
-                    Sensed::Data(r) => r,
-                    Sensed::Erased | Sensed::Failed => {
-                        self.torn.insert(phys);
-                        if page + 1 == n {
-                            next[b as usize] = ppb;
-                        }
-                        continue;
-                    }
-                };
-                let lpn = r.lpn & rec::LPN;
-                let flags = r.lpn & !rec::LPN;
-                if r.kind.data_class().is_none()
-                    || flags & !rec::FLAGS != 0
-                    || lpn >= logical
-                    || r.seq > SEQ_LIMIT
-                {
-                    return Err(FtlError::Corrupt(
-                        "a page's record is not one of this scheme's (another scheme's volume?)",
-                    ));
-                }
-                let append = flags & rec::APPEND != 0;
-                let (role, lbn) = match (self.kind, append) {
-                    (RtKind::Gftl, true) => (Role::Buffer, NONE),
-                    (RtKind::Gftl, false) => (Role::Data, (lpn / ppb as u64) as u32),
-                    (RtKind::Rftl, true) => (Role::Append, (lpn / ppb as u64) as u32),
-                    (RtKind::Rftl, false) => {
-                        if lpn % ppb as u64 != page as u64 {
-                            return Err(FtlError::Corrupt(
-                                "an RFTL primary page is not at its offset",
-                            ));
-                        }
-                        (Role::Data, (lpn / ppb as u64) as u32)
-                    }
-                };
-                f = match f {
-                    Found::Used {
-                        role: r0,
-                        lbn: l0,
-                        first,
-                    } => {
-                        if r0 != role || l0 != lbn {
-                            return Err(FtlError::Corrupt(
-                                "a block holds pages of two roles or logical blocks",
-                            ));
-                        }
-                        Found::Used {
-                            role,
-                            lbn,
-                            first: first.min(r.seq),
-                        }
-                    }
-                    _ => Found::Used {
-                        role,
-                        lbn,
-                        first: r.seq,
-                    },
-                };
-                max_seq = max_seq.max(r.seq);
-                let slot = &mut newest[lpn as usize];
-                if slot.is_none_or(|n| n.seq < r.seq) {
-                    *slot = Some(Newest {
-                        seq: r.seq,
-                        phys,
-                        tomb: flags & rec::TOMB != 0,
-                    });
-                }
-            }
-            scratch.fill(0);
-            self.zeros = scratch;
+            pages_scanned += n as u64;
+            let f = self.scan_block(now, b, &mut next, logical, &mut newest, &mut max_seq)?;
             found[b as usize] = f;
             self.blk[b as usize].next = next[b as usize];
             if f == Found::Garbage {
