@@ -264,6 +264,94 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         Ok(f)
     }
 
+    /// Mount: the RAM tables of the blocks kept, from the newest copies — the shadow map
+    /// (each logical page's newest copy, trims dropped), and RFTL's page states of each
+    /// primary and offset tables of each replacement (logical blocks to merge excepted).
+    fn rebuild_rftl_tables(&mut self, newest: &[Option<Newest>], merge: &[u32]) {
+        let (ppb, logical) = (self.ppb, newest.len());
+        let mut shadow = vec![NONE; logical];
+        for (lpn, n) in newest.iter().enumerate() {
+            let Some(n) = n else { continue };
+            if !n.tomb {
+                shadow[lpn] = n.phys;
+            }
+        }
+        self.shadow = shadow;
+        if self.kind == RtKind::Rftl {
+            for x in 0..self.lbns {
+                let e = self.map[x as usize];
+                if merge.contains(&x) {
+                    continue;
+                }
+                if e.d != NONE {
+                    let mut st = vec![pst::NONE; ppb as usize];
+                    for (o, s) in st.iter_mut().enumerate() {
+                        let lpn = x as u64 * ppb as u64 + o as u64;
+                        if let Some(n) = newest[lpn as usize] {
+                            if n.phys == e.d * ppb + o as u32 {
+                                *s = if n.tomb { pst::TOMB } else { pst::DATA };
+                            }
+                        }
+                    }
+                    self.pstate.insert(e.d, st);
+                }
+                if e.r != NONE {
+                    let mut t = vec![0u16; ppb as usize];
+                    for (o, v) in t.iter_mut().enumerate() {
+                        let lpn = x as u64 * ppb as u64 + o as u64;
+                        if let Some(n) = newest[lpn as usize] {
+                            if n.phys / ppb == e.r {
+                                *v = (n.phys % ppb + 1) as u16 | if n.tomb { TOMB_BIT } else { 0 };
+                            }
+                        }
+                    }
+                    self.tab.insert(e.r, t);
+                }
+            }
+        }
+    }
+
+    /// Mount: GFTL's write buffer — its map from the newest copies in buffer blocks
+    /// (`buffers`: (oldest sequence number, block), oldest first); a buffer block holding
+    /// none is erased.
+    fn rebuild_gftl_buffer(
+        &mut self,
+        now: Nanos,
+        buffers: &[(u64, u32)],
+        newest: &[Option<Newest>],
+    ) -> Result<(), FtlError> {
+        let ppb = self.ppb;
+        let mut pages_of: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for &(_, b) in buffers {
+            pages_of.insert(b, vec![u64::MAX; ppb as usize]);
+        }
+        for (lpn, n) in newest.iter().enumerate() {
+            let Some(n) = n else { continue };
+            let b = n.phys / ppb;
+            if let Some(v) = pages_of.get_mut(&b) {
+                v[(n.phys % ppb) as usize] = lpn as u64;
+                self.buf.insert(
+                    lpn as u64,
+                    BufEntry {
+                        phys: n.phys,
+                        tomb: n.tomb,
+                    },
+                );
+                self.buf_live[b as usize] += 1;
+            }
+        }
+        for &(_, b) in buffers {
+            if self.buf_live[b as usize] == 0 {
+                self.mount_erase(now, b)?;
+            } else {
+                self.buf_blocks.push_back(b);
+                self.buf_pages
+                    .insert(b, pages_of.remove(&b).unwrap_or_default());
+            }
+        }
+        Ok(())
+    }
+
     /// The full scan and the rebuild (see the module docs).
     fn scan_and_rebuild(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
         let nblocks = self.s.geo.total_blocks();
@@ -359,77 +447,11 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         for b in stale {
             self.mount_erase(now, b)?;
         }
-        // RFTL's RAM tables of the blocks kept.
-        let mut shadow = vec![NONE; logical as usize];
-        for (lpn, n) in newest.iter().enumerate() {
-            let Some(n) = n else { continue };
-            if !n.tomb {
-                shadow[lpn] = n.phys;
-            }
-        }
-        self.shadow = shadow;
-        if self.kind == RtKind::Rftl {
-            for x in 0..self.lbns {
-                let e = self.map[x as usize];
-                if merge.contains(&x) {
-                    continue;
-                }
-                if e.d != NONE {
-                    let mut st = vec![pst::NONE; ppb as usize];
-                    for (o, s) in st.iter_mut().enumerate() {
-                        let lpn = x as u64 * ppb as u64 + o as u64;
-                        if let Some(n) = newest[lpn as usize] {
-                            if n.phys == e.d * ppb + o as u32 {
-                                *s = if n.tomb { pst::TOMB } else { pst::DATA };
-                            }
-                        }
-                    }
-                    self.pstate.insert(e.d, st);
-                }
-                if e.r != NONE {
-                    let mut t = vec![0u16; ppb as usize];
-                    for (o, v) in t.iter_mut().enumerate() {
-                        let lpn = x as u64 * ppb as u64 + o as u64;
-                        if let Some(n) = newest[lpn as usize] {
-                            if n.phys / ppb == e.r {
-                                *v = (n.phys % ppb + 1) as u16 | if n.tomb { TOMB_BIT } else { 0 };
-                            }
-                        }
-                    }
-                    self.tab.insert(e.r, t);
-                }
-            }
-        }
+        // The RAM tables of the blocks kept (the shadow map, RFTL's page states and tables).
+        self.rebuild_rftl_tables(&newest, &merge);
         // GFTL's buffer: its map from the newest copies in buffer blocks, oldest block first.
         if self.kind == RtKind::Gftl {
-            let mut pages_of: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-            for &(_, b) in &buffers {
-                pages_of.insert(b, vec![u64::MAX; ppb as usize]);
-            }
-            for (lpn, n) in newest.iter().enumerate() {
-                let Some(n) = n else { continue };
-                let b = n.phys / ppb;
-                if let Some(v) = pages_of.get_mut(&b) {
-                    v[(n.phys % ppb) as usize] = lpn as u64;
-                    self.buf.insert(
-                        lpn as u64,
-                        BufEntry {
-                            phys: n.phys,
-                            tomb: n.tomb,
-                        },
-                    );
-                    self.buf_live[b as usize] += 1;
-                }
-            }
-            for &(_, b) in &buffers {
-                if self.buf_live[b as usize] == 0 {
-                    self.mount_erase(now, b)?;
-                } else {
-                    self.buf_blocks.push_back(b);
-                    self.buf_pages
-                        .insert(b, pages_of.remove(&b).unwrap_or_default());
-                }
-            }
+            self.rebuild_gftl_buffer(now, &buffers, &newest)?;
         }
         self.refill_pool();
         // Merges: every newest copy of the logical block into a fresh block, in offset
