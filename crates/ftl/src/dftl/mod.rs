@@ -82,6 +82,7 @@ mod host;
 mod log;
 mod meta;
 mod mount;
+mod recover;
 mod sizing;
 pub use sizing::metadata_blocks;
 use sizing::Plan;

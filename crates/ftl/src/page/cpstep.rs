@@ -165,7 +165,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         let room = match more {
             0 => rest,
-            m => rest + ppb + (m - 1).min(threshold) * per_block,
+            m => rest + ppb + (m - 1) * per_block,
         };
         room <= threshold
     }
