@@ -521,6 +521,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let bytes = self.snapshot(clean).encode(self.s.ctl.crc32c_fn());
         self.region.write_generation(&mut self.s, now, &bytes)?;
         self.s.log.counters.checkpoints += 1;
+        crate::debug_verify("checkpoint", || self.verify());
         Ok(())
     }
 

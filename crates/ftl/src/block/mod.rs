@@ -344,7 +344,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.s.geo.total_blocks() {
             let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.erase[b as usize] = info.erase_count;
+            ftl.s.adopt_erase_count(b, info.erase_count);
             let in_region = ftl.blk[b as usize].role == Role::Region;
             if info.status != BlockStatus::Good {
                 ftl.set_bad(b);
@@ -363,6 +363,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         ftl.size_volume(None)?;
         ftl.region.init_anchor(&mut ftl.s, now)?;
         ftl.write_checkpoint(now, false)?;
+        crate::debug_verify("format", || ftl.verify());
         Ok(ftl)
     }
 
@@ -388,6 +389,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         match recovery::recover(&mut ftl, now, cfg.recovery) {
             Ok(report) => {
                 ftl.recovery = Some(report);
+                crate::debug_verify("mount", || ftl.verify());
                 Ok(ftl)
             }
             Err(error) => Err(alloc::boxed::Box::new(MountFailure {
@@ -466,10 +468,10 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         for b in 0..nblocks {
             // Data blocks are `Free` to the substrate (its own indexes stay empty: the
             // kernel allocates), region blocks `Region`.
-            s.state[b] = BState::Free;
+            s.adopt_state(b as u32, BState::Free);
         }
         for b in region.all_blocks() {
-            s.state[b as usize] = BState::Region;
+            s.adopt_state(b, BState::Region);
             blk[b as usize].role = Role::Region;
         }
         let digest = s.digest;
@@ -500,7 +502,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             role: Role::Bad,
             ..Blk::FREE
         };
-        self.s.state[b as usize] = BState::Bad;
+        self.s.set_state(b, BState::Bad);
     }
 
     /// Good data blocks.
@@ -675,9 +677,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         }
         self.region.verify(&self.s).map_err(Invariant::Structure)?;
         // (Bad blocks are `Bad` to the substrate too: it skips them.)
-        self.s
-            .verify_erase_counts()
-            .map_err(Invariant::EraseCount)?;
+        self.s.verify_erase_counts().map_err(Invariant::Mirror)?;
         Ok(())
     }
 
@@ -747,7 +747,9 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
 
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.s.log.counters.flushes += 1;
-        self.seal(now)
+        self.seal(now)?;
+        crate::debug_verify("flush", || self.verify());
+        Ok(())
     }
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {

@@ -146,7 +146,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
         // Every count from its header.
         for (b, h) in tally.headers.iter().enumerate() {
             if let Some(h) = h {
-                ftl.s.erase[b] = h.erase_count;
+                ftl.s.adopt_erase_count(b as u32, h.erase_count);
             }
         }
     }
@@ -160,7 +160,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
     // written): their headers give their counts and bad marks.
     for b in ftl.region.all_blocks().collect::<Vec<_>>() {
         let h = header(ftl, now, b, &mut tally)?;
-        ftl.s.erase[b as usize] = h.erase_count;
+        ftl.s.adopt_erase_count(b, h.erase_count);
         if !h.good || ftl.s.state[b as usize] == BState::Bad {
             ftl.set_bad(b);
         }
@@ -211,12 +211,12 @@ fn apply<S: Storage, M: ErrorModel>(
         }
         ftl.blk[b] = *k;
         if k.role == Role::Bad {
-            ftl.s.state[b] = BState::Bad;
+            ftl.s.adopt_state(b as u32, BState::Bad);
         }
     }
     for (b, &e) in snap.erase.iter().enumerate() {
         if ftl.blk[b].role != Role::Region {
-            ftl.s.erase[b] = e;
+            ftl.s.adopt_erase_count(b as u32, e);
         }
     }
     ftl.size_volume(Some(snap.lbns)).map_err(|_| {
@@ -292,7 +292,7 @@ fn dcr_candidates<S: Storage, M: ErrorModel>(
                 // its allocation just before the cut (and be empty, or hold a torn first
                 // program): the one count inference cannot give, so its header's.
                 if snap.blk[b as usize].needs_erase {
-                    ftl.s.erase[b as usize] = h.erase_count;
+                    ftl.s.adopt_erase_count(b, h.erase_count);
                     ftl.blk[b as usize].needs_erase = h.data;
                 }
                 break;
@@ -481,7 +481,7 @@ fn replay<S: Storage, M: ErrorModel>(
     let b = f.b;
     // An allocation erased a block the checkpoint flagged needs-erase.
     if dcr && snap.blk[b as usize].needs_erase {
-        ftl.s.erase[b as usize] = snap.erase[b as usize] + 1;
+        ftl.s.adopt_erase_count(b, snap.erase[b as usize] + 1);
     }
     let garbage = Blk {
         needs_erase: true,
@@ -547,7 +547,7 @@ fn free_victim<S: Storage, M: ErrorModel>(
         // Not erased, or caught by the cut mid-erase (which wore it a cycle: the header
         // says the block needs an erase).
         if dcr && h.needs_erase {
-            ftl.s.erase[v as usize] += 1;
+            ftl.s.adopt_erase_count(v, ftl.s.erase[v as usize] + 1);
         }
         ftl.blk[v as usize] = Blk {
             needs_erase: true,
@@ -555,7 +555,7 @@ fn free_victim<S: Storage, M: ErrorModel>(
         };
     } else {
         if dcr {
-            ftl.s.erase[v as usize] += 1;
+            ftl.s.adopt_erase_count(v, ftl.s.erase[v as usize] + 1);
         }
         ftl.blk[v as usize] = Blk::FREE;
         ftl.clear_torn(v);

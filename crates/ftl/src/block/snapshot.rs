@@ -185,7 +185,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             seq: self.s.seq,
             clean,
             blk: self.blk.clone(),
-            erase: self.s.erase.clone(),
+            erase: self.s.erase.to_vec(),
             torn: self.torn.iter().copied().collect(),
         }
     }

@@ -142,7 +142,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 p.wp = self.lsb.len() as u32;
             }
         }
-        self.s.state[b as usize] = crate::substrate::BState::Bad;
+        self.s.set_state(b, crate::substrate::BState::Bad);
     }
 
     /// One charged read of unit `a`: its record and, into `buf` (a unit), its bytes.

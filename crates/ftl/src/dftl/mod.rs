@@ -568,10 +568,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Checks every invariant (`dftl::verify`).
     pub fn verify(&self) -> Result<(), Invariant> {
         self.check().map_err(Invariant::Structure)?;
-        self.s
-            .verify_erase_counts()
-            .map_err(Invariant::EraseCount)?;
-        Ok(())
+        self.s.verify_erase_counts().map_err(Invariant::Mirror)?;
+        self.check_counts().map_err(Invariant::Mirror)
     }
 
     /// NWI (SPFTL eq. 1) so far: full-page blocks' erases plus SP blocks' erases times
@@ -624,7 +622,9 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
 
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.s.log.counters.flushes += 1;
-        self.seal(now)
+        self.seal(now)?;
+        crate::debug_verify("flush", || self.verify());
+        Ok(())
     }
 
     fn sync_dies(&mut self, free: &[Nanos]) {

@@ -25,12 +25,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let mut bit = vec![BitEntry::default(); n as usize];
         for b in 0..n {
             let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.erase[b as usize] = info.erase_count;
+            ftl.s.adopt_erase_count(b, info.erase_count);
             let meta = b < ftl.user_first;
             let good = info.status == BlockStatus::Good
                 && (!(info.next_page > 0 || info.needs_erase)
                     || ftl.s.erase_block(now, b, Cause::Mount)?);
-            ftl.s.state[b as usize] = crate::substrate::BState::Region;
+            ftl.s.adopt_state(b, crate::substrate::BState::Region);
             bit[b as usize] = BitEntry {
                 valid: 0,
                 state: if !good {
@@ -46,7 +46,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 if meta {
                     ftl.mark_meta_bad(b);
                 } else {
-                    ftl.s.state[b as usize] = crate::substrate::BState::Bad;
+                    ftl.s.adopt_state(b, crate::substrate::BState::Bad);
                 }
                 continue;
             }
@@ -120,6 +120,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         for b in 0..ftl.user_first {
             ftl.s.ctl.keep_whole(b, true);
         }
+        crate::debug_verify("format", || ftl.verify());
         Ok(ftl)
     }
 
@@ -144,6 +145,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         match ftl.recover(now) {
             Ok(r) => {
                 ftl.recovery = Some(r);
+                crate::debug_verify("mount", || ftl.verify());
                 Ok(ftl)
             }
             Err(error) => Err(Box::new(MountFailure {

@@ -27,7 +27,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             + self.s.log.counters.reads[Cause::Meta.index()];
         let mut max_seq = 0u64;
         for b in 0..n {
-            self.s.state[b as usize] = crate::substrate::BState::Region;
+            self.s.adopt_state(b, crate::substrate::BState::Region);
         }
         // 1. Every metadata block's header; 2. the newest complete GXT.
         let headers = self.read_meta_headers(now)?;
@@ -286,9 +286,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         self.flash_bit.clone_from(&bit);
         for b in self.user_first..n {
-            self.s.erase[b as usize] = bit[b as usize].erase;
+            self.s.adopt_erase_count(b, bit[b as usize].erase);
             if bit[b as usize].state == bst::BAD {
-                self.s.state[b as usize] = crate::substrate::BState::Bad;
+                self.s.adopt_state(b, crate::substrate::BState::Bad);
             }
         }
         Ok((bit, bit_stamp))
@@ -319,7 +319,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     },
                     erase: info.erase_count,
                 };
-                self.s.erase[v as usize] = info.erase_count;
+                self.s.adopt_erase_count(v, info.erase_count);
                 if e.state == bst::FREE
                     && self.free_q.len() < self.cfg.free_queue as usize
                     && !self.free_q.contains(&v)
@@ -562,7 +562,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let mut hdr_part: Vec<Option<u8>> = vec![None; self.user_first as usize];
         for b in 0..self.user_first {
             let info = self.s.read_header(now, b, Cause::Mount)?;
-            self.s.erase[b as usize] = info.erase_count;
+            self.s.adopt_erase_count(b, info.erase_count);
             if info.status != BlockStatus::Good {
                 self.mark_meta_bad(b);
             }

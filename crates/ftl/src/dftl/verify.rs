@@ -9,6 +9,50 @@ use alloc::vec;
 use nand::{ErrorModel, Storage};
 
 impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
+    /// The BIT's valid counts against the map: no block counts more valid pages than the
+    /// map puts in it, a free block holds none, and all counts together fall short of the
+    /// map by at most `drift` (lower pages lost to power cuts).
+    ///
+    /// Apart from [`check`](Self::check) because a damaged image can break it with no bug:
+    /// recovery takes a decodable record forged into an update block for a write, and
+    /// decrements the count of the page it claims to supersede.
+    pub(crate) fn check_counts(&self) -> Result<(), String> {
+        let n = self.s.geo.total_blocks();
+        let view = |b: u32| -> BitEntry {
+            self.cbit
+                .peek(b)
+                .map_or(self.flash_bit[b as usize], |(e, _)| e)
+        };
+        let mut count = vec![0u32; n as usize];
+        for &v in &self.truth {
+            if v != NONE {
+                count[(v / self.ppb) as usize] += 1;
+            }
+        }
+        let mut short = 0u64;
+        for b in self.user_first..n {
+            let e = view(b);
+            let have = count[b as usize];
+            if (e.valid as u32) > have {
+                return Err(format!(
+                    "block {b}: BIT says {} valid pages, the map {have}",
+                    e.valid
+                ));
+            }
+            short += (have - e.valid as u32) as u64;
+            if e.state == bst::FREE && have > 0 {
+                return Err(format!("free block {b} holds {have} mapped pages"));
+            }
+        }
+        if short > self.drift {
+            return Err(format!(
+                "valid counts {short} pages short of the map, more than the {} recovery allows",
+                self.drift
+            ));
+        }
+        Ok(())
+    }
+
     /// Every invariant (what `verify` checks).
     pub(crate) fn check(&self) -> Result<(), String> {
         let n = self.s.geo.total_blocks();
@@ -105,14 +149,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 .peek(b)
                 .map_or(self.flash_bit[b as usize], |(e, _)| e)
         };
-        let mut count = vec![0u32; n as usize];
-        for &v in &self.truth {
-            if v != NONE {
-                count[(v / self.ppb) as usize] += 1;
-            }
-        }
         let mut free = 0;
-        let mut short = 0u64;
         for b in self.user_first..n {
             let e = view(b);
             if e.erase != self.s.erase[b as usize] {
@@ -121,30 +158,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     e.erase, self.s.erase[b as usize]
                 ));
             }
-            let have = count[b as usize];
-            if (e.valid as u32) > have {
-                return Err(format!(
-                    "block {b}: BIT says {} valid pages, the map {have}",
-                    e.valid
-                ));
-            }
-            short += (have - e.valid as u32) as u64;
             match e.state {
-                bst::FREE => {
-                    free += 1;
-                    if have > 0 {
-                        return Err(format!("free block {b} holds {have} mapped pages"));
-                    }
-                }
+                bst::FREE => free += 1,
                 bst::USED | bst::BAD => {}
                 s => return Err(format!("user block {b} in state {s}")),
             }
-        }
-        if short > self.drift {
-            return Err(format!(
-                "valid counts {short} pages short of the map, more than the {} recovery allows",
-                self.drift
-            ));
         }
         if view(self.u).state != bst::USED {
             return Err(format!("update block {} is not in use in the BIT", self.u));

@@ -32,7 +32,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         for b in 0..ftl.s.geo.total_blocks() {
             let addr = ftl.s.block_addr(b);
             let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.erase[b as usize] = info.erase_count;
+            ftl.s.adopt_erase_count(b, info.erase_count);
             let in_region = ftl.s.state[b as usize].reserved();
             match info.status {
                 BlockStatus::Good => {
@@ -46,15 +46,16 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                         ftl.s.ctl.set_slc_mode(addr, in_region)?;
                     }
                     if !in_region {
-                        ftl.s.push_free(b);
+                        ftl.s.adopt_free(b);
                     }
                 }
-                _ => ftl.s.state[b as usize] = BState::Bad,
+                _ => ftl.s.adopt_state(b, BState::Bad),
             }
         }
         ftl.size_volume()?;
         ftl.region.init_anchor(&mut ftl.s, now)?;
         ftl.write_checkpoint(now)?;
+        crate::debug_verify("format", || ftl.verify());
         Ok(ftl)
     }
     /// Mounts a volume after a clean shutdown or a crash, with the recovery procedure the
@@ -116,6 +117,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         match recovered {
             Ok(report) => {
                 ftl.recovery = Some(report);
+                crate::debug_verify("mount", || ftl.verify());
                 Ok(ftl)
             }
             Err(error) => Err(Box::new(MountFailure {
@@ -297,13 +299,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         region.fit_anchor(&s);
         for b in region.all_blocks() {
-            s.state[b as usize] = BState::Region;
+            s.adopt_state(b, BState::Region);
         }
         let map = if cfg.map_cache_pages > 0 {
             let blocks = cfg.map_blocks(&chip_cfg);
             let logs = cfg.map_log.then(|| cfg.map_log_blocks(&chip_cfg));
             for &b in blocks.iter().chain(logs.iter().flatten()) {
-                s.state[b as usize] = BState::Map;
+                s.adopt_state(b, BState::Map);
             }
             let sp = s.sp_region;
             for &b in blocks.iter().filter(|_| sp).chain(logs.iter().flatten()) {

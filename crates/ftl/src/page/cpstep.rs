@@ -237,6 +237,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             Step::More => Ok(false),
             Step::Committed => {
                 self.commit_steps();
+                crate::debug_verify("checkpoint (in steps)", || self.verify());
                 Ok(true)
             }
         }

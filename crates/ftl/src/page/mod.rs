@@ -548,6 +548,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if begin {
             self.begin_checkpoint();
         }
+        crate::debug_verify("flush", || self.verify());
         Ok(())
     }
 

@@ -483,6 +483,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.s.settle_young();
         self.s.log.counters.checkpoints += 1;
+        crate::debug_verify("checkpoint", || self.verify());
         Ok(())
     }
 

@@ -698,10 +698,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             None => {
                 // The substrate closed the block (`Full`, in its victim index, which this
                 // kernel does not use): it stays this kernel's, with the page skipped.
-                if self.s.state[b as usize] == BState::Full {
-                    self.s.index_remove(b);
-                }
-                self.s.state[b as usize] = BState::Open;
+                self.s.reopen(b);
                 self.torn.insert(phys);
                 self.blk[b as usize].next = page + 1;
                 Ok(Prog::Conflict)
@@ -806,7 +803,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     pub(crate) fn take_free(&mut self, role: Role, lbn: u32) -> Option<u32> {
         let Reverse((_, b)) = self.free.pop()?;
         self.blk[b as usize] = Blk { role, lbn, next: 0 };
-        self.s.state[b as usize] = BState::Open;
+        self.s.set_state(b, BState::Open);
         Some(b)
     }
 
@@ -818,7 +815,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         self.tab.remove(&b);
         if self.s.erase_block(now, b, Cause::Gc)? {
             self.blk[b as usize] = Blk::FREE;
-            self.s.state[b as usize] = BState::Free;
+            self.s.release_erased(b);
             self.free.push(Reverse((self.s.erase[b as usize], b)));
         } else {
             self.blk[b as usize] = Blk {
@@ -836,7 +833,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             role: Role::Bad,
             ..Blk::FREE
         };
-        self.s.state[b as usize] = BState::Bad;
+        self.s.set_state(b, BState::Bad);
     }
 
     /// Reads flat page `phys` for the host: `true` if it holds data of `lpn` (zeros are
@@ -1046,9 +1043,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 ));
             }
         }
-        self.s
-            .verify_erase_counts()
-            .map_err(Invariant::EraseCount)?;
+        self.s.verify_erase_counts().map_err(Invariant::Mirror)?;
         Ok(())
     }
 }
@@ -1112,6 +1107,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     fn flush(&mut self, _now: Nanos) -> Result<(), FtlError> {
         // Every write was programmed before it returned (SLC: no exposed pages).
         self.s.log.counters.flushes += 1;
+        crate::debug_verify("flush", || self.verify());
         Ok(())
     }
 

@@ -51,7 +51,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let mut ftl = Self::empty(ctl, kind, cfg, alpha);
         for b in 0..ftl.s.geo.total_blocks() {
             let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.erase[b as usize] = info.erase_count;
+            ftl.s.adopt_erase_count(b, info.erase_count);
             if info.status != BlockStatus::Good {
                 ftl.set_bad(b);
                 continue;
@@ -63,10 +63,11 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 continue;
             }
             ftl.blk[b as usize] = super::Blk::FREE;
-            ftl.s.state[b as usize] = BState::Free;
+            ftl.s.adopt_state(b, BState::Free);
         }
         ftl.size_volume()?;
         ftl.refill_pool();
+        crate::debug_verify("format", || ftl.verify());
         Ok(ftl)
     }
 
@@ -101,6 +102,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         match ftl.scan_and_rebuild(now) {
             Ok(report) => {
                 ftl.recovery = Some(report);
+                crate::debug_verify("mount", || ftl.verify());
                 Ok(ftl)
             }
             Err(error) => Err(Box::new(MountFailure {
@@ -118,7 +120,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         }
         for (b, seen) in in_pool.into_iter().enumerate() {
             if self.blk[b].role == Role::Free && !seen {
-                self.s.state[b] = BState::Free;
+                self.s.adopt_state(b as u32, BState::Free);
                 self.free.push(Reverse((self.s.erase[b], b as u32)));
             }
         }
@@ -132,7 +134,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         self.pstate.remove(&b);
         if self.s.erase_block(now, b, Cause::Mount)? {
             self.blk[b as usize] = super::Blk::FREE;
-            self.s.state[b as usize] = BState::Free;
+            self.s.adopt_state(b, BState::Free);
         } else {
             self.set_bad(b);
         }
@@ -148,13 +150,13 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let mut dirty = Vec::new();
         for b in 0..nblocks {
             let info = self.s.read_header(now, b, Cause::Mount)?;
-            self.s.erase[b as usize] = info.erase_count;
+            self.s.adopt_erase_count(b, info.erase_count);
             if info.status != BlockStatus::Good {
                 self.set_bad(b);
                 continue;
             }
             self.blk[b as usize] = super::Blk::FREE;
-            self.s.state[b as usize] = BState::Free;
+            self.s.adopt_state(b, BState::Free);
             next[b as usize] = info.next_page.min(ppb);
             if info.needs_erase {
                 dirty.push(b);
@@ -394,7 +396,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             if let Found::Used { role, lbn, first } = found[b as usize] {
                 self.blk[b as usize].role = role;
                 self.blk[b as usize].lbn = lbn;
-                self.s.state[b as usize] = BState::Open;
+                self.s.adopt_state(b, BState::Open);
                 if role == Role::Buffer {
                     buffers.push((first, b));
                 } else {

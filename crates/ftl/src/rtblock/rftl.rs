@@ -162,7 +162,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             Err(e) => {
                 self.pstate.remove(&new);
                 self.blk[new as usize] = super::Blk::FREE;
-                self.s.state[new as usize] = crate::substrate::BState::Free;
+                self.s.release_erased(new);
                 self.free
                     .push(core::cmp::Reverse((self.s.erase[new as usize], new)));
                 return Err(e);

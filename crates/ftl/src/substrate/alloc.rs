@@ -180,7 +180,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             Ok(t) => {
                 self.occupy(die, now, t);
                 self.push_erase(b, cause, t);
-                self.erase[b as usize] += 1;
+                self.count_erase(b);
                 if self.sp_blocks[b as usize]
                     || (self.sp_region && self.state[b as usize] == BState::Region)
                 {
@@ -193,7 +193,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             }
             // A block that went bad since the last checkpoint is found bad on use.
             Err(NandError::EraseFailed(_) | NandError::BadBlock(_)) => {
-                self.state[b as usize] = BState::Bad;
+                self.set_state(b, BState::Bad);
                 self.log.counters.retired_blocks += 1;
                 Ok(false)
             }
@@ -258,14 +258,14 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 match self.ctl.set_slc_mode(self.block_addr(b), want) {
                     Ok(()) => self.slc[b as usize] = Some(want),
                     Err(NandError::BadBlock(_)) => {
-                        self.state[b as usize] = BState::Bad;
+                        self.set_state(b, BState::Bad);
                         self.log.counters.retired_blocks += 1;
                         continue;
                     }
                     Err(e) => return Err(e.into()),
                 }
             }
-            self.state[b as usize] = BState::Open;
+            self.set_state(b, BState::Open);
             self.young[b as usize] = self.cfg.young_rule;
             self.superseded[b as usize] = 0;
             self.opened_since_cp += 1;
@@ -668,7 +668,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             page == self.ppb - 1
         };
         if last && self.state[b as usize] == BState::Open {
-            self.state[b as usize] = BState::Full;
+            self.set_state(b, BState::Full);
             self.index_insert(b);
         }
     }
@@ -683,7 +683,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             }
         }
         if self.state[b as usize] == BState::Open {
-            self.state[b as usize] = BState::Full;
+            self.set_state(b, BState::Full);
             self.index_insert(b);
         }
     }
@@ -693,7 +693,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     pub fn retire(&mut self, b: u32) {
         self.log.counters.retired_blocks += 1;
         if self.state[b as usize].reserved() {
-            self.state[b as usize] = BState::Bad;
+            self.set_state(b, BState::Bad);
             return;
         }
         let die = self.die_of(b) as usize;
@@ -711,19 +711,31 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// A bad block: `Bad` if it holds nothing valid, else `Retiring` with a relocation job
     /// at the front of its die's queue.
     pub fn retire_or_relocate(&mut self, b: u32) {
-        if self.valid[b as usize] > 0 {
-            let die = self.die_of(b) as usize;
-            self.state[b as usize] = BState::Retiring;
-            self.dies[die].background.push_front(Job {
-                pads: true,
-                next_critical: 0,
-                victim: b,
-                next: 0,
-                cause: Cause::Relocate,
-                erase: false,
-            });
-        } else {
-            self.state[b as usize] = BState::Bad;
+        let to = self.retired_state(b);
+        self.set_state(b, to);
+    }
+
+    /// The same for a block a mount found gone bad (its state is adopted, not moved).
+    pub fn adopt_grown_bad(&mut self, b: u32) {
+        let to = self.retired_state(b);
+        self.adopt_state(b, to);
+    }
+
+    /// `Bad` for bad block `b` if it holds nothing valid, else `Retiring`, with its
+    /// relocation job queued.
+    fn retired_state(&mut self, b: u32) -> BState {
+        if self.valid[b as usize] == 0 {
+            return BState::Bad;
         }
+        let die = self.die_of(b) as usize;
+        self.dies[die].background.push_front(Job {
+            pads: true,
+            next_critical: 0,
+            victim: b,
+            next: 0,
+            cause: Cause::Relocate,
+            erase: false,
+        });
+        BState::Retiring
     }
 }

@@ -16,7 +16,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     }
 
     /// Puts full block `b` in the index under its current valid count.
+    ///
+    /// Requires: `b` is `Full` and not indexed yet.
     pub fn index_insert(&mut self, b: u32) {
+        debug_assert_eq!(self.state[b as usize], BState::Full, "block {b} indexed");
+        debug_assert!(!self.indexed(b), "block {b} indexed twice");
         let h = self.bucket(b);
         let old = self.head[h];
         self.next[b as usize] = old;
@@ -28,7 +32,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     }
 
     /// Takes block `b` out of the index.
+    ///
+    /// Requires: `b` is indexed.
     pub fn index_remove(&mut self, b: u32) {
+        debug_assert!(
+            self.indexed(b),
+            "block {b} removed from the index it is not in"
+        );
         let (n, p) = (self.next[b as usize], self.prev[b as usize]);
         if p != NIL {
             self.next[p as usize] = n;
@@ -65,9 +75,121 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         self.valid[b as usize] += 1;
     }
 
-    /// Returns block `b` to its die's free heap.
+    /// Whether block `b` is linked into the full-block index (O(1): its links, or the head
+    /// of the bucket its valid count names).
+    fn indexed(&self, b: u32) -> bool {
+        let i = b as usize;
+        self.next[i] != NIL
+            || self.prev[i] != NIL
+            || self.valid[i] <= self.ppb && self.head.get(self.bucket(b)) == Some(&b)
+    }
+
+    /// Moves block `b` to state `to` on a running volume.
+    ///
+    /// Requires: the move is one of the lifecycle's ([`BState::may_become`]), and `b` is
+    /// out of the full-block index (a caller leaving `Full` removes it first, one entering
+    /// `Full` inserts it after).
+    #[inline]
+    pub fn set_state(&mut self, b: u32, to: BState) {
+        let from = self.state[b as usize];
+        debug_assert!(from.may_become(to), "block {b}: {from:?} -> {to:?}");
+        debug_assert!(
+            !self.indexed(b),
+            "block {b} changes state inside the full index"
+        );
+        self.state.set(b as usize, to);
+    }
+
+    /// Sets block `b`'s state to what a mount or format found (on flash, in a checkpoint,
+    /// or by the scheme's layout), whatever it was before.
+    ///
+    /// Requires: `b` is out of the full-block index and its die's free heap (an adopted
+    /// `Free` block goes in through [`adopt_free`](Self::adopt_free)), and `to` is a resting
+    /// state: `Collecting` and `Dirty` exist only with their jobs.
+    pub fn adopt_state(&mut self, b: u32, to: BState) {
+        debug_assert!(
+            !matches!(to, BState::Collecting | BState::Dirty),
+            "block {b}: {to:?} adopted without its job"
+        );
+        debug_assert!(!self.indexed(b), "block {b} adopted inside the full index");
+        debug_assert!(
+            self.state[b as usize] != BState::Free
+                || self.dies[self.die_of(b) as usize].free.is_empty(),
+            "block {b} adopted while possibly in its die's free heap"
+        );
+        self.state.set(b as usize, to);
+    }
+
+    /// Sets block `b`'s erase count to what a mount found (its header, the checkpoint, or
+    /// an erase the mount inferred).
+    ///
+    /// Requires: `b` is not in a free heap (whose order is by erase count): a mount adopts
+    /// counts before it fills the heaps.
+    pub fn adopt_erase_count(&mut self, b: u32, count: u32) {
+        debug_assert!(
+            self.state[b as usize] != BState::Free
+                || self.dies[self.die_of(b) as usize].free.is_empty(),
+            "block {b}: erase count changed while possibly in its die's free heap"
+        );
+        self.erase.set(b as usize, count);
+    }
+
+    /// One more erase of block `b` in the mirror (the chip just erased it).
+    pub(super) fn count_erase(&mut self, b: u32) {
+        self.erase.set(b as usize, self.erase[b as usize] + 1);
+    }
+
+    /// A block-level kernel erased block `b` of its own pool: `Free` to the substrate,
+    /// which does not index it (the kernel keeps its own free list).
+    ///
+    /// Requires: `b` was the kernel's (`Open`, `Full` or `Free`) and is out of the index.
+    pub fn release_erased(&mut self, b: u32) {
+        let from = self.state[b as usize];
+        debug_assert!(
+            matches!(from, BState::Open | BState::Full | BState::Free),
+            "block {b} released from {from:?}"
+        );
+        debug_assert!(!self.indexed(b), "block {b} released inside the full index");
+        self.state.set(b as usize, BState::Free);
+    }
+
+    /// Keeps writing block `b` after the substrate closed it (a block-level kernel skips a
+    /// torn page, or a mount resumes the frontier block it found): `Open`, out of the index.
+    ///
+    /// Requires: `b` is `Open` or `Full`.
+    pub fn reopen(&mut self, b: u32) {
+        let from = self.state[b as usize];
+        debug_assert!(
+            matches!(from, BState::Open | BState::Full),
+            "block {b} reopened from {from:?}"
+        );
+        if from == BState::Full && self.indexed(b) {
+            self.index_remove(b);
+        }
+        self.state.set(b as usize, BState::Open);
+    }
+
+    /// Returns block `b` to its die's free heap (a running volume: its erase done).
+    ///
+    /// Requires: the move to `Free` is the lifecycle's (from `Dirty` or `Region`).
     pub fn push_free(&mut self, b: u32) {
-        self.state[b as usize] = BState::Free;
+        self.set_state(b, BState::Free);
+        self.heap_push(b);
+    }
+
+    /// Adopts block `b` as free (a mount found it so) and puts it in its die's heap.
+    ///
+    /// Requires: `b` is not already in a heap (a mount adopts each block once).
+    pub fn adopt_free(&mut self, b: u32) {
+        debug_assert!(
+            !self.indexed(b),
+            "block {b} adopted free inside the full index"
+        );
+        self.state.set(b as usize, BState::Free);
+        self.heap_push(b);
+    }
+
+    fn heap_push(&mut self, b: u32) {
         let d = self.die_of(b) as usize;
         self.dies[d].free.push(Reverse((self.erase[b as usize], b)));
     }
@@ -76,7 +198,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// broken. Costs a pass over every block: for tests and debug builds.
     pub fn verify(&self) -> Result<(), Invariant> {
         self.verify_structure().map_err(Invariant::Structure)?;
-        self.verify_erase_counts().map_err(Invariant::EraseCount)
+        self.verify_erase_counts().map_err(Invariant::Mirror)
     }
 
     /// The structural part of [`verify`](Substrate::verify).

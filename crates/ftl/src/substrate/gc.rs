@@ -191,7 +191,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             c.max_victim_valid = c.max_victim_valid.max(self.valid[victim as usize] as u64);
         }
         self.index_remove(victim);
-        self.state[victim as usize] = BState::Collecting;
+        self.set_state(victim, BState::Collecting);
         Job {
             victim,
             next: 0,
@@ -357,14 +357,14 @@ fn finish_job<K: Kernel>(k: &mut K, now: Nanos, die: usize, job: Job) -> Result<
     let s = k.sub_mut();
     let v = job.victim;
     if !job.erase {
-        s.state[v as usize] = BState::Bad;
+        s.set_state(v, BState::Bad);
         return Ok(());
     }
     match job.cause {
         Cause::WearLevel => s.log.counters.wl_migrations += 1,
         _ => s.log.counters.gc_victims += 1,
     }
-    s.state[v as usize] = BState::Dirty;
+    s.set_state(v, BState::Dirty);
     let pending = Pending {
         block: v,
         cause: job.cause,

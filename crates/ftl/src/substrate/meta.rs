@@ -236,7 +236,7 @@ impl Subpage {
     ) -> Result<u32, FtlError> {
         if !self.known[b as usize] {
             let info = sub.read_header(now, b, Cause::Mount)?;
-            sub.erase[b as usize] = info.erase_count;
+            sub.adopt_erase_count(b, info.erase_count);
             self.known[b as usize] = true;
         }
         Ok(sub.erase[b as usize] % self.parts)

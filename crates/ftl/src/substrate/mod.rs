@@ -42,6 +42,7 @@ pub(crate) mod meta;
 pub(crate) mod oplog;
 pub(crate) mod pace;
 pub(crate) mod region;
+pub(crate) mod table;
 
 use crate::policy::{CopyOrder, EccStrength, GcPacing, Placement, Policies, Slot};
 use crate::victim::VictimPolicy;
@@ -153,6 +154,33 @@ pub(crate) enum BState {
 }
 
 impl BState {
+    /// Whether a running volume may move a block from state `self` to `to` (the substrate's
+    /// lifecycle; a mount or format sets what it finds instead: [`Substrate::adopt_state`]):
+    ///
+    /// - any block may go `Bad` (a program, erase or mode change failed);
+    /// - `Free` → `Open` (allocation), `Region` or `Map` (the region or map takes it);
+    /// - `Open` → `Full` (its last page programmed, or closed early);
+    /// - `Full` → `Collecting` (a GC or wear-levelling victim);
+    /// - `Open`, `Full` or `Collecting` → `Retiring` (it went bad holding valid pages);
+    /// - `Collecting` → `Dirty` (its pages copied; the erase waits for their sealing);
+    /// - `Dirty` → `Free` (erased), `Region` → `Free` (the region let it go).
+    ///
+    /// Block-level kernels erase and reuse blocks of their own pools outside this cycle
+    /// ([`Substrate::release_erased`], [`Substrate::reopen`]).
+    pub(crate) fn may_become(self, to: BState) -> bool {
+        use BState::*;
+        matches!(
+            (self, to),
+            (_, Bad)
+                | (Free, Open | Region | Map)
+                | (Open, Full)
+                | (Full, Collecting)
+                | (Open | Full | Collecting, Retiring)
+                | (Collecting, Dirty)
+                | (Dirty | Region, Free)
+        )
+    }
+
     /// Reserved for metadata (the checkpoint region or the map's translation pages): never
     /// data, never free, kept in SLC mode.
     #[inline]
@@ -264,11 +292,12 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub ppb_div: StrengthReducedU32,
     pub die_div: StrengthReducedU32,
     pub digest: bool,
-    pub state: Vec<BState>,
+    /// Per block: its state (written through the mutators of [`blocks`]).
+    pub state: table::Table<BState>,
     pub valid: Vec<u32>,
     /// P/E cycles per block: a mirror of the chip's counts, kept so that victim selection,
     /// wear levelling and free-block ordering need no chip queries.
-    pub erase: Vec<u32>,
+    pub erase: table::Table<u32>,
     pub last_write: Vec<Nanos>,
     // Intrusive lists of full blocks per (die, valid count).
     pub next: Vec<u32>,
@@ -435,9 +464,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             ppb_div: StrengthReducedU32::new(ppb),
             die_div: StrengthReducedU32::new(geo.planes_per_die * geo.blocks_per_plane),
             digest,
-            state: vec![BState::Bad; nblocks],
+            state: table::Table::filled(BState::Bad, nblocks),
             valid: vec![0; nblocks],
-            erase: vec![0; nblocks],
+            erase: table::Table::filled(0, nblocks),
             last_write: vec![Nanos::ZERO; nblocks],
             next: vec![NIL; nblocks],
             prev: vec![NIL; nblocks],

@@ -46,7 +46,7 @@ impl Rebuild {
         // Region blocks the checkpoint knows as bad stay bad.
         for (b, &st) in snap.states.iter().enumerate() {
             if ftl.sub_mut().state[b].reserved() && st == code::BAD {
-                ftl.sub_mut().state[b] = BState::Bad;
+                ftl.sub_mut().adopt_state(b as u32, BState::Bad);
             }
         }
         ftl.resize(snap.logical)?;
@@ -436,10 +436,10 @@ impl Rebuild {
                 } else {
                     (BlockStatus::Good, self.snap.erase[i])
                 };
-            ftl.sub_mut().erase[i] = erase_count;
+            ftl.sub_mut().adopt_erase_count(i as u32, erase_count);
             if ftl.sub_mut().state[i].reserved() {
                 if status != BlockStatus::Good {
-                    ftl.sub_mut().state[i] = BState::Bad;
+                    ftl.sub_mut().adopt_state(b, BState::Bad);
                 }
                 continue;
             }
@@ -449,18 +449,16 @@ impl Rebuild {
             {
                 continue;
             }
-            let die = ftl.sub_mut().die_of(b) as usize;
             if status != BlockStatus::Good {
-                ftl.sub_mut().retire_or_relocate(b);
+                ftl.sub_mut().adopt_grown_bad(b);
             } else if self.free.contains(&b) && ftl.sub_mut().valid[i] == 0 {
-                ftl.sub_mut().state[i] = BState::Free;
+                ftl.sub_mut().adopt_free(b);
                 ftl.sub_mut().suspect[i] = true;
-                ftl.sub_mut().dies[die].free.push(Reverse((erase_count, b)));
             } else if self.full.contains(&b) || ftl.sub_mut().valid[i] > 0 {
-                ftl.sub_mut().state[i] = BState::Full;
+                ftl.sub_mut().adopt_state(b, BState::Full);
                 ftl.sub_mut().index_insert(b);
             } else {
-                ftl.sub_mut().state[i] = BState::Bad;
+                ftl.sub_mut().adopt_state(b, BState::Bad);
             }
         }
         // Half-written blocks become the frontiers again (up to two per die, newest first),
@@ -487,8 +485,7 @@ impl Rebuild {
             else {
                 continue;
             };
-            ftl.sub_mut().index_remove(b);
-            ftl.sub_mut().state[i] = BState::Open;
+            ftl.sub_mut().reopen(b);
             ftl.sub_mut().dies[die].frontier[s] = Some(Frontier { block: b, next: wp });
             let base = (die * 2 + s) * ppb as usize;
             ftl.sub_mut().fseq[base..base + ppb as usize].copy_from_slice(&seqs);

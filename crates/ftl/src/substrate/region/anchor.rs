@@ -211,11 +211,11 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         };
         for &b in &self.blocks {
             if !list.contains(&b) && sub.state[b as usize] == BState::Region {
-                sub.state[b as usize] = BState::Bad;
+                sub.adopt_state(b, BState::Bad);
             }
         }
         for &b in &list {
-            sub.state[b as usize] = BState::Region;
+            sub.adopt_state(b, BState::Region);
         }
         self.blocks = list;
         self.anchor_seq = seq;
@@ -322,7 +322,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             if let Err(e) = sub.ctl.set_slc_mode(fa, true) {
                 return match e {
                     nand::NandError::BadBlock(_) => {
-                        sub.state[f as usize] = BState::Bad;
+                        sub.set_state(f, BState::Bad);
                         sub.log.counters.retired_blocks += 1;
                         Ok(b)
                     }
@@ -337,7 +337,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             .position(|&x| x == b)
             .expect("b is a region block");
         self.blocks[at] = f;
-        sub.state[f as usize] = BState::Region;
+        sub.set_state(f, BState::Region);
         // The worn block is erased before the record names the new list: once it does, a
         // mount scans `b` like any data block, and must not find region units there (an SP
         // block's subpage units would be resumed as a half-written data block).
