@@ -41,6 +41,7 @@ pub mod dftl;
 pub mod flares;
 mod page;
 pub mod policy;
+mod recovery;
 pub mod rt_bounds;
 pub mod rtblock;
 #[cfg(feature = "sabotage")]
@@ -51,9 +52,9 @@ pub mod victim;
 
 pub use block::{BlockFtl, BlockFtlConfig};
 pub use dftl::{DftlConfig, DftlFtl, MemoryBudget, MetaMode};
-pub use page::recovery::{RecoveryKind, RecoveryReport};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};
 pub use policy::Policies;
+pub use recovery::{RecoveryKind, RecoveryReport};
 pub use rtblock::{RtBlockConfig, RtBlockFtl, RtKind};
 pub use scheme::{BoxedVolume, SchemeConfig, Volume};
 pub use substrate::region::meta_tag_name;

@@ -5,10 +5,11 @@
 //! objects: victim choice, recovery procedure, …). [`SchemeConfig::format`] and
 //! [`SchemeConfig::mount`] return a boxed [`Volume`]: the [`Ftl`] interface plus what a
 //! harness needs around it (the controller, the mount's recovery report, invariant checks).
-//! A new scheme is a new variant here and an implementation of [`Volume`]; no consumer
-//! changes.
+//! [`Volume`] has one blanket implementation over the kernels (a sealed trait that each
+//! kernel's `volume_kernel!` line implements from its own `mapping`, `free_blocks` and
+//! `verify`). A new scheme is a new variant here and one such line; no consumer changes.
 
-use crate::page::recovery::{RecoveryKind, RecoveryReport};
+use crate::recovery::{RecoveryKind, RecoveryReport};
 use crate::{
     BlockFtl, BlockFtlConfig, DftlConfig, DftlFtl, Ftl, FtlError, Invariant, MetaMode,
     MountFailure, PageFtl, PageFtlConfig, RtBlockConfig, RtBlockFtl, RtKind,
@@ -45,119 +46,137 @@ pub trait Volume<S: Storage, M: ErrorModel>: Ftl {
     fn verify(&self) -> Result<(), Invariant>;
 }
 
-impl<S: Storage, M: ErrorModel> Volume<S, M> for PageFtl<S, M> {
+/// What the blanket [`Volume`] implementation asks of a kernel. Sealed (a public trait in
+/// a private module): only this crate's kernels implement it. The controller and the last
+/// mount's report come from what every kernel has (its substrate and its recovery report);
+/// the rest are the kernel's own answers.
+mod sealed {
+    use crate::recovery::RecoveryReport;
+    use crate::{Ftl, Invariant};
+    use alloc::vec::Vec;
+    use controller::Controller;
+    use nand::{ErrorModel, PhysAddr, Storage};
+
+    pub trait VolumeKernel<S: Storage, M: ErrorModel>: Ftl {
+        /// The scheme's name in reports.
+        fn scheme_name(&self) -> &'static str;
+        /// The substrate's controller.
+        fn ctl(&self) -> &Controller<S, M>;
+        /// The substrate's controller, mutably.
+        fn ctl_mut(&mut self) -> &mut Controller<S, M>;
+        /// Consumes the kernel, returning its substrate's controller.
+        fn into_ctl(self) -> Controller<S, M>;
+        /// What the last mount did.
+        fn last_recovery(&self) -> Option<&RecoveryReport>;
+        /// [`Volume::mapping`](super::Volume::mapping).
+        fn where_is(&self, lpn: u64) -> Option<PhysAddr>;
+        /// [`Volume::free_blocks`](super::Volume::free_blocks).
+        fn free_per_die(&self) -> Vec<usize>;
+        /// [`Volume::region_blocks`](super::Volume::region_blocks).
+        fn region_now(&self) -> Vec<u32> {
+            Vec::new()
+        }
+        /// [`Volume::verify`](super::Volume::verify).
+        fn check_all(&self) -> Result<(), Invariant>;
+    }
+}
+
+impl<S: Storage, M: ErrorModel, K: sealed::VolumeKernel<S, M>> Volume<S, M> for K {
     fn scheme(&self) -> &'static str {
-        "page"
+        self.scheme_name()
     }
     fn controller(&self) -> &Controller<S, M> {
-        PageFtl::controller(self)
+        self.ctl()
     }
     fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        PageFtl::controller_mut(self)
+        self.ctl_mut()
     }
     fn into_controller(self: Box<Self>) -> Controller<S, M> {
-        PageFtl::into_controller(*self)
+        (*self).into_ctl()
     }
     fn recovery_report(&self) -> Option<&RecoveryReport> {
-        PageFtl::recovery_report(self)
+        self.last_recovery()
     }
     fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
-        PageFtl::mapping(self, lpn)
+        self.where_is(lpn)
     }
     fn free_blocks(&self) -> Vec<usize> {
-        PageFtl::free_blocks(self)
+        self.free_per_die()
     }
     fn region_blocks(&self) -> Vec<u32> {
-        PageFtl::region_blocks(self)
+        self.region_now()
     }
     fn verify(&self) -> Result<(), Invariant> {
-        PageFtl::verify(self)
+        self.check_all()
     }
 }
 
-impl<S: Storage, M: ErrorModel> Volume<S, M> for BlockFtl<S, M> {
-    fn scheme(&self) -> &'static str {
-        "block"
-    }
-    fn controller(&self) -> &Controller<S, M> {
-        BlockFtl::controller(self)
-    }
-    fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        BlockFtl::controller_mut(self)
-    }
-    fn into_controller(self: Box<Self>) -> Controller<S, M> {
-        BlockFtl::into_controller(*self)
-    }
-    fn recovery_report(&self) -> Option<&RecoveryReport> {
-        BlockFtl::recovery_report(self)
-    }
-    fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
-        BlockFtl::mapping(self, lpn)
-    }
-    fn free_blocks(&self) -> Vec<usize> {
-        BlockFtl::free_blocks(self)
-    }
-    fn region_blocks(&self) -> Vec<u32> {
-        BlockFtl::region_blocks(self)
-    }
-    fn verify(&self) -> Result<(), Invariant> {
-        BlockFtl::verify(self)
-    }
+/// Each kernel's answers, and what every kernel has the same way: the controller of its
+/// substrate (`s.ctl`) and its last mount's report (`recovery`) as inherent methods; its
+/// own inherent `mapping`, `free_blocks`, `verify` (and `region_blocks` where it keeps a
+/// region) behind the sealed trait.
+macro_rules! volume_kernel {
+    ($ty:ident, |$v:ident| $scheme:expr $(, region: $region:ident)?) => {
+        impl<S: Storage, M: ErrorModel> $ty<S, M> {
+            /// The controller (ECC statistics, chip).
+            pub fn controller(&self) -> &Controller<S, M> {
+                &self.s.ctl
+            }
+
+            /// The controller, mutably (fault injection in tests and harnesses).
+            pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
+                &mut self.s.ctl
+            }
+
+            /// Consumes the volume, returning its controller (to remount the same chip).
+            pub fn into_controller(self) -> Controller<S, M> {
+                self.s.ctl
+            }
+
+            /// What the last mount did (procedure, pages and blocks read, simulated time;
+            /// `None` for a volume formatted, not mounted).
+            pub fn recovery_report(&self) -> Option<&RecoveryReport> {
+                self.recovery.as_ref()
+            }
+        }
+
+        impl<S: Storage, M: ErrorModel> sealed::VolumeKernel<S, M> for $ty<S, M> {
+            fn scheme_name(&self) -> &'static str {
+                let $v = self;
+                $scheme
+            }
+            fn ctl(&self) -> &Controller<S, M> {
+                $ty::controller(self)
+            }
+            fn ctl_mut(&mut self) -> &mut Controller<S, M> {
+                $ty::controller_mut(self)
+            }
+            fn into_ctl(self) -> Controller<S, M> {
+                $ty::into_controller(self)
+            }
+            fn last_recovery(&self) -> Option<&RecoveryReport> {
+                $ty::recovery_report(self)
+            }
+            fn where_is(&self, lpn: u64) -> Option<PhysAddr> {
+                $ty::mapping(self, lpn)
+            }
+            fn free_per_die(&self) -> Vec<usize> {
+                $ty::free_blocks(self)
+            }
+            $(fn region_now(&self) -> Vec<u32> {
+                $ty::$region(self)
+            })?
+            fn check_all(&self) -> Result<(), Invariant> {
+                $ty::verify(self)
+            }
+        }
+    };
 }
 
-impl<S: Storage, M: ErrorModel> Volume<S, M> for RtBlockFtl<S, M> {
-    fn scheme(&self) -> &'static str {
-        self.kind().name()
-    }
-    fn controller(&self) -> &Controller<S, M> {
-        RtBlockFtl::controller(self)
-    }
-    fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        RtBlockFtl::controller_mut(self)
-    }
-    fn into_controller(self: Box<Self>) -> Controller<S, M> {
-        RtBlockFtl::into_controller(*self)
-    }
-    fn recovery_report(&self) -> Option<&RecoveryReport> {
-        RtBlockFtl::recovery_report(self)
-    }
-    fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
-        RtBlockFtl::mapping(self, lpn)
-    }
-    fn free_blocks(&self) -> Vec<usize> {
-        RtBlockFtl::free_blocks(self)
-    }
-    fn verify(&self) -> Result<(), Invariant> {
-        RtBlockFtl::verify(self)
-    }
-}
-
-impl<S: Storage, M: ErrorModel> Volume<S, M> for DftlFtl<S, M> {
-    fn scheme(&self) -> &'static str {
-        self.mode().scheme()
-    }
-    fn controller(&self) -> &Controller<S, M> {
-        DftlFtl::controller(self)
-    }
-    fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        DftlFtl::controller_mut(self)
-    }
-    fn into_controller(self: Box<Self>) -> Controller<S, M> {
-        DftlFtl::into_controller(*self)
-    }
-    fn recovery_report(&self) -> Option<&RecoveryReport> {
-        DftlFtl::recovery_report(self)
-    }
-    fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
-        DftlFtl::mapping(self, lpn)
-    }
-    fn free_blocks(&self) -> Vec<usize> {
-        DftlFtl::free_blocks(self)
-    }
-    fn verify(&self) -> Result<(), Invariant> {
-        DftlFtl::verify(self)
-    }
-}
+volume_kernel!(PageFtl, |_v| "page", region: region_blocks);
+volume_kernel!(BlockFtl, |_v| "block", region: region_blocks);
+volume_kernel!(RtBlockFtl, |v| v.kind().name());
+volume_kernel!(DftlFtl, |v| v.mode().scheme());
 
 /// A boxed volume over controller `Controller<S, M>` (`Send`: a server may hand it to
 /// another thread behind a lock).

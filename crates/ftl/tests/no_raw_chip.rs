@@ -5,6 +5,11 @@
 //! pairing) and cache hints; its block table only in the test-only `verify` (the
 //! substrate's, DFTL's). Unit-test
 //! modules (`tests.rs`) are harnesses, not FTL code: they may cut power.
+//!
+//! The kernels reach the controller's data path only through the substrate (the flash
+//! device layer): its one charged read path (`sense`), its one program path with its one
+//! classification of failures and refusals (`program_page`, `program_classified`), its
+//! one erase path (`erase_block`) and its header reads.
 
 use std::path::Path;
 
@@ -67,4 +72,39 @@ fn the_ftl_holds_no_raw_chip_handle() {
             assert!(ok, "{name} calls chip().{method}() directly");
         }
     }
+}
+
+/// Reads, programs and erases outside `substrate/` would bypass the one path that charges
+/// them, keeps their die busy and classifies their failures.
+#[test]
+fn kernels_reach_the_controller_only_through_the_substrate() {
+    let mut files = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut seen = 0;
+    for (name, text) in &files {
+        let inside = name.contains("/substrate/");
+        let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        for (i, _) in squeezed.match_indices("ctl.") {
+            let rest = &squeezed[i + "ctl.".len()..];
+            let method: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let data_path = ["read", "program", "erase"]
+                .iter()
+                .any(|p| method.starts_with(p));
+            if data_path {
+                seen += inside as usize;
+                assert!(
+                    inside || name.ends_with("/tests.rs"),
+                    "{name} calls the controller's {method}() around the substrate"
+                );
+            }
+        }
+    }
+    // The substrate itself does (the test looks where it should).
+    assert!(seen >= 5, "only {seen} data-path calls found in substrate/");
 }

@@ -4,10 +4,10 @@
 
 use super::{rec, Blk, BlockFtl, Lists, Role, Use, NONE, ROFF_TOMB};
 use crate::substrate::region::PAD_KIND;
-use crate::substrate::{BState, Payload};
-use crate::{Cause, FtlError, OpKind};
+use crate::substrate::{BState, Payload, Sense, Sensed};
+use crate::{Cause, FtlError};
 use alloc::vec;
-use controller::{CtlError, DataClass, OobRecord, PageKind, PageRead};
+use controller::{DataClass, OobRecord, PageKind};
 use nand::{ErrorModel, Lpn, Nanos, Storage};
 
 /// Blocks a full device frees by merging before it writes the checkpoint that returns them
@@ -25,27 +25,6 @@ pub(crate) enum Prog {
     Bad,
 }
 
-/// What a read found.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Sensed {
-    /// The page decoded (its record, and the data where asked).
-    Data(controller::ReadInfo),
-    /// Erased.
-    Erased,
-    /// Programmed but not decodable (torn, scrambled, worn).
-    Failed,
-}
-
-/// How much of a page a read takes.
-pub(crate) enum Sense<'a> {
-    /// The spare area only: the record (a scan).
-    Record,
-    /// The whole page into the buffer.
-    Page(&'a mut [u8]),
-    /// The whole page, kept in the controller for a copy program (GC).
-    Relocate,
-}
-
 /// Where a merge takes an offset's data from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Src<'a> {
@@ -61,33 +40,6 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     }
 
     // ----- programs and reads ------------------------------------------------------------
-
-    /// One charged read of page `page` of block `b` (issued when its die is free),
-    /// logged with `cause`; returns what it found and the operation's index in the batch.
-    pub(crate) fn sense(
-        &mut self,
-        now: Nanos,
-        b: u32,
-        page: u32,
-        how: Sense<'_>,
-        cause: Cause,
-    ) -> Result<(Sensed, u32), FtlError> {
-        let addr = self.s.block_addr(b).page(page).expect("page in block");
-        let t = self.s.op_time(self.s.die_of(b), now);
-        let r = match how {
-            Sense::Record => self.s.ctl.read_record(t, addr),
-            Sense::Page(buf) => self.s.ctl.read(t, addr, buf),
-            Sense::Relocate => self.s.ctl.read_for_relocation(t, addr),
-        };
-        let (found, timing, ecc) = match r {
-            Ok(PageRead::Data(info)) => (Sensed::Data(info), info.timing, info.ecc),
-            Ok(PageRead::Erased { timing }) => (Sensed::Erased, timing, Nanos::ZERO),
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (Sensed::Failed, timing, ecc),
-            Err(e) => return Err(e.into()),
-        };
-        let op = self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-        Ok((found, op))
-    }
 
     /// Programs page `page` of block `b` with a record naming `lpn_field` (packed logical
     /// page and flags) — every program of the kernel.
@@ -167,7 +119,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         data: &mut [u8],
     ) -> Result<bool, FtlError> {
         let (b, page) = self.s.split(phys);
-        match self.sense(now, b, page, Sense::Page(data), Cause::Host)?.0 {
+        match self
+            .s
+            .sense_in(now, b, page, Sense::Page(data), Cause::Host)?
+            .0
+        {
             Sensed::Data(info) => {
                 let r = info.record;
                 Ok(r.kind.data_class().is_some()

@@ -1,9 +1,10 @@
 //! Merges (a logical block's valid offsets into a new primary with its commit page) and
 //! static wear levelling, and what happens to their victims.
 
-use super::io::{Prog, Sense, Sensed, Src};
+use super::io::{Prog, Src};
 use super::{rec, Blk, BlockFtl, Role, Use, NONE};
 use crate::substrate::{BState, Payload};
+use crate::substrate::{Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::vec::Vec;
 use controller::{DataClass, PageKind};
@@ -140,7 +141,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 )?,
                 Src::Page(phys) => {
                     let (b, page) = self.s.split(phys);
-                    match self.sense(now, b, page, Sense::Relocate, Cause::Gc)? {
+                    match self.s.sense_in(now, b, page, Sense::Relocate, Cause::Gc)? {
                         (Sensed::Data(info), op) => {
                             let r = info.record;
                             match r.kind.data_class() {

@@ -72,8 +72,8 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 
-use crate::page::recovery::{RecoveryKind, RecoveryReport};
 use crate::policy::{FixedStrength, Policies};
+use crate::recovery::{RecoveryKind, RecoveryReport};
 use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Substrate, SubstrateConfig};
@@ -579,11 +579,6 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             + self.roff.len() as u64 * (2 * self.ppb() as u64 + 8)
     }
 
-    /// What the last mount did.
-    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
-        self.recovery.as_ref()
-    }
-
     /// The checkpoint region's current blocks (the anchor's two first, then the rotating
     /// ones in use order): where its rotation has taken it, not the configured list.
     pub fn region_blocks(&self) -> Vec<u32> {
@@ -679,21 +674,6 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         // (Bad blocks are `Bad` to the substrate too: it skips them.)
         self.s.verify_erase_counts().map_err(Invariant::Mirror)?;
         Ok(())
-    }
-
-    /// The controller.
-    pub fn controller(&self) -> &Controller<S, M> {
-        &self.s.ctl
-    }
-
-    /// The controller, mutably.
-    pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        &mut self.s.ctl
-    }
-
-    /// Consumes the volume, returning its controller.
-    pub fn into_controller(self) -> Controller<S, M> {
-        self.s.ctl
     }
 
     /// The logical block and offset of `lpn`, or `OutOfRange`.

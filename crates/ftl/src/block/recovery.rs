@@ -45,12 +45,13 @@
 //! the module docs of `block`). After a clean shutdown with nothing written since,
 //! primaries keep their checkpointed write pointers.
 
-use super::io::{Sense, Sensed};
 use super::{Blk, BlockFtl, Lists, Role, NONE};
 use crate::block::rec;
 use crate::block::snapshot::Snapshot;
-use crate::page::recovery::{RecoveryKind, RecoveryReport, SEQ_LIMIT};
+use crate::recovery::SEQ_LIMIT;
+use crate::recovery::{RecoveryKind, RecoveryReport};
 use crate::substrate::BState;
+use crate::substrate::{Sense, Sensed};
 use crate::{Cause, FtlError, OpKind};
 use alloc::vec::Vec;
 use nand::{BlockInfo, BlockStatus, ErrorModel, Nanos, Storage};
@@ -385,7 +386,9 @@ fn verify_page<S: Storage, M: ErrorModel>(
     page: u32,
 ) -> Result<bool, FtlError> {
     let mut buf = alloc::vec![0u8; if ftl.s.digest { 0 } else { ftl.s.geo.page_size as usize }];
-    let (found, _) = ftl.sense(now, b, page, Sense::Page(&mut buf), Cause::Mount)?;
+    let (found, _) = ftl
+        .s
+        .sense_in(now, b, page, Sense::Page(&mut buf), Cause::Mount)?;
     Ok(matches!(found, Sensed::Data(_)))
 }
 
@@ -396,7 +399,7 @@ fn record<S: Storage, M: ErrorModel>(
     b: u32,
     page: u32,
 ) -> Result<Sensed, FtlError> {
-    Ok(ftl.sense(now, b, page, Sense::Record, Cause::Mount)?.0)
+    Ok(ftl.s.sense_in(now, b, page, Sense::Record, Cause::Mount)?.0)
 }
 
 /// Reads the records of updated block `b`.

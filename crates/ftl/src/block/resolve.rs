@@ -1,8 +1,8 @@
 //! The on-demand scan of a block after a mount: write pointer, the replacement's offset
 //! table, torn pages at the write point; then the block is sealed.
 
-use super::io::{Sense, Sensed};
 use super::{rec, BlockFtl, Role, ROFF_TOMB};
+use crate::substrate::{Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -31,10 +31,14 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 last = Some(page);
                 continue;
             }
-            match self.sense(now, b, page, Sense::Record, Cause::Mount)?.0 {
+            match self
+                .s
+                .sense_in(now, b, page, Sense::Record, Cause::Mount)?
+                .0
+            {
                 Sensed::Data(ri) => {
                     last = Some(page);
-                    if ri.record.seq > crate::page::recovery::SEQ_LIMIT {
+                    if ri.record.seq > crate::recovery::SEQ_LIMIT {
                         // Forged or corrupt: never data.
                         self.torn.insert(b * ppb + page);
                     } else if ri.record.kind.data_class().is_some() {
@@ -68,7 +72,8 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                     continue;
                 }
                 if let Sensed::Failed = self
-                    .sense(now, b, page, Sense::Page(&mut buf), Cause::Mount)?
+                    .s
+                    .sense_in(now, b, page, Sense::Page(&mut buf), Cause::Mount)?
                     .0
                 {
                     self.torn.insert(phys);

@@ -102,7 +102,7 @@ impl Snapshot {
             return None;
         }
         let seq = r.u64()?;
-        if seq > crate::page::recovery::SEQ_LIMIT {
+        if seq > crate::recovery::SEQ_LIMIT {
             return None;
         }
         let mut blk = Vec::with_capacity(blocks);

@@ -3,11 +3,12 @@
 //! exposed lower pages.
 
 use super::{bst, BitEntry, DftlFtl, NONE, PAD_TAG, TOMB_TAG};
-use crate::substrate::NO_UPPER;
-use crate::{Cause, FtlError, OpKind};
+use crate::substrate::alloc::Programmed;
+use crate::substrate::{Payload, Sense, Sensed, NO_UPPER};
+use crate::{Cause, FtlError};
 use alloc::vec::Vec;
-use controller::{CtlError, DataClass, OobRecord, PageKind, PageRead};
-use nand::{ErrorModel, Lpn, NandError, Nanos, Storage};
+use controller::{DataClass, OobRecord, PageKind};
+use nand::{ErrorModel, Lpn, Nanos, Storage};
 
 /// A user page's record field: the logical page (31 bits), the tombstone flag, and the
 /// physical page it supersedes (`u32::MAX`: none) in the high half.
@@ -38,51 +39,28 @@ pub(crate) enum Prog {
     Bad,
 }
 
-/// What a user page's program carries.
-pub(crate) enum UserPayload<'a> {
-    Data(&'a [u8]),
-    /// The page in the controller's register (a GC copy).
-    Relocated,
-}
-
 impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Programs user page `p` (flat) with `rec`.
     pub(crate) fn program_user(
         &mut self,
         now: Nanos,
         p: u32,
-        payload: UserPayload<'_>,
+        payload: Payload<'_>,
         rec: OobRecord,
         cause: Cause,
         after: Option<u32>,
     ) -> Result<Prog, FtlError> {
-        let addr = self.s.phys_addr(p);
-        let b = p / self.ppb;
-        let die = self.s.die_of(b);
-        let t = self.s.op_time(die, now);
-        let r = match payload {
-            UserPayload::Data(d) => self.s.ctl.program(t, addr, d, rec, self.cfg.ecc_t),
-            UserPayload::Relocated => self.s.ctl.program_relocated(t, addr, rec),
-        };
-        match r {
-            Ok(timing) => {
-                self.s.occupy(die, t, timing);
-                self.s
-                    .push_op(b, OpKind::Program, cause, timing, Nanos::ZERO, after);
-                Ok(Prog::Done)
-            }
-            Err(CtlError::Nand(NandError::ProgramFailed(_) | NandError::BadBlock(_))) => {
-                self.s.log.counters.program_retries += 1;
+        let t = self.cfg.ecc_t;
+        match self
+            .s
+            .program_classified(now, p, payload, t, rec, cause, after)?
+        {
+            Programmed::Done(..) => Ok(Prog::Done),
+            Programmed::Failed => {
                 self.s.log.counters.retired_blocks += 1;
                 Ok(Prog::Bad)
             }
-            Err(CtlError::Nand(
-                NandError::NotErased(_)
-                | NandError::OutOfOrder { .. }
-                | NandError::LowerPageNotProgrammed { .. }
-                | NandError::NeedsErase(_),
-            )) => Ok(Prog::Conflict),
-            Err(e) => Err(e.into()),
+            Programmed::Conflict(_) => Ok(Prog::Conflict),
         }
     }
 
@@ -113,7 +91,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.u_wp += 1;
             let rec = OobRecord::new(u64::MAX, self.s.next_seq(), PageKind::Meta(PAD_TAG));
             let zeros = core::mem::take(&mut self.zeros);
-            let r = self.program_user(now, p, UserPayload::Data(&zeros), rec, Cause::Meta, None);
+            let r = self.program_user(now, p, Payload::Data(&zeros), rec, Cause::Meta, None);
             self.zeros = zeros;
             self.u_data[(p % self.ppb) as usize] = false;
             match r? {
@@ -178,7 +156,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             };
             let rec = OobRecord::new(field::pack(l, data.is_none(), old), self.s.next_seq(), kind);
             let zeros = core::mem::take(&mut self.zeros);
-            let payload = UserPayload::Data(data.map_or(&zeros[..], |(d, _)| d));
+            let payload = Payload::Data(data.map_or(&zeros[..], |(d, _)| d));
             let r = self.program_user(now, p, payload, rec, Cause::Host, None);
             self.zeros = zeros;
             self.u_data[(p % self.ppb) as usize] = true;
@@ -199,18 +177,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         p: u32,
         cause: Cause,
     ) -> Result<(Option<OobRecord>, bool), FtlError> {
-        let b = p / self.ppb;
-        let die = self.s.die_of(b);
-        let t = self.s.op_time(die, now);
-        let (rec, timing, ecc, erased) = match self.s.ctl.read_record(t, self.s.phys_addr(p)) {
-            Ok(PageRead::Data(info)) => (Some(info.record), info.timing, info.ecc, false),
-            Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO, true),
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc, false),
-            Err(e) => return Err(e.into()),
-        };
-        self.s.occupy(die, t, timing);
-        self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-        Ok((rec, erased))
+        Ok(match self.s.sense(now, p, Sense::Record, cause)?.0 {
+            Sensed::Data(info) => (Some(info.record), false),
+            Sensed::Erased => (None, true),
+            Sensed::Failed => (None, false),
+        })
     }
 
     /// A host read of logical page `l`.
@@ -234,24 +205,13 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         if p / self.ppb < self.user_first || p / self.ppb >= self.s.geo.total_blocks() {
             return Err(FtlError::Unreadable(lpn));
         }
-        let b = p / self.ppb;
-        let die = self.s.die_of(b);
-        let t = self.s.op_time(die, now);
-        let r = self.s.ctl.read(t, self.s.phys_addr(p), data);
-        let (ok, timing, ecc) = match r {
-            Ok(PageRead::Data(info)) => (
+        let ok = match self.s.sense(now, p, Sense::Page(data), Cause::Host)?.0 {
+            Sensed::Data(info) => {
                 info.record.lpn & (field::LPN | field::TOMB) == l as u64
-                    && info.record.kind.data_class().is_some(),
-                info.timing,
-                info.ecc,
-            ),
-            Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
-            Err(e) => return Err(e.into()),
+                    && info.record.kind.data_class().is_some()
+            }
+            Sensed::Erased | Sensed::Failed => false,
         };
-        self.s.occupy(die, t, timing);
-        self.s
-            .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
         if ok {
             Ok(())
         } else {
@@ -391,21 +351,15 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Copies logical page `l` from `src` into the update block. `Ok(false)`: no room.
     fn copy(&mut self, now: Nanos, src: u32, l: u32, class: DataClass) -> Result<bool, FtlError> {
         let vb = src / self.ppb;
-        let die = self.s.die_of(vb);
-        let t = self.s.op_time(die, now);
-        let (timing, ecc) = match self.s.ctl.read_for_relocation(t, self.s.phys_addr(src)) {
-            Ok(PageRead::Data(info)) => (info.timing, info.ecc),
-            Ok(PageRead::Erased { .. }) | Err(CtlError::Uncorrectable { .. }) => {
-                // Unreadable: the page is lost (its logical page then reads as an error).
+        let op = match self.s.sense(now, src, Sense::Relocate, Cause::Gc)? {
+            (Sensed::Data(_), op) => op,
+            (Sensed::Erased | Sensed::Failed, _) => {
+                // Unreadable (the read is charged all the same): the page is lost, its
+                // logical page then reads as an error.
                 self.s.log.counters.lost_pages += 1;
                 return Ok(true);
             }
-            Err(e) => return Err(e.into()),
         };
-        self.s.occupy(die, t, timing);
-        let op = self
-            .s
-            .push_op(vb, OpKind::Read, Cause::Gc, timing, ecc, None);
         // Fetched before the program (see `place`).
         self.bit_get(now, self.u)?;
         self.bit_get(now, vb)?;
@@ -421,7 +375,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 PageKind::GcCopy(class),
             );
             self.u_data[(p % self.ppb) as usize] = true;
-            match self.program_user(now, p, UserPayload::Relocated, rec, Cause::Gc, Some(op))? {
+            match self.program_user(now, p, Payload::Relocated, rec, Cause::Gc, Some(op))? {
                 Prog::Done => {
                     self.pmt_set(now, l, p)?;
                     self.bit_add(now, self.u, 1)?;

@@ -6,11 +6,13 @@ use super::gxt::Gxt;
 use super::{
     bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_ENTRY, BIT_TAG, GXT_TAG, NONE, PMT_TAG,
 };
-use crate::{Cause, FtlError, OpKind};
+use crate::substrate::alloc::Programmed;
+use crate::substrate::{Payload, Sense, Sensed};
+use crate::{Cause, FtlError};
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{CtlError, MetaTag, OobRecord, PageKind, PageRead};
-use nand::{ErrorModel, NandError, Nanos, Storage};
+use controller::{MetaTag, OobRecord, PageKind};
+use nand::{ErrorModel, Nanos, Storage};
 
 /// Packing of a metadata unit's record field: unit index in the low 24 bits, the unit's
 /// content stamp above (the sequence number every change it holds is older than).
@@ -78,26 +80,19 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         tag: MetaTag,
         bytes: Bytes,
     ) -> Result<bool, FtlError> {
-        let addr = self
-            .s
-            .block_addr(b)
-            .page(self.lsb[slot as usize])
-            .expect("slot in block");
-        let die = self.s.die_of(b);
-        let t = self.s.op_time(die, now);
+        let phys = b * self.ppb + self.lsb[slot as usize];
         let rec = OobRecord::new(field, self.s.next_seq(), PageKind::Meta(tag));
         let ecc = self.cfg.meta_ecc_t;
-        let r = if self.is_sub(b) {
-            let sub = self.sp_part[b as usize] as u32;
-            self.s.ctl.program_subpage(t, addr, sub, data, rec, ecc)
+        let payload = if self.is_sub(b) {
+            Payload::Subpage(self.sp_part[b as usize] as u32, data)
         } else {
-            self.s.ctl.program_meta(t, addr, data, rec, ecc)
+            Payload::Meta(data)
         };
-        match r {
-            Ok(timing) => {
-                self.s.occupy(die, t, timing);
-                self.s
-                    .push_op(b, OpKind::Program, Cause::Meta, timing, Nanos::ZERO, None);
+        match self
+            .s
+            .program_classified(now, phys, payload, ecc, rec, Cause::Meta, None)?
+        {
+            Programmed::Done(..) => {
                 let c = &mut self.s.log.counters;
                 let n = data.len() as u64;
                 c.meta_bytes += n;
@@ -112,8 +107,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 }
                 Ok(true)
             }
-            Err(CtlError::Nand(NandError::ProgramFailed(_) | NandError::BadBlock(_))) => {
-                self.s.log.counters.program_retries += 1;
+            Programmed::Failed => {
                 self.s.log.counters.retired_blocks += 1;
                 self.mark_meta_bad(b);
                 Ok(false)
@@ -122,13 +116,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             // as erased, so a mount's scan stopped before it; or a full-page program that
             // is no unit of ours landed in an SP block, where the chip then refuses every
             // subpage program until the erase): skipped.
-            Err(CtlError::Nand(
-                NandError::NotErased(_)
-                | NandError::OutOfOrder { .. }
-                | NandError::NeedsErase(_)
-                | NandError::SubpageInFullPageBlock(_),
-            )) => Ok(false),
-            Err(e) => Err(e.into()),
+            Programmed::Conflict(_) => Ok(false),
         }
     }
 
@@ -158,30 +146,17 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         failed: Option<&mut bool>,
     ) -> Result<Option<OobRecord>, FtlError> {
         let (b, slot) = self.unit_at(a);
-        let addr = self
-            .s
-            .block_addr(b)
-            .page(self.lsb[slot as usize])
-            .expect("slot in block");
-        let die = self.s.die_of(b);
+        let phys = b * self.ppb + self.lsb[slot as usize];
         for _ in 0..UNIT_READS {
-            let t = self.s.op_time(die, now);
-            let r = if self.is_sub(b) {
-                let sub = self.sp_part[b as usize] as u32;
-                self.s.ctl.read_subpage(t, addr, sub, buf)
+            let how = if self.is_sub(b) {
+                Sense::Subpage(self.sp_part[b as usize] as u32, &mut *buf)
             } else {
-                self.s.ctl.read_meta(t, addr, buf)
+                Sense::Meta(&mut *buf)
             };
-            let (out, timing, ecc) = match r {
-                Ok(PageRead::Data(info)) => (Some(Some(info.record)), info.timing, info.ecc),
-                Ok(PageRead::Erased { timing }) => (Some(None), timing, Nanos::ZERO),
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => (None, timing, ecc),
-                Err(e) => return Err(e.into()),
-            };
-            self.s.occupy(die, t, timing);
-            self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-            if let Some(o) = out {
-                return Ok(o);
+            match self.s.sense(now, phys, how, cause)?.0 {
+                Sensed::Data(info) => return Ok(Some(info.record)),
+                Sensed::Erased => return Ok(None),
+                Sensed::Failed => {}
             }
             self.s.log.counters.read_retries += 1;
             if self.is_sub(b) {
@@ -228,25 +203,15 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             let mut buf = vec![0u8; self.unit_len(b)];
             return self.read_unit(now, a, &mut buf, cause, Some(failed));
         }
-        let addr = self
-            .s
-            .block_addr(b)
-            .page(self.lsb[slot as usize])
-            .expect("slot in block");
-        let die = self.s.die_of(b);
-        let t = self.s.op_time(die, now);
-        let (out, timing, ecc) = match self.s.ctl.read_record(t, addr) {
-            Ok(PageRead::Data(info)) => (Some(info.record), info.timing, info.ecc),
-            Ok(PageRead::Erased { timing }) => (None, timing, Nanos::ZERO),
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
+        let phys = b * self.ppb + self.lsb[slot as usize];
+        Ok(match self.s.sense(now, phys, Sense::Record, cause)?.0 {
+            Sensed::Data(info) => Some(info.record),
+            Sensed::Erased => None,
+            Sensed::Failed => {
                 *failed = true;
-                (None, timing, ecc)
+                None
             }
-            Err(e) => return Err(e.into()),
-        };
-        self.s.occupy(die, t, timing);
-        self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-        Ok(out)
+        })
     }
 
     /// Erases metadata block `b` (its partition's GC, a GXT block's reuse, mount).

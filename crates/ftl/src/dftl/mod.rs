@@ -90,8 +90,8 @@ use sizing::Plan;
 mod tests;
 mod verify;
 
-use crate::page::recovery::RecoveryReport;
 use crate::policy::{FixedStrength, Policies};
+use crate::recovery::RecoveryReport;
 use crate::substrate::{Substrate, SubstrateConfig};
 use crate::{FlashOp, Ftl, FtlCounters, FtlError, Invariant};
 use alloc::boxed::Box;
@@ -512,26 +512,6 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Slots (units) per metadata block.
     pub(crate) fn slots(&self) -> u32 {
         self.lsb.len() as u32
-    }
-
-    /// The controller.
-    pub fn controller(&self) -> &Controller<S, M> {
-        &self.s.ctl
-    }
-
-    /// The controller, mutably.
-    pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        &mut self.s.ctl
-    }
-
-    /// Consumes the volume, returning its controller.
-    pub fn into_controller(self) -> Controller<S, M> {
-        self.s.ctl
-    }
-
-    /// What the last mount did.
-    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
-        self.recovery.as_ref()
     }
 
     /// Which metadata writer.

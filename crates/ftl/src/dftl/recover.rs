@@ -10,13 +10,14 @@ use super::{
     bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_LOG_TAG, BIT_TAG, GXT_TAG, NONE, PMT_LOG_TAG,
     PMT_TAG,
 };
-use crate::page::recovery::RecoveryReport;
+use crate::recovery::RecoveryReport;
+use crate::substrate::{Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{CtlError, OobRecord, PageKind, PageRead};
+use controller::{OobRecord, PageKind};
 use nand::{BlockStatus, ErrorModel, Nanos, Storage};
 
 impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
@@ -445,18 +446,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     changes.insert(l, NONE);
                     break;
                 }
-                let die = self.s.die_of(u);
-                let t = self.s.op_time(die, now);
-                let (ok, timing, ecc) = match self.s.ctl.read(t, self.s.phys_addr(p), &mut data) {
-                    Ok(PageRead::Data(info)) => (true, info.timing, info.ecc),
-                    Ok(PageRead::Erased { timing }) => (false, timing, Nanos::ZERO),
-                    Err(CtlError::Uncorrectable { timing, ecc, .. }) => (false, timing, ecc),
-                    Err(e) => return Err(e.into()),
-                };
-                self.s.occupy(die, t, timing);
-                self.s
-                    .push_op(u, crate::OpKind::Read, Cause::Mount, timing, ecc, None);
-                if ok {
+                debug_assert_eq!(self.s.block_of(p), u, "page {p} of update block {u}");
+                let (found, _) = self.s.sense(now, p, Sense::Page(&mut data), Cause::Mount)?;
+                if let Sensed::Data(_) = found {
                     changes.insert(l, p);
                     break;
                 }

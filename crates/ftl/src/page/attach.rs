@@ -72,10 +72,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         now: Nanos,
     ) -> Result<Self, Box<MountFailure<S, M>>> {
         match cfg.recovery {
-            recovery::RecoveryKind::FullScan => {
+            crate::RecoveryKind::FullScan => {
                 Self::try_mount_with(ctl, cfg, now, &recovery::FullScan)
             }
-            recovery::RecoveryKind::RollForward => {
+            crate::RecoveryKind::RollForward => {
                 Self::try_mount_with(ctl, cfg, now, &recovery::RollForward)
             }
         }
@@ -125,11 +125,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 controller: ftl.s.ctl,
             })),
         }
-    }
-
-    /// What the last mount did (procedure, pages and blocks read, simulated time).
-    pub fn recovery_report(&self) -> Option<&recovery::RecoveryReport> {
-        self.recovery.as_ref()
     }
 
     pub(super) fn empty(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Result<Self, FtlError> {
@@ -203,7 +198,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         if cfg.map_cache_pages > 0 {
             if cfg.gc_pacing.shares_destination()
                 && !(cfg.gc_pacing.is_real_time()
-                    && cfg.recovery == recovery::RecoveryKind::RollForward)
+                    && cfg.recovery == crate::RecoveryKind::RollForward)
             {
                 return Err(FtlError::Config(format!(
                     "map_cache_pages = {}: under a shared-destination gc_pacing a demand-paged map is bounded only with gc_pacing = \"wao-gc\" and recovery = \"roll-forward\" (its checkpoints then go in steps beside the writes); use map_cache_pages = 0",
@@ -271,7 +266,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             read_retries: cfg.read_retries,
             gc_threshold: cfg.gc_threshold,
             wear_leveling: cfg.wear_leveling,
-            young_rule: cfg.recovery == recovery::RecoveryKind::RollForward,
+            young_rule: cfg.recovery == crate::RecoveryKind::RollForward,
             #[cfg(feature = "sabotage")]
             sabotage: cfg.sabotage,
         };

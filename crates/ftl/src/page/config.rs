@@ -1,7 +1,7 @@
 //! [`PageFtlConfig`]: the page-level FTL's settings (over-provisioning, policies, ECC,
 //! metadata region and map), and the region and map block lists derived from them.
 
-use super::{paged, recovery, replica};
+use super::{paged, replica};
 use crate::policy::{CopyOrderKind, PacingKind, PlacementKind};
 use crate::substrate::region::HEADER;
 use crate::substrate::WearLevelConfig;
@@ -67,7 +67,7 @@ pub struct PageFtlConfig {
     /// log, computed from the geometry.
     pub region_blocks_per_die: u32,
     /// How [`PageFtl::mount`](super::PageFtl::mount) rebuilds the volume.
-    pub recovery: recovery::RecoveryKind,
+    pub recovery: crate::RecoveryKind,
     /// The flush buffer (multi-level chips): while flushes come on average every fewer host
     /// pages than the pairing window, new host blocks open in SLC mode — nothing exposed,
     /// so a flush pads nothing — and GC later folds what survives into native blocks (an
@@ -243,7 +243,7 @@ impl Default for PageFtlConfig {
             replicas: 0,
             checkpoint_interval: 0,
             region_blocks_per_die: 0,
-            recovery: recovery::RecoveryKind::RollForward,
+            recovery: crate::RecoveryKind::RollForward,
             flush_buffer: true,
             meta_writer: crate::policy::MetaWriterKind::WholePage,
             map_cache_pages: 0,

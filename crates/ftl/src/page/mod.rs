@@ -63,13 +63,13 @@ use crate::policy::{FixedStrength, Policies, Stream, WriteKind};
 use crate::substrate::gc::{erase_dirty, gc_step};
 use crate::substrate::pace::{finish_jobs, paced, run_pending, run_refresh};
 use crate::substrate::region::Region;
-use crate::substrate::{BState, Payload, Substrate, SubstrateConfig, COLD, HOST};
-use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, OpKind};
+use crate::substrate::{BState, Payload, Sense, Sensed, Substrate, SubstrateConfig, COLD, HOST};
+use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead};
+use controller::{Controller, DataClass, OobRecord, PageKind};
 use map::{MapSlot, MapStore, RamMap};
 use nand::hint::prefetch;
 use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
@@ -105,7 +105,7 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for MountFailure<S, M> {
 /// The page-level mapping FTL over a controller: the map (`l2p`, `p2l`) on the shared
 /// substrate (the crate-private `substrate` module, shared with future kernels).
 pub struct PageFtl<S: Storage, M: ErrorModel> {
-    s: Substrate<S, M>,
+    pub(crate) s: Substrate<S, M>,
     cfg: PageFtlConfig,
     logical: u64,
     /// The logical-to-physical map (a map-store policy: the whole map in RAM today).
@@ -123,7 +123,7 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     /// Meta-Cure's replica sets (empty unless `replicas` > 0).
     replicas: replica::Replicas,
     /// What the last mount did.
-    recovery: Option<recovery::RecoveryReport>,
+    pub(crate) recovery: Option<crate::RecoveryReport>,
     /// WAO-GC's bounds (real-time pacing only), checked when the volume is sized.
     rt: Option<crate::rt_bounds::WaoBounds>,
     /// The latency bound they give with this controller's costs.
@@ -202,21 +202,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub fn mapping(&self, lpn: u64) -> Option<PhysAddr> {
         let p = self.map.audit(lpn)?;
         (p != INVALID && p != LOST).then(|| self.s.phys_addr(p))
-    }
-
-    /// The controller (ECC statistics, chip).
-    pub fn controller(&self) -> &Controller<S, M> {
-        &self.s.ctl
-    }
-
-    /// The controller, mutably (fault injection in tests and harnesses).
-    pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        &mut self.s.ctl
-    }
-
-    /// Consumes the FTL, returning its controller (to remount the same chip).
-    pub fn into_controller(self) -> Controller<S, M> {
-        self.s.ctl
     }
 
     /// The configuration.
@@ -421,41 +406,20 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if phys == LOST {
             return Err(FtlError::Unreadable(lpn));
         }
-        let addr = self.s.phys_addr(phys);
-        let b = self.s.block_of(phys);
-        let die = self.s.die_of(b);
-        let at = self.s.op_time(die, now);
-        match self.s.ctl.read(at, addr, data) {
-            Ok(PageRead::Data(info)) => {
-                self.s.occupy(die, at, info.timing);
-                self.s
-                    .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
+        // A read that finds nothing happened all the same: `sense` charges it.
+        match self.s.sense(now, phys, Sense::Page(data), Cause::Host)?.0 {
+            Sensed::Data(info) => {
                 self.s
                     .read_feedback(now, phys, info.corrected, false, Some(&info));
                 Ok(())
             }
-            Ok(PageRead::Erased { timing }) => {
-                self.s.occupy(die, at, timing);
-                self.s
-                    .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
+            Sensed::Erased | Sensed::Failed => {
                 self.s.read_feedback(now, phys, 0, true, None);
                 if self.read_replicas(now, l, data)? {
                     return Ok(());
                 }
                 Err(FtlError::Unreadable(lpn))
             }
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                // The failed read happened: its chip and decoder time are charged.
-                self.s.occupy(die, at, timing);
-                self.s
-                    .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
-                self.s.read_feedback(now, phys, 0, true, None);
-                if self.read_replicas(now, l, data)? {
-                    return Ok(());
-                }
-                Err(FtlError::Unreadable(lpn))
-            }
-            Err(e) => Err(e.into()),
         }
     }
 

@@ -3,11 +3,11 @@
 //! bounds themselves for a sized volume.
 
 use super::map::MapStore;
-use super::recovery::RecoveryKind;
 use super::{PageFtl, PageFtlConfig};
 use crate::policy::{EccKind, PlacementKind, RESERVE};
 use crate::rt_bounds::WaoBounds;
 use crate::substrate::BState;
+use crate::RecoveryKind;
 use crate::{FtlError, LatencyBound};
 use alloc::format;
 use nand::{ErrorModel, Storage};

@@ -26,13 +26,13 @@ use super::map::MapStore;
 use super::{PageFtl, INVALID, LOST};
 use crate::policy::WriteKind;
 use crate::substrate::pace::paced;
-use crate::substrate::{Payload, COLD};
-use crate::{Cause, FtlError, OpKind};
+use crate::substrate::{Payload, Sense, Sensed, COLD};
+use crate::{Cause, FtlError};
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use controller::{CtlError, DataClass, OobRecord, PageRead};
+use controller::{DataClass, OobRecord};
 use nand::{ErrorModel, Nanos, Storage};
 
 /// Most backup copies a critical page may have.
@@ -127,33 +127,16 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             return Ok(false);
         };
         for p in set.pages.clone() {
-            let addr = self.s.phys_addr(p);
-            let b = self.s.block_of(p);
-            let die = self.s.die_of(b);
-            let at = self.s.op_time(die, now);
             self.s.log.counters.replica_reads += 1;
-            match self.s.ctl.read(at, addr, data) {
-                Ok(PageRead::Data(info)) => {
-                    self.s.occupy(die, at, info.timing);
-                    self.s
-                        .push_op(b, OpKind::Read, Cause::Host, info.timing, info.ecc, None);
+            match self.s.sense(now, p, Sense::Page(data), Cause::Host)?.0 {
+                Sensed::Data(info) => {
                     self.s
                         .read_feedback(now, p, info.corrected, false, Some(&info));
                     self.s.log.counters.replica_rescues += 1;
                     return Ok(true);
                 }
-                Ok(PageRead::Erased { timing }) => {
-                    self.s.occupy(die, at, timing);
-                    self.s
-                        .push_op(b, OpKind::Read, Cause::Host, timing, Nanos::ZERO, None);
-                }
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                    self.s.occupy(die, at, timing);
-                    self.s
-                        .push_op(b, OpKind::Read, Cause::Host, timing, ecc, None);
-                    self.s.read_feedback(now, p, 0, true, None);
-                }
-                Err(e) => return Err(e.into()),
+                Sensed::Erased => {}
+                Sensed::Failed => self.s.read_feedback(now, p, 0, true, None),
             }
         }
         Ok(false)

@@ -1,7 +1,9 @@
 //! GFTL: data blocks filled in write order, the central write buffer, the GC queue and its
 //! partial steps after every request (see the module docs of `rtblock`).
 
-use super::{rec, BufEntry, GJob, Prog, Role, RtBlockFtl, Sense, Sensed, NONE, TOMB_BIT};
+use super::{rec, BufEntry, GJob, Prog, Role, RtBlockFtl, NONE, TOMB_BIT};
+use crate::substrate::{Sense, Sensed};
+
 use crate::{Cause, FtlError};
 use alloc::vec;
 use controller::DataClass;
@@ -98,8 +100,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             if self.torn.contains(&phys) {
                 continue;
             }
-            match self.sense(now, d, page, Sense::Record, Cause::Host)?.0 {
-                Sensed::Data(r) if r.lpn & rec::LPN == lpn => {
+            match self.s.sense_in(now, d, page, Sense::Record, Cause::Host)?.0 {
+                Sensed::Data(controller::ReadInfo { record: r, .. }) if r.lpn & rec::LPN == lpn => {
                     return Ok((r.lpn & rec::TOMB == 0).then_some(phys));
                 }
                 Sensed::Data(_) | Sensed::Erased => {}
@@ -360,7 +362,9 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             if self.torn.contains(&(old * self.ppb + page)) {
                 continue;
             }
-            if let Sensed::Data(r) = self.sense(now, old, page, Sense::Record, Cause::Gc)?.0 {
+            if let Sensed::Data(controller::ReadInfo { record: r, .. }) =
+                self.s.sense_in(now, old, page, Sense::Record, Cause::Gc)?.0
+            {
                 let lpn = r.lpn & rec::LPN;
                 if lpn < base || lpn >= base + self.ppb as u64 {
                     continue;

@@ -94,17 +94,17 @@ mod rftl;
 #[cfg(test)]
 mod tests;
 
-use crate::page::recovery::RecoveryReport;
 use crate::policy::{FixedStrength, Policies};
+use crate::recovery::RecoveryReport;
 use crate::rt_bounds::WaoBounds;
-use crate::substrate::{BState, Payload, Substrate, SubstrateConfig};
-use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, LatencyBound, OpKind};
+use crate::substrate::{BState, Payload, Sense, Sensed, Substrate, SubstrateConfig};
+use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, LatencyBound};
 use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{Controller, CtlError, DataClass, OobRecord, PageKind, PageRead};
+use controller::{Controller, DataClass, OobRecord, PageKind};
 use core::cmp::Reverse;
 use nand::{ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
@@ -251,27 +251,6 @@ pub(crate) enum Prog {
     Conflict,
     /// The program failed and the block went bad (its data stay readable).
     Bad,
-}
-
-/// What a read found.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Sensed {
-    /// The page decoded: its record.
-    Data(OobRecord),
-    /// Erased.
-    Erased,
-    /// Programmed but not decodable.
-    Failed,
-}
-
-/// How much of a page a read takes.
-pub(crate) enum Sense<'a> {
-    /// The spare area only: the record.
-    Record,
-    /// The whole page into the buffer.
-    Page(&'a mut [u8]),
-    /// The whole page, kept in the controller for a copy program.
-    Relocate,
 }
 
 /// GFTL's running job.
@@ -632,33 +611,6 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
 
     // ----- charged chip operations ---------------------------------------------------
 
-    /// One charged read of page `page` of block `b`, logged with `cause`.
-    pub(crate) fn sense(
-        &mut self,
-        now: Nanos,
-        b: u32,
-        page: u32,
-        how: Sense<'_>,
-        cause: Cause,
-    ) -> Result<(Sensed, u32), FtlError> {
-        let addr = self.s.block_addr(b).page(page).expect("page in block");
-        let t = self.s.op_time(self.s.die_of(b), now);
-        let r = match how {
-            Sense::Record => self.s.ctl.read_record(t, addr),
-            Sense::Page(buf) => self.s.ctl.read(t, addr, buf),
-            Sense::Relocate => self.s.ctl.read_for_relocation(t, addr),
-        };
-        let (found, timing, ecc) = match r {
-            Ok(PageRead::Data(info)) => (Sensed::Data(info.record), info.timing, info.ecc),
-            Ok(PageRead::Erased { timing }) => (Sensed::Erased, timing, Nanos::ZERO),
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => (Sensed::Failed, timing, ecc),
-            Err(e) => return Err(e.into()),
-        };
-        self.s.occupy(self.s.die_of(b), t, timing);
-        let op = self.s.push_op(b, OpKind::Read, cause, timing, ecc, None);
-        Ok((found, op))
-    }
-
     /// Programs page `page` of block `b` with a record naming `field` (logical page and
     /// flags) — every program of the kernel. Keeps the shadow map.
     #[allow(clippy::too_many_arguments)]
@@ -758,9 +710,11 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             return r.map(Some);
         }
         let (sb, sp) = (src / self.ppb, src % self.ppb);
-        let (found, op) = self.sense(now, sb, sp, Sense::Relocate, Cause::Gc)?;
+        let (found, op) = self.s.sense_in(now, sb, sp, Sense::Relocate, Cause::Gc)?;
         let class = match found {
-            Sensed::Data(r) if r.lpn & rec::LPN == lpn && r.lpn & rec::TOMB == 0 => {
+            Sensed::Data(controller::ReadInfo { record: r, .. })
+                if r.lpn & rec::LPN == lpn && r.lpn & rec::TOMB == 0 =>
+            {
                 r.kind.data_class().unwrap_or(DataClass::NORMAL)
             }
             _ => {
@@ -846,8 +800,14 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         data: &mut [u8],
     ) -> Result<bool, FtlError> {
         let (b, page) = (phys / self.ppb, phys % self.ppb);
-        match self.sense(now, b, page, Sense::Page(data), Cause::Host)?.0 {
-            Sensed::Data(r) => Ok(r.lpn & rec::TOMB == 0 && r.lpn & rec::LPN == lpn.get()),
+        match self
+            .s
+            .sense_in(now, b, page, Sense::Page(data), Cause::Host)?
+            .0
+        {
+            Sensed::Data(controller::ReadInfo { record: r, .. }) => {
+                Ok(r.lpn & rec::TOMB == 0 && r.lpn & rec::LPN == lpn.get())
+            }
             Sensed::Erased => Ok(false),
             Sensed::Failed => Err(FtlError::Unreadable(lpn)),
         }
@@ -864,26 +824,6 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         }
         let ppb = self.ppb as u64;
         Ok(((lpn.get() / ppb) as u32, (lpn.get() % ppb) as u32))
-    }
-
-    /// The controller.
-    pub fn controller(&self) -> &Controller<S, M> {
-        &self.s.ctl
-    }
-
-    /// The controller, mutably.
-    pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
-        &mut self.s.ctl
-    }
-
-    /// Consumes the volume, returning its controller.
-    pub fn into_controller(self) -> Controller<S, M> {
-        self.s.ctl
-    }
-
-    /// What the last mount did.
-    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
-        self.recovery.as_ref()
     }
 
     /// Which scheme.

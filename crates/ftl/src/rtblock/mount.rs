@@ -7,7 +7,7 @@ use super::{
     pst, rec, BufEntry, Lb, Prog, Role, RtBlockConfig, RtBlockFtl, RtKind, Sense, Sensed, NONE,
     TOMB_BIT,
 };
-use crate::page::recovery::{RecoveryReport, SEQ_LIMIT};
+use crate::recovery::{RecoveryReport, SEQ_LIMIT};
 use crate::substrate::BState;
 use crate::{Cause, Ftl, FtlError, MountFailure};
 use alloc::boxed::Box;
@@ -193,8 +193,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             } else {
                 Sense::Record
             };
-            let r = match self.sense(now, b, page, how, Cause::Mount)?.0 {
-                Sensed::Data(r) => r,
+            let r = match self.s.sense_in(now, b, page, how, Cause::Mount)?.0 {
+                Sensed::Data(controller::ReadInfo { record: r, .. }) => r,
                 Sensed::Erased | Sensed::Failed => {
                     self.torn.insert(phys);
                     if page + 1 == n {

@@ -38,9 +38,26 @@ pub(crate) enum Payload<'a> {
     Relocated,
     /// FTL metadata (checkpoint pages: SLC-mode region blocks).
     Meta(&'a [u8]),
+    /// A metadata unit in one subpage of the page (the first field: an SP block's
+    /// partition).
+    Subpage(u32, &'a [u8]),
 }
 
-/// Program errors that mean a block resumed after a crash cannot take its next page.
+/// How a program ended: the one classification of the chip's answers.
+#[derive(Debug)]
+pub(crate) enum Programmed {
+    /// Programmed and logged: its chip time and its operation's index in the batch.
+    Done(OpTiming, u32),
+    /// The program failed: the block has gone bad (its programmed pages stay readable).
+    Failed,
+    /// The page cannot take a program, and nothing was written: a block resumed after a
+    /// crash whose next page was torn to all ones (it reads erased, so a scan stopped
+    /// before it), or a full-page program that landed in an SP block (which then refuses
+    /// every subpage program until its erase).
+    Conflict(NandError),
+}
+
+/// Program errors that mean the page cannot take a program (see [`Programmed::Conflict`]).
 fn resume_conflict(e: &NandError) -> bool {
     matches!(
         e,
@@ -48,6 +65,7 @@ fn resume_conflict(e: &NandError) -> bool {
             | NandError::OutOfOrder { .. }
             | NandError::LowerPageNotProgrammed { .. }
             | NandError::NeedsErase(_)
+            | NandError::SubpageInFullPageBlock(_)
     )
 }
 
@@ -72,8 +90,23 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let b = self.block_of(phys);
         let die = self.die_of(b);
         let now = self.op_time(die, now);
-        let t = self.strength_for(phys, matches!(payload, Payload::Meta(_)), now);
-        let r = match payload {
+        let meta = matches!(payload, Payload::Meta(_) | Payload::Subpage(..));
+        let t = self.strength_for(phys, meta, now);
+        let r = self.program_at(now, addr, payload, t, rec);
+        self.program_outcome(now, b, r, cause, after)
+    }
+
+    /// The controller's program of `payload` at `addr` and strength `t`.
+    #[inline]
+    fn program_at(
+        &mut self,
+        now: Nanos,
+        addr: nand::PhysAddr,
+        payload: Payload<'_>,
+        t: u32,
+        rec: OobRecord,
+    ) -> Result<OpTiming, CtlError> {
+        match payload {
             Payload::Data(d) => self.ctl.program(now, addr, d, rec, t),
             // A fixed strength moves data with their parity; an adaptive one re-encodes
             // at the destination page's strength.
@@ -87,8 +120,30 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 self.ctl.program_relocated_as(now, addr, rec, t)
             }
             Payload::Meta(d) => self.ctl.program_meta(now, addr, d, rec, t),
-        };
-        self.program_outcome(now, b, r, cause, after)
+            Payload::Subpage(part, d) => self.ctl.program_subpage(now, addr, part, d, rec, t),
+        }
+    }
+
+    /// Programs flat page `phys` with `payload` at strength `t`, issued when its die is
+    /// free, and classifies the outcome, leaving what a failed or refused program means to
+    /// the caller: for a kernel that manages its blocks outside the substrate's lifecycle
+    /// (DFTL's partitions). A failed program counts a retry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn program_classified(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        payload: Payload<'_>,
+        t: u32,
+        rec: OobRecord,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Programmed, FtlError> {
+        let addr = self.phys_addr(phys);
+        let b = self.block_of(phys);
+        let now = self.op_time(self.die_of(b), now);
+        let r = self.program_at(now, addr, payload, t, rec);
+        self.classify_program(now, b, r, cause, after)
     }
 
     /// Programs subpage `part` of flat page `phys` (a checkpoint-region block in SP use)
@@ -107,7 +162,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let die = self.die_of(b);
         let now = self.op_time(die, now);
         let t = self.strength_for(phys, true, now);
-        let r = self.ctl.program_subpage(now, addr, part, unit, rec, t);
+        let r = self.program_at(now, addr, Payload::Subpage(part, unit), t, rec);
         Ok(self
             .program_outcome(now, b, r, Cause::Meta, None)?
             .is_some())
@@ -148,6 +203,31 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         cause: Cause,
         after: Option<u32>,
     ) -> Result<Option<(OpTiming, u32)>, FtlError> {
+        match self.classify_program(now, b, r, cause, after)? {
+            Programmed::Done(timing, op) => Ok(Some((timing, op))),
+            Programmed::Failed => {
+                self.retire(b);
+                Ok(None)
+            }
+            Programmed::Conflict(e) if self.state[b as usize].reserved() => Err(e.into()),
+            Programmed::Conflict(_) => {
+                self.close_block(b);
+                Ok(None)
+            }
+        }
+    }
+
+    /// What the controller's answer `r` to a program in block `b` issued at `now` means;
+    /// a program that happened is logged and keeps its die busy.
+    #[inline]
+    fn classify_program(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        r: Result<OpTiming, CtlError>,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Programmed, FtlError> {
         let die = self.die_of(b);
         match r {
             Ok(timing) => {
@@ -155,17 +235,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 let op = self
                     .log
                     .push(die, OpKind::Program, cause, timing, Nanos::ZERO, after);
-                Ok(Some((timing, op)))
+                Ok(Programmed::Done(timing, op))
             }
             Err(CtlError::Nand(NandError::ProgramFailed(_) | NandError::BadBlock(_))) => {
                 self.log.counters.program_retries += 1;
-                self.retire(b);
-                Ok(None)
+                Ok(Programmed::Failed)
             }
-            Err(CtlError::Nand(e)) if resume_conflict(&e) && !self.state[b as usize].reserved() => {
-                self.close_block(b);
-                Ok(None)
-            }
+            Err(CtlError::Nand(e)) if resume_conflict(&e) => Ok(Programmed::Conflict(e)),
             Err(e) => Err(e.into()),
         }
     }

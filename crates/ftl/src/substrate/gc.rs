@@ -11,12 +11,12 @@
 //! page holds, where a copy went, what to persist before an erase, and a checkpoint when
 //! only blocks written since the last one are left to collect.
 
-use super::{BState, Job, Payload, Pending, Substrate, COLD, NIL};
+use super::{BState, Job, Payload, Pending, Sense, Sensed, Substrate, COLD, NIL};
 use crate::policy::{Alarm, Ascending, CopyCursor, ReadFeedback, Slot, VictimPage, WriteKind};
 use crate::victim::{Candidate, SelectContext};
-use crate::{Cause, FtlError, OpKind};
+use crate::{Cause, FtlError};
 use ::alloc::boxed::Box;
-use controller::{CtlError, OobRecord, PageKind, PageRead};
+use controller::{OobRecord, PageKind};
 use nand::{ErrorModel, Nanos, Storage};
 
 /// How many pages ahead of a GC copy its map entry is prefetched.
@@ -447,28 +447,18 @@ fn read_for_copy<S: Storage, M: ErrorModel>(
     phys: u32,
     cause: Cause,
 ) -> Result<Option<(u32, OobRecord)>, FtlError> {
-    let addr = s.phys_addr(phys);
-    let b = s.block_of(phys);
-    let die = s.die_of(b);
     let mut retries = s.cfg.read_retries;
     loop {
-        let at = s.op_time(die, now);
-        match s.ctl.read_for_relocation(at, addr) {
-            Ok(PageRead::Data(info)) => {
-                s.occupy(die, at, info.timing);
+        match s.sense(now, phys, Sense::Relocate, cause)? {
+            (Sensed::Data(info), op) => {
                 s.read_feedback(now, phys, info.corrected, false, Some(&info));
-                let op = s.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
                 return Ok(Some((op, info.record)));
             }
-            Ok(PageRead::Erased { timing }) => {
-                s.occupy(die, at, timing);
-                s.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
+            (Sensed::Erased, _) => {
                 s.read_feedback(now, phys, 0, true, None);
                 return Ok(None);
             }
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                s.occupy(die, at, timing);
-                s.push_op(b, OpKind::Read, cause, timing, ecc, None);
+            (Sensed::Failed, _) => {
                 s.read_feedback(now, phys, 0, true, None);
                 if retries == 0 {
                     return Ok(None);
@@ -477,7 +467,6 @@ fn read_for_copy<S: Storage, M: ErrorModel>(
                 retries -= 1;
                 s.log.counters.read_retries += 1;
             }
-            Err(e) => return Err(e.into()),
         }
     }
 }

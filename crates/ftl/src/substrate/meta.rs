@@ -9,10 +9,10 @@
 //! programmed alone — the block becomes an SP block using one subpage partition until its
 //! next erase. The region's generations and log work over either unchanged.
 
-use super::{Payload, Substrate};
-use crate::{Cause, FtlError, OpKind};
+use super::{Payload, Sense, Sensed, Substrate};
+use crate::{Cause, FtlError};
 use ::alloc::vec::Vec;
-use controller::{CtlError, OobRecord, PageRead};
+use controller::OobRecord;
 use nand::{ErrorModel, Nanos, Storage};
 
 /// How metadata units are programmed and read.
@@ -98,31 +98,31 @@ pub(crate) fn writer_for<S: Storage, M: ErrorModel>(
 /// generation. A torn unit fails every time.
 fn read_with_retries<S: Storage, M: ErrorModel>(
     sub: &mut Substrate<S, M>,
-    b: u32,
+    now: Nanos,
+    phys: u32,
+    part: Option<u32>,
+    unit: &mut [u8],
     cause: Cause,
-    mut read: impl FnMut(&mut Substrate<S, M>) -> Result<PageRead, CtlError>,
 ) -> Result<Unit, FtlError> {
     let mut retries = sub.cfg.read_retries;
     loop {
-        match read(sub) {
-            Ok(PageRead::Data(info)) => {
-                sub.push_op(b, OpKind::Read, cause, info.timing, info.ecc, None);
+        let how = match part {
+            Some(p) => Sense::Subpage(p, &mut *unit),
+            None => Sense::Meta(&mut *unit),
+        };
+        match sub.sense(now, phys, how, cause)?.0 {
+            Sensed::Data(info) => {
                 sub.meta_corrected = info.corrected;
                 return Ok(Unit::Record(info.record));
             }
-            Ok(PageRead::Erased { timing }) => {
-                sub.push_op(b, OpKind::Read, cause, timing, Nanos::ZERO, None);
-                return Ok(Unit::Erased);
-            }
-            Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                sub.push_op(b, OpKind::Read, cause, timing, ecc, None);
+            Sensed::Erased => return Ok(Unit::Erased),
+            Sensed::Failed => {
                 if retries == 0 {
                     return Ok(Unit::Unreadable);
                 }
                 retries -= 1;
                 sub.log.counters.read_retries += 1;
             }
-            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -153,16 +153,9 @@ impl WholePage {
 }
 
 impl WholePage {
-    /// The page of slot `slot` in region block `b`.
-    fn addr<S: Storage, M: ErrorModel>(
-        &self,
-        sub: &Substrate<S, M>,
-        b: u32,
-        slot: u32,
-    ) -> nand::PhysAddr {
-        sub.block_addr(b)
-            .page(self.pages[slot as usize])
-            .expect("region page in block")
+    /// The flat page of slot `slot` in region block `b`.
+    fn phys<S: Storage, M: ErrorModel>(&self, sub: &Substrate<S, M>, b: u32, slot: u32) -> u32 {
+        b * sub.ppb + self.pages[slot as usize]
     }
 }
 
@@ -188,7 +181,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
         unit: &[u8],
         rec: OobRecord,
     ) -> Result<bool, FtlError> {
-        let phys = b * sub.ppb + self.pages[slot as usize];
+        let phys = self.phys(sub, b, slot);
         let r = sub.program_page(now, phys, Payload::Meta(unit), rec, Cause::Meta, None)?;
         Ok(r.is_some())
     }
@@ -202,8 +195,8 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for WholePage {
         unit: &mut [u8],
         cause: Cause,
     ) -> Result<Unit, FtlError> {
-        let addr = self.addr(sub, b, slot);
-        read_with_retries(sub, b, cause, |sub| sub.ctl.read_meta(now, addr, unit))
+        let phys = self.phys(sub, b, slot);
+        read_with_retries(sub, now, phys, None, unit, cause)
     }
 }
 
@@ -268,7 +261,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
         // The region erased the block before its first slot: the count is exact.
         self.known[b as usize] = true;
         let part = sub.erase[b as usize] % self.parts;
-        let phys = b * sub.ppb + self.whole.pages[slot as usize];
+        let phys = self.whole.phys(sub, b, slot);
         sub.program_subpage_unit(now, phys, part, unit, rec)
     }
 
@@ -282,9 +275,7 @@ impl<S: Storage, M: ErrorModel> MetaWriter<S, M> for Subpage {
         cause: Cause,
     ) -> Result<Unit, FtlError> {
         let part = self.part(sub, now, b)?;
-        let addr = self.whole.addr(sub, b, slot);
-        read_with_retries(sub, b, cause, |sub| {
-            sub.ctl.read_subpage(now, addr, part, unit)
-        })
+        let phys = self.whole.phys(sub, b, slot);
+        read_with_retries(sub, now, phys, Some(part), unit, cause)
     }
 }

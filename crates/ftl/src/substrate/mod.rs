@@ -42,6 +42,7 @@ pub(crate) mod meta;
 pub(crate) mod oplog;
 pub(crate) mod pace;
 pub(crate) mod region;
+pub(crate) mod sense;
 pub(crate) mod table;
 
 use crate::policy::{CopyOrder, EccStrength, GcPacing, Placement, Policies, Slot};
@@ -60,6 +61,7 @@ use strength_reduce::StrengthReducedU32;
 pub(crate) use self::alloc::{Payload, COLD, HOST};
 pub(crate) use self::gc::Kernel;
 pub(crate) use self::oplog::OpLog;
+pub(crate) use self::sense::{Sense, Sensed};
 
 /// End of an intrusive list.
 pub(crate) const NIL: u32 = u32::MAX;

@@ -5,12 +5,12 @@
 use super::{Found, Rebuild, Rebuildable, RecoveryReport, SEQ_LIMIT};
 use crate::page::snapshot::code;
 use crate::page::{INVALID, LOST};
-use crate::substrate::{BState, Frontier};
-use crate::{Cause, FtlError, OpKind};
+use crate::substrate::{BState, Frontier, Sense, Sensed};
+use crate::{Cause, FtlError};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{CtlError, PageKind, PageRead};
+use controller::PageKind;
 use core::cmp::Reverse;
 use nand::{BlockInfo, BlockStatus, Nanos};
 
@@ -197,7 +197,7 @@ impl Rebuild {
     ) -> Result<u32, FtlError> {
         self.scanned.insert(b);
         let ppb = ftl.sub_mut().ppb;
-        let addr = ftl.sub_mut().block_addr(b);
+        let _addr = ftl.sub_mut().block_addr(b);
         // An SLC-mode block (the flush buffer) holds its LSB pages only: the others are
         // skipped, and its write point is its first erased LSB page. The header says which
         // (read once, charged, and already read on every path that scans a block).
@@ -212,12 +212,13 @@ impl Rebuild {
             if slc && ftl.sub().next_lsb[p as usize] != p {
                 continue;
             }
-            let pa = addr.page(p).expect("page in block");
             self.pages_scanned += 1;
-            match ftl.sub_mut().ctl.read_record(now, pa) {
-                Ok(PageRead::Data(ri)) => {
-                    ftl.sub_mut()
-                        .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
+            match ftl
+                .sub_mut()
+                .sense_in(now, b, p, Sense::Record, Cause::Mount)?
+                .0
+            {
+                Sensed::Data(ri) => {
                     let rec = ri.record;
                     self.max_seq = self.max_seq.max(rec.seq.saturating_add(1));
                     seqs[p as usize] = rec.seq;
@@ -250,15 +251,13 @@ impl Rebuild {
                         }
                     }
                 }
-                Ok(PageRead::Erased { timing }) => {
-                    ftl.sub_mut()
-                        .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
+                Sensed::Erased => {
                     wp = p;
                     break;
                 }
-                // A torn or scrambled page holds nothing; later pages may.
-                Err(CtlError::Uncorrectable { .. }) => clean = false,
-                Err(e) => return Err(e.into()),
+                // A torn or scrambled page holds nothing; later pages may. (Its read is
+                // charged like any other.)
+                Sensed::Failed => clean = false,
             }
         }
         if wp > 0 || from > 0 {
@@ -378,33 +377,22 @@ impl Rebuild {
         b: u32,
         p: u32,
     ) -> Result<bool, FtlError> {
-        let pa = ftl.sub_mut().block_addr(b).page(p).expect("page in block");
         // A page that does not decode is sensed again (read-retry) before it is taken for
         // torn: dropping a good page here would bring back an older version of its data.
         let mut retries = ftl.sub().cfg.read_retries;
         loop {
             self.pages_scanned += 1;
-            match ftl.sub_mut().ctl.read(now, pa, &mut self.page) {
-                Ok(PageRead::Data(ri)) => {
-                    ftl.sub_mut()
-                        .push_op(b, OpKind::Read, Cause::Mount, ri.timing, ri.ecc, None);
-                    return Ok(true);
-                }
-                Ok(PageRead::Erased { timing }) => {
-                    ftl.sub_mut()
-                        .push_op(b, OpKind::Read, Cause::Mount, timing, Nanos::ZERO, None);
-                    return Ok(false);
-                }
-                Err(CtlError::Uncorrectable { timing, ecc, .. }) => {
-                    ftl.sub_mut()
-                        .push_op(b, OpKind::Read, Cause::Mount, timing, ecc, None);
+            let page = Sense::Page(&mut self.page);
+            match ftl.sub_mut().sense_in(now, b, p, page, Cause::Mount)?.0 {
+                Sensed::Data(_) => return Ok(true),
+                Sensed::Erased => return Ok(false),
+                Sensed::Failed => {
                     if retries == 0 {
                         return Ok(false);
                     }
                     retries -= 1;
                     ftl.sub_mut().log.counters.read_retries += 1;
                 }
-                Err(e) => return Err(e.into()),
             }
         }
     }
