@@ -77,7 +77,7 @@ use crate::recovery::{RecoveryKind, RecoveryReport};
 use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
 use crate::substrate::{BState, Substrate, SubstrateConfig};
-use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, MountFailure, WearLevelConfig};
+use crate::{Cause, Ftl, FtlError, Invariant, MountFailure, WearLevelConfig};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
@@ -691,6 +691,8 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
 }
 
 impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
+    crate::substrate::substrate_ftl_methods!();
+
     fn logical_pages(&self) -> u64 {
         self.lbns as u64 * self.ppb() as u64
     }
@@ -738,11 +740,6 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
         self.write_checkpoint(now, true)
     }
 
-    fn sync_dies(&mut self, free: &[Nanos]) {
-        self.s.die_clock.clear();
-        self.s.die_clock.extend_from_slice(free);
-    }
-
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
         if self.allocs_since_cp >= self.cfg.checkpoint_interval {
             self.write_checkpoint(now, false)?;
@@ -760,21 +757,5 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
             };
         }
         Ok(false)
-    }
-
-    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
-        self.s.log.take(out);
-    }
-
-    fn counters(&self) -> &FtlCounters {
-        &self.s.log.counters
-    }
-
-    fn ecc_stats(&self) -> controller::EccStats {
-        *self.s.ctl.stats()
-    }
-
-    fn erase_counts(&self) -> &[u32] {
-        &self.s.erase
     }
 }

@@ -93,7 +93,7 @@ mod verify;
 use crate::policy::{FixedStrength, Policies};
 use crate::recovery::RecoveryReport;
 use crate::substrate::{Substrate, SubstrateConfig};
-use crate::{FlashOp, Ftl, FtlCounters, FtlError, Invariant};
+use crate::{Ftl, FtlError, Invariant};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec;
@@ -562,6 +562,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 }
 
 impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
+    crate::substrate::substrate_ftl_methods!();
+
     fn logical_pages(&self) -> u64 {
         self.lpns as u64
     }
@@ -607,28 +609,7 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
         Ok(())
     }
 
-    fn sync_dies(&mut self, free: &[Nanos]) {
-        self.s.die_clock.clear();
-        self.s.die_clock.extend_from_slice(free);
-    }
-
     fn tick(&mut self, _now: Nanos) -> Result<bool, FtlError> {
         Ok(false)
-    }
-
-    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
-        self.s.log.take(out);
-    }
-
-    fn counters(&self) -> &FtlCounters {
-        &self.s.log.counters
-    }
-
-    fn ecc_stats(&self) -> controller::EccStats {
-        *self.s.ctl.stats()
-    }
-
-    fn erase_counts(&self) -> &[u32] {
-        &self.s.erase
     }
 }

@@ -64,7 +64,7 @@ use crate::substrate::gc::{erase_dirty, gc_step};
 use crate::substrate::pace::{finish_jobs, paced, run_pending, run_refresh};
 use crate::substrate::region::Region;
 use crate::substrate::{BState, Payload, Sense, Sensed, Substrate, SubstrateConfig, COLD, HOST};
-use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError};
+use crate::{Cause, Ftl, FtlError};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::vec;
@@ -370,6 +370,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 }
 
 impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
+    crate::substrate::substrate_ftl_methods!();
+
     fn logical_pages(&self) -> u64 {
         self.logical
     }
@@ -584,15 +586,6 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         Ok(worked)
     }
 
-    fn sync_dies(&mut self, free: &[Nanos]) {
-        let c = &mut self.s.die_clock;
-        if c.len() == free.len() {
-            c.copy_from_slice(free);
-        } else {
-            *c = free.to_vec();
-        }
-    }
-
     fn prefetch(&self, lpn: u64) {
         self.map.prefetch(lpn);
     }
@@ -655,14 +648,6 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         }
     }
 
-    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
-        self.s.log.take(out);
-    }
-
-    fn counters(&self) -> &FtlCounters {
-        &self.s.log.counters
-    }
-
     fn over_provisioning(&self) -> Option<f64> {
         Some(self.cfg.over_provisioning)
     }
@@ -677,13 +662,5 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
 
     fn controller_pprof(&self) -> bool {
         self.s.ctl.pprof_enabled()
-    }
-
-    fn ecc_stats(&self) -> controller::EccStats {
-        *self.s.ctl.stats()
-    }
-
-    fn erase_counts(&self) -> &[u32] {
-        &self.s.erase
     }
 }

@@ -98,7 +98,7 @@ use crate::policy::{FixedStrength, Policies};
 use crate::recovery::RecoveryReport;
 use crate::rt_bounds::WaoBounds;
 use crate::substrate::{BState, Payload, Sense, Sensed, Substrate, SubstrateConfig};
-use crate::{Cause, FlashOp, Ftl, FtlCounters, FtlError, Invariant, LatencyBound};
+use crate::{Cause, Ftl, FtlError, Invariant, LatencyBound};
 use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use alloc::format;
 use alloc::string::String;
@@ -989,6 +989,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
 }
 
 impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
+    crate::substrate::substrate_ftl_methods!();
+
     fn logical_pages(&self) -> u64 {
         self.lbns as u64 * self.ppb as u64
     }
@@ -1051,32 +1053,11 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
         Ok(())
     }
 
-    fn sync_dies(&mut self, free: &[Nanos]) {
-        self.s.die_clock.clear();
-        self.s.die_clock.extend_from_slice(free);
-    }
-
     fn tick(&mut self, _now: Nanos) -> Result<bool, FtlError> {
         Ok(false)
     }
 
-    fn take_ops(&mut self, out: &mut Vec<FlashOp>) {
-        self.s.log.take(out);
-    }
-
-    fn counters(&self) -> &FtlCounters {
-        &self.s.log.counters
-    }
-
     fn latency_bound(&self) -> Option<LatencyBound> {
         Some(self.bound)
-    }
-
-    fn ecc_stats(&self) -> controller::EccStats {
-        *self.s.ctl.stats()
-    }
-
-    fn erase_counts(&self) -> &[u32] {
-        &self.s.erase
     }
 }

@@ -568,6 +568,19 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         }
     }
 
+    /// When each die is next free (the engine's view, before each request): what
+    /// [`op_time`](Self::op_time) issues operations at.
+    #[inline]
+    pub fn sync_dies(&mut self, free: &[Nanos]) {
+        let c = &mut self.die_clock;
+        if c.len() == free.len() {
+            c.copy_from_slice(free);
+        } else {
+            c.clear();
+            c.extend_from_slice(free);
+        }
+    }
+
     /// Die `die` is busy from `start` for `t`.
     #[inline(always)]
     pub fn occupy(&mut self, die: u32, start: Nanos, t: nand::OpTiming) {
@@ -605,3 +618,31 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             .count() as u64
     }
 }
+
+/// The [`Ftl`](crate::Ftl) methods every kernel answers from its substrate `s` the same
+/// way (die clocks, the op log, counters, ECC statistics, erase counts); expanded inside
+/// each kernel's `impl Ftl`.
+macro_rules! substrate_ftl_methods {
+    () => {
+        fn sync_dies(&mut self, free: &[Nanos]) {
+            self.s.sync_dies(free);
+        }
+
+        fn take_ops(&mut self, out: &mut Vec<crate::FlashOp>) {
+            self.s.log.take(out);
+        }
+
+        fn counters(&self) -> &crate::FtlCounters {
+            &self.s.log.counters
+        }
+
+        fn ecc_stats(&self) -> controller::EccStats {
+            *self.s.ctl.stats()
+        }
+
+        fn erase_counts(&self) -> &[u32] {
+            &self.s.erase
+        }
+    };
+}
+pub(crate) use substrate_ftl_methods;
