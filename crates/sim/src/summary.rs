@@ -84,12 +84,12 @@ impl Report {
         };
         let _ = writeln!(w, "WAF         {waf}");
         let _ = writeln!(w, "            valid copies {}, GC victims chosen {}, WL migrations {}, retired blocks {}, lost pages {} (a victim chosen near the end of the run may be erased after it, so GC erases and victims can differ by a few)",
-            n.valid_copies, n.gc_victims, n.wl_migrations, n.retired_blocks, n.lost_pages);
-        if n.partial_steps > 0 || n.rt_overruns > 0 {
+            n.counter("valid_copies"), n.counter("gc_victims"), n.counter("wl_migrations"), n.counter("retired_blocks"), n.counter("lost_pages"));
+        if n.counter("partial_steps") > 0 || n.counter("rt_overruns") > 0 {
             let _ = writeln!(
                 w,
                 "real-time   {} partial GC steps, most valid pages in a victim {}, most buffer pages in use {}, bound overruns {}",
-                n.partial_steps, n.max_victim_valid, n.max_buffer_pages, n.rt_overruns
+                n.counter("partial_steps"), n.counter("max_victim_valid"), n.counter("max_buffer_pages"), n.counter("rt_overruns")
             );
         }
         let rt = &self.realtime;
@@ -111,7 +111,7 @@ impl Report {
                 "bounds      derived per operation, against the worst own service measured (a write or read request is several pages): write {} per page (worst request {}; page overruns {}), read {} per page (worst request {}), trim {} + map work per page (worst {}; overruns {}), flush {} (worst {}; overruns {})",
                 human_time(rt.write_bound_us),
                 split("write"),
-                n.rt_overruns,
+                n.counter("rt_overruns"),
                 human_time(rt.read_bound_us),
                 split("read"),
                 derived(rt.trim_bound_us),
@@ -125,7 +125,7 @@ impl Report {
         let _ = writeln!(
             w,
             "metadata    {} checkpoints, {} bytes written; {} padding pages; {} host blocks opened in SLC mode (flush buffer); {} region blocks swapped for less-worn ones",
-            n.checkpoints, n.meta_bytes, n.pad_pages, n.slc_blocks, n.region_swaps
+            n.counter("checkpoints"), n.counter("meta_bytes"), n.counter("pad_pages"), n.counter("slc_blocks"), n.counter("region_swaps")
         );
         let m = &self.meta;
         if m.cpmt_hit_rate > 0.0 || m.pmt_bytes > 0 {
@@ -137,25 +137,25 @@ impl Report {
                 m.pmt_gc_bytes
             );
         }
-        if n.pairing_lookups > 0 || n.placement_pads > 0 {
+        if n.counter("pairing_lookups") > 0 || n.counter("placement_pads") > 0 {
             let _ = writeln!(
                 w,
                 "placement   {} padding pages for refused slots (of the {} above); {} shared-pages table look-ups; {} critical pages in LSB slots for want of a pad (lapses)",
-                n.placement_pads, n.pad_pages, n.pairing_lookups, n.placement_lapses
+                n.counter("placement_pads"), n.counter("pad_pages"), n.counter("pairing_lookups"), n.counter("placement_lapses")
             );
         }
-        if n.replica_programs > 0 {
+        if n.counter("replica_programs") > 0 {
             let _ = writeln!(
                 w,
                 "replicas    {} backup copies programmed; {} read for unreadable primaries, {} rescues",
-                n.replica_programs, n.replica_reads, n.replica_rescues
+                n.counter("replica_programs"), n.counter("replica_reads"), n.counter("replica_rescues")
             );
         }
-        if n.read_retries > 0 {
+        if n.counter("read_retries") > 0 {
             let _ = writeln!(
                 w,
                 "retries     {} reads retried after a page did not decode (GC, metadata, recovery)",
-                n.read_retries
+                n.counter("read_retries")
             );
         }
         let we = &self.wear;

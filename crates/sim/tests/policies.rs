@@ -31,7 +31,7 @@ fn two_schemes_from_one_file_differ_only_by_policy_objects() {
     for r in [&ra, &rb] {
         assert_eq!(r.host.mismatches, 0, "{}", r.to_json());
         assert!(r.host.verified_reads > 1000);
-        assert!(r.nand.gc_victims > 0);
+        assert!(r.nand.counter("gc_victims") > 0);
     }
     // The same requests (same seed and workload), served by differently paced GC: the
     // write tail no longer pays for a whole victim. (The p99, not the maximum: the worst
@@ -271,7 +271,7 @@ fn background_work_after_every_request() {
     let every = run_with("\"every-request\"");
     assert_eq!(every.host.mismatches, 0);
     assert_eq!(idle.host.pages_written, every.host.pages_written);
-    assert!(every.nand.gc_victims > 0);
+    assert!(every.nand.counter("gc_victims") > 0);
     let e = ExperimentConfig::from_toml_str(
         &experiment_text(
             "background",
@@ -338,18 +338,18 @@ queue_depth = 8
         assert!(r.host.critical_pages_read > 20, "{:?}", r.host);
     }
     assert!(ap.host.request_feedbacks > 20, "{:?}", ap.host);
-    assert!(ap.nand.pairing_lookups > ap.host.request_feedbacks);
+    assert!(ap.nand.counter("pairing_lookups") > ap.host.request_feedbacks);
     // Without a device queue every request is dispatched at once: nothing waits to be
     // drawn on (the FTL still pads).
     assert_eq!(alone.host.request_feedbacks, 0);
     assert!(
-        ap.nand.placement_pads < alone.nand.placement_pads,
+        ap.nand.counter("placement_pads") < alone.nand.counter("placement_pads"),
         "{} vs {}",
-        ap.nand.placement_pads,
-        alone.nand.placement_pads
+        ap.nand.counter("placement_pads"),
+        alone.nand.counter("placement_pads")
     );
     assert_eq!(bl.host.request_feedbacks, 0);
-    assert_eq!(bl.nand.placement_pads, 0);
+    assert_eq!(bl.nand.counter("placement_pads"), 0);
     assert_eq!(ap.host.requests, bl.host.requests);
 }
 

@@ -60,12 +60,12 @@ fn real_time_pacings_from_a_file() {
         r.realtime
     );
     assert!(
-        r.nand.partial_steps > 0 && r.nand.gc_victims > 0,
+        r.nand.counter("partial_steps") > 0 && r.nand.counter("gc_victims") > 0,
         "{:?}",
         r.nand
     );
-    assert_eq!(r.nand.rt_overruns, 0);
-    assert!(r.nand.max_victim_valid <= r.realtime.u_lambda);
+    assert_eq!(r.nand.counter("rt_overruns"), 0);
+    assert!(r.nand.counter("max_victim_valid") <= r.realtime.u_lambda);
     let worst = r.latency["write"].max_us;
     assert!(
         worst <= r.realtime.write_bound_us,
@@ -114,8 +114,8 @@ page_requests = true
         let r = run(cfg);
         assert!(r.host.verified_reads > 1000, "{scheme}: {:?}", r.host);
         assert_eq!(r.host.mismatches, 0, "{scheme}");
-        assert_eq!(r.nand.rt_overruns, 0, "{scheme}");
-        assert!(r.nand.gc_victims > 10, "{scheme}: {:?}", r.nand);
+        assert_eq!(r.nand.counter("rt_overruns"), 0, "{scheme}");
+        assert!(r.nand.counter("gc_victims") > 10, "{scheme}: {:?}", r.nand);
         for kind in ["read", "write"] {
             let bound = if kind == "read" {
                 r.realtime.read_bound_us
@@ -184,7 +184,7 @@ queue_depth = 1
         let r = run(cfg);
         assert!(r.host.verified_reads > 1000, "{scheme}: {:?}", r.host);
         assert_eq!(r.host.mismatches, 0, "{scheme}");
-        assert!(r.nand.gc_victims > 10, "{scheme}: {:?}", r.nand);
+        assert!(r.nand.counter("gc_victims") > 10, "{scheme}: {:?}", r.nand);
         let m = r.meta;
         assert!(
             m.pmt_bytes > 0 && m.bit_bytes > 0 && m.gxt_bytes > 0,
@@ -270,10 +270,10 @@ metadata = { pct = 10, bytes = 1048576 }
     assert_eq!(p.gc_pacing, ftl::policy::PacingKind::WaoGc);
     let r = run(cfg);
     assert!(r.setup.ftl.starts_with("combined:"), "{}", r.setup.ftl);
-    assert!(r.nand.placement_pads > 0, "{:?}", r.nand);
-    assert!(r.nand.partial_steps > 0, "{:?}", r.nand);
-    assert_eq!(r.nand.rt_overruns, 0, "{:?}", r.nand);
-    assert!(r.nand.checkpoints > 1, "{:?}", r.nand);
+    assert!(r.nand.counter("placement_pads") > 0, "{:?}", r.nand);
+    assert!(r.nand.counter("partial_steps") > 0, "{:?}", r.nand);
+    assert_eq!(r.nand.counter("rt_overruns"), 0, "{:?}", r.nand);
+    assert!(r.nand.counter("checkpoints") > 1, "{:?}", r.nand);
     assert!(r.realtime.write_bound_us > 0.0, "{:?}", r.realtime);
     // An unknown key is named with its section.
     let bad = rest.replace(
@@ -328,7 +328,7 @@ metadata = { pct = 5, bytes = 2097152 }
 "#;
     let r = run(ExperimentConfig::from_toml_str(text, "ap-dense.toml").unwrap());
     assert!(
-        r.nand.gc_victims > 0 && r.nand.placement_pads > 0,
+        r.nand.counter("gc_victims") > 0 && r.nand.counter("placement_pads") > 0,
         "{:?}",
         r.nand
     );

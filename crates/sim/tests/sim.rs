@@ -55,21 +55,21 @@ fn same_seed_gives_an_identical_json_report() {
     assert_eq!(r.host.mismatches, 0);
     assert!(r.host.verified_reads > 1000);
     assert!(r.ecc.corrected_bits > 0);
-    assert!(r.nand.gc_victims > 0);
+    assert!(r.nand.counter("gc_victims") > 0);
     assert!(r.latency["write"].p99_us >= r.latency["write"].p50_us);
     // The CSV holds the same numbers.
     let csv = r.to_csv();
     assert!(csv.contains(&format!("waf,{}", r.waf)), "{csv}");
     assert!(
-        csv.contains(&format!("nand.meta_bytes,{}", r.nand.meta_bytes)),
+        csv.contains(&format!("nand.meta_bytes,{}", r.nand.counter("meta_bytes"))),
         "{csv}"
     );
     // Flushes wrote checkpoints: whole 4 KiB pages of metadata, the meta programs that are
     // not padding.
-    assert!(r.nand.checkpoints > 0);
-    let meta_pages = r.nand.programs["meta"] - r.nand.pad_pages;
+    assert!(r.nand.counter("checkpoints") > 0);
+    let meta_pages = r.nand.programs["meta"] - r.nand.counter("pad_pages");
     assert!(meta_pages > 0);
-    assert_eq!(r.nand.meta_bytes, meta_pages * 4096);
+    assert_eq!(r.nand.counter("meta_bytes"), meta_pages * 4096);
 }
 
 /// Lambert W, principal branch, for x in [−1/e, 0) (Halley's iteration).

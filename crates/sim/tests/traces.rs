@@ -571,13 +571,13 @@ fn trims_count_distinct_pages_queue_behind_writes_and_persist_as_they_go() {
     // 1024 dropped pages by one discard are one record, kept in RAM (no flush, no erase):
     // nothing written for it.
     assert_eq!(h.flushes, 0);
-    assert_eq!(rep.nand.trim_records, 0, "{:?}", rep.nand);
+    assert_eq!(rep.nand.counter("trim_records"), 0, "{:?}", rep.nand);
     // 400 more records are more than one trim-log page holds (340 of 24 bytes): with no
     // flush in the trace, the log was written as the trims went.
     let rep2 = run_on(&many, "");
     assert_eq!(rep2.host.pages_unmapped_by_trim, (8 << 20) / page + 400);
-    assert!(rep2.nand.trim_records >= 340, "{:?}", rep2.nand);
-    assert!(rep2.nand.meta_bytes >= page, "{:?}", rep2.nand);
+    assert!(rep2.nand.counter("trim_records") >= 340, "{:?}", rep2.nand);
+    assert!(rep2.nand.counter("meta_bytes") >= page, "{:?}", rep2.nand);
     // The trims waited for the 16 MiB of writes issued before them (milliseconds of
     // programs), not 0 µs.
     let trim = &rep.latency["trim"];

@@ -52,109 +52,21 @@ impl Report {
     /// sweep's metric names before anything runs.
     pub fn metric_names() -> std::collections::BTreeSet<String> {
         let causes = || Cause::ALL.iter().map(|k| (k.name(), 0)).collect();
-        let stats = LatencyStats {
-            count: 0,
-            bytes: 0,
-            mean_us: 0.0,
-            p50_us: 0.0,
-            p99_us: 0.0,
-            p999_us: 0.0,
-            p90_us: 0.0,
-            p9999_us: 0.0,
-            max_us: 0.0,
-        };
-        let example = Report {
-            name: String::new(),
-            seed: 0,
-            chip: String::new(),
-            ftl: String::new(),
-            payload: String::new(),
-            logical_bytes: 0,
-            sim_seconds: 0.0,
-            host: HostStats {
-                requests: 0,
-                pages_written: 0,
-                pages_read: 0,
-                trim_requests: 0,
-                trimmed_bytes: 0,
-                pages_trimmed: 0,
-                pages_unmapped_by_trim: 0,
-                flushes: 0,
-                read_errors: 0,
-                critical_pages_read: 0,
-                critical_read_errors: 0,
-                request_feedbacks: 0,
-                verified_reads: 0,
-                mismatches: 0,
-            },
-            nand: NandStats {
-                reads: causes(),
-                programs: causes(),
-                erases: causes(),
-                total_programs: 0,
-                total_erases: 0,
-                valid_copies: 0,
-                gc_victims: 0,
-                wl_migrations: 0,
-                retired_blocks: 0,
-                lost_pages: 0,
-                checkpoints: 0,
-                trim_records: 0,
-                meta_bytes: 0,
-                pad_pages: 0,
-                placement_pads: 0,
-                placement_lapses: 0,
-                pairing_lookups: 0,
-                replica_programs: 0,
-                replica_reads: 0,
-                replica_rescues: 0,
-                read_retries: 0,
-                slc_blocks: 0,
-                region_swaps: 0,
-                max_victim_valid: 0,
-                max_buffer_pages: 0,
-                partial_steps: 0,
-                rt_overruns: 0,
-            },
-            waf: 0.0,
-            waf_per_byte: 0.0,
-            offered_iops: Some(0.0),
-            setup: Setup::default(),
-            config: serde_json::Value::Null,
-            wear: WearStats {
-                total: 0,
-                min: 0,
-                max: 0,
-                mean: 0.0,
-                stddev: 0.0,
-            },
-            latency: ReqKind::ALL.iter().map(|k| (k.name(), stats)).collect(),
-            latency_split: ReqKind::ALL
-                .iter()
-                .map(|k| (k.name(), LatencySplit::default()))
-                .collect(),
-            realtime: RealTimeReport::default(),
-            meta: MetaReport::default(),
-            ecc: EccReport {
-                reads: 0,
-                corrected_bits: 0,
-                uncorrectable_critical: 0,
-                uncorrectable_normal: 0,
-                miscorrections_caught: 0,
-                max_codeword_errors: 0,
-                decode_us: 0.0,
-                mean_t: 0.0,
-                policy: PolicyReport::default(),
-            },
-            iops: 0.0,
-            flash_ops_per_s: 0.0,
-            flash_ops_per_busy_s: 0.0,
-            mean_response_us: 0.0,
-            max_response_us: 0.0,
-            throughput_mib_s: 0.0,
-            input_notes: Vec::new(),
-            recovery: Some(RecoveryStats::default()),
-        };
+        let mut example = Report::default();
+        example.nand.reads = causes();
+        example.nand.programs = causes();
+        example.nand.erases = causes();
+        example.nand.counters = scalar_counters(&ftl::FtlCounters::default());
+        example.latency = ReqKind::ALL
+            .iter()
+            .map(|k| (k.name(), LatencyStats::default()))
+            .collect();
+        example.latency_split = ReqKind::ALL
+            .iter()
+            .map(|k| (k.name(), LatencySplit::default()))
+            .collect();
+        example.offered_iops = Some(0.0);
+        example.recovery = Some(RecoveryStats::default());
         example.metrics().into_keys().collect()
     }
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Latency summary of one request kind, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct LatencyStats {
     /// Requests.
     pub count: u64,
@@ -58,7 +58,7 @@ pub struct LatencySplit {
 }
 
 /// Host-side operation counts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct HostStats {
     /// Requests completed.
     pub requests: u64,
@@ -92,8 +92,8 @@ pub struct HostStats {
     pub mismatches: u64,
 }
 
-/// NAND-side counts.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// NAND-side counts: operations by cause, and every scalar counter the FTL keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct NandStats {
     /// Page reads by cause.
     pub reads: BTreeMap<&'static str, u64>,
@@ -105,63 +105,42 @@ pub struct NandStats {
     pub total_programs: u64,
     /// All erases.
     pub total_erases: u64,
-    /// Valid pages copied (GC, wear levelling, relocation).
-    pub valid_copies: u64,
-    /// GC victims reclaimed.
-    pub gc_victims: u64,
-    /// Wear-levelling migrations.
-    pub wl_migrations: u64,
-    /// Blocks retired as bad.
-    pub retired_blocks: u64,
-    /// Logical pages lost (unreadable during GC).
-    pub lost_pages: u64,
-    /// Checkpoints written.
-    pub checkpoints: u64,
-    /// Trim records written to the metadata log (a discarded range is one record).
-    pub trim_records: u64,
-    /// Bytes of FTL metadata programmed (checkpoint pages).
-    pub meta_bytes: u64,
-    /// Padding pages programmed to seal exposed lower pages (MLC).
-    pub pad_pages: u64,
-    /// Host blocks the flush buffer opened in SLC mode.
-    pub slc_blocks: u64,
-    /// Checkpoint-region blocks swapped for less-worn free blocks.
-    pub region_swaps: u64,
-    /// Padding pages programmed because the placement refused a slot (AP: LSB pages a
-    /// critical page skipped; part of `pad_pages`).
-    pub placement_pads: u64,
-    /// Critical pages placed in a slot the placement would have padded, because a shared
-    /// destination had no pad to spare while a victim was collected (AP under WAO-GC).
-    pub placement_lapses: u64,
-    /// Searches of the shared-pages table (AP; each charged `pairing_lookup_ns`).
-    pub pairing_lookups: u64,
-    /// Replica pages programmed (Meta-Cure's backup copies; part of the host programs).
-    pub replica_programs: u64,
-    /// Replica pages read because a primary did not decode.
-    pub replica_reads: u64,
-    /// Reads (and GC copies) a replica answered for an unreadable primary.
-    pub replica_rescues: u64,
-    /// GC, relocation, metadata and recovery reads retried after a page did not decode.
-    pub read_retries: u64,
-    /// The most valid pages a GC victim held when chosen (λ), since the volume was
-    /// formatted (preconditioning included: a running maximum).
-    #[serde(default)]
-    pub max_victim_valid: u64,
-    /// Partial GC steps (real-time pacing).
-    #[serde(default)]
-    pub partial_steps: u64,
-    /// The most write-buffer pages in use at once (GFTL's central buffer, RFTL's buffer
-    /// block of one logical block; a running maximum since format): Table I's L_buf
-    /// measured.
-    #[serde(default)]
-    pub max_buffer_pages: u64,
-    /// Writes in which a real-time pacing broke its bound (0 while it holds).
-    #[serde(default)]
-    pub rt_overruns: u64,
+    /// Every scalar field of [`FtlCounters`] by its name (`gc_victims`, `valid_copies`,
+    /// `meta_bytes`, `rt_overruns`, …; their meaning is documented there), over the
+    /// measured phase — the running maxima (`max_victim_valid`, `max_buffer_pages`) since
+    /// the volume was formatted. Declared once, in `FtlCounters`: a counter added there is
+    /// reported (`nand.<name>`) and known to sweeps with no other edit.
+    #[serde(flatten)]
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl NandStats {
+    /// The FTL counter `name` (a field of [`FtlCounters`]).
+    ///
+    /// # Panics
+    /// If `FtlCounters` has no scalar field `name`.
+    pub fn counter(&self, name: &str) -> u64 {
+        match self.counters.get(name) {
+            Some(&v) => v,
+            None => panic!("FtlCounters has no scalar counter `{name}`"),
+        }
+    }
+}
+
+/// Every scalar (`u64`) field of `c` by its name: the counters a report carries under
+/// `nand.` (arrays by cause and nested groups are reported in their own sections).
+pub(crate) fn scalar_counters(c: &FtlCounters) -> BTreeMap<String, u64> {
+    let v = serde_json::to_value(c).expect("counters serialise");
+    let serde_json::Value::Object(m) = v else {
+        unreachable!("FtlCounters serialises as a map")
+    };
+    m.into_iter()
+        .filter_map(|(k, v)| v.as_u64().map(|n| (k, n)))
+        .collect()
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct WearStats {
     /// Sum of erase counts.
     pub total: u64,
@@ -176,7 +155,7 @@ pub struct WearStats {
 }
 
 /// ECC outcome of the measured phase.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct EccReport {
     /// Pages decoded.
     pub reads: u64,
@@ -257,7 +236,7 @@ pub struct Setup {
 }
 
 /// The report of a run: everything DESIGN.md's "metrics every run reports" that applies.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct Report {
     /// Experiment name.
     pub name: String,
@@ -331,63 +310,41 @@ pub struct Report {
     pub recovery: Option<RecoveryStats>,
 }
 
-fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
-    let sub =
-        |x: [u64; Cause::COUNT], y: [u64; Cause::COUNT]| core::array::from_fn(|i| x[i] - y[i]);
-    FtlCounters {
-        host_writes: a.host_writes - b.host_writes,
-        host_reads: a.host_reads - b.host_reads,
-        unmapped_reads: a.unmapped_reads - b.unmapped_reads,
-        trims: a.trims - b.trims,
-        trimmed_pages: a.trimmed_pages - b.trimmed_pages,
-        trim_records: a.trim_records - b.trim_records,
-        flushes: a.flushes - b.flushes,
-        reads: sub(a.reads, b.reads),
-        programs: sub(a.programs, b.programs),
-        erases: sub(a.erases, b.erases),
-        valid_copies: a.valid_copies - b.valid_copies,
-        gc_victims: a.gc_victims - b.gc_victims,
-        wl_migrations: a.wl_migrations - b.wl_migrations,
-        retired_blocks: a.retired_blocks - b.retired_blocks,
-        program_retries: a.program_retries - b.program_retries,
-        lost_pages: a.lost_pages - b.lost_pages,
-        checkpoints: a.checkpoints - b.checkpoints,
-        checkpoint_steps: a.checkpoint_steps - b.checkpoint_steps,
-        pad_pages: a.pad_pages - b.pad_pages,
-        meta_bytes: a.meta_bytes - b.meta_bytes,
-        meta_bytes_by_kind: ftl::MetaBytes {
-            checkpoint: a.meta_bytes_by_kind.checkpoint - b.meta_bytes_by_kind.checkpoint,
-            log: a.meta_bytes_by_kind.log - b.meta_bytes_by_kind.log,
-            pmt: a.meta_bytes_by_kind.pmt - b.meta_bytes_by_kind.pmt,
-            bit: a.meta_bytes_by_kind.bit - b.meta_bytes_by_kind.bit,
-            gxt: a.meta_bytes_by_kind.gxt - b.meta_bytes_by_kind.gxt,
-            pmt_gc: a.meta_bytes_by_kind.pmt_gc - b.meta_bytes_by_kind.pmt_gc,
-            bit_gc: a.meta_bytes_by_kind.bit_gc - b.meta_bytes_by_kind.bit_gc,
-        },
-        meta_programs: a.meta_programs - b.meta_programs,
-        sp_erases: a.sp_erases - b.sp_erases,
-        cpmt_hits: a.cpmt_hits - b.cpmt_hits,
-        cpmt_misses: a.cpmt_misses - b.cpmt_misses,
-        cbit_hits: a.cbit_hits - b.cbit_hits,
-        cbit_misses: a.cbit_misses - b.cbit_misses,
-        log_merges: a.log_merges - b.log_merges,
-        refresh_alarms: a.refresh_alarms - b.refresh_alarms,
-        slc_blocks: a.slc_blocks - b.slc_blocks,
-        region_swaps: a.region_swaps - b.region_swaps,
-        pairing_lookups: a.pairing_lookups - b.pairing_lookups,
-        placement_pads: a.placement_pads - b.placement_pads,
-        placement_lapses: a.placement_lapses - b.placement_lapses,
-        read_retries: a.read_retries - b.read_retries,
-        replica_programs: a.replica_programs - b.replica_programs,
-        replica_reads: a.replica_reads - b.replica_reads,
-        replica_rescues: a.replica_rescues - b.replica_rescues,
-        ecc_policy: a.ecc_policy.since(&b.ecc_policy),
-        // A running maximum: the measured phase's value is the whole run's.
-        max_victim_valid: a.max_victim_valid,
-        max_buffer_pages: a.max_buffer_pages,
-        partial_steps: a.partial_steps - b.partial_steps,
-        rt_overruns: a.rt_overruns - b.rt_overruns,
+/// The counts of the measured phase: `a − b` for every counter of [`FtlCounters`] (nested
+/// groups and per-cause arrays too), walked through their serialised form so that a
+/// counter added there needs no edit here. Running maxima (fields named `max_*`) keep
+/// `a`'s value: the measured phase's maximum is the whole run's. A counter that went down
+/// (a gauge, like the policy's zone occupancy) gives 0.
+pub(crate) fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
+    use serde_json::Value;
+    fn walk(a: &mut Value, b: &Value) {
+        match (a, b) {
+            (Value::Object(ma), Value::Object(mb)) => {
+                for (k, va) in ma.iter_mut() {
+                    if let (false, Some(vb)) = (k.starts_with("max_"), mb.get(k)) {
+                        walk(va, vb);
+                    }
+                }
+            }
+            (Value::Array(xa), Value::Array(xb)) => {
+                for (va, vb) in xa.iter_mut().zip(xb) {
+                    walk(va, vb);
+                }
+            }
+            (Value::Number(na), Value::Number(nb)) => {
+                if let (Some(x), Some(y)) = (na.as_u64(), nb.as_u64()) {
+                    *na = x.saturating_sub(y).into();
+                }
+            }
+            _ => {}
+        }
     }
+    let mut va = serde_json::to_value(a).expect("counters serialise");
+    walk(
+        &mut va,
+        &serde_json::to_value(b).expect("counters serialise"),
+    );
+    serde_json::from_value(va).expect("counters deserialise")
 }
 
 /// FTL metadata (SPFTL, Ref. 001): bytes by kind, share of flash writes, erases of
@@ -659,28 +616,7 @@ impl Report {
                 erases: by_cause(c.erases),
                 total_programs: c.programs.iter().sum(),
                 total_erases: c.erases.iter().sum(),
-                valid_copies: c.valid_copies,
-                gc_victims: c.gc_victims,
-                wl_migrations: c.wl_migrations,
-                retired_blocks: c.retired_blocks,
-                lost_pages: c.lost_pages,
-                checkpoints: c.checkpoints,
-                trim_records: c.trim_records,
-                meta_bytes: c.meta_bytes,
-                pad_pages: c.pad_pages,
-                placement_pads: c.placement_pads,
-                placement_lapses: c.placement_lapses,
-                pairing_lookups: c.pairing_lookups,
-                replica_programs: c.replica_programs,
-                replica_reads: c.replica_reads,
-                replica_rescues: c.replica_rescues,
-                read_retries: c.read_retries,
-                slc_blocks: c.slc_blocks,
-                region_swaps: c.region_swaps,
-                max_victim_valid: c.max_victim_valid,
-                max_buffer_pages: c.max_buffer_pages,
-                partial_steps: c.partial_steps,
-                rt_overruns: c.rt_overruns,
+                counters: scalar_counters(&c),
             },
             waf: c.waf(),
             waf_per_byte: if m.bytes[1] > 0 {
@@ -797,5 +733,43 @@ impl Report {
             input_notes: Vec::new(),
             recovery: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_subtracts_every_counter_and_keeps_running_maxima() {
+        let mut b = FtlCounters {
+            gc_victims: 3,
+            max_victim_valid: 9,
+            ..FtlCounters::default()
+        };
+        b.reads[1] = 5;
+        b.meta_bytes_by_kind.pmt = 7;
+        b.ecc_policy.retention_alarms = 2;
+        let mut a = b;
+        a.gc_victims += 10;
+        a.reads[1] += 4;
+        a.meta_bytes_by_kind.pmt += 1;
+        a.ecc_policy.retention_alarms += 6;
+        a.max_victim_valid = 12;
+        a.sp_erases = 1;
+        let d = diff(&a, &b);
+        assert_eq!(d.gc_victims, 10);
+        assert_eq!(d.reads[1], 4);
+        assert_eq!(d.meta_bytes_by_kind.pmt, 1);
+        assert_eq!(d.ecc_policy.retention_alarms, 6);
+        assert_eq!(
+            d.max_victim_valid, 12,
+            "a running maximum is not a difference"
+        );
+        assert_eq!(d.sp_erases, 1);
+        assert_eq!(diff(&b, &b).gc_victims, 0);
+        let names = scalar_counters(&d);
+        assert_eq!(names["gc_victims"], 10);
+        assert!(names.contains_key("rt_overruns") && !names.contains_key("reads"));
     }
 }
