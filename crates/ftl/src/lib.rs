@@ -56,7 +56,7 @@ pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLIC
 pub use policy::Policies;
 pub use recovery::{RecoveryKind, RecoveryReport};
 pub use rtblock::{RtBlockConfig, RtBlockFtl, RtKind};
-pub use scheme::{BoxedVolume, SchemeConfig, Volume};
+pub use scheme::{BoxedVolume, SchemeConfig, SchemeKind, Volume};
 pub use substrate::region::meta_tag_name;
 pub use victim::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 

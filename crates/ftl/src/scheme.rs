@@ -182,6 +182,83 @@ volume_kernel!(DftlFtl, |v| v.mode().scheme());
 /// another thread behind a lock).
 pub type BoxedVolume<S, M> = Box<dyn Volume<S, M> + Send>;
 
+/// Every scheme by name: the one registry the configuration's `[ftl] scheme`, the command
+/// line's `--scheme` and the reports' scheme names are derived from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchemeKind {
+    /// Page-level mapping ([`PageFtl`]).
+    #[default]
+    Page,
+    /// Block-level mapping ([`BlockFtl`]; DCR's setting).
+    Block,
+    /// GFTL ([`RtBlockFtl`], WAO-GC's Table I).
+    Gftl,
+    /// RFTL ([`RtBlockFtl`], WAO-GC's Table I).
+    Rftl,
+    /// DFTL_por ([`DftlFtl`], SPFTL's baseline).
+    DftlPor,
+    /// SPFTL ([`DftlFtl`] with subpage metadata units).
+    Spftl,
+    /// SPFTL_log ([`DftlFtl`] with subpage logs).
+    SpftlLog,
+    /// The combined profile ([`PageFtl`] configured by [`crate::combined`]).
+    Combined,
+}
+
+impl SchemeKind {
+    /// Every scheme, in the order help texts list them.
+    pub const ALL: [SchemeKind; 8] = [
+        SchemeKind::Page,
+        SchemeKind::Block,
+        SchemeKind::Gftl,
+        SchemeKind::Rftl,
+        SchemeKind::DftlPor,
+        SchemeKind::Spftl,
+        SchemeKind::SpftlLog,
+        SchemeKind::Combined,
+    ];
+
+    /// Its name in files, on the command line and in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SchemeKind::Page => "page",
+            SchemeKind::Block => "block",
+            SchemeKind::Gftl => "gftl",
+            SchemeKind::Rftl => "rftl",
+            SchemeKind::DftlPor => "dftl-por",
+            SchemeKind::Spftl => "spftl",
+            SchemeKind::SpftlLog => "spftl-log",
+            SchemeKind::Combined => "combined",
+        }
+    }
+
+    /// One line on what it is (for help texts).
+    pub const fn about(self) -> &'static str {
+        match self {
+            SchemeKind::Page => "the page-level mapping FTL",
+            SchemeKind::Block => {
+                "the block-level mapping FTL (DCR's setting: roll-forward recovery is DCR, \
+                 full-scan the version-based scan)"
+            }
+            SchemeKind::Gftl => "GFTL (WAO-GC's Table I; SLC chips; full-scan recovery)",
+            SchemeKind::Rftl => "RFTL (WAO-GC's Table I; SLC chips; full-scan recovery)",
+            SchemeKind::DftlPor => "DFTL_por (SPFTL's baseline: metadata in whole SLC-mode pages)",
+            SchemeKind::Spftl => "SPFTL (metadata units in subpages; a chip with subpages)",
+            SchemeKind::SpftlLog => "SPFTL_log (metadata updates logged by subpages)",
+            SchemeKind::Combined => {
+                "the combined profile (AP, FLARES, WAO-GC and roll-forward recovery on the \
+                 page-level FTL)"
+            }
+        }
+    }
+
+    /// The scheme named `name` (as [`name`](Self::name) spells it).
+    pub fn from_name(name: &str) -> Option<SchemeKind> {
+        SchemeKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
 /// Every scheme by name, with its settings.
 ///
 /// In an experiment file: `[ftl] scheme = "page"` and the scheme's table (`[ftl.page]`).
@@ -220,15 +297,20 @@ impl Default for SchemeConfig {
 impl SchemeConfig {
     /// The scheme's name.
     pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Which scheme.
+    pub fn kind(&self) -> SchemeKind {
         match self {
-            SchemeConfig::Page(_) => "page",
-            SchemeConfig::Block(_) => "block",
-            SchemeConfig::Gftl(_) => "gftl",
-            SchemeConfig::Rftl(_) => "rftl",
-            SchemeConfig::DftlPor(_) => "dftl-por",
-            SchemeConfig::Spftl(_) => "spftl",
-            SchemeConfig::SpftlLog(_) => "spftl-log",
-            SchemeConfig::Combined(_) => "combined",
+            SchemeConfig::Page(_) => SchemeKind::Page,
+            SchemeConfig::Block(_) => SchemeKind::Block,
+            SchemeConfig::Gftl(_) => SchemeKind::Gftl,
+            SchemeConfig::Rftl(_) => SchemeKind::Rftl,
+            SchemeConfig::DftlPor(_) => SchemeKind::DftlPor,
+            SchemeConfig::Spftl(_) => SchemeKind::Spftl,
+            SchemeConfig::SpftlLog(_) => SchemeKind::SpftlLog,
+            SchemeConfig::Combined(_) => SchemeKind::Combined,
         }
     }
 

@@ -3,6 +3,7 @@
 use crate::volume_cmd::RecoveryArg;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use ftl::SchemeKind;
 use nand::{ChipConfig, CutMode};
 use sim::crash::{run_case_described, run_plan, CaseId, CrashConfig, Outcome, Plan};
 use std::io::IsTerminal;
@@ -17,36 +18,21 @@ enum ModeArg {
     Nested,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SchemeArg {
-    /// The page-level mapping FTL.
-    Page,
-    /// The block-level mapping FTL (DCR's setting; `--recovery roll-forward` is DCR,
-    /// `full-scan` the version-based scan).
-    Block,
-    /// GFTL (WAO-GC's Table I; SLC presets; always its full-scan recovery: `--recovery`
-    /// does not apply).
-    Gftl,
-    /// RFTL (WAO-GC's Table I; SLC presets; always its full-scan recovery).
-    Rftl,
-    /// DFTL_por (SPFTL's baseline; its GXT + update-block recovery; `--preset` defaults to
-    /// `tiny-mlc-sp`).
-    DftlPor,
-    /// SPFTL (a preset with subpages; `--preset` defaults to `tiny-mlc-sp`).
-    Spftl,
-    /// SPFTL_log (a preset with subpages; `--preset` defaults to `tiny-mlc-sp`).
-    SpftlLog,
-    /// The combined profile (AP, FLARES, WAO-GC and roll-forward recovery on the page
-    /// kernel; over-provisioning 0.7 on the tiny MLC preset, every third logical page
-    /// critical).
-    Combined,
+/// `--scheme`: the names and one-line descriptions of the registry (`ftl::SchemeKind`).
+fn scheme_arg() -> impl clap::builder::TypedValueParser<Value = SchemeKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(SchemeKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.about())))
+        .map(|s| SchemeKind::from_name(&s).expect("a registry name"))
 }
 
 #[derive(Debug, Args)]
 pub struct CrashArgs {
-    /// FTL scheme under test.
-    #[arg(long, value_enum, default_value = "page")]
-    scheme: SchemeArg,
+    /// FTL scheme under test. DFTL_por, SPFTL and SPFTL_log default `--preset` to
+    /// `tiny-mlc-sp` (a chip with subpages); GFTL and RFTL need an SLC preset and always
+    /// recover by their full scan (`--recovery` does not apply); the combined profile runs
+    /// with over-provisioning 0.7 on the tiny MLC preset, every third logical page critical.
+    #[arg(long, default_value = "page", value_parser = scheme_arg())]
+    scheme: SchemeKind,
     /// Which cut points to try.
     #[arg(long, value_enum, default_value = "random")]
     mode: ModeArg,
@@ -309,25 +295,25 @@ pub fn run(args: CrashArgs) -> Result<()> {
     let mut args = args;
     if matches!(
         args.scheme,
-        SchemeArg::DftlPor | SchemeArg::Spftl | SchemeArg::SpftlLog
+        SchemeKind::DftlPor | SchemeKind::Spftl | SchemeKind::SpftlLog
     ) && args.preset == "tiny-mlc"
     {
         args.preset = "tiny-mlc-sp".into();
     }
     let mut cfg = match args.scheme {
-        SchemeArg::Page => CrashConfig::small(args.seed),
-        SchemeArg::Combined => CrashConfig::small_combined(args.seed),
-        SchemeArg::DftlPor | SchemeArg::Spftl | SchemeArg::SpftlLog => {
+        SchemeKind::Page => CrashConfig::small(args.seed),
+        SchemeKind::Combined => CrashConfig::small_combined(args.seed),
+        SchemeKind::DftlPor | SchemeKind::Spftl | SchemeKind::SpftlLog => {
             let mode = match args.scheme {
-                SchemeArg::DftlPor => ftl::MetaMode::Page,
-                SchemeArg::Spftl => ftl::MetaMode::Subpage,
+                SchemeKind::DftlPor => ftl::MetaMode::Page,
+                SchemeKind::Spftl => ftl::MetaMode::Subpage,
                 _ => ftl::MetaMode::Log,
             };
             CrashConfig::small_dftl(args.seed, &args.preset, mode)
         }
-        SchemeArg::Block => CrashConfig::small_block(args.seed, &args.preset),
-        SchemeArg::Gftl | SchemeArg::Rftl => {
-            let kind = if args.scheme == SchemeArg::Gftl {
+        SchemeKind::Block => CrashConfig::small_block(args.seed, &args.preset),
+        SchemeKind::Gftl | SchemeKind::Rftl => {
+            let kind = if args.scheme == SchemeKind::Gftl {
                 ftl::RtKind::Gftl
             } else {
                 ftl::RtKind::Rftl

@@ -3,32 +3,8 @@
 use ftl::{BlockFtlConfig, DftlConfig, PageFtlConfig, RtBlockConfig, SchemeConfig};
 use serde::{Deserialize, Serialize};
 
-/// FTL schemes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FtlScheme {
-    /// Page-level mapping, whole map in RAM.
-    #[default]
-    Page,
-    /// Block-level mapping (primary + replacement per logical block; DCR's setting).
-    Block,
-    /// GFTL (WAO-GC's Table I): block-level map, central write buffer and GC queue.
-    Gftl,
-    /// RFTL (WAO-GC's Table I): primary, replacement and buffer block per logical block.
-    Rftl,
-    /// DFTL_por (SPFTL's baseline): demand-paged page map and block information, the
-    /// GXT, metadata in whole SLC-mode pages.
-    #[serde(rename = "dftl-por")]
-    DftlPor,
-    /// SPFTL: DFTL_por with every metadata unit a subpage of an SP block.
-    Spftl,
-    /// SPFTL_log: DFTL_por with metadata updates logged by subpages in SP logging blocks.
-    #[serde(rename = "spftl-log")]
-    SpftlLog,
-    /// The combined profile (`ftl::combined`): the page-level FTL with AP, FLARES, WAO-GC
-    /// and roll-forward recovery.
-    Combined,
-}
+/// FTL schemes: the registry `ftl::SchemeKind` (`[ftl] scheme = "page"`, …).
+pub use ftl::SchemeKind as FtlScheme;
 
 /// `[ftl]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
