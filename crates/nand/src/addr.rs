@@ -14,10 +14,25 @@
 //!
 //! A [`BlockAddr`] is the same packing with the page field zero.
 
-use crate::geometry::limits;
 use core::fmt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+/// Largest values the packed address format can carry (see [`PhysAddr`]).
+pub mod limits {
+    /// Channels per chip (8 address bits).
+    pub const MAX_CHANNELS: u32 = 1 << 8;
+    /// Dies per channel (8 address bits).
+    pub const MAX_DIES: u32 = 1 << 8;
+    /// Planes per die (4 address bits).
+    pub const MAX_PLANES: u32 = 1 << 4;
+    /// Blocks per plane (24 address bits).
+    pub const MAX_BLOCKS: u32 = 1 << 24;
+    /// Pages per block (16 address bits).
+    pub const MAX_PAGES: u32 = 1 << 16;
+    /// Subpages per page.
+    pub const MAX_SUBPAGES: u32 = 16;
+}
 
 const PAGE_SHIFT: u32 = 0;
 const BLOCK_SHIFT: u32 = 16;

@@ -37,21 +37,7 @@ impl CellType {
     }
 }
 
-/// Largest values the packed address format can carry (see [`PhysAddr`]).
-pub mod limits {
-    /// Channels per chip (8 address bits).
-    pub const MAX_CHANNELS: u32 = 1 << 8;
-    /// Dies per channel (8 address bits).
-    pub const MAX_DIES: u32 = 1 << 8;
-    /// Planes per die (4 address bits).
-    pub const MAX_PLANES: u32 = 1 << 4;
-    /// Blocks per plane (24 address bits).
-    pub const MAX_BLOCKS: u32 = 1 << 24;
-    /// Pages per block (16 address bits).
-    pub const MAX_PAGES: u32 = 1 << 16;
-    /// Subpages per page.
-    pub const MAX_SUBPAGES: u32 = 16;
-}
+pub use crate::addr::limits;
 
 /// The shape of a NAND device: how many of each unit, and how large a page is.
 ///

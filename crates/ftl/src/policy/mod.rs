@@ -19,6 +19,7 @@ use alloc::boxed::Box;
 use nand::{BitKind, Nanos};
 use serde::{Deserialize, Serialize};
 
+pub mod flares;
 mod pacing;
 pub use pacing::*;
 
