@@ -143,117 +143,184 @@ impl Recovery for RollForward {
 
     fn recover<K: Rebuildable>(&self, ftl: &mut K, now: Nanos) -> Result<RecoveryReport, FtlError> {
         let mut r = Rebuild::start(ftl, now)?;
-        if r.snap.l2p.iter().any(|&p| !ftl.entry_ok(p)) {
+        r.adopt_checkpoint_map(ftl, now)?;
+        r.apply_trims(ftl)?;
+        let mut work: Vec<u32> = Vec::new();
+        for die in 0..ftl.sub().dies.len() {
+            r.scan_frontiers(ftl, now, die, &mut work)?;
+            r.scan_free_in_order(ftl, now, die)?;
+        }
+        r.scan_left_region(ftl, now)?;
+        r.scan_emptied(ftl, now, work)?;
+        r.keep_checkpoint_states(ftl);
+        r.finish(ftl, now, self.name())
+    }
+}
+
+/// Roll-forward's phases, in the order `RollForward::recover` runs them.
+impl Rebuild {
+    /// Phase 1: the checkpoint's map, valid counts and critical pages, as they were.
+    fn adopt_checkpoint_map<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+    ) -> Result<(), FtlError> {
+        if self.snap.l2p.iter().any(|&p| !ftl.entry_ok(p)) {
             return Err(FtlError::Corrupt("checkpoint maps outside the chip"));
         }
-        let c = r.snap.seq;
         let ppb = ftl.sub().ppb;
-        for (lpn, &p) in r.snap.l2p.iter().enumerate() {
+        for (lpn, &p) in self.snap.l2p.iter().enumerate() {
             ftl.set_entry(now, lpn as u64, p)?;
             if p != INVALID && p != LOST {
                 ftl.sub_mut().valid[(p / ppb) as usize] += 1;
             }
-            let critical = r.snap.critical[lpn / 64] >> (lpn % 64) & 1 == 1;
+            let critical = self.snap.critical[lpn / 64] >> (lpn % 64) & 1 == 1;
             if critical {
                 ftl.set_critical(lpn as u64, true);
             }
         }
-        r.apply_trims(ftl)?;
-        let ndies = ftl.sub_mut().dies.len();
-        let bpd = ftl.sub_mut().blocks_per_die;
-        let mut work: Vec<u32> = Vec::new();
-        // Blocks whose erase count moved since the checkpoint were erased (and maybe reused):
-        // their headers tell (a charged read each).
-        let erased_since = |ftl: &mut K, r: &mut Rebuild, b: u32| {
-            let ec = r.header(ftl, now, b)?.erase_count;
-            Ok::<bool, FtlError>(ec != r.snap.erase[b as usize])
-        };
-        for die in 0..ndies {
-            // The checkpoint's frontier blocks, from their next page.
-            for s in 0..2 {
-                let (b, next) = r.snap.frontiers[die][s];
-                if b >= ftl.sub_mut().geo.total_blocks() {
-                    continue;
-                }
-                if erased_since(ftl, &mut r, b)? {
-                    work.push(b);
-                } else {
-                    let ppb = ftl.sub().ppb;
-                    r.scan_block(ftl, now, b, next.min(ppb), c)?;
-                }
-            }
-            // The checkpoint's free blocks, in the order the allocator opens them.
-            let lo = die as u32 * bpd;
-            let mut free: Vec<u32> = (lo..lo + bpd)
-                .filter(|&b| r.snap.states[b as usize] == code::FREE)
-                .collect();
-            free.sort_unstable_by_key(|&b| (r.snap.erase[b as usize], b));
-            // A free block the region took since the checkpoint is not the allocator's.
-            free.retain(|&b| !ftl.sub().state[b as usize].reserved());
-            // (The index serves the sabotage build only.)
-            #[cfg_attr(not(feature = "sabotage"), allow(clippy::unused_enumerate_index))]
-            for (_i, b) in free.into_iter().enumerate() {
-                #[cfg(feature = "sabotage")]
-                if _i == 0 && ftl.sub().cfg.sabotage == crate::sabotage::Sabotage::SkipRecoveryBlock
-                {
-                    continue;
-                }
-                let moved = erased_since(ftl, &mut r, b)?;
-                let wp = r.scan_block(ftl, now, b, 0, c)?;
-                if wp == 0 {
-                    r.free.insert(b);
-                    if !moved {
-                        break;
-                    }
-                }
-            }
-        }
-        // Blocks that left the region since the checkpoint went to the free pool, and may
-        // hold data written since.
-        for b in r.left_region.clone() {
-            if r.header(ftl, now, b)?.status == BlockStatus::FactoryBad {
+        Ok(())
+    }
+
+    /// Whether block `b`'s erase count moved since the checkpoint: it was erased (and maybe
+    /// reused). Its header tells (a charged read).
+    fn erased_since<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+        b: u32,
+    ) -> Result<bool, FtlError> {
+        let ec = self.header(ftl, now, b)?.erase_count;
+        Ok(ec != self.snap.erase[b as usize])
+    }
+
+    /// Phase 2a: die `die`'s checkpoint frontier blocks, from their next page (one erased
+    /// since goes to `work`, the blocks phase 4 looks at).
+    fn scan_frontiers<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+        die: usize,
+        work: &mut Vec<u32>,
+    ) -> Result<(), FtlError> {
+        for s in 0..2 {
+            let (b, next) = self.snap.frontiers[die][s];
+            if b >= ftl.sub().geo.total_blocks() {
                 continue;
             }
-            if r.scan_block(ftl, now, b, 0, c)? == 0 {
-                r.free.insert(b);
+            if self.erased_since(ftl, now, b)? {
+                work.push(b);
+            } else {
+                let (ppb, c) = (ftl.sub().ppb, self.snap.seq);
+                self.scan_block(ftl, now, b, next.min(ppb), c)?;
             }
         }
-        // Blocks left without a valid page (at the checkpoint, or by newer records) may
-        // have been erased since, and reused: their erase count and first page tell.
-        work.extend((0..ftl.sub_mut().geo.total_blocks()).filter(|&b| {
-            r.snap.states[b as usize] == code::FULL && ftl.sub_mut().valid[b as usize] == 0
+        Ok(())
+    }
+
+    /// Phase 2b: die `die`'s checkpoint free blocks, in the order the allocator opens them
+    /// (least erase count, then index), up to the first still erased with an unchanged
+    /// erase count.
+    fn scan_free_in_order<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+        die: usize,
+    ) -> Result<(), FtlError> {
+        let bpd = ftl.sub().blocks_per_die;
+        let lo = die as u32 * bpd;
+        let mut free: Vec<u32> = (lo..lo + bpd)
+            .filter(|&b| self.snap.states[b as usize] == code::FREE)
+            .collect();
+        free.sort_unstable_by_key(|&b| (self.snap.erase[b as usize], b));
+        // A free block the region took since the checkpoint is not the allocator's.
+        free.retain(|&b| !ftl.sub().state[b as usize].reserved());
+        // (The index serves the sabotage build only.)
+        #[cfg_attr(not(feature = "sabotage"), allow(clippy::unused_enumerate_index))]
+        for (_i, b) in free.into_iter().enumerate() {
+            #[cfg(feature = "sabotage")]
+            if _i == 0 && ftl.sub().cfg.sabotage == crate::sabotage::Sabotage::SkipRecoveryBlock {
+                continue;
+            }
+            let moved = self.erased_since(ftl, now, b)?;
+            let wp = self.scan_block(ftl, now, b, 0, self.snap.seq)?;
+            if wp == 0 {
+                self.free.insert(b);
+                if !moved {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Phase 3: blocks that left the region since the checkpoint went to the free pool,
+    /// and may hold data written since.
+    fn scan_left_region<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+    ) -> Result<(), FtlError> {
+        for b in self.left_region.clone() {
+            if self.header(ftl, now, b)?.status == BlockStatus::FactoryBad {
+                continue;
+            }
+            if self.scan_block(ftl, now, b, 0, self.snap.seq)? == 0 {
+                self.free.insert(b);
+            }
+        }
+        Ok(())
+    }
+
+    /// Phase 4: blocks left without a valid page (at the checkpoint, or by newer records
+    /// as the scans proceed) may have been erased since, and reused: their erase count and
+    /// first page tell. `work` holds the frontier blocks found erased.
+    fn scan_emptied<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+        mut work: Vec<u32>,
+    ) -> Result<(), FtlError> {
+        let n = ftl.sub().geo.total_blocks();
+        work.extend((0..n).filter(|&b| {
+            self.snap.states[b as usize] == code::FULL && ftl.sub().valid[b as usize] == 0
         }));
         let mut taken = 0;
+        // Bounded: a block is scanned at most once (`scanned`), and only a scan adds to
+        // `emptied`.
         loop {
-            work.extend(r.emptied[taken..].iter().copied());
-            taken = r.emptied.len();
+            work.extend(self.emptied[taken..].iter().copied());
+            taken = self.emptied.len();
             let Some(b) = work.pop() else { break };
-            if r.scanned.contains(&b)
-                || !matches!(r.snap.states[b as usize], code::FULL | code::OPEN)
-                || !erased_since(ftl, &mut r, b)?
+            if self.scanned.contains(&b)
+                || !matches!(self.snap.states[b as usize], code::FULL | code::OPEN)
+                || !self.erased_since(ftl, now, b)?
             {
                 continue;
             }
-            if r.scan_block(ftl, now, b, 0, c)? == 0 {
-                r.free.insert(b);
+            if self.scan_block(ftl, now, b, 0, self.snap.seq)? == 0 {
+                self.free.insert(b);
             }
         }
-        // Every other block keeps its checkpoint state.
-        for b in 0..ftl.sub_mut().geo.total_blocks() {
-            if r.scanned.contains(&b) || r.free.contains(&b) {
+        Ok(())
+    }
+
+    /// Phase 5: every block no phase read keeps its checkpoint state.
+    fn keep_checkpoint_states<K: Rebuildable>(&mut self, ftl: &K) {
+        for b in 0..ftl.sub().geo.total_blocks() {
+            if self.scanned.contains(&b) || self.free.contains(&b) {
                 continue;
             }
-            match r.snap.states[b as usize] {
+            match self.snap.states[b as usize] {
                 code::FREE => {
-                    r.free.insert(b);
+                    self.free.insert(b);
                 }
                 code::FULL | code::OPEN | code::RETIRING => {
-                    r.full.insert(b);
+                    self.full.insert(b);
                 }
                 _ => {}
             }
         }
-        r.finish(ftl, now, self.name())
     }
 }
 

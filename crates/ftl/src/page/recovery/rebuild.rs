@@ -196,18 +196,41 @@ impl Rebuild {
         min_seq: u64,
     ) -> Result<u32, FtlError> {
         self.scanned.insert(b);
-        let ppb = ftl.sub_mut().ppb;
-        let _addr = ftl.sub_mut().block_addr(b);
+        let ppb = ftl.sub().ppb;
+        let read = self.read_records(ftl, now, b, from, min_seq)?;
+        let wp = read.wp;
+        if wp > 0 || from > 0 {
+            self.full.insert(b);
+        }
+        let clean = self.apply_found(ftl, now, b, wp, read.found)? && read.clean;
+        self.partial.retain(|x| x.0 != b);
+        if wp > from && wp < ppb && clean {
+            self.partial.push((b, wp, read.seqs));
+        }
+        Ok(wp)
+    }
+
+    /// The records of block `b` from page `from` to its first erased page (the write
+    /// point): those with sequence number ≥ `min_seq` that name a logical page.
+    fn read_records<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+        b: u32,
+        from: u32,
+        min_seq: u64,
+    ) -> Result<BlockRecords, FtlError> {
+        let ppb = ftl.sub().ppb;
         // An SLC-mode block (the flush buffer) holds its LSB pages only: the others are
         // skipped, and its write point is its first erased LSB page. The header says which
         // (read once, charged, and already read on every path that scans a block).
         let slc = self.header(ftl, now, b)?.slc_mode && ftl.sub().window > 0;
-        let mut found: Vec<Found> = Vec::new();
-        let mut seqs: Vec<u64> = vec![0; ppb as usize];
-        let mut wp = ppb;
-        // A page that does not decode, or fails verification, makes the block unfit to
-        // resume: a later roll-forward would no longer see it at the write point.
-        let mut clean = true;
+        let mut out = BlockRecords {
+            found: Vec::new(),
+            seqs: vec![0; ppb as usize],
+            wp: ppb,
+            clean: true,
+        };
         for p in from..ppb {
             if slc && ftl.sub().next_lsb[p as usize] != p {
                 continue;
@@ -221,60 +244,44 @@ impl Rebuild {
                 Sensed::Data(ri) => {
                     let rec = ri.record;
                     self.max_seq = self.max_seq.max(rec.seq.saturating_add(1));
-                    seqs[p as usize] = rec.seq;
+                    out.seqs[p as usize] = rec.seq;
                     if rec.seq >= self.snap.seq {
                         self.young.insert(b);
                     }
                     if rec.seq >= min_seq {
-                        if let Some(class) = rec.kind.data_class() {
-                            if rec.lpn < ftl.logical() {
-                                found.push(Found {
-                                    page: p,
-                                    lpn: rec.lpn,
-                                    seq: rec.seq,
-                                    critical: class.critical,
-                                    user: matches!(rec.kind, PageKind::User(_)),
-                                    replica_of: None,
-                                });
-                            }
-                        } else if let Some((lpn, version)) = rec.replica_of() {
-                            if lpn < ftl.logical() {
-                                found.push(Found {
-                                    page: p,
-                                    lpn,
-                                    seq: rec.seq,
-                                    critical: true,
-                                    user: false,
-                                    replica_of: Some(version),
-                                });
-                            }
-                        }
+                        out.found.extend(Found::of(p, &rec, ftl.logical()));
                     }
                 }
                 Sensed::Erased => {
-                    wp = p;
+                    out.wp = p;
                     break;
                 }
-                // A torn or scrambled page holds nothing; later pages may. (Its read is
-                // charged like any other.)
-                Sensed::Failed => clean = false,
+                // A torn or scrambled page holds nothing; later pages may (its read is
+                // charged like any other). It makes the block unfit to resume: a later
+                // roll-forward would no longer see it at the write point.
+                Sensed::Failed => out.clean = false,
             }
         }
-        if wp > 0 || from > 0 {
-            self.full.insert(b);
-        }
-        let tail = wp.saturating_sub(ftl.sub_mut().window + 1);
-        for Found {
-            page: p,
-            lpn,
-            seq,
-            critical,
-            user,
-            replica_of,
-        } in found
-        {
-            // Pages at the write point are read in full whether or not they win: a damaged
-            // one rules out resuming the block.
+        Ok(out)
+    }
+
+    /// Applies the records `found` in block `b` (write point `wp`): each newer version
+    /// wins its logical page; replicas are kept for later. Pages at the write point are
+    /// read in full whether or not they win (a damaged one rules out resuming the block:
+    /// `false`).
+    fn apply_found<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+        b: u32,
+        wp: u32,
+        found: Vec<Found>,
+    ) -> Result<bool, FtlError> {
+        let ppb = ftl.sub().ppb;
+        let tail = wp.saturating_sub(ftl.sub().window + 1);
+        let mut clean = true;
+        for f in found {
+            let p = f.page;
             #[cfg(feature = "sabotage")]
             let p_checked =
                 p >= tail && ftl.sub().cfg.sabotage != crate::sabotage::Sabotage::NoTornCheck;
@@ -284,24 +291,21 @@ impl Rebuild {
                 clean = false;
                 continue;
             }
-            if let Some(version) = replica_of {
-                self.replicas.push((b * ppb + p, lpn as u32, version, seq));
+            if let Some(version) = f.replica_of {
+                self.replicas
+                    .push((b * ppb + p, f.lpn as u32, version, f.seq));
                 continue;
             }
-            if user && seq >= self.snap.seq {
+            if f.user && f.seq >= self.snap.seq {
                 // A host write since the checkpoint: the version replicas must copy.
-                let v = self.versions.entry(lpn as u32).or_insert(0);
-                *v = (*v).max(seq);
+                let v = self.versions.entry(f.lpn as u32).or_insert(0);
+                *v = (*v).max(f.seq);
             }
-            if seq > self.best[lpn as usize] {
-                self.apply(ftl, lpn, b * ppb + p, seq, critical)?;
+            if f.seq > self.best[f.lpn as usize] {
+                self.apply(ftl, f.lpn, b * ppb + p, f.seq, f.critical)?;
             }
         }
-        self.partial.retain(|x| x.0 != b);
-        if wp > from && wp < ppb && clean {
-            self.partial.push((b, wp, seqs));
-        }
-        Ok(wp)
+        Ok(clean)
     }
 
     /// Meta-Cure's replica sets after the map is final (see the `replica` module): for each
@@ -404,80 +408,15 @@ impl Rebuild {
         now: Nanos,
         name: &str,
     ) -> Result<RecoveryReport, FtlError> {
-        let nblocks = ftl.sub_mut().geo.total_blocks();
         ftl.rebuild_reverse(now)?;
         if ftl.replica_limit() > 0 {
             self.install_replicas(ftl, now)?;
         }
-        for b in 0..nblocks {
-            let i = b as usize;
-            // Erase count and bad-block status: from the header where it was read (every
-            // block in a full scan; the candidates and the checkpoint region in a
-            // roll-forward), else the checkpoint's (such a block was not erased since; one
-            // that went bad since shows it at its next program or erase).
-            let (status, erase_count) =
-                if self.headers.contains_key(&b) || ftl.sub_mut().state[i].reserved() {
-                    let h = self.header(ftl, now, b)?;
-                    (h.status, h.erase_count)
-                } else if self.snap.states[i] == code::BAD {
-                    (BlockStatus::GrownBad, self.snap.erase[i])
-                } else {
-                    (BlockStatus::Good, self.snap.erase[i])
-                };
-            ftl.sub_mut().adopt_erase_count(i as u32, erase_count);
-            if ftl.sub_mut().state[i].reserved() {
-                if status != BlockStatus::Good {
-                    ftl.sub_mut().adopt_state(b, BState::Bad);
-                }
-                continue;
-            }
-            if ftl.sub_mut().state[i] == BState::Bad
-                && self.snap.states[i] == code::REGION
-                && !self.left_region.contains(&b)
-            {
-                continue;
-            }
-            if status != BlockStatus::Good {
-                ftl.sub_mut().adopt_grown_bad(b);
-            } else if self.free.contains(&b) && ftl.sub_mut().valid[i] == 0 {
-                ftl.sub_mut().adopt_free(b);
-                ftl.sub_mut().suspect[i] = true;
-            } else if self.full.contains(&b) || ftl.sub_mut().valid[i] > 0 {
-                ftl.sub_mut().adopt_state(b, BState::Full);
-                ftl.sub_mut().index_insert(b);
-            } else {
-                ftl.sub_mut().adopt_state(b, BState::Bad);
-            }
+        for b in 0..ftl.sub().geo.total_blocks() {
+            self.adopt_block(ftl, now, b)?;
         }
-        // Half-written blocks become the frontiers again (up to two per die, newest first),
-        // so the space a crash left in them is not lost: a full device may have nothing
-        // else to copy into. Their lower pages written before the cut count as exposed.
-        let mut partial = self.partial;
-        partial.sort_by_key(|p| Reverse(p.2.iter().copied().max().unwrap_or(0)));
-        for (b, wp, seqs) in partial {
-            let i = b as usize;
-            let die = ftl.sub_mut().die_of(b) as usize;
-            // Only a block whose pages from the write point on map nothing (an image
-            // whose checkpoint maps pages of an erased block fails this).
-            let ppb = ftl.sub().ppb;
-            let base = b * ppb;
-            if ftl.sub().state[i] != BState::Full
-                || (wp..ppb).any(|p| ftl.owner(base + p).is_some())
-            {
-                continue;
-            }
-            let Some(s) = ftl.sub_mut().dies[die]
-                .frontier
-                .iter()
-                .position(|f| f.is_none())
-            else {
-                continue;
-            };
-            ftl.sub_mut().reopen(b);
-            ftl.sub_mut().dies[die].frontier[s] = Some(Frontier { block: b, next: wp });
-            let base = (die * 2 + s) * ppb as usize;
-            ftl.sub_mut().fseq[base..base + ppb as usize].copy_from_slice(&seqs);
-        }
+        let partial = core::mem::take(&mut self.partial);
+        resume_frontiers(ftl, partial);
         // What superseded each block's pages is unknown: no victim is erased while any
         // page is exposed (see `PageFtl::erase_dirty`).
         ftl.sub_mut().superseded.fill(u64::MAX - 1);
@@ -491,6 +430,75 @@ impl Rebuild {
         }
         let seq = ftl.sub().seq.max(self.max_seq).max(1);
         ftl.sub_mut().seq = seq;
+        self.adopt_young(ftl);
+        Ok(self.report(ftl, name))
+    }
+
+    /// Block `b`'s erase count, and its state from what was found: bad, free (suspect: it
+    /// is erased again before its first use), full, or — neither — bad.
+    fn adopt_block<K: Rebuildable>(
+        &mut self,
+        ftl: &mut K,
+        now: Nanos,
+        b: u32,
+    ) -> Result<(), FtlError> {
+        let i = b as usize;
+        // Erase count and bad-block status: from the header where it was read (every
+        // block in a full scan; the candidates and the checkpoint region in a
+        // roll-forward), else the checkpoint's (such a block was not erased since; one
+        // that went bad since shows it at its next program or erase).
+        let (status, erase_count) =
+            if self.headers.contains_key(&b) || ftl.sub().state[i].reserved() {
+                let h = self.header(ftl, now, b)?;
+                (h.status, h.erase_count)
+            } else if self.snap.states[i] == code::BAD {
+                (BlockStatus::GrownBad, self.snap.erase[i])
+            } else {
+                (BlockStatus::Good, self.snap.erase[i])
+            };
+        let s = ftl.sub_mut();
+        s.adopt_erase_count(b, erase_count);
+        if s.state[i].reserved() {
+            if status != BlockStatus::Good {
+                s.adopt_state(b, BState::Bad);
+            }
+            return Ok(());
+        }
+        if s.state[i] == BState::Bad
+            && self.snap.states[i] == code::REGION
+            && !self.left_region.contains(&b)
+        {
+            return Ok(());
+        }
+        if status != BlockStatus::Good {
+            s.adopt_grown_bad(b);
+        } else if self.free.contains(&b) && s.valid[i] == 0 {
+            s.adopt_free(b);
+            s.suspect[i] = true;
+        } else if self.full.contains(&b) || s.valid[i] > 0 {
+            s.adopt_state(b, BState::Full);
+            s.index_insert(b);
+        } else {
+            s.adopt_state(b, BState::Bad);
+        }
+        Ok(())
+    }
+
+    /// The blocks opened since the checkpoint are young again (kept from GC until the
+    /// next checkpoint), and counted as opened.
+    fn adopt_young<K: Rebuildable>(&self, ftl: &mut K) {
+        let rule = ftl.sub().cfg.young_rule;
+        for &b in &self.young {
+            let die = ftl.sub().die_of(b) as usize;
+            let s = ftl.sub_mut();
+            s.young[b as usize] = rule;
+            s.opened_per_die[die] += 1;
+        }
+        ftl.sub_mut().opened_since_cp = self.young.len() as u32;
+    }
+
+    /// What the mount did.
+    fn report<K: Rebuildable>(&self, ftl: &K, name: &str) -> RecoveryReport {
         let mapped = (0..ftl.logical())
             .filter(|&l| {
                 let p = ftl.entry(l);
@@ -499,16 +507,7 @@ impl Rebuild {
             .count() as u64;
         let channels = ftl.sub().geo.channels;
         let (reads, time) = ftl.sub().log.read_time(Cause::Mount, channels);
-        for &b in &self.young {
-            let rule = ftl.sub().cfg.young_rule;
-            ftl.sub_mut().young[b as usize] = rule;
-        }
-        ftl.sub_mut().opened_since_cp = self.young.len() as u32;
-        for &b in &self.young {
-            let die = ftl.sub().die_of(b) as usize;
-            ftl.sub_mut().opened_per_die[die] += 1;
-        }
-        Ok(RecoveryReport {
+        RecoveryReport {
             procedure: name.into(),
             checkpoint_gen: ftl.checkpoint_gen(),
             checkpoint_pages: self.checkpoint_pages,
@@ -517,6 +516,78 @@ impl Rebuild {
             pages_read: reads,
             time,
             mapped_pages: mapped,
-        })
+        }
+    }
+}
+
+/// Half-written blocks (`partial`: block, write point, the sequence numbers of its pages)
+/// become the frontiers again, up to two per die, newest first, so the space a crash left
+/// in them is not lost: a full device may have nothing else to copy into. Their lower
+/// pages written before the cut count as exposed.
+fn resume_frontiers<K: Rebuildable>(ftl: &mut K, mut partial: Vec<(u32, u32, Vec<u64>)>) {
+    partial.sort_by_key(|p| Reverse(p.2.iter().copied().max().unwrap_or(0)));
+    let ppb = ftl.sub().ppb;
+    for (b, wp, seqs) in partial {
+        let die = ftl.sub().die_of(b) as usize;
+        // Only a block whose pages from the write point on map nothing (an image whose
+        // checkpoint maps pages of an erased block fails this).
+        let base = b * ppb;
+        if ftl.sub().state[b as usize] != BState::Full
+            || (wp..ppb).any(|p| ftl.owner(base + p).is_some())
+        {
+            continue;
+        }
+        let Some(s) = ftl.sub().dies[die]
+            .frontier
+            .iter()
+            .position(|f| f.is_none())
+        else {
+            continue;
+        };
+        let sub = ftl.sub_mut();
+        sub.reopen(b);
+        sub.dies[die].frontier[s] = Some(Frontier { block: b, next: wp });
+        let base = (die * 2 + s) * ppb as usize;
+        sub.fseq[base..base + ppb as usize].copy_from_slice(&seqs);
+    }
+}
+
+/// What a scan of one block read (`Rebuild::read_records`).
+struct BlockRecords {
+    /// The records that name a logical page, in page order.
+    found: Vec<Found>,
+    /// The sequence number of each page read (0: not read, or no record).
+    seqs: Vec<u64>,
+    /// The first erased page (the write point; `ppb` if none).
+    wp: u32,
+    /// Every page read decoded.
+    clean: bool,
+}
+
+impl Found {
+    /// The record `rec` of page `page`, if it names a logical page below `logical`: a data
+    /// page's (its class says whether critical) or a replica's (critical, with the
+    /// version it copies).
+    fn of(page: u32, rec: &controller::OobRecord, logical: u64) -> Option<Found> {
+        if let Some(class) = rec.kind.data_class() {
+            (rec.lpn < logical).then_some(Found {
+                page,
+                lpn: rec.lpn,
+                seq: rec.seq,
+                critical: class.critical,
+                user: matches!(rec.kind, PageKind::User(_)),
+                replica_of: None,
+            })
+        } else {
+            let (lpn, version) = rec.replica_of()?;
+            (lpn < logical).then_some(Found {
+                page,
+                lpn,
+                seq: rec.seq,
+                critical: true,
+                user: false,
+                replica_of: Some(version),
+            })
+        }
     }
 }
