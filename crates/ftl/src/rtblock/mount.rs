@@ -38,6 +38,36 @@ enum Found {
     Used { role: Role, lbn: u32, first: u64 },
 }
 
+impl Found {
+    /// This block with one more page of `role` and logical block `lbn`, sequence number
+    /// `seq`; `Corrupt` if the block already holds pages of another role or logical block.
+    fn with(self, role: Role, lbn: u32, seq: u64) -> Result<Found, FtlError> {
+        match self {
+            Found::Used {
+                role: r0,
+                lbn: l0,
+                first,
+            } => {
+                if r0 != role || l0 != lbn {
+                    return Err(FtlError::Corrupt(
+                        "a block holds pages of two roles or logical blocks",
+                    ));
+                }
+                Ok(Found::Used {
+                    role,
+                    lbn,
+                    first: first.min(seq),
+                })
+            }
+            _ => Ok(Found::Used {
+                role,
+                lbn,
+                first: seq,
+            }),
+        }
+    }
+}
+
 impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// Formats the chip behind `ctl` with scheme `kind` and builds an empty volume.
     pub fn format(
@@ -203,54 +233,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                     continue;
                 }
             };
-            let lpn = r.lpn & rec::LPN;
-            let flags = r.lpn & !rec::LPN;
-            if r.kind.data_class().is_none()
-                || flags & !rec::FLAGS != 0
-                || lpn >= logical
-                || r.seq > SEQ_LIMIT
-            {
-                return Err(FtlError::Corrupt(
-                    "a page's record is not one of this scheme's (another scheme's volume?)",
-                ));
-            }
-            let append = flags & rec::APPEND != 0;
-            let (role, lbn) = match (self.kind, append) {
-                (RtKind::Gftl, true) => (Role::Buffer, NONE),
-                (RtKind::Gftl, false) => (Role::Data, (lpn / ppb as u64) as u32),
-                (RtKind::Rftl, true) => (Role::Append, (lpn / ppb as u64) as u32),
-                (RtKind::Rftl, false) => {
-                    if lpn % ppb as u64 != page as u64 {
-                        return Err(FtlError::Corrupt(
-                            "an RFTL primary page is not at its offset",
-                        ));
-                    }
-                    (Role::Data, (lpn / ppb as u64) as u32)
-                }
-            };
-            f = match f {
-                Found::Used {
-                    role: r0,
-                    lbn: l0,
-                    first,
-                } => {
-                    if r0 != role || l0 != lbn {
-                        return Err(FtlError::Corrupt(
-                            "a block holds pages of two roles or logical blocks",
-                        ));
-                    }
-                    Found::Used {
-                        role,
-                        lbn,
-                        first: first.min(r.seq),
-                    }
-                }
-                _ => Found::Used {
-                    role,
-                    lbn,
-                    first: r.seq,
-                },
-            };
+            let (role, lbn, lpn, flags) = self.role_of(&r, page, logical)?;
+            f = f.with(role, lbn, r.seq)?;
             *max_seq = (*max_seq).max(r.seq);
             let slot = &mut newest[lpn as usize];
             if slot.is_none_or(|n| n.seq < r.seq) {
@@ -264,6 +248,43 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         scratch.fill(0);
         self.zeros = scratch;
         Ok(f)
+    }
+
+    /// What record `r` of page `page` says: the role and logical block of its block, its
+    /// logical page and flags. `Corrupt` for a record this scheme never writes.
+    fn role_of(
+        &self,
+        r: &controller::OobRecord,
+        page: u32,
+        logical: u64,
+    ) -> Result<(Role, u32, u64, u64), FtlError> {
+        let ppb = self.ppb as u64;
+        let lpn = r.lpn & rec::LPN;
+        let flags = r.lpn & !rec::LPN;
+        if r.kind.data_class().is_none()
+            || flags & !rec::FLAGS != 0
+            || lpn >= logical
+            || r.seq > SEQ_LIMIT
+        {
+            return Err(FtlError::Corrupt(
+                "a page's record is not one of this scheme's (another scheme's volume?)",
+            ));
+        }
+        let append = flags & rec::APPEND != 0;
+        let (role, lbn) = match (self.kind, append) {
+            (RtKind::Gftl, true) => (Role::Buffer, NONE),
+            (RtKind::Gftl, false) => (Role::Data, (lpn / ppb) as u32),
+            (RtKind::Rftl, true) => (Role::Append, (lpn / ppb) as u32),
+            (RtKind::Rftl, false) => {
+                if lpn % ppb != page as u64 {
+                    return Err(FtlError::Corrupt(
+                        "an RFTL primary page is not at its offset",
+                    ));
+                }
+                (Role::Data, (lpn / ppb) as u32)
+            }
+        };
+        Ok((role, lbn, lpn, flags))
     }
 
     /// Mount: the RAM tables of the blocks kept, from the newest copies — the shadow map
@@ -356,96 +377,16 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
 
     /// The full scan and the rebuild (see the module docs).
     fn scan_and_rebuild(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
-        let nblocks = self.s.geo.total_blocks();
         let ppb = self.ppb;
-        // Headers first: the good blocks size the check of the volume.
-        let (mut next, mut dirty) = self.read_headers(now)?;
-        self.size_volume()?;
-        let logical = self.logical_pages();
-        let mut newest: Vec<Option<Newest>> = vec![None; logical as usize];
-        let mut found = vec![Found::Empty; nblocks as usize];
-        let mut max_seq = 0u64;
-        let (mut blocks_scanned, mut pages_scanned) = (0u64, 0u64);
-        for b in 0..nblocks {
-            let n = next[b as usize];
-            if n == 0 || self.blk[b as usize].role == Role::Bad {
-                continue;
-            }
-            blocks_scanned += 1;
-            pages_scanned += n as u64;
-            let f = self.scan_block(now, b, &mut next, logical, &mut newest, &mut max_seq)?;
-            found[b as usize] = f;
-            self.blk[b as usize].next = next[b as usize];
-            if f == Found::Garbage {
-                dirty.push(b);
-            }
-        }
-        self.s.seq = max_seq + 1;
-        for b in dirty {
-            self.mount_erase(now, b)?;
-        }
+        let scan = self.scan_all(now)?;
+        let newest = scan.newest;
         // Which blocks hold a newest copy.
-        let mut holds = vec![false; nblocks as usize];
+        let mut holds = vec![false; self.s.geo.total_blocks() as usize];
         for n in newest.iter().flatten() {
             holds[(n.phys / ppb) as usize] = true;
         }
-        // Candidates per logical block, newest first; GFTL's buffer blocks oldest first.
-        let mut cands: BTreeMap<u32, Vec<(u64, u32, Role)>> = BTreeMap::new();
-        let mut buffers: Vec<(u64, u32)> = Vec::new();
-        for b in 0..nblocks {
-            if let Found::Used { role, lbn, first } = found[b as usize] {
-                self.blk[b as usize].role = role;
-                self.blk[b as usize].lbn = lbn;
-                self.s.adopt_state(b, BState::Open);
-                if role == Role::Buffer {
-                    buffers.push((first, b));
-                } else {
-                    cands.entry(lbn).or_default().push((first, b, role));
-                }
-            }
-        }
-        buffers.sort_unstable();
-        for v in cands.values_mut() {
-            v.sort_unstable_by(|a, b| b.cmp(a));
-        }
-        // Clean logical blocks take their blocks; the others are merged below.
-        let mut merge = Vec::new();
-        let mut stale = Vec::new();
-        for (&x, v) in &cands {
-            let holders: Vec<(u32, Role)> = v
-                .iter()
-                .filter(|c| holds[c.1 as usize])
-                .map(|c| (c.1, c.2))
-                .collect();
-            let data_holders = holders.iter().filter(|h| h.1 == Role::Data).count();
-            let app_holders = holders.iter().filter(|h| h.1 == Role::Append).count();
-            if data_holders > 1 || app_holders > 1 {
-                merge.push(x);
-                continue;
-            }
-            // The data block (primary): the holder, else the newest.
-            let d = holders
-                .iter()
-                .find(|h| h.1 == Role::Data)
-                .map(|h| h.0)
-                .or_else(|| v.iter().find(|c| c.2 == Role::Data).map(|c| c.1));
-            let r = holders.iter().find(|h| h.1 == Role::Append).map(|h| h.0);
-            if r.is_some() && d.is_none() {
-                // An RFTL replacement without a primary: merge it into one.
-                merge.push(x);
-                continue;
-            }
-            self.map[x as usize] = Lb {
-                d: d.unwrap_or(NONE),
-                r: r.unwrap_or(NONE),
-                b: NONE,
-            };
-            for c in v {
-                if Some(c.1) != d && Some(c.1) != r {
-                    stale.push(c.1);
-                }
-            }
-        }
+        let (cands, buffers) = self.adopt_found(&scan.found);
+        let (merge, stale) = self.assign_blocks(&cands, &holds);
         for b in stale {
             self.mount_erase(now, b)?;
         }
@@ -477,12 +418,116 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             procedure: "full-scan".into(),
             checkpoint_gen: 0,
             checkpoint_pages: 0,
-            blocks_scanned,
-            pages_scanned,
+            blocks_scanned: scan.blocks_scanned,
+            pages_scanned: scan.pages_scanned,
             pages_read: reads,
             time,
             mapped_pages: mapped,
         })
+    }
+
+    /// The scan: every block's header (the good blocks size the volume), then every
+    /// programmed page's record; blocks holding only garbage are erased.
+    fn scan_all(&mut self, now: Nanos) -> Result<Scan, FtlError> {
+        let nblocks = self.s.geo.total_blocks();
+        let (mut next, mut dirty) = self.read_headers(now)?;
+        self.size_volume()?;
+        let logical = self.logical_pages();
+        let mut out = Scan {
+            newest: vec![None; logical as usize],
+            found: vec![Found::Empty; nblocks as usize],
+            blocks_scanned: 0,
+            pages_scanned: 0,
+        };
+        let mut max_seq = 0u64;
+        for b in 0..nblocks {
+            let n = next[b as usize];
+            if n == 0 || self.blk[b as usize].role == Role::Bad {
+                continue;
+            }
+            out.blocks_scanned += 1;
+            out.pages_scanned += n as u64;
+            let f = self.scan_block(now, b, &mut next, logical, &mut out.newest, &mut max_seq)?;
+            out.found[b as usize] = f;
+            self.blk[b as usize].next = next[b as usize];
+            if f == Found::Garbage {
+                dirty.push(b);
+            }
+        }
+        self.s.seq = max_seq + 1;
+        for b in dirty {
+            self.mount_erase(now, b)?;
+        }
+        Ok(out)
+    }
+
+    /// The roles the scan found become the blocks' (open to the substrate); returns the
+    /// candidates per logical block, newest first, and GFTL's buffer blocks, oldest first.
+    fn adopt_found(&mut self, found: &[Found]) -> (Candidates, Vec<(u64, u32)>) {
+        let mut cands: Candidates = BTreeMap::new();
+        let mut buffers: Vec<(u64, u32)> = Vec::new();
+        for (b, f) in found.iter().enumerate() {
+            if let Found::Used { role, lbn, first } = *f {
+                let b = b as u32;
+                self.blk[b as usize].role = role;
+                self.blk[b as usize].lbn = lbn;
+                self.s.adopt_state(b, BState::Open);
+                if role == Role::Buffer {
+                    buffers.push((first, b));
+                } else {
+                    cands.entry(lbn).or_default().push((first, b, role));
+                }
+            }
+        }
+        buffers.sort_unstable();
+        for v in cands.values_mut() {
+            v.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        (cands, buffers)
+    }
+
+    /// Clean logical blocks take their blocks (the primary: the block holding a newest
+    /// copy, else the newest; the replacement: the one holding a newest copy); returns the
+    /// logical blocks to merge (two holders of a role, or a replacement without a primary)
+    /// and the blocks no logical block keeps.
+    fn assign_blocks(&mut self, cands: &Candidates, holds: &[bool]) -> (Vec<u32>, Vec<u32>) {
+        let mut merge = Vec::new();
+        let mut stale = Vec::new();
+        for (&x, v) in cands {
+            let holders: Vec<(u32, Role)> = v
+                .iter()
+                .filter(|c| holds[c.1 as usize])
+                .map(|c| (c.1, c.2))
+                .collect();
+            let data_holders = holders.iter().filter(|h| h.1 == Role::Data).count();
+            let app_holders = holders.iter().filter(|h| h.1 == Role::Append).count();
+            if data_holders > 1 || app_holders > 1 {
+                merge.push(x);
+                continue;
+            }
+            let d = holders
+                .iter()
+                .find(|h| h.1 == Role::Data)
+                .map(|h| h.0)
+                .or_else(|| v.iter().find(|c| c.2 == Role::Data).map(|c| c.1));
+            let r = holders.iter().find(|h| h.1 == Role::Append).map(|h| h.0);
+            if r.is_some() && d.is_none() {
+                // An RFTL replacement without a primary: merge it into one.
+                merge.push(x);
+                continue;
+            }
+            self.map[x as usize] = Lb {
+                d: d.unwrap_or(NONE),
+                r: r.unwrap_or(NONE),
+                b: NONE,
+            };
+            stale.extend(
+                v.iter()
+                    .map(|c| c.1)
+                    .filter(|&b| Some(b) != d && Some(b) != r),
+            );
+        }
+        (merge, stale)
     }
 
     /// Merges logical block `x` at mount: its newest copies (GFTL: those not in the
@@ -561,4 +606,17 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         self.refill_pool();
         Ok(())
     }
+}
+
+/// Candidate blocks per logical block: (first sequence number, block, role), newest first.
+type Candidates = BTreeMap<u32, Vec<(u64, u32, Role)>>;
+
+/// What `scan_all` found.
+struct Scan {
+    /// The newest copy of each logical page.
+    newest: Vec<Option<Newest>>,
+    /// What each block holds.
+    found: Vec<Found>,
+    blocks_scanned: u64,
+    pages_scanned: u64,
 }
