@@ -152,20 +152,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         ctl.layout(cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", cfg.ecc_t)))?;
-        if let crate::policy::EccKind::Flares(f) = &cfg.ecc {
-            f.validate().map_err(FtlError::Config)?;
-            // FLARES's critical profile part lives in every page's spare area.
-            ctl.enable_pprof()
-                .map_err(|e| FtlError::Config(format!("flares: {e}")))?;
-            for t in [f.t_min, f.t_max] {
-                ctl.layout(t).map_err(|e| {
-                    FtlError::Config(format!(
-                        "flares t range {}..={}: t = {t} does not fit this chip's spare area ({e})",
-                        f.t_min, f.t_max
-                    ))
-                })?;
-            }
-        }
+        Self::check_ecc(ctl, cfg)?;
         if cfg.replicas > MAX_REPLICAS {
             return Err(FtlError::Config(format!(
                 "replicas = {} exceeds the {MAX_REPLICAS} backup copies a critical page may have",
@@ -195,6 +182,40 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 ))
             })?;
         }
+        Self::check_map(ctl, cfg)?;
+        let geo = *ctl.chip().geometry();
+        if geo.total_pages() >= LOST as u64 {
+            return Err(FtlError::Config(format!(
+                "{} pages exceed the page-level map's 32-bit entries",
+                geo.total_pages()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The ECC settings: FLARES's constants and its range of strengths fit the chip's spare
+    /// area, with its critical profile (PPROF) there too.
+    fn check_ecc(ctl: &mut Controller<S, M>, cfg: &PageFtlConfig) -> Result<(), FtlError> {
+        if let crate::policy::EccKind::Flares(f) = &cfg.ecc {
+            f.validate().map_err(FtlError::Config)?;
+            // FLARES's critical profile part lives in every page's spare area.
+            ctl.enable_pprof()
+                .map_err(|e| FtlError::Config(format!("flares: {e}")))?;
+            for t in [f.t_min, f.t_max] {
+                ctl.layout(t).map_err(|e| {
+                    FtlError::Config(format!(
+                        "flares t range {}..={}: t = {t} does not fit this chip's spare area ({e})",
+                        f.t_min, f.t_max
+                    ))
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The demand-paged map's settings (`map_cache_pages`, `map_log`): the pacing and
+    /// recovery that bound it, no replicas, and partitions that leave data blocks.
+    fn check_map(ctl: &mut Controller<S, M>, cfg: &PageFtlConfig) -> Result<(), FtlError> {
         if cfg.map_cache_pages > 0 {
             if cfg.gc_pacing.shares_destination()
                 && !(cfg.gc_pacing.is_real_time()
@@ -247,13 +268,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             return Err(FtlError::Config(
                 "map_log = true with map_cache_pages = 0: SPFTL_log logs a demand-paged map's updates; set map_cache_pages > 0".into(),
             ));
-        }
-        let geo = *ctl.chip().geometry();
-        if geo.total_pages() >= LOST as u64 {
-            return Err(FtlError::Config(format!(
-                "{} pages exceed the page-level map's 32-bit entries",
-                geo.total_pages()
-            )));
         }
         Ok(())
     }

@@ -267,45 +267,9 @@ impl Snapshot {
                 .collect();
             (l2p, None)
         };
-        let words = logical.div_ceil(64) as usize;
-        let mut critical = vec![0u64; words];
-        // Snapshots written before the section existed end here: nothing is critical.
-        if !r.0.is_empty() {
-            match r.u32()? {
-                CRIT_RANGES => {
-                    for _ in 0..r.u32()? {
-                        let (a, n) = (r.u32()? as u64, r.u32()? as u64);
-                        if a + n > logical {
-                            return None;
-                        }
-                        for i in a..a + n {
-                            critical[(i / 64) as usize] |= 1 << (i % 64);
-                        }
-                    }
-                }
-                CRIT_BITMAP => {
-                    for w in critical.iter_mut() {
-                        *w = r.u64()?;
-                    }
-                    if !logical.is_multiple_of(64) && critical[words - 1] >> (logical % 64) != 0 {
-                        return None;
-                    }
-                }
-                _ => return None,
-            }
-        }
+        let critical = decode_critical(&mut r, logical)?;
         // Then, if present, the replica sets.
-        let mut replicas = super::replica::Replicas::new();
-        if !r.0.is_empty() {
-            for _ in 0..r.u32()? {
-                let (l, version, n) = (r.u32()?, r.u64()?, r.u32()?);
-                if l as u64 >= logical || n > super::MAX_REPLICAS {
-                    return None;
-                }
-                let pages = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
-                replicas.insert(l, super::replica::ReplicaSet { version, pages });
-            }
-        }
+        let replicas = decode_replicas(&mut r, logical)?;
         // Then, if present, the policy's state.
         let mut policy = None;
         if !r.0.is_empty() {
@@ -332,6 +296,56 @@ impl Snapshot {
             policy,
         })
     }
+}
+
+/// The critical-page section of a snapshot (ranges or a bitmap, whichever was shorter) as
+/// a bitmap of `logical` pages; snapshots written before the section existed end before
+/// it: nothing is critical. `None`: malformed.
+fn decode_critical(r: &mut Reader<'_>, logical: u64) -> Option<Vec<u64>> {
+    let words = logical.div_ceil(64) as usize;
+    let mut critical = vec![0u64; words];
+    // Snapshots written before the section existed end here: nothing is critical.
+    if !r.0.is_empty() {
+        match r.u32()? {
+            CRIT_RANGES => {
+                for _ in 0..r.u32()? {
+                    let (a, n) = (r.u32()? as u64, r.u32()? as u64);
+                    if a + n > logical {
+                        return None;
+                    }
+                    for i in a..a + n {
+                        critical[(i / 64) as usize] |= 1 << (i % 64);
+                    }
+                }
+            }
+            CRIT_BITMAP => {
+                for w in critical.iter_mut() {
+                    *w = r.u64()?;
+                }
+                if !logical.is_multiple_of(64) && critical[words - 1] >> (logical % 64) != 0 {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(critical)
+}
+
+/// The replica sets of a snapshot, if present.
+fn decode_replicas(r: &mut Reader<'_>, logical: u64) -> Option<super::replica::Replicas> {
+    let mut replicas = super::replica::Replicas::new();
+    if !r.0.is_empty() {
+        for _ in 0..r.u32()? {
+            let (l, version, n) = (r.u32()?, r.u64()?, r.u32()?);
+            if l as u64 >= logical || n > super::MAX_REPLICAS {
+                return None;
+            }
+            let pages = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+            replicas.insert(l, super::replica::ReplicaSet { version, pages });
+        }
+    }
+    Some(replicas)
 }
 
 /// A loaded checkpoint: its snapshot and its trim log.
