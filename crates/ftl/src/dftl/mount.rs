@@ -21,47 +21,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         now: Nanos,
     ) -> Result<Self, FtlError> {
         let mut ftl = Self::empty(ctl, mode, cfg).map_err(|f| f.error)?;
-        let n = ftl.s.geo.total_blocks();
-        let mut bit = vec![BitEntry::default(); n as usize];
-        for b in 0..n {
-            let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.adopt_erase_count(b, info.erase_count);
-            let meta = b < ftl.user_first;
-            let good = info.status == BlockStatus::Good
-                && (!(info.next_page > 0 || info.needs_erase)
-                    || ftl.s.erase_block(now, b, Cause::Mount)?);
-            ftl.s.adopt_state(b, crate::substrate::BState::Region);
-            bit[b as usize] = BitEntry {
-                valid: 0,
-                state: if !good {
-                    bst::BAD
-                } else if meta {
-                    bst::META
-                } else {
-                    bst::FREE
-                },
-                erase: ftl.s.erase[b as usize],
-            };
-            if !good {
-                if meta {
-                    ftl.mark_meta_bad(b);
-                } else {
-                    ftl.s.adopt_state(b, crate::substrate::BState::Bad);
-                }
-                continue;
-            }
-            let slc = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
-            let addr = ftl.s.block_addr(b);
-            if meta && slc {
-                ftl.s.ctl.set_slc_mode(addr, true)?;
-            } else if !meta && info.slc_mode {
-                ftl.s.ctl.set_slc_mode(addr, false)?;
-            }
-            if let Some(k) = ftl.part_of(b) {
-                if k != PartKind::Gxt && k != PartKind::GxtLog {
-                    ftl.parts[k as usize].free.push_back(b);
-                }
-            }
+        let mut bit = Vec::with_capacity(ftl.s.geo.total_blocks() as usize);
+        for b in 0..ftl.s.geo.total_blocks() {
+            let e = ftl.format_block(now, b)?;
+            bit.push(e);
         }
         for k in [
             PartKind::Pmt,
@@ -76,52 +39,109 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 )));
             }
         }
-        // Free user blocks, least worn first; the first becomes the update block.
-        let mut free: Vec<(u32, u32)> = (ftl.user_first..n)
-            .filter(|&b| bit[b as usize].state == bst::FREE)
-            .map(|b| (bit[b as usize].erase, b))
-            .collect();
-        free.sort_unstable();
-        let need = ftl.lpns / ftl.ppb + ftl.cfg.gc_threshold + 2;
-        if (free.len() as u32) < need {
-            return Err(FtlError::Config(format!(
-                "{} good user blocks, the volume needs {need} (too many bad blocks for overprovision = {})",
-                free.len(),
-                ftl.cfg.overprovision
-            )));
-        }
-        let u = free[0].1;
-        bit[u as usize].state = bst::USED;
-        ftl.u = u;
-        ftl.u_wp = 0;
-        ftl.free_total = free.len() as u32 - 1;
-        ftl.free_q = free
-            .iter()
-            .skip(1)
-            .take(ftl.cfg.free_queue as usize)
-            .map(|&(_, b)| b)
-            .collect();
+        ftl.take_free_user_blocks(&mut bit)?;
         ftl.flash_bit.clone_from(&bit);
-        // Every BIT unit.
-        let per = ftl.bit_per_unit;
-        for j in 0..ftl.bit_units {
-            let mut buf = vec![0u8; ftl.unit];
-            for k in 0..per {
-                let b = j * per + k;
-                if b < n {
-                    encode_bit(&mut buf, k as usize, bit[b as usize]);
-                }
-            }
-            let stamp = ftl.s.seq;
-            let a = ftl.write_unit(now, PartKind::Bit, j, stamp, &buf)?;
-            ftl.bid[j as usize] = a;
-        }
+        ftl.write_every_bit_unit(now, &bit)?;
         ftl.write_gxt(now)?;
         for b in 0..ftl.user_first {
             ftl.s.ctl.keep_whole(b, true);
         }
         crate::debug_verify("format", || ftl.verify());
         Ok(ftl)
+    }
+
+    /// Format, block `b`: erased if it holds anything, its mode set (SLC for metadata on a
+    /// multi-level chip), into its metadata partition's free list; returns its BIT entry.
+    fn format_block(&mut self, now: Nanos, b: u32) -> Result<BitEntry, FtlError> {
+        let info = self.s.read_header(now, b, Cause::Mount)?;
+        self.s.adopt_erase_count(b, info.erase_count);
+        let meta = b < self.user_first;
+        let good = info.status == BlockStatus::Good
+            && (!(info.next_page > 0 || info.needs_erase)
+                || self.s.erase_block(now, b, Cause::Mount)?);
+        self.s.adopt_state(b, crate::substrate::BState::Region);
+        let entry = BitEntry {
+            valid: 0,
+            state: if !good {
+                bst::BAD
+            } else if meta {
+                bst::META
+            } else {
+                bst::FREE
+            },
+            erase: self.s.erase[b as usize],
+        };
+        if !good {
+            if meta {
+                self.mark_meta_bad(b);
+            } else {
+                self.s.adopt_state(b, crate::substrate::BState::Bad);
+            }
+            return Ok(entry);
+        }
+        let multi = self.s.ctl.chip().config().cell != nand::CellType::Slc;
+        let addr = self.s.block_addr(b);
+        if meta && multi {
+            self.s.ctl.set_slc_mode(addr, true)?;
+        } else if !meta && info.slc_mode {
+            self.s.ctl.set_slc_mode(addr, false)?;
+        }
+        if let Some(k) = self.part_of(b) {
+            if k != PartKind::Gxt && k != PartKind::GxtLog {
+                self.parts[k as usize].free.push_back(b);
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Format: the free user blocks, least worn first; the first becomes the update block,
+    /// the next ones the free queue. `Config` if too few are good for the volume.
+    fn take_free_user_blocks(&mut self, bit: &mut [BitEntry]) -> Result<(), FtlError> {
+        let n = self.s.geo.total_blocks();
+        let mut free: Vec<(u32, u32)> = (self.user_first..n)
+            .filter(|&b| bit[b as usize].state == bst::FREE)
+            .map(|b| (bit[b as usize].erase, b))
+            .collect();
+        free.sort_unstable();
+        let need = self.lpns / self.ppb + self.cfg.gc_threshold + 2;
+        if (free.len() as u32) < need {
+            return Err(FtlError::Config(format!(
+                "{} good user blocks, the volume needs {need} (too many bad blocks for overprovision = {})",
+                free.len(),
+                self.cfg.overprovision
+            )));
+        }
+        let u = free[0].1;
+        bit[u as usize].state = bst::USED;
+        self.u = u;
+        self.u_wp = 0;
+        self.free_total = free.len() as u32 - 1;
+        self.free_q = free
+            .iter()
+            .skip(1)
+            .take(self.cfg.free_queue as usize)
+            .map(|&(_, b)| b)
+            .collect();
+        Ok(())
+    }
+
+    /// Format: every BIT unit, from `bit`.
+    fn write_every_bit_unit(&mut self, now: Nanos, bit: &[BitEntry]) -> Result<(), FtlError> {
+        let n = self.s.geo.total_blocks();
+        let per = self.bit_per_unit;
+        for j in 0..self.bit_units {
+            let mut buf = vec![0u8; self.unit];
+            for k in 0..per {
+                let b = j * per + k;
+                if b < n {
+                    encode_bit(&mut buf, k as usize, bit[b as usize]);
+                }
+            }
+            let stamp = self.s.seq;
+            let a = self.write_unit(now, PartKind::Bit, j, stamp, &buf)?;
+            self.bid[j as usize] = a;
+        }
+        Ok(())
     }
 
     /// Mounts a volume (after a clean shutdown or a power cut).
