@@ -7,6 +7,7 @@ use super::{
 };
 use crate::FtlError;
 use alloc::format;
+use alloc::string::String;
 use alloc::vec::Vec;
 use controller::Controller;
 use nand::{ErrorModel, Storage};
@@ -123,54 +124,63 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let key = |k: &str| format!("[ftl.{name}] {k}");
         let chip = ctl.chip().config().clone();
         let g = chip.geometry;
-        if !(cfg.overprovision > 0.0 && cfg.overprovision < 0.5) {
-            return Err(FtlError::Config(format!(
-                "{} = {} must be in (0, 0.5)",
-                key("overprovision"),
-                cfg.overprovision
-            )));
-        }
-        if !(cfg.meta_spare >= 0.0 && cfg.meta_spare <= 16.0) {
-            return Err(FtlError::Config(format!(
-                "{} = {} must be in [0, 16]",
-                key("meta_spare"),
-                cfg.meta_spare
-            )));
-        }
-        if !(cfg.sp_weight > 0.0 && cfg.sp_weight <= 1.0) {
-            return Err(FtlError::Config(format!(
-                "{} = {} must be in (0, 1]",
-                key("sp_weight"),
-                cfg.sp_weight
-            )));
-        }
-        if cfg.gxt_blocks < 2 {
-            return Err(FtlError::Config(format!(
-                "{} = {} must be at least 2",
-                key("gxt_blocks"),
-                cfg.gxt_blocks
-            )));
-        }
-        if cfg.gc_threshold < 2 {
-            return Err(FtlError::Config(format!(
-                "{} = {} must be at least 2",
-                key("gc_threshold"),
-                cfg.gc_threshold
-            )));
-        }
-        if cfg.bsi_entries == 0
-            || cfg.bsi_entries > 255
-            || cfg.free_queue == 0
-            || cfg.free_queue > 255
-        {
-            return Err(FtlError::Config(format!(
-                "{} and {} must be in 1..=255",
-                key("bsi_entries"),
-                key("free_queue")
-            )));
-        }
+        check_ranges(cfg, &key)?;
         ctl.layout(cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("{} = {}: {e}", key("ecc_t"), cfg.ecc_t)))?;
+        let (unit, log_unit) = Self::unit_sizes(ctl, mode, cfg, &key)?;
+        let ppb = g.pages_per_block;
+        let lsb = lsb_pages(&chip);
+        let slots = lsb.len() as u64;
+        let nblocks = g.total_blocks() as u64;
+        let sz = Sizes::of(nblocks, ppb, slots, unit, mode == MetaMode::Log, cfg);
+        let lpns = sz.lpns;
+        if lpns >= (1 << 31) {
+            return Err(FtlError::Config(format!(
+                "{lpns} logical pages exceed the kernel's 31-bit logical pages"
+            )));
+        }
+        let meta = check_partitions(&sz, nblocks, slots, mode, cfg, &key)?;
+        let (cpmt, cbit) = check_memory(cfg, mode, g.page_size as usize, unit, log_unit, &key)?;
+        let plan = Plan {
+            unit,
+            log_unit,
+            lsb,
+            lpns: lpns as u32,
+            pmt_per_unit: sz.pmt_per_unit as u32,
+            bit_per_unit: sz.bit_per_unit as u32,
+            pmt_units: sz.pmt_units as u32,
+            bit_units: sz.bit_units as u32,
+            part_len: sz.part_len,
+            cpmt: cpmt as usize,
+            cbit: cbit as usize,
+        };
+        let m = &cfg.memory;
+        let gxt = gxt::encoded_len(&plan, nblocks as u32, cfg, mode == MetaMode::Log);
+        if gxt > m.gxt as usize {
+            return Err(FtlError::Config(format!(
+                "{} = {} bytes cannot hold the GXT: {gxt} bytes ({} PMD and {} BID entries of 2 bytes (twice with SPFTL_log's LIDs), {} BSI and {} free-block entries, {meta} metadata blocks' subpage partitions)",
+                key("memory.gxt"),
+                m.gxt,
+                plan.pmt_units,
+                plan.bit_units,
+                cfg.bsi_entries,
+                cfg.free_queue
+            )));
+        }
+        Ok(plan)
+    }
+
+    /// The metadata unit and the log unit in bytes: a page (`MetaMode::Page`), a subpage
+    /// (`Subpage`), a page and a subpage log (`Log`); each checked against the chip.
+    fn unit_sizes(
+        ctl: &mut Controller<S, M>,
+        mode: MetaMode,
+        cfg: &DftlConfig,
+        key: &dyn Fn(&str) -> String,
+    ) -> Result<(usize, usize), FtlError> {
+        let name = mode.scheme();
+        let chip = ctl.chip().config().clone();
+        let g = chip.geometry;
         let mut page_unit = || -> Result<usize, FtlError> {
             ctl.layout(cfg.meta_ecc_t).map_err(|e| {
                 FtlError::Config(format!("{} = {}: {e}", key("meta_ecc_t"), cfg.meta_ecc_t))
@@ -209,113 +219,150 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 (page.unwrap_or(sub), sub)
             }
         };
-        let ppb = g.pages_per_block;
-        let lsb = lsb_pages(&chip);
-        let slots = lsb.len() as u64;
-        let nblocks = g.total_blocks() as u64;
-        let sz = Sizes::of(nblocks, ppb, slots, unit, mode == MetaMode::Log, cfg);
-        let (user_blocks_logical, lpns) = (sz.logical_blocks, sz.lpns);
-        if lpns >= (1 << 31) {
-            return Err(FtlError::Config(format!(
-                "{lpns} logical pages exceed the kernel's 31-bit logical pages"
-            )));
-        }
-        let (pmt_per_unit, bit_per_unit) = (sz.pmt_per_unit, sz.bit_per_unit);
-        let (pmt_units, bit_units) = (sz.pmt_units, sz.bit_units);
-        let [gb, pb, bb, plb, blb, glb] = sz.part_len.map(|x| x as u64);
-        let meta = gb + pb + bb + plb + blb + glb;
-        if meta >= nblocks {
-            let logs = if mode == MetaMode::Log {
-                format!(" + {plb} PMT-log + {blb} BIT-log + {glb} GXT-log")
-            } else {
-                alloc::string::String::new()
-            };
-            return Err(FtlError::Config(format!(
+        Ok((unit, log_unit))
+    }
+}
+
+/// The settings' own ranges (before any is checked against the chip).
+fn check_ranges(cfg: &DftlConfig, key: &dyn Fn(&str) -> String) -> Result<(), FtlError> {
+    if !(cfg.overprovision > 0.0 && cfg.overprovision < 0.5) {
+        return Err(FtlError::Config(format!(
+            "{} = {} must be in (0, 0.5)",
+            key("overprovision"),
+            cfg.overprovision
+        )));
+    }
+    if !(cfg.meta_spare >= 0.0 && cfg.meta_spare <= 16.0) {
+        return Err(FtlError::Config(format!(
+            "{} = {} must be in [0, 16]",
+            key("meta_spare"),
+            cfg.meta_spare
+        )));
+    }
+    if !(cfg.sp_weight > 0.0 && cfg.sp_weight <= 1.0) {
+        return Err(FtlError::Config(format!(
+            "{} = {} must be in (0, 1]",
+            key("sp_weight"),
+            cfg.sp_weight
+        )));
+    }
+    if cfg.gxt_blocks < 2 {
+        return Err(FtlError::Config(format!(
+            "{} = {} must be at least 2",
+            key("gxt_blocks"),
+            cfg.gxt_blocks
+        )));
+    }
+    if cfg.gc_threshold < 2 {
+        return Err(FtlError::Config(format!(
+            "{} = {} must be at least 2",
+            key("gc_threshold"),
+            cfg.gc_threshold
+        )));
+    }
+    if cfg.bsi_entries == 0 || cfg.bsi_entries > 255 || cfg.free_queue == 0 || cfg.free_queue > 255
+    {
+        return Err(FtlError::Config(format!(
+            "{} and {} must be in 1..=255",
+            key("bsi_entries"),
+            key("free_queue")
+        )));
+    }
+    Ok(())
+}
+
+/// The metadata partitions fit the device, their units the GXT's 16-bit addresses, and the
+/// user partition the volume; returns the metadata blocks.
+fn check_partitions(
+    sz: &Sizes,
+    nblocks: u64,
+    slots: u64,
+    mode: MetaMode,
+    cfg: &DftlConfig,
+    key: &dyn Fn(&str) -> String,
+) -> Result<u64, FtlError> {
+    let user_blocks_logical = sz.logical_blocks;
+    let [gb, pb, bb, plb, blb, glb] = sz.part_len.map(|x| x as u64);
+    let meta = gb + pb + bb + plb + blb + glb;
+    if meta >= nblocks {
+        let logs = if mode == MetaMode::Log {
+            format!(" + {plb} PMT-log + {blb} BIT-log + {glb} GXT-log")
+        } else {
+            alloc::string::String::new()
+        };
+        return Err(FtlError::Config(format!(
                 "the metadata partitions ({gb} GXT + {pb} PMT + {bb} BIT{logs} blocks, {}) are larger than the device ({nblocks} blocks)",
                 key("meta_spare")
             )));
-        }
-        for (n, what) in [(pb, "PMT"), (bb, "BIT"), (plb, "PMT-log"), (blb, "BIT-log")] {
-            if n * slots > 0xFFFF {
-                return Err(FtlError::Config(format!(
+    }
+    for (n, what) in [(pb, "PMT"), (bb, "BIT"), (plb, "PMT-log"), (blb, "BIT-log")] {
+        if n * slots > 0xFFFF {
+            return Err(FtlError::Config(format!(
                     "the {what} partition ({n} blocks of {slots} units) exceeds the GXT's 16-bit unit addresses: lower {}",
                     key("meta_spare")
                 )));
-            }
         }
-        let user = nblocks - meta;
-        let need = user_blocks_logical + cfg.gc_threshold as u64 + 2;
-        if user < need {
-            return Err(FtlError::Config(format!(
+    }
+    let user = nblocks - meta;
+    let need = user_blocks_logical + cfg.gc_threshold as u64 + 2;
+    if user < need {
+        return Err(FtlError::Config(format!(
                 "{} = {}: the user partition has {user} blocks, the volume needs {need} ({user_blocks_logical} logical, {} to collect into, 2 spare) beside {meta} metadata blocks",
                 key("overprovision"),
                 cfg.overprovision,
                 cfg.gc_threshold
             )));
-        }
-        let m = &cfg.memory;
-        let sum = m.cpmt as u64
-            + m.cbit as u64
-            + m.gxt as u64
-            + m.copyback as u64
-            + m.page_buffer as u64
-            + m.merge_buffer as u64;
-        if sum > m.total as u64 {
-            return Err(FtlError::Config(format!(
+    }
+    Ok(meta)
+}
+
+/// The controller RAM budget: its parts fit its total and their minimum sizes; returns
+/// the CPMT's and CBIT's entries.
+fn check_memory(
+    cfg: &DftlConfig,
+    mode: MetaMode,
+    page_size: usize,
+    unit: usize,
+    log_unit: usize,
+    key: &dyn Fn(&str) -> String,
+) -> Result<(u64, u64), FtlError> {
+    let m = &cfg.memory;
+    let sum = m.cpmt as u64
+        + m.cbit as u64
+        + m.gxt as u64
+        + m.copyback as u64
+        + m.page_buffer as u64
+        + m.merge_buffer as u64;
+    if sum > m.total as u64 {
+        return Err(FtlError::Config(format!(
                 "{}: cpmt + cbit + gxt + copyback + page_buffer + merge_buffer = {sum} bytes exceed total = {}",
                 key("memory"),
                 m.total
             )));
-        }
-        if mode == MetaMode::Log && (m.merge_buffer as usize) < log_unit {
-            return Err(FtlError::Config(format!(
-                "{}: merge_buffer = {} must hold a log subpage ({log_unit} bytes)",
-                key("memory"),
-                m.merge_buffer
-            )));
-        }
-        if (m.copyback as usize) < g.page_size as usize || (m.page_buffer as usize) < unit {
-            return Err(FtlError::Config(format!(
+    }
+    if mode == MetaMode::Log && (m.merge_buffer as usize) < log_unit {
+        return Err(FtlError::Config(format!(
+            "{}: merge_buffer = {} must hold a log subpage ({log_unit} bytes)",
+            key("memory"),
+            m.merge_buffer
+        )));
+    }
+    if (m.copyback as usize) < page_size || (m.page_buffer as usize) < unit {
+        return Err(FtlError::Config(format!(
                 "{}: copyback must hold a page ({} bytes) and page_buffer a metadata unit ({unit} bytes)",
                 key("memory"),
-                g.page_size
+                page_size
             )));
-        }
-        let cpmt = m.cpmt / CPMT_ENTRY_BYTES;
-        let cbit = m.cbit / CBIT_ENTRY_BYTES;
-        if cpmt < 2 || cbit < 2 {
-            return Err(FtlError::Config(format!(
+    }
+    let cpmt = m.cpmt / CPMT_ENTRY_BYTES;
+    let cbit = m.cbit / CBIT_ENTRY_BYTES;
+    if cpmt < 2 || cbit < 2 {
+        return Err(FtlError::Config(format!(
                 "{}: cpmt = {} and cbit = {} must hold at least two entries ({CPMT_ENTRY_BYTES} and {CBIT_ENTRY_BYTES} bytes each)",
                 key("memory"),
                 m.cpmt,
                 m.cbit
             )));
-        }
-        let plan = Plan {
-            unit,
-            log_unit,
-            lsb,
-            lpns: lpns as u32,
-            pmt_per_unit: pmt_per_unit as u32,
-            bit_per_unit: bit_per_unit as u32,
-            pmt_units: pmt_units as u32,
-            bit_units: bit_units as u32,
-            part_len: sz.part_len,
-            cpmt: cpmt as usize,
-            cbit: cbit as usize,
-        };
-        let gxt = gxt::encoded_len(&plan, nblocks as u32, cfg, mode == MetaMode::Log);
-        if gxt > m.gxt as usize {
-            return Err(FtlError::Config(format!(
-                "{} = {} bytes cannot hold the GXT: {gxt} bytes ({} PMD and {} BID entries of 2 bytes (twice with SPFTL_log's LIDs), {} BSI and {} free-block entries, {meta} metadata blocks' subpage partitions)",
-                key("memory.gxt"),
-                m.gxt,
-                plan.pmt_units,
-                plan.bit_units,
-                cfg.bsi_entries,
-                cfg.free_queue
-            )));
-        }
-        Ok(plan)
     }
+    Ok((cpmt as u64, cbit as u64))
 }

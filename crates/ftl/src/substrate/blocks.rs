@@ -7,6 +7,7 @@ use crate::Invariant;
 use ::alloc::format;
 use ::alloc::string::String;
 use ::alloc::vec;
+use ::alloc::vec::Vec;
 use core::cmp::Reverse;
 use nand::{BlockStatus, ErrorModel, Storage};
 
@@ -203,9 +204,16 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
 
     /// The structural part of [`verify`](Substrate::verify).
     fn verify_structure(&self) -> Result<(), String> {
+        let in_heap = self.verify_heaps()?;
+        let in_index = self.verify_index()?;
+        self.verify_states(&in_heap, &in_index)?;
+        self.verify_frontiers_and_jobs()
+    }
+
+    /// Free heaps: each `Free` block exactly once, with its erase count, on its die.
+    /// Returns which blocks are in one.
+    fn verify_heaps(&self) -> Result<Vec<bool>, String> {
         let nblocks = self.state.len();
-        let ppb = self.ppb;
-        // Free heaps: each Free block exactly once, with its erase count, on its die.
         let mut in_heap = vec![false; nblocks];
         for (d, die) in self.dies.iter().enumerate() {
             for &Reverse((ec, b)) in die.free.iter() {
@@ -228,7 +236,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 }
             }
         }
-        // Full-block index: exactly the Full blocks, in the bucket of their valid count.
+        Ok(in_heap)
+    }
+
+    /// The full-block index: consistent lists, each block in the bucket of its die and
+    /// valid count. Returns which blocks are in it.
+    fn verify_index(&self) -> Result<Vec<bool>, String> {
+        let nblocks = self.state.len();
         let mut in_index = vec![false; nblocks];
         for (h, &first) in self.head.iter().enumerate() {
             let mut b = first;
@@ -254,6 +268,13 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 b = self.next[i];
             }
         }
+        Ok(in_index)
+    }
+
+    /// Every block: `Free` exactly when in a heap, `Full` exactly when indexed, and a valid
+    /// count that fits its block and its state.
+    fn verify_states(&self, in_heap: &[bool], in_index: &[bool]) -> Result<(), String> {
+        let (nblocks, ppb) = (self.state.len(), self.ppb);
         for b in 0..nblocks {
             let st = self.state[b];
             if (st == BState::Free) != in_heap[b] {
@@ -282,6 +303,12 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Frontiers and jobs (see the comments inside).
+    fn verify_frontiers_and_jobs(&self) -> Result<(), String> {
+        let (nblocks, ppb) = (self.state.len(), self.ppb);
         // Frontiers: a live frontier (next < pages per block) is an Open block of its die,
         // each block at most once; an exhausted one (next = pages per block, dropped at the
         // next allocation) still points at its die's block, which became Full when its
