@@ -55,44 +55,10 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         }
         if let Some(h) = last {
             self.blk[b as usize].next = self.blk[b as usize].next.max((h + 1) as u16);
-            // The page a cut may have torn, and the lower pages an upper-page cut scrambles.
-            let mut check: Vec<u32> = vec![h];
-            check.extend(self.s.ctl.chip().pairing().lower_pages(h));
-            let mut buf = vec![
-                0u8;
-                if self.s.digest {
-                    0
-                } else {
-                    self.s.geo.page_size as usize
-                }
-            ];
-            for page in check {
-                let phys = b * ppb + page;
-                if self.torn.contains(&phys) {
-                    continue;
-                }
-                if let Sensed::Failed = self
-                    .s
-                    .sense_in(now, b, page, Sense::Page(&mut buf), Cause::Mount)?
-                    .0
-                {
-                    self.torn.insert(phys);
-                }
-            }
+            self.check_write_point(now, b, h)?;
         }
         if repl {
-            let mut table = vec![0u16; ppb as usize];
-            for (page, lpn) in recs {
-                let l = lpn & rec::LPN;
-                if lpn & rec::REPL == 0
-                    || l / ppb as u64 != k.lbn as u64
-                    || self.torn.contains(&(b * ppb + page))
-                {
-                    continue;
-                }
-                let tomb = if lpn & rec::TOMB != 0 { ROFF_TOMB } else { 0 };
-                table[(l % ppb as u64) as usize] = (page + 1) as u16 | tomb;
-            }
+            let table = self.offset_table(b, k.lbn, &recs);
             self.roff.insert(b, table);
         }
         self.blk[b as usize].unresolved = false;
@@ -112,5 +78,53 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             self.seal_block(now, b)?;
         }
         Ok(())
+    }
+
+    /// Reads in full the page at block `b`'s write point `h` and the lower pages an
+    /// upper-page cut there scrambles: one that does not decode is torn.
+    fn check_write_point(&mut self, now: Nanos, b: u32, h: u32) -> Result<(), FtlError> {
+        let ppb = self.ppb();
+        let mut check: Vec<u32> = vec![h];
+        check.extend(self.s.ctl.chip().pairing().lower_pages(h));
+        let len = if self.s.digest {
+            0
+        } else {
+            self.s.geo.page_size as usize
+        };
+        let mut buf = vec![0u8; len];
+        for page in check {
+            let phys = b * ppb + page;
+            if self.torn.contains(&phys) {
+                continue;
+            }
+            if let Sensed::Failed = self
+                .s
+                .sense_in(now, b, page, Sense::Page(&mut buf), Cause::Mount)?
+                .0
+            {
+                self.torn.insert(phys);
+            }
+        }
+        Ok(())
+    }
+
+    /// Replacement `b`'s offset table from its records `recs` (page, record field): for
+    /// each offset of logical block `lbn`, its newest page (+1) or tombstone; torn pages
+    /// and other blocks' records left out.
+    fn offset_table(&self, b: u32, lbn: u32, recs: &[(u32, u64)]) -> Vec<u16> {
+        let ppb = self.ppb();
+        let mut table = vec![0u16; ppb as usize];
+        for &(page, lpn) in recs {
+            let l = lpn & rec::LPN;
+            if lpn & rec::REPL == 0
+                || l / ppb as u64 != lbn as u64
+                || self.torn.contains(&(b * ppb + page))
+            {
+                continue;
+            }
+            let tomb = if lpn & rec::TOMB != 0 { ROFF_TOMB } else { 0 };
+            table[(l % ppb as u64) as usize] = (page + 1) as u16 | tomb;
+        }
+        table
     }
 }

@@ -105,52 +105,7 @@ impl Snapshot {
         if seq > crate::recovery::SEQ_LIMIT {
             return None;
         }
-        let mut blk = Vec::with_capacity(blocks);
-        let mut erase = Vec::with_capacity(blocks);
-        let mut primary = alloc::vec![false; lbns as usize];
-        let mut replacement = alloc::vec![false; lbns as usize];
-        for _ in 0..blocks {
-            let code = r.u8()?;
-            let lbn = r.u32()?;
-            let next = r.u16()?;
-            erase.push(r.u32()?);
-            let role = match code & !NEEDS_ERASE {
-                FREE => Role::Free,
-                PRIMARY => Role::Primary,
-                REPLACEMENT => Role::Replacement,
-                BAD => Role::Bad,
-                REGION => Role::Region,
-                _ => return None,
-            };
-            if next as u32 > ppb {
-                return None;
-            }
-            match role {
-                Role::Primary | Role::Replacement => {
-                    let seen = if role == Role::Primary {
-                        &mut primary
-                    } else {
-                        &mut replacement
-                    };
-                    if core::mem::replace(seen.get_mut(lbn as usize)?, true) {
-                        return None;
-                    }
-                }
-                _ if lbn != NONE => return None,
-                _ => {}
-            }
-            blk.push(Blk {
-                role,
-                lbn,
-                next,
-                needs_erase: code & NEEDS_ERASE != 0,
-                young: false,
-                unresolved: false,
-            });
-        }
-        if primary.iter().zip(&replacement).any(|(p, r)| *r && !*p) {
-            return None;
-        }
+        let (blk, erase) = decode_blocks(&mut r, blocks, lbns, ppb)?;
         let count = r.u32()? as usize;
         if count > blocks * ppb as usize {
             return None;
@@ -175,6 +130,64 @@ impl Snapshot {
             torn,
         })
     }
+}
+
+/// The per-block entries of a snapshot (role and flags, logical block, write pointer,
+/// erase count): roles known, write pointers within the block, one primary per logical
+/// block in range and a replacement only beside one. `None` otherwise.
+fn decode_blocks(
+    r: &mut Reader<'_>,
+    blocks: usize,
+    lbns: u32,
+    ppb: u32,
+) -> Option<(Vec<Blk>, Vec<u32>)> {
+    let mut blk = Vec::with_capacity(blocks);
+    let mut erase = Vec::with_capacity(blocks);
+    let mut primary = alloc::vec![false; lbns as usize];
+    let mut replacement = alloc::vec![false; lbns as usize];
+    for _ in 0..blocks {
+        let code = r.u8()?;
+        let lbn = r.u32()?;
+        let next = r.u16()?;
+        erase.push(r.u32()?);
+        let role = match code & !NEEDS_ERASE {
+            FREE => Role::Free,
+            PRIMARY => Role::Primary,
+            REPLACEMENT => Role::Replacement,
+            BAD => Role::Bad,
+            REGION => Role::Region,
+            _ => return None,
+        };
+        if next as u32 > ppb {
+            return None;
+        }
+        match role {
+            Role::Primary | Role::Replacement => {
+                let seen = if role == Role::Primary {
+                    &mut primary
+                } else {
+                    &mut replacement
+                };
+                if core::mem::replace(seen.get_mut(lbn as usize)?, true) {
+                    return None;
+                }
+            }
+            _ if lbn != NONE => return None,
+            _ => {}
+        }
+        blk.push(Blk {
+            role,
+            lbn,
+            next,
+            needs_erase: code & NEEDS_ERASE != 0,
+            young: false,
+            unresolved: false,
+        });
+    }
+    if primary.iter().zip(&replacement).any(|(p, r)| *r && !*p) {
+        return None;
+    }
+    Some((blk, erase))
 }
 
 impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {

@@ -281,67 +281,45 @@ impl Gxt {
         {
             return None;
         }
-        let mut at = 8;
-        let u16_at = |at: &mut usize| {
-            let v = u16::from_le_bytes([body[*at], body[*at + 1]]);
-            *at += 2;
-            v
-        };
-        let block = |at: &mut usize| -> u32 {
-            let v = if w == 2 {
-                let v = u16::from_le_bytes([body[*at], body[*at + 1]]);
-                if v == 0xFFFF {
-                    NONE
-                } else {
-                    v as u32
-                }
-            } else {
-                u32::from_le_bytes(body[*at..*at + 4].try_into().expect("4 bytes"))
-            };
-            *at += w;
-            v
-        };
-        let u = block(&mut at);
-        let pmt_upd = block(&mut at);
-        let pmt_wp = u16_at(&mut at) as u32;
-        let bit_upd = block(&mut at);
-        let bit_wp = u16_at(&mut at) as u32;
-        let victims = [block(&mut at), block(&mut at)];
-        let free_total = u32::from_le_bytes(body[at..at + 4].try_into().ok()?);
-        at += 4;
-        let drift = u32::from_le_bytes(body[at..at + 4].try_into().ok()?);
-        at += 4;
+        let mut r = Cursor { body, at: 8, w };
+        let u = r.block();
+        let pmt_upd = r.block();
+        let pmt_wp = r.u16() as u32;
+        let bit_upd = r.block();
+        let bit_wp = r.u16() as u32;
+        let victims = [r.block(), r.block()];
+        let free_total = r.u32();
+        let drift = r.u32();
         let mut free_q = Vec::new();
         for i in 0..cfg.free_queue as usize {
-            let b = block(&mut at);
+            let b = r.block();
             if i < body[6] as usize {
                 free_q.push(b);
             }
         }
         let mut bsi = Vec::new();
         for i in 0..cfg.bsi_entries as usize {
-            let b = block(&mut at);
-            let v = u16_at(&mut at) as u32;
+            let b = r.block();
+            let v = r.u16() as u32;
             if i < body[7] as usize {
                 bsi.push((b, v));
             }
         }
-        let mut sp_part = Vec::with_capacity(meta_blocks as usize);
-        for i in 0..meta_blocks as usize {
-            sp_part.push((body[at + i / 4] >> (2 * (i % 4))) & 3);
-        }
-        at += (meta_blocks as usize).div_ceil(4);
-        let pmd = (0..pmt_units).map(|_| u16_at(&mut at)).collect();
-        let bid = (0..bit_units).map(|_| u16_at(&mut at)).collect();
+        let sp_part = (0..meta_blocks as usize)
+            .map(|i| (body[r.at + i / 4] >> (2 * (i % 4))) & 3)
+            .collect();
+        r.at += (meta_blocks as usize).div_ceil(4);
+        let pmd = (0..pmt_units).map(|_| r.u16()).collect();
+        let bid = (0..bit_units).map(|_| r.u16()).collect();
         let (mut plog_upd, mut plog_wp, mut blog_upd, mut blog_wp) = (NONE, 0, NONE, 0);
         let (mut plid, mut blid) = (Vec::new(), Vec::new());
         if sh.log {
-            plog_upd = block(&mut at);
-            plog_wp = u16_at(&mut at) as u32;
-            blog_upd = block(&mut at);
-            blog_wp = u16_at(&mut at) as u32;
-            plid = (0..pmt_units).map(|_| u16_at(&mut at)).collect();
-            blid = (0..bit_units).map(|_| u16_at(&mut at)).collect();
+            plog_upd = r.block();
+            plog_wp = r.u16() as u32;
+            blog_upd = r.block();
+            blog_wp = r.u16() as u32;
+            plid = (0..pmt_units).map(|_| r.u16()).collect();
+            blid = (0..bit_units).map(|_| r.u16()).collect();
         }
         Some(Gxt {
             mode: body[4],
@@ -460,5 +438,40 @@ impl Gxt {
             plid,
             blid,
         })
+    }
+}
+
+/// Reads a GXT's fields in order (the length was checked against the shape first, so
+/// every read is in bounds).
+struct Cursor<'a> {
+    body: &'a [u8],
+    at: usize,
+    /// Bytes per block number (2, with `0xFFFF` for none, or 4).
+    w: usize,
+}
+
+impl Cursor<'_> {
+    fn u16(&mut self) -> u16 {
+        let v = u16::from_le_bytes([self.body[self.at], self.body[self.at + 1]]);
+        self.at += 2;
+        v
+    }
+
+    fn u32(&mut self) -> u32 {
+        let v = u32::from_le_bytes(self.body[self.at..self.at + 4].try_into().expect("4 bytes"));
+        self.at += 4;
+        v
+    }
+
+    /// A block number (`NONE` for none).
+    fn block(&mut self) -> u32 {
+        if self.w == 2 {
+            match self.u16() {
+                0xFFFF => NONE,
+                v => v as u32,
+            }
+        } else {
+            self.u32()
+        }
     }
 }

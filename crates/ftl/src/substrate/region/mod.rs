@@ -620,47 +620,9 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         self.pending = None;
         let slots = self.writer.slots();
         for gen in gens {
-            let mut blocks: Vec<(u32, u32)> = starts
-                .iter()
-                .filter(|s| s.0 == gen)
-                .map(|s| (s.1, s.2))
-                .collect();
-            blocks.sort_unstable();
-            let mut body: Vec<u8> = Vec::new();
-            let mut log: Vec<u8> = Vec::new();
-            let mut expect = 0u32;
-            let mut body_pages = None;
-            let mut last = (0u32, 0u32);
-            let mut order = Vec::new();
-            'blocks: for &(first, b) in &blocks {
-                if first != expect {
-                    break;
-                }
-                order.push(b);
-                for slot in 0..slots {
-                    let Some(h) = self.read_page(sub, now, b, slot, &mut page)? else {
-                        break;
-                    };
-                    if h.gen != gen || h.index != expect {
-                        break;
-                    }
-                    let bp = *body_pages.get_or_insert(h.body_pages);
-                    if h.body_pages != bp
-                        || h.log != (h.index >= bp)
-                        || (h.trailer && h.index + 1 != bp)
-                    {
-                        break 'blocks;
-                    }
-                    let data = &page[HEADER..HEADER + h.len as usize];
-                    if h.log || h.trailer {
-                        log.extend_from_slice(data);
-                    } else {
-                        body.extend_from_slice(data);
-                    }
-                    expect += 1;
-                    last = (b, slot + 1);
-                }
-            }
+            let g = self.read_generation(sub, now, gen, &starts, &mut page)?;
+            let (body, log, expect, body_pages, last, order) =
+                (g.body, g.log, g.pages, g.body_pages, g.last, g.order);
             let Some(bp) = body_pages else { continue };
             if expect < bp {
                 continue;
@@ -685,6 +647,69 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
             return Ok(Some((parsed, log)));
         }
         Ok(None)
+    }
+
+    /// Reads generation `gen` from the blocks whose first unit belongs to it (`starts`:
+    /// generation, first unit index, block), in unit order, up to the first unit missing or
+    /// out of place.
+    fn read_generation(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        gen: u64,
+        starts: &[(u64, u32, u32)],
+        page: &mut [u8],
+    ) -> Result<GenRead, FtlError> {
+        let slots = self.writer.slots();
+        let mut blocks: Vec<(u32, u32)> = starts
+            .iter()
+            .filter(|s| s.0 == gen)
+            .map(|s| (s.1, s.2))
+            .collect();
+        blocks.sort_unstable();
+        let mut body: Vec<u8> = Vec::new();
+        let mut log: Vec<u8> = Vec::new();
+        let mut expect = 0u32;
+        let mut body_pages = None;
+        let mut last = (0u32, 0u32);
+        let mut order = Vec::new();
+        'blocks: for &(first, b) in &blocks {
+            if first != expect {
+                break;
+            }
+            order.push(b);
+            for slot in 0..slots {
+                let Some(h) = self.read_page(sub, now, b, slot, page)? else {
+                    break;
+                };
+                if h.gen != gen || h.index != expect {
+                    break;
+                }
+                let bp = *body_pages.get_or_insert(h.body_pages);
+                if h.body_pages != bp
+                    || h.log != (h.index >= bp)
+                    || (h.trailer && h.index + 1 != bp)
+                {
+                    break 'blocks;
+                }
+                let data = &page[HEADER..HEADER + h.len as usize];
+                if h.log || h.trailer {
+                    log.extend_from_slice(data);
+                } else {
+                    body.extend_from_slice(data);
+                }
+                expect += 1;
+                last = (b, slot + 1);
+            }
+        }
+        Ok(GenRead {
+            body,
+            log,
+            pages: expect,
+            body_pages,
+            last,
+            order,
+        })
     }
 
     /// Reads region unit `slot` of block `b`; its header if it is a valid checkpoint unit.
@@ -712,4 +737,19 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 && (rec.kind == PageKind::Meta(CP_KIND) || h.log)
         }))
     }
+}
+
+/// What `Region::read_generation` read of one generation.
+struct GenRead {
+    /// Its body's bytes, and its log's (log and trailer units).
+    body: Vec<u8>,
+    log: Vec<u8>,
+    /// Units read in order.
+    pages: u32,
+    /// The body's units, as the first unit's header says (`None`: no unit read).
+    body_pages: Option<u32>,
+    /// The block and the slot after the last unit read.
+    last: (u32, u32),
+    /// Its blocks, in unit order.
+    order: Vec<u32>,
 }
