@@ -14,6 +14,15 @@ impl Report {
             "== {} (seed {}): {} · {} FTL · {} payload",
             self.name, self.seed, self.chip, self.ftl, self.payload
         );
+        self.write_setup_and_host(w);
+        self.write_flash(w);
+        self.write_wear_and_latency(w);
+        self.write_recovery_and_ecc(w);
+        s
+    }
+
+    /// The run's setup (chip, FTL, errors, workload, load), volume and host counts.
+    fn write_setup_and_host(&self, w: &mut String) {
         let st = &self.setup;
         let _ = writeln!(w, "chip        {}", st.chip);
         let _ = writeln!(w, "ftl         {}", st.ftl);
@@ -54,6 +63,11 @@ impl Report {
             let _ = writeln!(w, "trims       {} requests over {} bytes: {} whole pages covered, {} mapped pages dropped (distinct; pages already unmapped are not counted again)",
                 h.trim_requests, h.trimmed_bytes, h.pages_trimmed, h.pages_unmapped_by_trim);
         }
+    }
+
+    /// Flash operations by cause, WAF, GC and real-time bounds, metadata, placement,
+    /// replicas and retries.
+    fn write_flash(&self, w: &mut String) {
         let n = &self.nand;
         let fmt = |m: &BTreeMap<&str, u64>| {
             m.iter()
@@ -158,6 +172,10 @@ impl Report {
                 n.counter("read_retries")
             );
         }
+    }
+
+    /// Wear, and latency by request kind (with its queue / service split).
+    fn write_wear_and_latency(&self, w: &mut String) {
         let we = &self.wear;
         let _ = writeln!(
             w,
@@ -205,6 +223,10 @@ impl Report {
                 );
             }
         }
+    }
+
+    /// The recovery after the run, and ECC (FLARES's windows and alarms, PPROF).
+    fn write_recovery_and_ecc(&self, w: &mut String) {
         if let Some(r) = &self.recovery {
             let _ = writeln!(
                 w,
@@ -248,7 +270,6 @@ impl Report {
             let _ = writeln!(w, "pprof       {} spare bytes per page (p_cur, p_next, pecycles, writestamp in a BCH GF(2^7) t = 5 codeword); {:.1} KiB controller RAM for the cached profiles; {} codewords failed to decode, {} profiles rebuilt from the model",
                 p.pprof_spare_bytes, p.pprof_ram_bytes as f64 / 1024.0, p.pprof_failures, p.pprof_fallbacks);
         }
-        s
     }
 }
 

@@ -496,41 +496,8 @@ impl Report {
                 .map(|k| (k.name(), a[k.index()]))
                 .collect()
         };
-        let mut latency = BTreeMap::new();
-        for k in ReqKind::ALL {
-            let h = &m.lat[k.index()];
-            let n = m.count[k.index()];
-            if n == 0 {
-                continue;
-            }
-            let us = |v: u64| v as f64 / 1000.0;
-            latency.insert(
-                k.name(),
-                LatencyStats {
-                    count: n,
-                    bytes: m.bytes[k.index()],
-                    mean_us: (m.sum_ns[k.index()] as f64 / n as f64) / 1000.0,
-                    p50_us: us(h.value_at_quantile(0.5)),
-                    p99_us: us(h.value_at_quantile(0.99)),
-                    p999_us: us(h.value_at_quantile(0.999)),
-                    p90_us: us(h.value_at_quantile(0.9)),
-                    p9999_us: us(h.value_at_quantile(0.9999)),
-                    max_us: us(m.max_ns[k.index()]),
-                },
-            );
-        }
-        let latency_split = ReqKind::ALL
-            .iter()
-            .filter(|k| m.count[k.index()] > 0)
-            .map(|k| {
-                let (i, n) = (k.index(), m.count[k.index()]);
-                let split = LatencySplit {
-                    queue: m.queue[i].summary(n),
-                    service: m.service[i].summary(n),
-                };
-                (k.name(), split)
-            })
-            .collect();
+        let latency = latency_stats(m);
+        let latency_split = latency_split(m);
         let ec = i.erase_counts;
         let n = ec.len().max(1) as f64;
         let total: u64 = ec.iter().map(|&x| x as u64).sum();
@@ -538,53 +505,14 @@ impl Report {
         let var = ec.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
         let span = m.end.saturating_sub(m.start.unwrap_or(Nanos::ZERO)).0 as f64 / 1e9;
         let requests = m.requests();
-        let e = i.ecc;
-        let b = i.ecc_baseline;
         let max_response_us: f64 = ["read", "write"]
             .iter()
             .filter_map(|k| latency.get(k))
             .map(|l: &LatencyStats| l.max_us)
             .fold(0.0, f64::max);
-        let rate = |h: u64, m: u64| {
-            if h + m == 0 {
-                0.0
-            } else {
-                h as f64 / (h + m) as f64
-            }
-        };
-        let data_bytes = (c.programs.iter().sum::<u64>() - c.meta_programs) * i.page_size;
-        let all_erases: u64 = c.erases.iter().sum();
-        let meta = MetaReport {
-            bytes: c.meta_bytes,
-            pmt_bytes: c.meta_bytes_by_kind.pmt,
-            bit_bytes: c.meta_bytes_by_kind.bit,
-            gxt_bytes: c.meta_bytes_by_kind.gxt,
-            pmt_gc_bytes: c.meta_bytes_by_kind.pmt_gc,
-            bit_gc_bytes: c.meta_bytes_by_kind.bit_gc,
-            data_bytes,
-            share: if c.meta_bytes + data_bytes == 0 {
-                0.0
-            } else {
-                c.meta_bytes as f64 / (c.meta_bytes + data_bytes) as f64
-            },
-            share_of_host: if c.meta_bytes + m.bytes[1] == 0 {
-                0.0
-            } else {
-                c.meta_bytes as f64 / (c.meta_bytes + m.bytes[1]) as f64
-            },
-            per_host_byte: if m.bytes[1] > 0 {
-                c.meta_bytes as f64 / m.bytes[1] as f64
-            } else {
-                0.0
-            },
-            fp_erases: all_erases - c.sp_erases,
-            sp_erases: c.sp_erases,
-            nwi: (all_erases - c.sp_erases) as f64 + c.sp_erases as f64 * i.sp_weight,
-            cpmt_hit_rate: rate(c.cpmt_hits, c.cpmt_misses),
-            cbit_hit_rate: rate(c.cbit_hits, c.cbit_misses),
-            log_merges: c.log_merges,
-            service_s: i.busy_ns as f64 / 1e9,
-        };
+        let meta = meta_report(&c, m, &i);
+        let ecc = ecc_report(&c, &i);
+        let realtime = realtime_report(&i, m);
         Report {
             meta,
             name: i.name.to_string(),
@@ -640,69 +568,8 @@ impl Report {
             },
             latency,
             latency_split,
-            ecc: EccReport {
-                reads: e.reads - b.reads,
-                corrected_bits: e.corrected_bits - b.corrected_bits,
-                uncorrectable_critical: e.uncorrectable_critical - b.uncorrectable_critical,
-                uncorrectable_normal: e.uncorrectable_normal - b.uncorrectable_normal,
-                miscorrections_caught: e.miscorrections_caught - b.miscorrections_caught,
-                max_codeword_errors: e.max_codeword_errors,
-                decode_us: (e.decode_ns - b.decode_ns) as f64 / 1000.0,
-                mean_t: {
-                    let h = &c.ecc_policy.programs_by_t;
-                    let n: u64 = h.iter().sum();
-                    let sum: u64 = h.iter().enumerate().map(|(t, &k)| t as u64 * k).sum();
-                    if n > 0 {
-                        sum as f64 / n as f64
-                    } else {
-                        0.0
-                    }
-                },
-                policy: {
-                    let p = &c.ecc_policy;
-                    let refresh = c.programs[Cause::Refresh.index()];
-                    PolicyReport {
-                        zone_fs: p.zones[0],
-                        zone_oc: p.zones[1],
-                        zone_cr: p.zones[2],
-                        zone_fa: p.zones[3],
-                        zone_sz: p.zones[4],
-                        retention_alarms: p.retention_alarms,
-                        failure_alarms: p.failure_alarms,
-                        scrubbed_pages: p.scrubbed_pages,
-                        scrub_alarms: p.scrub_alarms,
-                        refresh_writes: refresh,
-                        reencoded_copies: p.reencoded_copies,
-                        pprof_ram_bytes: i.policy_ram_bytes,
-                        pprof_spare_bytes: i.pprof_spare_bytes,
-                        pprof_failures: e.pprof_failures - b.pprof_failures,
-                        pprof_fallbacks: p.pprof_fallbacks,
-                        refresh_wa: if c.host_writes > 0 {
-                            (c.host_writes + refresh) as f64 / c.host_writes as f64
-                        } else {
-                            1.0
-                        },
-                    }
-                },
-            },
-            realtime: RealTimeReport {
-                space_utilisation: if i.raw_bytes > 0 {
-                    i.logical_bytes as f64 / i.raw_bytes as f64
-                } else {
-                    0.0
-                },
-                write_bound_us: i.latency_bound.map_or(0.0, |b| b.write_ns as f64 / 1e3),
-                read_bound_us: i.latency_bound.map_or(0.0, |b| b.read_ns as f64 / 1e3),
-                array_write_bound_us: i
-                    .latency_bound
-                    .map_or(0.0, |b| b.array_write_ns as f64 / 1e3),
-                u_lambda: i.latency_bound.map_or(0, |b| b.u_lambda as u64),
-                l_buf: i.latency_bound.map_or(0, |b| b.l_buf as u64),
-                trim_bound_us: i.latency_bound.map_or(0.0, |b| b.trim_ns as f64 / 1e3),
-                flush_bound_us: i.latency_bound.map_or(0.0, |b| b.flush_ns as f64 / 1e3),
-                trim_overruns: m.trim_overruns,
-                flush_overruns: m.flush_overruns,
-            },
+            ecc,
+            realtime,
             iops: if span > 0.0 {
                 requests as f64 / span
             } else {
@@ -733,6 +600,166 @@ impl Report {
             input_notes: Vec::new(),
             recovery: None,
         }
+    }
+}
+
+/// Latency by request kind (kinds that occurred).
+fn latency_stats(m: &Metrics) -> BTreeMap<&'static str, LatencyStats> {
+    let mut latency = BTreeMap::new();
+    for k in ReqKind::ALL {
+        let h = &m.lat[k.index()];
+        let n = m.count[k.index()];
+        if n == 0 {
+            continue;
+        }
+        let us = |v: u64| v as f64 / 1000.0;
+        latency.insert(
+            k.name(),
+            LatencyStats {
+                count: n,
+                bytes: m.bytes[k.index()],
+                mean_us: (m.sum_ns[k.index()] as f64 / n as f64) / 1000.0,
+                p50_us: us(h.value_at_quantile(0.5)),
+                p99_us: us(h.value_at_quantile(0.99)),
+                p999_us: us(h.value_at_quantile(0.999)),
+                p90_us: us(h.value_at_quantile(0.9)),
+                p9999_us: us(h.value_at_quantile(0.9999)),
+                max_us: us(m.max_ns[k.index()]),
+            },
+        );
+    }
+    latency
+}
+
+/// Each request kind's latency split into queueing and service (kinds that occurred).
+fn latency_split(m: &Metrics) -> BTreeMap<&'static str, LatencySplit> {
+    ReqKind::ALL
+        .iter()
+        .filter(|k| m.count[k.index()] > 0)
+        .map(|k| {
+            let (i, n) = (k.index(), m.count[k.index()]);
+            let split = LatencySplit {
+                queue: m.queue[i].summary(n),
+                service: m.service[i].summary(n),
+            };
+            (k.name(), split)
+        })
+        .collect()
+}
+
+/// The metadata section (SPFTL's measures: bytes by kind, shares, NWI, cache hit rates).
+fn meta_report(c: &FtlCounters, m: &Metrics, i: &ReportInput<'_>) -> MetaReport {
+    let rate = |h: u64, m: u64| {
+        if h + m == 0 {
+            0.0
+        } else {
+            h as f64 / (h + m) as f64
+        }
+    };
+    let data_bytes = (c.programs.iter().sum::<u64>() - c.meta_programs) * i.page_size;
+    let all_erases: u64 = c.erases.iter().sum();
+    MetaReport {
+        bytes: c.meta_bytes,
+        pmt_bytes: c.meta_bytes_by_kind.pmt,
+        bit_bytes: c.meta_bytes_by_kind.bit,
+        gxt_bytes: c.meta_bytes_by_kind.gxt,
+        pmt_gc_bytes: c.meta_bytes_by_kind.pmt_gc,
+        bit_gc_bytes: c.meta_bytes_by_kind.bit_gc,
+        data_bytes,
+        share: if c.meta_bytes + data_bytes == 0 {
+            0.0
+        } else {
+            c.meta_bytes as f64 / (c.meta_bytes + data_bytes) as f64
+        },
+        share_of_host: if c.meta_bytes + m.bytes[1] == 0 {
+            0.0
+        } else {
+            c.meta_bytes as f64 / (c.meta_bytes + m.bytes[1]) as f64
+        },
+        per_host_byte: if m.bytes[1] > 0 {
+            c.meta_bytes as f64 / m.bytes[1] as f64
+        } else {
+            0.0
+        },
+        fp_erases: all_erases - c.sp_erases,
+        sp_erases: c.sp_erases,
+        nwi: (all_erases - c.sp_erases) as f64 + c.sp_erases as f64 * i.sp_weight,
+        cpmt_hit_rate: rate(c.cpmt_hits, c.cpmt_misses),
+        cbit_hit_rate: rate(c.cbit_hits, c.cbit_misses),
+        log_merges: c.log_merges,
+        service_s: i.busy_ns as f64 / 1e9,
+    }
+}
+
+/// The ECC section: the measured phase's decoder counts, and the strength policy's.
+fn ecc_report(c: &FtlCounters, i: &ReportInput<'_>) -> EccReport {
+    let (e, b) = (i.ecc, i.ecc_baseline);
+    EccReport {
+        reads: e.reads - b.reads,
+        corrected_bits: e.corrected_bits - b.corrected_bits,
+        uncorrectable_critical: e.uncorrectable_critical - b.uncorrectable_critical,
+        uncorrectable_normal: e.uncorrectable_normal - b.uncorrectable_normal,
+        miscorrections_caught: e.miscorrections_caught - b.miscorrections_caught,
+        max_codeword_errors: e.max_codeword_errors,
+        decode_us: (e.decode_ns - b.decode_ns) as f64 / 1000.0,
+        mean_t: {
+            let h = &c.ecc_policy.programs_by_t;
+            let n: u64 = h.iter().sum();
+            let sum: u64 = h.iter().enumerate().map(|(t, &k)| t as u64 * k).sum();
+            if n > 0 {
+                sum as f64 / n as f64
+            } else {
+                0.0
+            }
+        },
+        policy: {
+            let p = &c.ecc_policy;
+            let refresh = c.programs[Cause::Refresh.index()];
+            PolicyReport {
+                zone_fs: p.zones[0],
+                zone_oc: p.zones[1],
+                zone_cr: p.zones[2],
+                zone_fa: p.zones[3],
+                zone_sz: p.zones[4],
+                retention_alarms: p.retention_alarms,
+                failure_alarms: p.failure_alarms,
+                scrubbed_pages: p.scrubbed_pages,
+                scrub_alarms: p.scrub_alarms,
+                refresh_writes: refresh,
+                reencoded_copies: p.reencoded_copies,
+                pprof_ram_bytes: i.policy_ram_bytes,
+                pprof_spare_bytes: i.pprof_spare_bytes,
+                pprof_failures: e.pprof_failures - b.pprof_failures,
+                pprof_fallbacks: p.pprof_fallbacks,
+                refresh_wa: if c.host_writes > 0 {
+                    (c.host_writes + refresh) as f64 / c.host_writes as f64
+                } else {
+                    1.0
+                },
+            }
+        },
+    }
+}
+
+/// The real-time section: the scheme's derived bounds and the measured overruns.
+fn realtime_report(i: &ReportInput<'_>, m: &Metrics) -> RealTimeReport {
+    RealTimeReport {
+        space_utilisation: if i.raw_bytes > 0 {
+            i.logical_bytes as f64 / i.raw_bytes as f64
+        } else {
+            0.0
+        },
+        write_bound_us: i.latency_bound.map_or(0.0, |b| b.write_ns as f64 / 1e3),
+        read_bound_us: i.latency_bound.map_or(0.0, |b| b.read_ns as f64 / 1e3),
+        array_write_bound_us: i
+            .latency_bound
+            .map_or(0.0, |b| b.array_write_ns as f64 / 1e3),
+        u_lambda: i.latency_bound.map_or(0, |b| b.u_lambda as u64),
+        l_buf: i.latency_bound.map_or(0, |b| b.l_buf as u64),
+        trim_bound_us: i.latency_bound.map_or(0.0, |b| b.trim_ns as f64 / 1e3),
+        flush_bound_us: i.latency_bound.map_or(0.0, |b| b.flush_ns as f64 / 1e3),
+        trim_overruns: m.trim_overruns,
+        flush_overruns: m.flush_overruns,
     }
 }
 
