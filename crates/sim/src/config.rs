@@ -482,6 +482,40 @@ impl ExperimentConfig {
             .iter()
             .map(|r| (r.offset, r.len))
             .collect();
+        self.check_hints(capacity, &g)?;
+        engine.set_critical_ranges(&ranges)?;
+        engine.set_background(self.load.background);
+        engine.set_map_update_cost(Nanos(self.controller.map_update_ns));
+        engine.set_pairing_lookup_cost(Nanos(self.controller.pairing_lookup_ns));
+        engine.set_device_slots(self.load.device_queue.map(|n| n as usize));
+        let source = self.request_source(capacity, trace_path, trace_opts)?;
+        let source = if self.load.page_requests {
+            Box::new(crate::workload::PageRequests::new(
+                source,
+                chip_cfg.geometry.page_size as u64,
+            ))
+        } else {
+            source
+        };
+        let mode = match self.load.mode {
+            LoadKind::Open => LoadMode::OpenLoop,
+            LoadKind::Closed => LoadMode::ClosedLoop {
+                queue_depth: self.load.queue_depth,
+            },
+        };
+        Ok(Experiment {
+            config: self,
+            chip: chip_cfg,
+            engine,
+            source,
+            mode,
+            fit_note,
+        })
+    }
+
+    /// The `[hints]` critical ranges lie within the volume (`capacity` bytes), and
+    /// Meta-Cure's copies of them fit half the over-provisioned space of geometry `g`.
+    fn check_hints(&self, capacity: u64, g: &nand::Geometry) -> Result<(), SimError> {
         for (i, r) in self.hints.critical.iter().enumerate() {
             if r.len == 0 || r.offset.checked_add(r.len).is_none_or(|e| e > capacity) {
                 return Err(SimError::Config(format!(
@@ -504,11 +538,17 @@ impl ExperimentConfig {
                 )));
             }
         }
-        engine.set_critical_ranges(&ranges)?;
-        engine.set_background(self.load.background);
-        engine.set_map_update_cost(Nanos(self.controller.map_update_ns));
-        engine.set_pairing_lookup_cost(Nanos(self.controller.pairing_lookup_ns));
-        engine.set_device_slots(self.load.device_queue.map(|n| n as usize));
+        Ok(())
+    }
+
+    /// The request source: the synthetic workload, or the trace at `trace_path` (read with
+    /// `trace_opts`, repeated as `[trace] repeat` says).
+    fn request_source(
+        &self,
+        capacity: u64,
+        trace_path: Option<std::path::PathBuf>,
+        trace_opts: Option<crate::trace::TraceOptions>,
+    ) -> Result<Box<dyn RequestSource>, SimError> {
         let trace = self.trace.as_ref().zip(trace_path.zip(trace_opts));
         let source: Box<dyn RequestSource> = match (&self.workload, trace) {
             (Some(_), Some(_)) => {
@@ -541,28 +581,7 @@ impl ExperimentConfig {
                 }
             }
         };
-        let source = if self.load.page_requests {
-            Box::new(crate::workload::PageRequests::new(
-                source,
-                chip_cfg.geometry.page_size as u64,
-            ))
-        } else {
-            source
-        };
-        let mode = match self.load.mode {
-            LoadKind::Open => LoadMode::OpenLoop,
-            LoadKind::Closed => LoadMode::ClosedLoop {
-                queue_depth: self.load.queue_depth,
-            },
-        };
-        Ok(Experiment {
-            config: self,
-            chip: chip_cfg,
-            engine,
-            source,
-            mode,
-            fit_note,
-        })
+        Ok(source)
     }
 
     /// What this experiment runs, in words, for reports (`chip` is its resolved chip).
