@@ -710,143 +710,16 @@ impl Engine {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<(), SimError> {
         let base = self.clock;
-        let mut done = 0u64;
         let mut source = Lookahead::new(source);
-        let report =
-            |done: u64, now: Nanos, remaining: Option<u64>, progress: &mut dyn FnMut(Progress)| {
-                if done.is_multiple_of(4096) {
-                    progress(Progress {
-                        done,
-                        remaining,
-                        now,
-                    });
-                }
-            };
-        match mode {
+        let done = match mode {
             LoadMode::OpenLoop if self.slots.is_some() => {
-                // An event loop: the device takes a request when a slot is free; requests
-                // that have arrived by then wait in the scheduler.
-                let slots = self.slots.unwrap_or(usize::MAX);
-                let mut inflight: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
-                let mut next: Option<Request> = None;
-                let mut exhausted = false;
-                loop {
-                    refill(
-                        &mut source,
-                        &*self.ftl,
-                        self.page,
-                        base,
-                        &mut next,
-                        &mut exhausted,
-                    )?;
-                    let head = self.sched.peek_first(&mut |_| true).map(|q| q.arrival);
-                    let Some(head) = head else {
-                        // Nothing queued: the next arrival (after its idle period, if any).
-                        let Some(r) = next.take() else { break };
-                        self.idle_before(&r)?;
-                        self.sched.push(r);
-                        continue;
-                    };
-                    // Requests served ahead by request feedback can leave more than
-                    // `slots` in flight: the slot frees when enough of them have completed.
-                    while inflight.len() > slots {
-                        inflight.pop();
-                    }
-                    let slot = if inflight.len() < slots {
-                        self.clock
-                    } else {
-                        inflight.peek().map_or(self.clock, |c| c.0)
-                    };
-                    let at = slot.max(head);
-                    // Everything that has arrived by then queues behind the head.
-                    while let Some(r) = next.take_if(|r| r.arrival <= at) {
-                        self.sched.push(r);
-                        refill(
-                            &mut source,
-                            &*self.ftl,
-                            self.page,
-                            base,
-                            &mut next,
-                            &mut exhausted,
-                        )?;
-                    }
-                    if inflight.len() >= slots {
-                        inflight.pop();
-                    }
-                    let q = self.sched.pop().expect("the head is queued");
-                    let c = self.dispatch(&q, at)?;
-                    inflight.push(Reverse(c));
-                    done += 1 + self.fed.len() as u64;
-                    inflight.extend(self.fed.drain(..).map(Reverse));
-                    report(done, self.clock, source.remaining(), progress);
-                }
+                self.run_open_slots(&mut source, base, progress)?
             }
-            LoadMode::OpenLoop => {
-                while let Some(r) = source.next(&*self.ftl, self.page) {
-                    let mut r = r?;
-                    r.arrival += base;
-                    self.idle_before(&r)?;
-                    self.sched.push(r);
-                    while let Some(q) = self.sched.pop() {
-                        let at = q.arrival.max(self.clock);
-                        self.dispatch(&q, at)?;
-                        done += 1 + self.fed.len() as u64;
-                        self.fed.clear();
-                        report(done, self.clock, source.remaining(), progress);
-                    }
-                }
-            }
+            LoadMode::OpenLoop => self.run_open(&mut source, base, progress)?,
             LoadMode::ClosedLoop { queue_depth } => {
-                let qd = queue_depth.max(1) as usize;
-                let mut inflight: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
-                let mut now = base;
-                let mut exhausted = false;
-                // A request behind an idle period: it waits until every outstanding request
-                // has completed and the idle time has passed.
-                let mut held: Option<Request> = None;
-                loop {
-                    if let Some(r) = held {
-                        if inflight.is_empty() && self.sched.is_empty() {
-                            self.idle(now, r.idle_before)?;
-                            now = now.max(self.clock);
-                            self.sched.push(Request { arrival: now, ..r });
-                            held = None;
-                        }
-                    }
-                    // Keep `qd` requests in the device: arrivals at the current time.
-                    while !exhausted && held.is_none() && inflight.len() + self.sched.len() < qd {
-                        match source.next(&*self.ftl, self.page) {
-                            Some(r) => {
-                                let mut r = r?;
-                                if r.idle_before > Nanos::ZERO {
-                                    held = Some(r);
-                                    break;
-                                }
-                                r.arrival = now;
-                                self.sched.push(r);
-                            }
-                            None => exhausted = true,
-                        }
-                    }
-                    // Dispatch while the device has a free slot; the rest wait queued.
-                    let slots = self.slots.unwrap_or(usize::MAX);
-                    while inflight.len() < slots {
-                        let Some(q) = self.sched.pop() else { break };
-                        let c = self.dispatch(&q, now)?;
-                        inflight.push(Reverse(c));
-                        done += 1 + self.fed.len() as u64;
-                        inflight.extend(self.fed.drain(..).map(Reverse));
-                        report(done, now, source.remaining(), progress);
-                    }
-                    match inflight.pop() {
-                        Some(Reverse(c)) => now = now.max(c),
-                        None if held.is_some() => {}
-                        None => break,
-                    }
-                }
-                self.clock = self.clock.max(now);
+                self.run_closed(&mut source, base, queue_depth, progress)?
             }
-        }
+        };
         self.clock = self.clock.max(self.metrics.end);
         progress(Progress {
             done,
@@ -856,8 +729,176 @@ impl Engine {
         Ok(())
     }
 
+    /// Open loop with a bounded device queue (`load.device_queue`): an event loop in
+    /// which the device takes a request when a slot is free, and requests that have
+    /// arrived by then wait in the scheduler. Returns the requests served.
+    fn run_open_slots(
+        &mut self,
+        source: &mut Lookahead<'_>,
+        base: Nanos,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<u64, SimError> {
+        let mut done = 0u64;
+        let slots = self.slots.unwrap_or(usize::MAX);
+        let mut inflight: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
+        let mut next: Option<Request> = None;
+        let mut exhausted = false;
+        loop {
+            refill(
+                source,
+                &*self.ftl,
+                self.page,
+                base,
+                &mut next,
+                &mut exhausted,
+            )?;
+            let head = self.sched.peek_first(&mut |_| true).map(|q| q.arrival);
+            let Some(head) = head else {
+                // Nothing queued: the next arrival (after its idle period, if any).
+                let Some(r) = next.take() else { break };
+                self.idle_before(&r)?;
+                self.sched.push(r);
+                continue;
+            };
+            // Requests served ahead by request feedback can leave more than
+            // `slots` in flight: the slot frees when enough of them have completed.
+            while inflight.len() > slots {
+                inflight.pop();
+            }
+            let slot = if inflight.len() < slots {
+                self.clock
+            } else {
+                inflight.peek().map_or(self.clock, |c| c.0)
+            };
+            let at = slot.max(head);
+            // Everything that has arrived by then queues behind the head.
+            while let Some(r) = next.take_if(|r| r.arrival <= at) {
+                self.sched.push(r);
+                refill(
+                    source,
+                    &*self.ftl,
+                    self.page,
+                    base,
+                    &mut next,
+                    &mut exhausted,
+                )?;
+            }
+            if inflight.len() >= slots {
+                inflight.pop();
+            }
+            let q = self.sched.pop().expect("the head is queued");
+            let c = self.dispatch(&q, at)?;
+            inflight.push(Reverse(c));
+            done += 1 + self.fed.len() as u64;
+            inflight.extend(self.fed.drain(..).map(Reverse));
+            report_progress(done, self.clock, source.remaining(), progress);
+        }
+        Ok(done)
+    }
+
+    /// Open loop: each request at its arrival time (or when the device is free).
+    fn run_open(
+        &mut self,
+        source: &mut Lookahead<'_>,
+        base: Nanos,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<u64, SimError> {
+        let mut done = 0u64;
+        while let Some(r) = source.next(&*self.ftl, self.page) {
+            let mut r = r?;
+            r.arrival += base;
+            self.idle_before(&r)?;
+            self.sched.push(r);
+            while let Some(q) = self.sched.pop() {
+                let at = q.arrival.max(self.clock);
+                self.dispatch(&q, at)?;
+                done += 1 + self.fed.len() as u64;
+                self.fed.clear();
+                report_progress(done, self.clock, source.remaining(), progress);
+            }
+        }
+        Ok(done)
+    }
+
+    /// Closed loop: `queue_depth` requests kept in the device, a new one arriving as one
+    /// completes.
+    fn run_closed(
+        &mut self,
+        source: &mut Lookahead<'_>,
+        base: Nanos,
+        queue_depth: u32,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<u64, SimError> {
+        let mut done = 0u64;
+        let qd = queue_depth.max(1) as usize;
+        let mut inflight: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
+        let mut now = base;
+        let mut exhausted = false;
+        // A request behind an idle period: it waits until every outstanding request
+        // has completed and the idle time has passed.
+        let mut held: Option<Request> = None;
+        loop {
+            if let Some(r) = held {
+                if inflight.is_empty() && self.sched.is_empty() {
+                    self.idle(now, r.idle_before)?;
+                    now = now.max(self.clock);
+                    self.sched.push(Request { arrival: now, ..r });
+                    held = None;
+                }
+            }
+            // Keep `qd` requests in the device: arrivals at the current time.
+            while !exhausted && held.is_none() && inflight.len() + self.sched.len() < qd {
+                match source.next(&*self.ftl, self.page) {
+                    Some(r) => {
+                        let mut r = r?;
+                        if r.idle_before > Nanos::ZERO {
+                            held = Some(r);
+                            break;
+                        }
+                        r.arrival = now;
+                        self.sched.push(r);
+                    }
+                    None => exhausted = true,
+                }
+            }
+            // Dispatch while the device has a free slot; the rest wait queued.
+            let slots = self.slots.unwrap_or(usize::MAX);
+            while inflight.len() < slots {
+                let Some(q) = self.sched.pop() else { break };
+                let c = self.dispatch(&q, now)?;
+                inflight.push(Reverse(c));
+                done += 1 + self.fed.len() as u64;
+                inflight.extend(self.fed.drain(..).map(Reverse));
+                report_progress(done, now, source.remaining(), progress);
+            }
+            match inflight.pop() {
+                Some(Reverse(c)) => now = now.max(c),
+                None if held.is_some() => {}
+                None => break,
+            }
+        }
+        self.clock = self.clock.max(now);
+        Ok(done)
+    }
+
     /// FTL counters now.
     pub fn counters(&self) -> FtlCounters {
         *self.ftl.counters()
+    }
+}
+
+/// Calls `progress` every 4096 requests.
+fn report_progress(
+    done: u64,
+    now: Nanos,
+    remaining: Option<u64>,
+    progress: &mut dyn FnMut(Progress),
+) {
+    if done.is_multiple_of(4096) {
+        progress(Progress {
+            done,
+            remaining,
+            now,
+        });
     }
 }
