@@ -300,65 +300,8 @@ pub fn run(args: CrashArgs) -> Result<()> {
     {
         args.preset = "tiny-mlc-sp".into();
     }
-    let mut cfg = match args.scheme {
-        SchemeKind::Page => CrashConfig::small(args.seed),
-        SchemeKind::Combined => CrashConfig::small_combined(args.seed),
-        SchemeKind::DftlPor | SchemeKind::Spftl | SchemeKind::SpftlLog => {
-            let mode = match args.scheme {
-                SchemeKind::DftlPor => ftl::MetaMode::Page,
-                SchemeKind::Spftl => ftl::MetaMode::Subpage,
-                _ => ftl::MetaMode::Log,
-            };
-            CrashConfig::small_dftl(args.seed, &args.preset, mode)
-        }
-        SchemeKind::Block => CrashConfig::small_block(args.seed, &args.preset),
-        SchemeKind::Gftl | SchemeKind::Rftl => {
-            let kind = if args.scheme == SchemeKind::Gftl {
-                ftl::RtKind::Gftl
-            } else {
-                ftl::RtKind::Rftl
-            };
-            let chip = ChipConfig::preset(&args.preset)
-                .with_context(|| format!("unknown chip preset `{}`", args.preset))?;
-            if chip.cell != nand::CellType::Slc {
-                bail!(
-                    "--scheme {}: needs an SLC preset (e.g. --preset tiny-slc), not {}",
-                    kind.name(),
-                    args.preset
-                );
-            }
-            CrashConfig::small_rt(args.seed, &args.preset, kind)
-        }
-    };
-    let mut chip = ChipConfig::preset(&args.preset)
-        .with_context(|| format!("unknown chip preset `{}`", args.preset))?;
-    if let Some(b) = args.blocks_per_plane {
-        chip.geometry.blocks_per_plane = b;
-    }
-    if let Some(c) = args.channels {
-        chip.geometry.channels = c;
-    }
-    if let Some(d) = args.dies_per_channel {
-        chip.geometry.dies_per_channel = d;
-    }
-    chip.validate()
-        .map_err(|e| anyhow::anyhow!("chip geometry: {e}"))?;
-    chip.reliability.wear_fail_rate = 0.0;
-    chip.reliability.wear_fail_growth = 0.0;
-    chip.seed = args.seed;
-    // Every case holds the whole chip in RAM with real bytes: refuse up front what the
-    // machine cannot hold, rather than thrash or be killed half-way.
-    let need = chip.geometry.total_pages() * chip.geometry.raw_page_size() as u64;
-    if let Some(avail) = mem_available() {
-        if need > avail / 10 * 9 {
-            bail!(
-                "chip {}: a crash test keeps the chip's pages in RAM with real bytes (up to {} MiB with their spare areas), but only {} MiB are available; use a smaller preset or --blocks-per-plane",
-                args.preset,
-                need >> 20,
-                avail >> 20
-            );
-        }
-    }
+    let mut cfg = base_config(&args)?;
+    let chip = crash_chip(&args)?;
     cfg.chip = chip;
     if args.flush_every < 2 {
         bail!(
@@ -377,26 +320,7 @@ pub fn run(args: CrashArgs) -> Result<()> {
     cfg.fit_ecc().map_err(anyhow::Error::msg)?;
     cfg.scheme.set_recovery(args.recovery.into());
     if let Some(id) = &args.replay {
-        let id: CaseId = id.parse().map_err(anyhow::Error::msg)?;
-        let (outcome, info) = run_case_described(&cfg, id);
-        if let Some(i) = &info {
-            println!("replay {id}: {} [{}]", i.text, i.class);
-        }
-        return match outcome {
-            Outcome::Passed => {
-                println!("replay {id}: passed");
-                Ok(())
-            }
-            Outcome::NotReached => bail!(
-                "replay {id}: the workload ends before operation {}: nothing was cut",
-                id.at
-            ),
-            Outcome::SecondNotReached => bail!(
-                "replay {id}: the first cut checked out, but the second lies past the work after power-on: it never fired"
-            ),
-            Outcome::OutOfSpace(m) => bail!("replay {id}: out of space after recovery: {m}"),
-            Outcome::Failed(m) => bail!("replay {id}: {m}"),
-        };
+        return replay(&cfg, id);
     }
     let modes: Vec<CutMode> = if args.cuts.is_empty() {
         CutMode::ALL.to_vec()
@@ -469,6 +393,102 @@ pub fn run(args: CrashArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The harness's configuration for `--scheme` on `--preset` (DFTL's schemes on a chip
+/// with subpages, GFTL and RFTL on an SLC chip).
+fn base_config(args: &CrashArgs) -> Result<CrashConfig> {
+    let cfg = match args.scheme {
+        SchemeKind::Page => CrashConfig::small(args.seed),
+        SchemeKind::Combined => CrashConfig::small_combined(args.seed),
+        SchemeKind::DftlPor | SchemeKind::Spftl | SchemeKind::SpftlLog => {
+            let mode = match args.scheme {
+                SchemeKind::DftlPor => ftl::MetaMode::Page,
+                SchemeKind::Spftl => ftl::MetaMode::Subpage,
+                _ => ftl::MetaMode::Log,
+            };
+            CrashConfig::small_dftl(args.seed, &args.preset, mode)
+        }
+        SchemeKind::Block => CrashConfig::small_block(args.seed, &args.preset),
+        SchemeKind::Gftl | SchemeKind::Rftl => {
+            let kind = if args.scheme == SchemeKind::Gftl {
+                ftl::RtKind::Gftl
+            } else {
+                ftl::RtKind::Rftl
+            };
+            let chip = ChipConfig::preset(&args.preset)
+                .with_context(|| format!("unknown chip preset `{}`", args.preset))?;
+            if chip.cell != nand::CellType::Slc {
+                bail!(
+                    "--scheme {}: needs an SLC preset (e.g. --preset tiny-slc), not {}",
+                    kind.name(),
+                    args.preset
+                );
+            }
+            CrashConfig::small_rt(args.seed, &args.preset, kind)
+        }
+    };
+    Ok(cfg)
+}
+
+/// The chip of `--preset`, with `--blocks-per-plane`, `--channels`, `--dies-per-channel`
+/// and the seed; no wear failures (a cut is the only fault). Refused when its pages with
+/// real bytes would not fit in the RAM available.
+fn crash_chip(args: &CrashArgs) -> Result<ChipConfig> {
+    let mut chip = ChipConfig::preset(&args.preset)
+        .with_context(|| format!("unknown chip preset `{}`", args.preset))?;
+    if let Some(b) = args.blocks_per_plane {
+        chip.geometry.blocks_per_plane = b;
+    }
+    if let Some(c) = args.channels {
+        chip.geometry.channels = c;
+    }
+    if let Some(d) = args.dies_per_channel {
+        chip.geometry.dies_per_channel = d;
+    }
+    chip.validate()
+        .map_err(|e| anyhow::anyhow!("chip geometry: {e}"))?;
+    chip.reliability.wear_fail_rate = 0.0;
+    chip.reliability.wear_fail_growth = 0.0;
+    chip.seed = args.seed;
+    // Every case holds the whole chip in RAM with real bytes: refuse up front what the
+    // machine cannot hold, rather than thrash or be killed half-way.
+    let need = chip.geometry.total_pages() * chip.geometry.raw_page_size() as u64;
+    if let Some(avail) = mem_available() {
+        if need > avail / 10 * 9 {
+            bail!(
+                "chip {}: a crash test keeps the chip's pages in RAM with real bytes (up to {} MiB with their spare areas), but only {} MiB are available; use a smaller preset or --blocks-per-plane",
+                args.preset,
+                need >> 20,
+                avail >> 20
+            );
+        }
+    }
+    Ok(chip)
+}
+
+/// `--replay ID`: one case, described and checked.
+fn replay(cfg: &CrashConfig, id: &str) -> Result<()> {
+    let id: CaseId = id.parse().map_err(anyhow::Error::msg)?;
+    let (outcome, info) = run_case_described(cfg, id);
+    if let Some(i) = &info {
+        println!("replay {id}: {} [{}]", i.text, i.class);
+    }
+    match outcome {
+        Outcome::Passed => {
+            println!("replay {id}: passed");
+            Ok(())
+        }
+        Outcome::NotReached => bail!(
+            "replay {id}: the workload ends before operation {}: nothing was cut",
+            id.at
+        ),
+        Outcome::SecondNotReached => bail!(
+            "replay {id}: the first cut checked out, but the second lies past the work after power-on: it never fired"
+        ),
+        Outcome::OutOfSpace(m) => bail!("replay {id}: out of space after recovery: {m}"),
+        Outcome::Failed(m) => bail!("replay {id}: {m}"),
+    }
 }
 
 /// Bytes of memory available to new allocations (`MemAvailable` of /proc/meminfo).
