@@ -397,103 +397,7 @@ impl Scope<'_> {
             let Some(at) = self.at(&what, &t.at)? else {
                 continue;
             };
-            let need = |x: Option<&str>, key: &str| -> Result<String, SweepError> {
-                x.map(str::to_string)
-                    .ok_or_else(|| self.err(format!("{what}: kind = {:?} needs {key}", t.kind)))
-            };
-            let kind = match t.kind.as_str() {
-            "wins" => {
-                let axis = need(t.axis.as_deref(), "axis")?;
-                let a = self.axis(&what, &axis)?;
-                let pick = |v: &Option<Value>, key: &str| -> Result<Value, SweepError> {
-                    let v = v
-                        .as_ref()
-                        .ok_or_else(|| self.err(format!("{what}: kind = \"wins\" needs {key}")))?;
-                    let v = coerce(v, &a.full_values);
-                    if !a.full_values.contains(&v) {
-                        return Err(self.err(format!(
-                            "{what}: {key} = {v} is not a value of axis {axis}"
-                        )));
-                    }
-                    Ok(v)
-                };
-                TrendKind::Wins {
-                    winner: pick(&t.winner, "winner")?,
-                    loser: pick(&t.loser, "loser")?,
-                    better: t.better.ok_or_else(|| {
-                        self.err(format!("{what}: kind = \"wins\" needs better = \"lower\" or \"higher\""))
-                    })?,
-                    slack: match t.tolerance {
-                        Some(x) if (0.0..1.0).contains(&x) => x,
-                        Some(x) => {
-                            return Err(self.err(format!(
-                                "{what}: tolerance = {x} must be in [0, 1)"
-                            )))
-                        }
-                        None => 0.0,
-                    },
-                    axis,
-                }
-            }
-            "beats" => {
-                let than = need(t.than.as_deref(), "than")?;
-                self.metric(&what, &than)?;
-                TrendKind::Beats {
-                    than,
-                    better: t.better.ok_or_else(|| {
-                        self.err(format!("{what}: kind = \"beats\" needs better = \"lower\" or \"higher\""))
-                    })?,
-                }
-            }
-            "monotone" => {
-                let axis = need(t.axis.as_deref(), "axis")?;
-                self.axis(&what, &axis)?;
-                TrendKind::Monotone {
-                    axis,
-                    direction: t.direction.ok_or_else(|| {
-                        self.err(format!(
-                            "{what}: kind = \"monotone\" needs direction = \"increasing\" or \"decreasing\""
-                        ))
-                    })?,
-                }
-            }
-            "matches" => {
-                let tolerance = t.tolerance.ok_or_else(|| {
-                    self.err(format!("{what}: kind = \"matches\" needs tolerance = FRACTION"))
-                })?;
-                if !(tolerance > 0.0 && tolerance.is_finite()) {
-                    return Err(self.err(format!("{what}: tolerance = {tolerance} must be positive")));
-                }
-                TrendKind::Matches { tolerance }
-            }
-            "at_most" => {
-                let max = t.max.ok_or_else(|| {
-                    self.err(format!("{what}: kind = \"at_most\" needs max = VALUE"))
-                })?;
-                if !max.is_finite() {
-                    return Err(self.err(format!("{what}: max = {max} must be finite")));
-                }
-                TrendKind::AtMost { max }
-            }
-            "consistent" => {
-                let reference = need(t.reference.as_deref(), "reference")?;
-                let failures = need(t.failures.as_deref(), "failures")?;
-                let trials = need(t.trials.as_deref(), "trials")?;
-                for m in [&reference, &failures, &trials] {
-                    self.metric(&what, m)?;
-                }
-                TrendKind::Consistent {
-                    reference,
-                    failures,
-                    trials,
-                }
-            }
-            other => {
-                return Err(self.err(format!(
-                    "{what}: kind = {other:?}: expected \"wins\", \"beats\", \"monotone\", \"matches\" or \"consistent\""
-                )))
-            }
-        };
+            let kind = self.trend_kind(&what, t)?;
             let count = t.count.unwrap_or(false);
             let fraction = |key: &str, x: Option<f64>, default: f64| match x {
                 None => Ok(default),
@@ -546,6 +450,108 @@ impl Scope<'_> {
             });
         }
         Ok(trends)
+    }
+
+    /// What trend file `t` (named `what` in errors) checks: its kind with the keys that
+    /// kind needs, each checked against the matrix's axes and metrics.
+    fn trend_kind(&self, what: &str, t: &TrendFile) -> Result<TrendKind, SweepError> {
+        let need = |x: Option<&str>, key: &str| -> Result<String, SweepError> {
+            x.map(str::to_string)
+                .ok_or_else(|| self.err(format!("{what}: kind = {:?} needs {key}", t.kind)))
+        };
+        Ok(match t.kind.as_str() {
+        "wins" => {
+            let axis = need(t.axis.as_deref(), "axis")?;
+            let a = self.axis(&what, &axis)?;
+            let pick = |v: &Option<Value>, key: &str| -> Result<Value, SweepError> {
+                let v = v
+                    .as_ref()
+                    .ok_or_else(|| self.err(format!("{what}: kind = \"wins\" needs {key}")))?;
+                let v = coerce(v, &a.full_values);
+                if !a.full_values.contains(&v) {
+                    return Err(self.err(format!(
+                        "{what}: {key} = {v} is not a value of axis {axis}"
+                    )));
+                }
+                Ok(v)
+            };
+            TrendKind::Wins {
+                winner: pick(&t.winner, "winner")?,
+                loser: pick(&t.loser, "loser")?,
+                better: t.better.ok_or_else(|| {
+                    self.err(format!("{what}: kind = \"wins\" needs better = \"lower\" or \"higher\""))
+                })?,
+                slack: match t.tolerance {
+                    Some(x) if (0.0..1.0).contains(&x) => x,
+                    Some(x) => {
+                        return Err(self.err(format!(
+                            "{what}: tolerance = {x} must be in [0, 1)"
+                        )))
+                    }
+                    None => 0.0,
+                },
+                axis,
+            }
+        }
+        "beats" => {
+            let than = need(t.than.as_deref(), "than")?;
+            self.metric(&what, &than)?;
+            TrendKind::Beats {
+                than,
+                better: t.better.ok_or_else(|| {
+                    self.err(format!("{what}: kind = \"beats\" needs better = \"lower\" or \"higher\""))
+                })?,
+            }
+        }
+        "monotone" => {
+            let axis = need(t.axis.as_deref(), "axis")?;
+            self.axis(&what, &axis)?;
+            TrendKind::Monotone {
+                axis,
+                direction: t.direction.ok_or_else(|| {
+                    self.err(format!(
+                        "{what}: kind = \"monotone\" needs direction = \"increasing\" or \"decreasing\""
+                    ))
+                })?,
+            }
+        }
+        "matches" => {
+            let tolerance = t.tolerance.ok_or_else(|| {
+                self.err(format!("{what}: kind = \"matches\" needs tolerance = FRACTION"))
+            })?;
+            if !(tolerance > 0.0 && tolerance.is_finite()) {
+                return Err(self.err(format!("{what}: tolerance = {tolerance} must be positive")));
+            }
+            TrendKind::Matches { tolerance }
+        }
+        "at_most" => {
+            let max = t.max.ok_or_else(|| {
+                self.err(format!("{what}: kind = \"at_most\" needs max = VALUE"))
+            })?;
+            if !max.is_finite() {
+                return Err(self.err(format!("{what}: max = {max} must be finite")));
+            }
+            TrendKind::AtMost { max }
+        }
+        "consistent" => {
+            let reference = need(t.reference.as_deref(), "reference")?;
+            let failures = need(t.failures.as_deref(), "failures")?;
+            let trials = need(t.trials.as_deref(), "trials")?;
+            for m in [&reference, &failures, &trials] {
+                self.metric(&what, m)?;
+            }
+            TrendKind::Consistent {
+                reference,
+                failures,
+                trials,
+            }
+        }
+        other => {
+            return Err(self.err(format!(
+                "{what}: kind = {other:?}: expected \"wins\", \"beats\", \"monotone\", \"matches\", \"at_most\" or \"consistent\""
+            )))
+        }
+    })
     }
 
     /// The plots (titled `default_title` unless they say otherwise).

@@ -252,7 +252,85 @@ fn conclude(
         count(PointOutcome::Loss),
         count(PointOutcome::Inconclusive),
     );
-    let outcome = if n == 0 {
+    let outcome = fold_outcome(n, wins, tied, lost, unsure, slack);
+    let finite: Vec<f64> = pts
+        .iter()
+        .map(|p| p.ratio)
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
+    let ours = (!finite.is_empty()).then(|| geo_mean(&finite));
+    let mut d = head;
+    describe_points(&mut d, t, slack, pts, &finite, ours);
+    // The paper's magnitude: per point (published values at both ends, our mean over the
+    // same points) or a headline ratio.
+    let mut mag = None;
+    let mut paper = None;
+    let mut ours_vs = None;
+    let versus = match (paper_pts, &t.paper) {
+        (Some((p, o, src)), _) => Some((p, o, src)),
+        (None, Some((p, src))) => ours.map(|o| (*p, o, src.clone())),
+        _ => None,
+    };
+    // Counted events: the pooled ratio's 95 % interval (all points' events together).
+    // (No events at all: no interval to speak of.)
+    let pooled = t.count.then(|| {
+        let (mut a, mut ea, mut b, mut eb) = (0u64, 0.0, 0u64, 0.0);
+        for (pa, pea, pb, peb) in pts.iter().filter_map(|p| p.events) {
+            (a, ea, b, eb) = (a + pa, ea + pea, b + pb, eb + peb);
+        }
+        (a + b > 0).then(|| poisson_ratio_interval(a, ea, b, eb))
+    });
+    let pooled = pooled.flatten();
+    if let Some((p, o, src)) = versus {
+        let mut m = magnitude(o, p, t.magnitude, t.tie);
+        if let Some((lo, hi)) = pooled {
+            let _ = write!(
+                d,
+                "; pooled ratio's 95 % interval {}×–{}×",
+                fmt_num(lo),
+                fmt_num(hi)
+            );
+            if m != Magnitude::Matches && (lo..=hi).contains(&p) {
+                // Within what our event counts can tell apart from the paper's ratio.
+                let _ = write!(d, ", which holds the paper's {}×", fmt_num(p));
+                m = Magnitude::Matches;
+            }
+        }
+        let _ = write!(
+            d,
+            "; paper: {}× ({src}), ours {}× over the same points — {}",
+            fmt_num(p),
+            fmt_num(o),
+            match m {
+                Magnitude::Matches => format!("within {} %", fmt_num(t.magnitude * 100.0)),
+                Magnitude::Smaller(x) => format!("an effect {}× smaller", fmt_num(x)),
+                Magnitude::Larger(x) => format!("an effect {}× larger", fmt_num(x)),
+                Magnitude::Contradicts => "the other way".into(),
+            }
+        );
+        paper = Some((p, src));
+        ours_vs = Some(o);
+        // A claim that fails on our points is judged on them; its magnitude only says
+        // when the effect goes the other way.
+        if outcome != Outcome::NoData && (outcome != Outcome::Fails || m == Magnitude::Contradicts)
+        {
+            mag = Some(m);
+        }
+    }
+    (outcome, mag, ours_vs.or(ours), paper, d)
+}
+
+/// The outcome of a comparison with `n` points: `wins` strict wins, `tied` ties, `lost`
+/// losses and `unsure` inconclusive points; `slack` > 0 for a non-inferiority claim.
+fn fold_outcome(
+    n: usize,
+    wins: usize,
+    tied: usize,
+    lost: usize,
+    unsure: usize,
+    slack: f64,
+) -> Outcome {
+    if n == 0 {
         Outcome::NoData
     } else if lost > 0 {
         Outcome::Fails
@@ -271,14 +349,27 @@ fn conclude(
         Outcome::Inconclusive
     } else {
         Outcome::Partly
-    };
-    let finite: Vec<f64> = pts
-        .iter()
-        .map(|p| p.ratio)
-        .filter(|r| r.is_finite() && *r > 0.0)
-        .collect();
-    let ours = (!finite.is_empty()).then(|| geo_mean(&finite));
-    let mut d = head;
+    }
+}
+
+/// Appends to `d` what the points say: wins, ties, losses and where, the ratio's
+/// geometric mean `ours` over the `finite` ratios, and the counts' intervals.
+fn describe_points(
+    d: &mut String,
+    t: &Trend,
+    slack: f64,
+    pts: &[Compared],
+    finite: &[f64],
+    ours: Option<f64>,
+) {
+    let n = pts.len();
+    let count = |o: PointOutcome| pts.iter().filter(|p| p.outcome == o).count();
+    let (wins, tied, lost, unsure) = (
+        count(PointOutcome::Win),
+        count(PointOutcome::Tie),
+        count(PointOutcome::Loss),
+        count(PointOutcome::Inconclusive),
+    );
     let _ = write!(d, ": {wins} of {n} strict wins");
     if tied > 0 {
         let _ = write!(
@@ -352,63 +443,6 @@ fn conclude(
     if lost > 0 {
         let _ = write!(d, "; loses at {}", at(PointOutcome::Loss));
     }
-    // The paper's magnitude: per point (published values at both ends, our mean over the
-    // same points) or a headline ratio.
-    let mut mag = None;
-    let mut paper = None;
-    let mut ours_vs = None;
-    let versus = match (paper_pts, &t.paper) {
-        (Some((p, o, src)), _) => Some((p, o, src)),
-        (None, Some((p, src))) => ours.map(|o| (*p, o, src.clone())),
-        _ => None,
-    };
-    // Counted events: the pooled ratio's 95 % interval (all points' events together).
-    // (No events at all: no interval to speak of.)
-    let pooled = t.count.then(|| {
-        let (mut a, mut ea, mut b, mut eb) = (0u64, 0.0, 0u64, 0.0);
-        for (pa, pea, pb, peb) in pts.iter().filter_map(|p| p.events) {
-            (a, ea, b, eb) = (a + pa, ea + pea, b + pb, eb + peb);
-        }
-        (a + b > 0).then(|| poisson_ratio_interval(a, ea, b, eb))
-    });
-    let pooled = pooled.flatten();
-    if let Some((p, o, src)) = versus {
-        let mut m = magnitude(o, p, t.magnitude, t.tie);
-        if let Some((lo, hi)) = pooled {
-            let _ = write!(
-                d,
-                "; pooled ratio's 95 % interval {}×–{}×",
-                fmt_num(lo),
-                fmt_num(hi)
-            );
-            if m != Magnitude::Matches && (lo..=hi).contains(&p) {
-                // Within what our event counts can tell apart from the paper's ratio.
-                let _ = write!(d, ", which holds the paper's {}×", fmt_num(p));
-                m = Magnitude::Matches;
-            }
-        }
-        let _ = write!(
-            d,
-            "; paper: {}× ({src}), ours {}× over the same points — {}",
-            fmt_num(p),
-            fmt_num(o),
-            match m {
-                Magnitude::Matches => format!("within {} %", fmt_num(t.magnitude * 100.0)),
-                Magnitude::Smaller(x) => format!("an effect {}× smaller", fmt_num(x)),
-                Magnitude::Larger(x) => format!("an effect {}× larger", fmt_num(x)),
-                Magnitude::Contradicts => "the other way".into(),
-            }
-        );
-        paper = Some((p, src));
-        ours_vs = Some(o);
-        // A claim that fails on our points is judged on them; its magnitude only says
-        // when the effect goes the other way.
-        if outcome != Outcome::NoData && (outcome != Outcome::Fails || m == Magnitude::Contradicts)
-        {
-            mag = Some(m);
-        }
-    }
-    (outcome, mag, ours_vs.or(ours), paper, d)
 }
 
 /// A check with no ratio and no paper: holds when nothing was `off`.
