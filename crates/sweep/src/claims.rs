@@ -462,7 +462,7 @@ impl Scope<'_> {
         Ok(match t.kind.as_str() {
         "wins" => {
             let axis = need(t.axis.as_deref(), "axis")?;
-            let a = self.axis(&what, &axis)?;
+            let a = self.axis(what, &axis)?;
             let pick = |v: &Option<Value>, key: &str| -> Result<Value, SweepError> {
                 let v = v
                     .as_ref()
@@ -495,7 +495,7 @@ impl Scope<'_> {
         }
         "beats" => {
             let than = need(t.than.as_deref(), "than")?;
-            self.metric(&what, &than)?;
+            self.metric(what, &than)?;
             TrendKind::Beats {
                 than,
                 better: t.better.ok_or_else(|| {
@@ -505,7 +505,7 @@ impl Scope<'_> {
         }
         "monotone" => {
             let axis = need(t.axis.as_deref(), "axis")?;
-            self.axis(&what, &axis)?;
+            self.axis(what, &axis)?;
             TrendKind::Monotone {
                 axis,
                 direction: t.direction.ok_or_else(|| {
@@ -538,7 +538,7 @@ impl Scope<'_> {
             let failures = need(t.failures.as_deref(), "failures")?;
             let trials = need(t.trials.as_deref(), "trials")?;
             for m in [&reference, &failures, &trials] {
-                self.metric(&what, m)?;
+                self.metric(what, m)?;
             }
             TrendKind::Consistent {
                 reference,

@@ -333,198 +333,10 @@ impl Matrix {
                 f.name
             )));
         }
-        // The base configuration.
-        let base: toml::Table = match (&f.base, f.kind) {
-            (Some(b), Kind::Experiment) => {
-                let (btext, bfile) = source.read(Some(b)).map_err(|e| match e {
-                    SweepError::Io { path, message } => {
-                        err(format!("base = {b:?}: {path}: {message}"))
-                    }
-                    other => other,
-                })?;
-                parse_toml(&btext, &bfile)?
-            }
-            (None, Kind::Experiment) => {
-                return Err(err(
-                    "kind = \"experiment\" needs base = \"FILE\" (an experiment file)".into(),
-                ))
-            }
-            (Some(b), k) => {
-                return Err(err(format!(
-                "base = {b:?}: kind = \"{}\" takes no base experiment; set its parameters in [set]",
-                k.name()
-            )))
-            }
-            (None, _) => toml::Table::new(),
-        };
-        // Axes.
-        if f.axes.is_empty() {
-            return Err(err(
-                "no [[axis]]: a matrix needs at least one axis (a single cell is an axis with one value)"
-                    .into(),
-            ));
-        }
-        let mut axes = Vec::new();
-        let mut names = BTreeSet::new();
-        for (i, a) in f.axes.iter().enumerate() {
-            let here = format!("axis[{i}] (name = {:?})", a.name);
-            if !ensure_key_name(&a.name) || a.name.contains('.') {
-                return Err(err(format!(
-                    "{here}: name must be letters, digits, '-' and '_'"
-                )));
-            }
-            if !names.insert(a.name.clone()) {
-                return Err(err(format!("{here}: a second axis of that name")));
-            }
-            let key = a
-                .key
-                .clone()
-                .unwrap_or_else(|| f.kind.alias(&a.name).unwrap_or(&a.name).to_string());
-            if !ensure_key_name(&key) {
-                return Err(err(format!(
-                    "{here}: key = {key:?} is not a dotted key path"
-                )));
-            }
-            if a.values.is_empty() {
-                return Err(err(format!(
-                    "{here}: values = [] expands the matrix to zero cells"
-                )));
-            }
-            let mut profiles = BTreeMap::new();
-            if !a.profiles.is_empty() {
-                if a.key.is_some() {
-                    return Err(err(format!(
-                        "{here}: key and profiles exclude each other (a profile names its keys)"
-                    )));
-                }
-                for v in &a.values {
-                    let name = v.as_str().unwrap_or_default();
-                    if !a.profiles.contains_key(name) {
-                        return Err(err(format!(
-                            "{here}: value {v} names no profile (have: {})",
-                            a.profiles.keys().cloned().collect::<Vec<_>>().join(", ")
-                        )));
-                    }
-                }
-                for (name, t) in &a.profiles {
-                    let mut keys = Vec::new();
-                    flatten_keys("", t, &mut keys);
-                    for (k, _) in &keys {
-                        if !ensure_key_name(k) {
-                            return Err(err(format!(
-                                "{here}: profile {name}: key {k:?} is not a dotted key path"
-                            )));
-                        }
-                    }
-                    profiles.insert(name.clone(), keys);
-                }
-            }
-            let values = match (&a.quick, quick) {
-                (Some(q), true) => {
-                    if q.is_empty() {
-                        return Err(err(format!(
-                            "{here}: quick = [] expands the --quick matrix to zero cells"
-                        )));
-                    }
-                    q.clone()
-                }
-                _ => a.values.clone(),
-            };
-            for (j, v) in values.iter().enumerate() {
-                if values[..j].contains(v) {
-                    return Err(err(format!("{here}: value {v} appears twice")));
-                }
-                if matches!(v, Value::Table(_) | Value::Array(_)) && f.kind != Kind::Experiment {
-                    return Err(err(format!("{here}: value {v} must be a number or string")));
-                }
-            }
-            axes.push(Axis {
-                name: a.name.clone(),
-                key,
-                label: a.label.clone().unwrap_or_else(|| a.name.clone()),
-                values,
-                full_values: a.values.clone(),
-                average: a.average,
-                profiles,
-            });
-        }
-        // [set] then [quick.set]: dotted keys.
-        let mut set = Vec::new();
-        for (k, v) in &f.set {
-            set.push((k.clone(), v.clone(), "set"));
-        }
-        if quick {
-            for (k, v) in &f.quick.set {
-                set.push((k.clone(), v.clone(), "quick.set"));
-            }
-        }
-        // [quick.last]: after the axis values.
-        let mut last = Vec::new();
-        if quick {
-            for (k, v) in &f.quick.last {
-                last.push((k.clone(), v.clone(), "quick.last"));
-            }
-        }
-        for (k, _, sec) in set.iter().chain(&last) {
-            if !ensure_key_name(k) {
-                return Err(err(format!("[{sec}] key {k:?} is not a dotted key path")));
-            }
-        }
-        // Expand: first axis slowest.
-        let total: usize = axes.iter().map(|a| a.values.len()).product();
-        const MAX_CELLS: usize = 100_000;
-        if total > MAX_CELLS {
-            return Err(err(format!(
-                "{total} cells: more than {MAX_CELLS}; split the matrix"
-            )));
-        }
-        let mut cells = Vec::with_capacity(total);
-        let mut idx = vec![0usize; axes.len()];
-        for index in 0..total {
-            let mut rest = index;
-            for (d, a) in axes.iter().enumerate().rev() {
-                idx[d] = rest % a.values.len();
-                rest /= a.values.len();
-            }
-            let mut config = base.clone();
-            for (k, v, sec) in &set {
-                set_path(&mut config, k, v.clone())
-                    .map_err(|m| err(format!("[{sec}] {k} = {v}: {m}")))?;
-            }
-            let cell_axes: Vec<(String, Value)> = axes
-                .iter()
-                .zip(&idx)
-                .map(|(a, &i)| (a.name.clone(), a.values[i].clone()))
-                .collect();
-            for (a, (_, v)) in axes.iter().zip(&cell_axes) {
-                match a.profiles.get(v.as_str().unwrap_or_default()) {
-                    Some(keys) => {
-                        for (k, pv) in keys {
-                            set_path(&mut config, k, pv.clone()).map_err(|m| {
-                                err(format!("axis {} = {v}: {k} = {pv}: {m}", a.name))
-                            })?;
-                        }
-                    }
-                    None => set_path(&mut config, &a.key, v.clone())
-                        .map_err(|m| err(format!("axis {} = {v}: {m}", a.name)))?,
-                }
-            }
-            for (k, v, sec) in &last {
-                set_path(&mut config, k, v.clone())
-                    .map_err(|m| err(format!("[{sec}] {k} = {v}: {m}")))?;
-            }
-            let canon = format!(
-                "{}\n{}",
-                f.kind.name(),
-                toml::to_string(&config).map_err(|e| err(format!("cell {index}: {e}")))?
-            );
-            cells.push(Cell {
-                index,
-                axes: cell_axes,
-                config,
-                fingerprint: CRC64.checksum(canon.as_bytes()),
-            });
-        }
+        let base = load_base(source, &f, &err)?;
+        let axes = load_axes(&f, quick, &err)?;
+        let (set, last) = overrides(&f, quick, &err)?;
+        let cells = expand(&f, &base, &axes, &set, &last, &err)?;
         let base_dir = source.base_dir();
         // Every cell's configuration must be valid for its kind.
         for c in &cells {
@@ -573,6 +385,240 @@ impl Matrix {
     pub fn axis(&self, name: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.name == name)
     }
+}
+
+/// The matrix's base configuration: the experiment file `base` names (kind `experiment`
+/// only), or an empty table.
+fn load_base(
+    source: &Source,
+    f: &MatrixFile,
+    err: &dyn Fn(String) -> SweepError,
+) -> Result<toml::Table, SweepError> {
+    Ok(match (&f.base, f.kind) {
+        (Some(b), Kind::Experiment) => {
+            let (btext, bfile) = source.read(Some(b)).map_err(|e| match e {
+                SweepError::Io { path, message } => err(format!("base = {b:?}: {path}: {message}")),
+                other => other,
+            })?;
+            parse_toml(&btext, &bfile)?
+        }
+        (None, Kind::Experiment) => {
+            return Err(err(
+                "kind = \"experiment\" needs base = \"FILE\" (an experiment file)".into(),
+            ))
+        }
+        (Some(b), k) => {
+            return Err(err(format!(
+                "base = {b:?}: kind = \"{}\" takes no base experiment; set its parameters in [set]",
+                k.name()
+            )))
+        }
+        (None, _) => toml::Table::new(),
+    })
+}
+
+/// The axes, each checked: a key path or profiles, values (the `--quick` ones when
+/// `quick`) not empty and not repeated.
+fn load_axes(
+    f: &MatrixFile,
+    quick: bool,
+    err: &dyn Fn(String) -> SweepError,
+) -> Result<Vec<Axis>, SweepError> {
+    if f.axes.is_empty() {
+        return Err(err(
+            "no [[axis]]: a matrix needs at least one axis (a single cell is an axis with one value)"
+                .into(),
+        ));
+    }
+    let mut axes = Vec::new();
+    let mut names = BTreeSet::new();
+    for (i, a) in f.axes.iter().enumerate() {
+        let here = format!("axis[{i}] (name = {:?})", a.name);
+        if !ensure_key_name(&a.name) || a.name.contains('.') {
+            return Err(err(format!(
+                "{here}: name must be letters, digits, '-' and '_'"
+            )));
+        }
+        if !names.insert(a.name.clone()) {
+            return Err(err(format!("{here}: a second axis of that name")));
+        }
+        let key = a
+            .key
+            .clone()
+            .unwrap_or_else(|| f.kind.alias(&a.name).unwrap_or(&a.name).to_string());
+        if !ensure_key_name(&key) {
+            return Err(err(format!(
+                "{here}: key = {key:?} is not a dotted key path"
+            )));
+        }
+        if a.values.is_empty() {
+            return Err(err(format!(
+                "{here}: values = [] expands the matrix to zero cells"
+            )));
+        }
+        let mut profiles = BTreeMap::new();
+        if !a.profiles.is_empty() {
+            if a.key.is_some() {
+                return Err(err(format!(
+                    "{here}: key and profiles exclude each other (a profile names its keys)"
+                )));
+            }
+            for v in &a.values {
+                let name = v.as_str().unwrap_or_default();
+                if !a.profiles.contains_key(name) {
+                    return Err(err(format!(
+                        "{here}: value {v} names no profile (have: {})",
+                        a.profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )));
+                }
+            }
+            for (name, t) in &a.profiles {
+                let mut keys = Vec::new();
+                flatten_keys("", t, &mut keys);
+                for (k, _) in &keys {
+                    if !ensure_key_name(k) {
+                        return Err(err(format!(
+                            "{here}: profile {name}: key {k:?} is not a dotted key path"
+                        )));
+                    }
+                }
+                profiles.insert(name.clone(), keys);
+            }
+        }
+        let values = match (&a.quick, quick) {
+            (Some(q), true) => {
+                if q.is_empty() {
+                    return Err(err(format!(
+                        "{here}: quick = [] expands the --quick matrix to zero cells"
+                    )));
+                }
+                q.clone()
+            }
+            _ => a.values.clone(),
+        };
+        for (j, v) in values.iter().enumerate() {
+            if values[..j].contains(v) {
+                return Err(err(format!("{here}: value {v} appears twice")));
+            }
+            if matches!(v, Value::Table(_) | Value::Array(_)) && f.kind != Kind::Experiment {
+                return Err(err(format!("{here}: value {v} must be a number or string")));
+            }
+        }
+        axes.push(Axis {
+            name: a.name.clone(),
+            key,
+            label: a.label.clone().unwrap_or_else(|| a.name.clone()),
+            values,
+            full_values: a.values.clone(),
+            average: a.average,
+            profiles,
+        });
+    }
+    Ok(axes)
+}
+
+/// The `[set]` and `[quick.set]` overrides (applied before the axis values) and the
+/// `[quick.last]` ones (after them), each with its section's name.
+#[allow(clippy::type_complexity)]
+fn overrides(
+    f: &MatrixFile,
+    quick: bool,
+    err: &dyn Fn(String) -> SweepError,
+) -> Result<
+    (
+        Vec<(String, Value, &'static str)>,
+        Vec<(String, Value, &'static str)>,
+    ),
+    SweepError,
+> {
+    let mut set = Vec::new();
+    for (k, v) in &f.set {
+        set.push((k.clone(), v.clone(), "set"));
+    }
+    if quick {
+        for (k, v) in &f.quick.set {
+            set.push((k.clone(), v.clone(), "quick.set"));
+        }
+    }
+    // [quick.last]: after the axis values.
+    let mut last = Vec::new();
+    if quick {
+        for (k, v) in &f.quick.last {
+            last.push((k.clone(), v.clone(), "quick.last"));
+        }
+    }
+    for (k, _, sec) in set.iter().chain(&last) {
+        if !ensure_key_name(k) {
+            return Err(err(format!("[{sec}] key {k:?} is not a dotted key path")));
+        }
+    }
+    Ok((set, last))
+}
+
+/// Every cell of the matrix (first axis slowest): the base with the overrides and the
+/// cell's axis values (or profiles) set, and its fingerprint.
+fn expand(
+    f: &MatrixFile,
+    base: &toml::Table,
+    axes: &[Axis],
+    set: &[(String, Value, &'static str)],
+    last: &[(String, Value, &'static str)],
+    err: &dyn Fn(String) -> SweepError,
+) -> Result<Vec<Cell>, SweepError> {
+    let total: usize = axes.iter().map(|a| a.values.len()).product();
+    const MAX_CELLS: usize = 100_000;
+    if total > MAX_CELLS {
+        return Err(err(format!(
+            "{total} cells: more than {MAX_CELLS}; split the matrix"
+        )));
+    }
+    let mut cells = Vec::with_capacity(total);
+    let mut idx = vec![0usize; axes.len()];
+    for index in 0..total {
+        let mut rest = index;
+        for (d, a) in axes.iter().enumerate().rev() {
+            idx[d] = rest % a.values.len();
+            rest /= a.values.len();
+        }
+        let mut config = base.clone();
+        for (k, v, sec) in set {
+            set_path(&mut config, k, v.clone())
+                .map_err(|m| err(format!("[{sec}] {k} = {v}: {m}")))?;
+        }
+        let cell_axes: Vec<(String, Value)> = axes
+            .iter()
+            .zip(&idx)
+            .map(|(a, &i)| (a.name.clone(), a.values[i].clone()))
+            .collect();
+        for (a, (_, v)) in axes.iter().zip(&cell_axes) {
+            match a.profiles.get(v.as_str().unwrap_or_default()) {
+                Some(keys) => {
+                    for (k, pv) in keys {
+                        set_path(&mut config, k, pv.clone())
+                            .map_err(|m| err(format!("axis {} = {v}: {k} = {pv}: {m}", a.name)))?;
+                    }
+                }
+                None => set_path(&mut config, &a.key, v.clone())
+                    .map_err(|m| err(format!("axis {} = {v}: {m}", a.name)))?,
+            }
+        }
+        for (k, v, sec) in last {
+            set_path(&mut config, k, v.clone())
+                .map_err(|m| err(format!("[{sec}] {k} = {v}: {m}")))?;
+        }
+        let canon = format!(
+            "{}\n{}",
+            f.kind.name(),
+            toml::to_string(&config).map_err(|e| err(format!("cell {index}: {e}")))?
+        );
+        cells.push(Cell {
+            index,
+            axes: cell_axes,
+            config,
+            fingerprint: CRC64.checksum(canon.as_bytes()),
+        });
+    }
+    Ok(cells)
 }
 
 #[cfg(test)]
