@@ -63,6 +63,18 @@
 //! RAM: 8 bytes per logical block (primary, replacement), 8 per physical block (role and
 //! flags, logical block, write pointer; plus the substrate's erase count), and `2 · ppb`
 //! bytes per replacement's offset table.
+//!
+//! ## What it takes from the substrate, and what it keeps
+//!
+//! From the substrate (`Substrate::block_level`): the one flash path (`sense`,
+//! `program_page`, `erase_block`, charged header reads), the op log and counters, the
+//! erase-count mirror and block states (through the asserted mutators: `adopt_*` at
+//! mount, `set_state` to `Bad`), sealing's pairing tables, and the checkpoint region
+//! (a checkpoint is a region generation). Of its own: allocation from DCR's lists (the
+//! spare free list, the hot list and the free pool, in the order its checkpoint records —
+//! DCR's recovery replays exactly that order, which the substrate's erase-count heaps do
+//! not keep), merges in place of GC (validity is per offset, in a replacement's table,
+//! not a per-block count a victim index could order), and its role table (`blk`).
 
 mod io;
 mod merge;
@@ -72,7 +84,6 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 
-use crate::policy::{FixedStrength, Policies};
 use crate::recovery::{RecoveryKind, RecoveryReport};
 use crate::substrate::meta::WholePage;
 use crate::substrate::region::{Region, HEADER};
@@ -445,21 +456,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let geo = *ctl.chip().geometry();
         let chip_cfg = ctl.chip().config().clone();
         let scfg = SubstrateConfig {
-            ecc_t: cfg.ecc_t,
-            read_retries: 0,
             gc_threshold: 2,
-            wear_leveling: None,
             young_rule: true,
-            #[cfg(feature = "sabotage")]
-            sabotage: Default::default(),
+            ..SubstrateConfig::block_level(cfg.ecc_t)
         };
-        let policies = Policies {
-            placement: crate::policy::PlacementKind::Striped.policy(),
-            ecc: alloc::boxed::Box::new(FixedStrength(cfg.ecc_t)),
-            pacing: crate::policy::PacingKind::Foreground.policy(0),
-            copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
-        };
-        let mut s = Substrate::new(ctl, scfg, crate::VictimKind::Greedy.policy(), policies);
+        let mut s = Substrate::block_level(ctl, scfg);
         let writer = alloc::boxed::Box::new(WholePage::new(&s));
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
         region.fit_anchor(&s);

@@ -74,6 +74,19 @@
 //!
 //! `flush` seals the update block (every page written is then found by the scan).
 //! Sealing also runs before a PMT unit is written that would point at an exposed page.
+//!
+//! ## What it takes from the substrate, and what it keeps
+//!
+//! From the substrate (`Substrate::block_level`): the one flash path (`sense` for every
+//! page, record and metadata-unit read; `program_classified` for every program, with the
+//! substrate's one classification of failures and refusals; `erase_block`; header
+//! reads), the op log and counters, and the erase-count mirror. Of its own: its
+//! partitions (the metadata partitions PMT, BIT, GXT and SPFTL_log's logs, each with its
+//! update block and free list; the user partition with its update block, free queue and
+//! BIT) and what a failed program means in them (a metadata block leaves its partition;
+//! a user block goes bad in the BIT) — DFTL_por's and SPFTL's metadata layout is the
+//! scheme being measured (NWI counts its erases), and its recovery reads the GXT and BIT,
+//! not a region checkpoint.
 
 mod cache;
 mod fallback;
@@ -90,7 +103,6 @@ use sizing::Plan;
 mod tests;
 mod verify;
 
-use crate::policy::{FixedStrength, Policies};
 use crate::recovery::RecoveryReport;
 use crate::substrate::{Substrate, SubstrateConfig};
 use crate::{Ftl, FtlError, Invariant};
@@ -396,22 +408,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     fn build(ctl: Controller<S, M>, mode: MetaMode, cfg: DftlConfig, plan: Plan) -> Self {
         let geo = *ctl.chip().geometry();
-        let scfg = SubstrateConfig {
-            ecc_t: cfg.ecc_t,
-            read_retries: 0,
-            gc_threshold: 1,
-            wear_leveling: None,
-            young_rule: false,
-            #[cfg(feature = "sabotage")]
-            sabotage: Default::default(),
-        };
-        let policies = Policies {
-            placement: crate::policy::PlacementKind::Striped.policy(),
-            ecc: alloc::boxed::Box::new(FixedStrength(cfg.ecc_t)),
-            pacing: crate::policy::PacingKind::Foreground.policy(0),
-            copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
-        };
-        let s = Substrate::new(ctl, scfg, crate::VictimKind::Greedy.policy(), policies);
+        let scfg = SubstrateConfig::block_level(cfg.ecc_t);
+        let s = Substrate::block_level(ctl, scfg);
         let nblocks = geo.total_blocks();
         let mut first = 0;
         let parts = plan.part_len.map(|len| {

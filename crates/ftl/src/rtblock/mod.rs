@@ -87,6 +87,18 @@
 //!   padding the schemes do not define (refused, naming the key).
 //! - Program failures: the block is treated as full (its data stay readable until its
 //!   erase), and a job's target that fails is replaced and the job restarts.
+//!
+//! ## What it takes from the substrate, and what it keeps
+//!
+//! From the substrate (`Substrate::block_level`): the one flash path (`sense`,
+//! `program_page`, `erase_block`, charged header reads), the op log and counters, the
+//! erase-count mirror and block states through the asserted mutators (`release_erased`,
+//! `reopen`, `set_state`). No checkpoint region: every page's record names its logical
+//! page. Of its own: the free pool (least-worn first) and the per-logical-block
+//! allocation of Table I's schemes (GFTL's data blocks and central buffer, RFTL's
+//! primary, replacement and buffer per logical block) with their partial-GC queues —
+//! fixed offsets per logical block, which the substrate's per-die write frontiers and
+//! valid-count victim index do not model.
 
 mod gftl;
 mod mount;
@@ -94,7 +106,6 @@ mod rftl;
 #[cfg(test)]
 mod tests;
 
-use crate::policy::{FixedStrength, Policies};
 use crate::recovery::RecoveryReport;
 use crate::rt_bounds::WaoBounds;
 use crate::substrate::{BState, Payload, Sense, Sensed, Substrate, SubstrateConfig};
@@ -399,22 +410,8 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         alpha: u32,
     ) -> Self {
         let geo = *ctl.chip().geometry();
-        let scfg = SubstrateConfig {
-            ecc_t: cfg.ecc_t,
-            read_retries: 0,
-            gc_threshold: 1,
-            wear_leveling: None,
-            young_rule: false,
-            #[cfg(feature = "sabotage")]
-            sabotage: Default::default(),
-        };
-        let policies = Policies {
-            placement: crate::policy::PlacementKind::Striped.policy(),
-            ecc: alloc::boxed::Box::new(FixedStrength(cfg.ecc_t)),
-            pacing: crate::policy::PacingKind::Foreground.policy(0),
-            copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
-        };
-        let s = Substrate::new(ctl, scfg, crate::VictimKind::Greedy.policy(), policies);
+        let scfg = SubstrateConfig::block_level(cfg.ecc_t);
+        let s = Substrate::block_level(ctl, scfg);
         let nblocks = geo.total_blocks() as usize;
         let digest = s.digest;
         RtBlockFtl {

@@ -137,6 +137,22 @@ pub(crate) struct SubstrateConfig {
     pub sabotage: crate::sabotage::Sabotage,
 }
 
+impl SubstrateConfig {
+    /// A block-level kernel's (block, GFTL/RFTL, DFTL): every page at `ecc_t`, no read
+    /// retries, no static wear levelling, GC thresholds and young blocks the kernel's own.
+    pub(crate) fn block_level(ecc_t: u32) -> Self {
+        SubstrateConfig {
+            ecc_t,
+            read_retries: 0,
+            gc_threshold: 1,
+            wear_leveling: None,
+            young_rule: false,
+            #[cfg(feature = "sabotage")]
+            sabotage: Default::default(),
+        }
+    }
+}
+
 /// State of a physical block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BState {
@@ -385,6 +401,20 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
 }
 
 impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    /// A substrate for a block-level kernel, which allocates, collects and places its own
+    /// blocks: the default policies (fixed strength at `cfg.ecc_t`, striped placement,
+    /// foreground pacing, ascending copies, greedy victims), which such a kernel never
+    /// calls but the substrate's shared paths (program, read, erase, region) consult.
+    pub fn block_level(ctl: Controller<S, M>, cfg: SubstrateConfig) -> Self {
+        let policies = Policies {
+            placement: crate::policy::PlacementKind::Striped.policy(),
+            ecc: Box::new(crate::policy::FixedStrength(cfg.ecc_t)),
+            pacing: crate::policy::PacingKind::Foreground.policy(0),
+            copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
+        };
+        Substrate::new(ctl, cfg, crate::VictimKind::Greedy.policy(), policies)
+    }
+
     /// A substrate over `ctl` with every block `Bad` until format or mount says otherwise.
     pub fn new(
         ctl: Controller<S, M>,
