@@ -236,6 +236,28 @@ fn classify(
     (ratio, outcome, None)
 }
 
+/// How a comparison's points came out.
+struct Tally {
+    n: usize,
+    wins: usize,
+    tied: usize,
+    lost: usize,
+    unsure: usize,
+}
+
+impl Tally {
+    fn of(pts: &[Compared]) -> Tally {
+        let count = |o: PointOutcome| pts.iter().filter(|p| p.outcome == o).count();
+        Tally {
+            n: pts.len(),
+            wins: count(PointOutcome::Win),
+            tied: count(PointOutcome::Tie),
+            lost: count(PointOutcome::Loss),
+            unsure: count(PointOutcome::Inconclusive),
+        }
+    }
+}
+
 /// Folds a two-way comparison's points into an outcome and its detail.
 fn conclude(
     t: &Trend,
@@ -244,14 +266,13 @@ fn conclude(
     pts: &[Compared],
     paper_pts: Option<(f64, f64, String)>,
 ) -> Folded {
-    let n = pts.len();
-    let count = |o: PointOutcome| pts.iter().filter(|p| p.outcome == o).count();
-    let (wins, tied, lost, unsure) = (
-        count(PointOutcome::Win),
-        count(PointOutcome::Tie),
-        count(PointOutcome::Loss),
-        count(PointOutcome::Inconclusive),
-    );
+    let Tally {
+        n,
+        wins,
+        tied,
+        lost,
+        unsure,
+    } = Tally::of(pts);
     let outcome = fold_outcome(n, wins, tied, lost, unsure, slack);
     let finite: Vec<f64> = pts
         .iter()
@@ -362,14 +383,13 @@ fn describe_points(
     finite: &[f64],
     ours: Option<f64>,
 ) {
-    let n = pts.len();
-    let count = |o: PointOutcome| pts.iter().filter(|p| p.outcome == o).count();
-    let (wins, tied, lost, unsure) = (
-        count(PointOutcome::Win),
-        count(PointOutcome::Tie),
-        count(PointOutcome::Loss),
-        count(PointOutcome::Inconclusive),
-    );
+    let Tally {
+        n,
+        wins,
+        tied,
+        lost,
+        unsure,
+    } = Tally::of(pts);
     let _ = write!(d, ": {wins} of {n} strict wins");
     if tied > 0 {
         let _ = write!(
