@@ -343,6 +343,15 @@ where
         };
         let flags_ok = flags & !allowed == 0;
         let no_hole = flags & CMD_FLAG_NO_HOLE != 0;
+        let r = Req {
+            cookie,
+            offset,
+            len,
+            flags,
+            fua,
+            in_range,
+            flags_ok,
+        };
         let observed = match kind {
             CMD_READ => Some(Command::Read),
             CMD_WRITE => Some(Command::Write { fua }),
@@ -368,92 +377,8 @@ where
             }
         }
         match kind {
-            CMD_READ => {
-                let err = if len > MAX_PAYLOAD || !in_range || !flags_ok {
-                    Some(EINVAL)
-                } else {
-                    None
-                };
-                match (st.structured, err) {
-                    (false, Some(e)) => simple_reply(conn, cookie, e)?,
-                    (true, Some(e)) => error_chunk(conn, cookie, e)?,
-                    (structured, None) if !structured || flags & CMD_FLAG_DF != 0 => {
-                        // The whole payload at once: up to a piece in the connection's own
-                        // buffer, beyond from the shared budget (freed when sent).
-                        let n = len as usize;
-                        let (_held, mut big);
-                        let buf: &mut [u8] = if n <= CHUNK {
-                            &mut piece[..n]
-                        } else {
-                            _held = budget.take(n);
-                            big = vec![0u8; n];
-                            &mut big
-                        };
-                        let done = structured.then_some(REPLY_FLAG_DONE);
-                        if let Err(e) = data_reply(conn, cookie, done, offset, buf, with)? {
-                            match structured {
-                                false => simple_reply(conn, cookie, e)?,
-                                true => error_chunk(conn, cookie, e)?,
-                            }
-                        }
-                    }
-                    (_, None) => {
-                        // Structured: one chunk per piece, the last one marked done (an
-                        // error ends the reply with an error chunk instead).
-                        let mut done = 0usize;
-                        while done < len as usize {
-                            let n = (len as usize - done).min(CHUNK);
-                            let at = offset + done as u64;
-                            let last = if done + n == len as usize {
-                                REPLY_FLAG_DONE
-                            } else {
-                                0
-                            };
-                            let buf = &mut piece[..n];
-                            if let Err(e) = data_reply(conn, cookie, Some(last), at, buf, with)? {
-                                error_chunk(conn, cookie, e)?;
-                                break;
-                            }
-                            done += n;
-                        }
-                        if len == 0 {
-                            chunk(conn, cookie, REPLY_FLAG_DONE, REPLY_TYPE_NONE, &[])?;
-                        }
-                    }
-                }
-            }
-            CMD_WRITE => {
-                if len > MAX_PAYLOAD {
-                    // The payload cannot be skipped cheaply: end the connection.
-                    return Err(protocol("write payload too large"));
-                }
-                if !in_range || !flags_ok {
-                    drain(conn, len as usize, piece)?;
-                    simple_reply(conn, cookie, EINVAL)?;
-                    continue;
-                }
-                // Streamed: each piece is written before the next is read. Pieces end on
-                // page boundaries so only the request's own ends are read-modify-write.
-                let page = cfg.preferred.max(1) as u64;
-                let step = (CHUNK as u64 / page).max(1) * page;
-                let mut done = 0u64;
-                let mut failed = None;
-                while done < len as u64 {
-                    let at = offset + done;
-                    let to_boundary = step - at % step;
-                    let n = (len as u64 - done).min(to_boundary).min(CHUNK as u64) as usize;
-                    conn.read_exact(&mut piece[..n])?;
-                    if failed.is_none() {
-                        let data = &piece[..n];
-                        failed = with(&mut |x| x.write_at(at, data, false)).err();
-                    }
-                    done += n as u64;
-                }
-                if failed.is_none() && fua {
-                    failed = with(&mut |x| x.flush()).err();
-                }
-                simple_reply(conn, cookie, failed.unwrap_or(0))?;
-            }
+            CMD_READ => serve_read(conn, st, budget, with, piece, &r)?,
+            CMD_WRITE => serve_write(conn, cfg, with, piece, &r)?,
             CMD_DISC => {
                 let _ = with(&mut |e| e.flush());
                 return Ok(());
@@ -480,44 +405,211 @@ where
                 };
                 simple_reply(conn, cookie, e)?;
             }
-            CMD_BLOCK_STATUS if st.structured => {
-                if !st.allocation || !flags_ok || !in_range || len == 0 {
-                    error_chunk(conn, cookie, EINVAL)?;
-                    continue;
-                }
-                let max = if flags & CMD_FLAG_REQ_ONE != 0 {
-                    1
-                } else {
-                    MAX_EXTENTS
-                };
-                let mut runs = Vec::new();
-                match with(&mut |e| {
-                    runs = e.extents(offset, len as u64, max)?;
-                    Ok(())
-                }) {
-                    Ok(()) => {
-                        let mut m = Vec::with_capacity(4 + 8 * runs.len());
-                        m.extend_from_slice(&BASE_ALLOCATION_ID.to_be_bytes());
-                        for (n, mapped) in runs {
-                            m.extend_from_slice(&n.to_be_bytes());
-                            let state = if mapped { 0 } else { STATE_HOLE | STATE_ZERO };
-                            m.extend_from_slice(&state.to_be_bytes());
-                        }
-                        chunk(
-                            conn,
-                            cookie,
-                            REPLY_FLAG_DONE,
-                            REPLY_TYPE_BLOCK_STATUS,
-                            &[&m],
-                        )?;
-                    }
-                    Err(e) => error_chunk(conn, cookie, e)?,
-                }
-            }
+            CMD_BLOCK_STATUS if st.structured => serve_block_status(conn, st, with, &r)?,
             _ if st.structured => error_chunk(conn, cookie, EINVAL)?,
             _ => simple_reply(conn, cookie, EINVAL)?,
         }
     }
+}
+
+/// A transmission request's header, parsed and checked against the export.
+#[derive(Clone, Copy)]
+struct Req {
+    cookie: u64,
+    offset: u64,
+    len: u32,
+    flags: u16,
+    fua: bool,
+    /// `offset + len` lies within the export.
+    in_range: bool,
+    /// Every flag is one this command takes.
+    flags_ok: bool,
+}
+
+/// NBD_CMD_READ: the data as a simple reply or structured chunks (one per piece, or the
+/// whole payload at once when the client asked not to fragment it).
+fn serve_read<F>(
+    conn: &mut Conn,
+    st: &handshake::Negotiated,
+    budget: &Budget,
+    with: &mut F,
+    piece: &mut [u8],
+    r: &Req,
+) -> io::Result<()>
+where
+    F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+{
+    let Req {
+        cookie,
+        offset,
+        len,
+        flags,
+        in_range,
+        flags_ok,
+        ..
+    } = *r;
+    let err = if len > MAX_PAYLOAD || !in_range || !flags_ok {
+        Some(EINVAL)
+    } else {
+        None
+    };
+    match (st.structured, err) {
+        (false, Some(e)) => simple_reply(conn, cookie, e)?,
+        (true, Some(e)) => error_chunk(conn, cookie, e)?,
+        (structured, None) if !structured || flags & CMD_FLAG_DF != 0 => {
+            // The whole payload at once: up to a piece in the connection's own
+            // buffer, beyond from the shared budget (freed when sent).
+            let n = len as usize;
+            let (_held, mut big);
+            let buf: &mut [u8] = if n <= CHUNK {
+                &mut piece[..n]
+            } else {
+                _held = budget.take(n);
+                big = vec![0u8; n];
+                &mut big
+            };
+            let done = structured.then_some(REPLY_FLAG_DONE);
+            if let Err(e) = data_reply(conn, cookie, done, offset, buf, with)? {
+                match structured {
+                    false => simple_reply(conn, cookie, e)?,
+                    true => error_chunk(conn, cookie, e)?,
+                }
+            }
+        }
+        (_, None) => {
+            // Structured: one chunk per piece, the last one marked done (an
+            // error ends the reply with an error chunk instead).
+            let mut done = 0usize;
+            while done < len as usize {
+                let n = (len as usize - done).min(CHUNK);
+                let at = offset + done as u64;
+                let last = if done + n == len as usize {
+                    REPLY_FLAG_DONE
+                } else {
+                    0
+                };
+                let buf = &mut piece[..n];
+                if let Err(e) = data_reply(conn, cookie, Some(last), at, buf, with)? {
+                    error_chunk(conn, cookie, e)?;
+                    break;
+                }
+                done += n;
+            }
+            if len == 0 {
+                chunk(conn, cookie, REPLY_FLAG_DONE, REPLY_TYPE_NONE, &[])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// NBD_CMD_WRITE: the payload streamed to the volume a piece at a time (each written
+/// before the next is read), then one reply.
+fn serve_write<F>(
+    conn: &mut Conn,
+    cfg: &ServerConfig,
+    with: &mut F,
+    piece: &mut [u8],
+    r: &Req,
+) -> io::Result<()>
+where
+    F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+{
+    let Req {
+        cookie,
+        offset,
+        len,
+        fua,
+        in_range,
+        flags_ok,
+        ..
+    } = *r;
+    if len > MAX_PAYLOAD {
+        // The payload cannot be skipped cheaply: end the connection.
+        return Err(protocol("write payload too large"));
+    }
+    if !in_range || !flags_ok {
+        drain(conn, len as usize, piece)?;
+        simple_reply(conn, cookie, EINVAL)?;
+        return Ok(());
+    }
+    // Streamed: each piece is written before the next is read. Pieces end on
+    // page boundaries so only the request's own ends are read-modify-write.
+    let page = cfg.preferred.max(1) as u64;
+    let step = (CHUNK as u64 / page).max(1) * page;
+    let mut done = 0u64;
+    let mut failed = None;
+    while done < len as u64 {
+        let at = offset + done;
+        let to_boundary = step - at % step;
+        let n = (len as u64 - done).min(to_boundary).min(CHUNK as u64) as usize;
+        conn.read_exact(&mut piece[..n])?;
+        if failed.is_none() {
+            let data = &piece[..n];
+            failed = with(&mut |x| x.write_at(at, data, false)).err();
+        }
+        done += n as u64;
+    }
+    if failed.is_none() && fua {
+        failed = with(&mut |x| x.flush()).err();
+    }
+    simple_reply(conn, cookie, failed.unwrap_or(0))?;
+    Ok(())
+}
+
+/// NBD_CMD_BLOCK_STATUS (structured replies, allocation context): the extents as one
+/// chunk.
+fn serve_block_status<F>(
+    conn: &mut Conn,
+    st: &handshake::Negotiated,
+    with: &mut F,
+    r: &Req,
+) -> io::Result<()>
+where
+    F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+{
+    let Req {
+        cookie,
+        offset,
+        len,
+        flags,
+        in_range,
+        flags_ok,
+        ..
+    } = *r;
+    if !st.allocation || !flags_ok || !in_range || len == 0 {
+        error_chunk(conn, cookie, EINVAL)?;
+        return Ok(());
+    }
+    let max = if flags & CMD_FLAG_REQ_ONE != 0 {
+        1
+    } else {
+        MAX_EXTENTS
+    };
+    let mut runs = Vec::new();
+    match with(&mut |e| {
+        runs = e.extents(offset, len as u64, max)?;
+        Ok(())
+    }) {
+        Ok(()) => {
+            let mut m = Vec::with_capacity(4 + 8 * runs.len());
+            m.extend_from_slice(&BASE_ALLOCATION_ID.to_be_bytes());
+            for (n, mapped) in runs {
+                m.extend_from_slice(&n.to_be_bytes());
+                let state = if mapped { 0 } else { STATE_HOLE | STATE_ZERO };
+                m.extend_from_slice(&state.to_be_bytes());
+            }
+            chunk(
+                conn,
+                cookie,
+                REPLY_FLAG_DONE,
+                REPLY_TYPE_BLOCK_STATUS,
+                &[&m],
+            )?;
+        }
+        Err(e) => error_chunk(conn, cookie, e)?,
+    }
+    Ok(())
 }
 
 /// Sends the data of a READ: `buf.len()` bytes at `at`, read by the volume, as a simple
