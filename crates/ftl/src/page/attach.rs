@@ -416,7 +416,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 Some(p) if p != INVALID && p != LOST => {
                     self.p2l[p as usize] = INVALID;
                     let b = self.s.block_of(p);
-                    self.s.valid[b as usize] -= 1;
+                    self.s.adopt_valid(b, false);
                 }
                 _ => {}
             }

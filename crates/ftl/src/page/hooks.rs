@@ -37,7 +37,7 @@ impl<S: Storage, M: ErrorModel> super::recovery::Rebuildable for PageFtl<S, M> {
 
     fn rebuild_reverse(&mut self, now: Nanos) -> Result<(), FtlError> {
         self.p2l.fill(INVALID);
-        self.s.valid.fill(0);
+        self.s.reset_valid();
         for lpn in 0..self.map.len() {
             let p = self.map.get(&mut self.s, now, lpn)?;
             if p == INVALID || p == LOST {
@@ -52,7 +52,7 @@ impl<S: Storage, M: ErrorModel> super::recovery::Rebuildable for PageFtl<S, M> {
             }
             self.p2l[p as usize] = lpn as u32;
             let b = self.s.block_of(p);
-            self.s.valid[b as usize] += 1;
+            self.s.adopt_valid(b, true);
         }
         Ok(())
     }
@@ -69,7 +69,7 @@ impl<S: Storage, M: ErrorModel> super::recovery::Rebuildable for PageFtl<S, M> {
         for &p in &pages {
             self.p2l[p as usize] = lpn as u32;
             let b = self.s.block_of(p);
-            self.s.valid[b as usize] += 1;
+            self.s.adopt_valid(b, true);
         }
         self.replicas
             .insert(lpn as u32, super::replica::ReplicaSet { version, pages });

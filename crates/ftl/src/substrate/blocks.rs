@@ -63,7 +63,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         if full {
             self.index_remove(b);
         }
-        self.valid[b as usize] -= 1;
+        debug_assert!(
+            self.valid[b as usize] > 0,
+            "block {b}: no valid page to drop"
+        );
+        self.valid.set(b as usize, self.valid[b as usize] - 1);
         if full {
             self.index_insert(b);
         }
@@ -73,7 +77,39 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// so not in the index).
     #[inline]
     pub fn add_valid(&mut self, b: u32) {
-        self.valid[b as usize] += 1;
+        debug_assert!(
+            !self.indexed(b),
+            "block {b} gains a valid page inside the index"
+        );
+        self.valid.set(b as usize, self.valid[b as usize] + 1);
+    }
+
+    /// A mount's count: one valid page more (`true`) or fewer in block `b`, as the map it
+    /// rebuilds claims or releases a page there.
+    ///
+    /// Requires: `b` is out of the full index (a mount indexes blocks once their counts
+    /// are final), and a count never goes below zero.
+    pub fn adopt_valid(&mut self, b: u32, more: bool) {
+        debug_assert!(
+            !self.indexed(b),
+            "block {b}: count changed inside the index"
+        );
+        let v = self.valid[b as usize];
+        debug_assert!(more || v > 0, "block {b}: no valid page to release");
+        self.valid.set(b as usize, if more { v + 1 } else { v - 1 });
+    }
+
+    /// A mount's fresh start of every valid count (before the map is walked again).
+    ///
+    /// Requires: the full index is empty.
+    pub fn reset_valid(&mut self) {
+        debug_assert!(
+            self.head.iter().all(|&h| h == NIL),
+            "counts reset under an index"
+        );
+        for b in 0..self.valid.len() {
+            self.valid.set(b, 0);
+        }
     }
 
     /// Whether block `b` is linked into the full-block index (O(1): its links, or the head

@@ -312,7 +312,8 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub digest: bool,
     /// Per block: its state (written through the mutators of [`blocks`]).
     pub state: table::Table<BState>,
-    pub valid: Vec<u32>,
+    /// Per block: valid pages (written through the mutators of [`blocks`]).
+    pub valid: table::Table<u32>,
     /// P/E cycles per block: a mirror of the chip's counts, kept so that victim selection,
     /// wear levelling and free-block ordering need no chip queries.
     pub erase: table::Table<u32>,
@@ -497,7 +498,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
             die_div: StrengthReducedU32::new(geo.planes_per_die * geo.blocks_per_plane),
             digest,
             state: table::Table::filled(BState::Bad, nblocks),
-            valid: vec![0; nblocks],
+            valid: table::Table::filled(0, nblocks),
             erase: table::Table::filled(0, nblocks),
             last_write: vec![Nanos::ZERO; nblocks],
             next: vec![NIL; nblocks],

@@ -172,7 +172,7 @@ impl Rebuild {
         for (lpn, &p) in self.snap.l2p.iter().enumerate() {
             ftl.set_entry(now, lpn as u64, p)?;
             if p != INVALID && p != LOST {
-                ftl.sub_mut().valid[(p / ppb) as usize] += 1;
+                ftl.sub_mut().adopt_valid(p / ppb, true);
             }
             let critical = self.snap.critical[lpn / 64] >> (lpn % 64) & 1 == 1;
             if critical {

@@ -170,7 +170,7 @@ impl Rebuild {
         let old = ftl.entry(lpn);
         if old != INVALID && old != LOST {
             let ob = (old / ftl.sub_mut().ppb) as usize;
-            ftl.sub_mut().valid[ob] -= 1;
+            ftl.sub_mut().adopt_valid(ob as u32, false);
             if ftl.sub_mut().valid[ob] == 0 {
                 self.emptied.push(ob as u32);
             }
@@ -179,7 +179,7 @@ impl Rebuild {
         ftl.set_critical(lpn, critical);
         if phys != INVALID {
             let ppb = ftl.sub().ppb;
-            ftl.sub_mut().valid[(phys / ppb) as usize] += 1;
+            ftl.sub_mut().adopt_valid(phys / ppb, true);
         }
         Ok(())
     }
