@@ -237,6 +237,7 @@ fn classify(
 }
 
 /// How a comparison's points came out.
+#[derive(Clone, Copy)]
 struct Tally {
     n: usize,
     wins: usize,
@@ -256,6 +257,37 @@ impl Tally {
             unsure: count(PointOutcome::Inconclusive),
         }
     }
+
+    /// The comparison's outcome; `slack` > 0 for a non-inferiority claim.
+    fn outcome(&self, slack: f64) -> Outcome {
+        let Tally {
+            n,
+            wins,
+            tied,
+            lost,
+            unsure,
+        } = *self;
+        if n == 0 {
+            Outcome::NoData
+        } else if lost > 0 {
+            Outcome::Fails
+        } else if slack > 0.0 {
+            // A non-inferiority claim ("at most 10 % worse"): no point beyond the slack.
+            if unsure > 0 {
+                Outcome::Inconclusive
+            } else {
+                Outcome::Holds
+            }
+        } else if wins == n {
+            Outcome::Holds
+        } else if tied == n {
+            Outcome::Tie
+        } else if wins == 0 {
+            Outcome::Inconclusive
+        } else {
+            Outcome::Partly
+        }
+    }
 }
 
 /// Folds a two-way comparison's points into an outcome and its detail.
@@ -266,14 +298,7 @@ fn conclude(
     pts: &[Compared],
     paper_pts: Option<(f64, f64, String)>,
 ) -> Folded {
-    let Tally {
-        n,
-        wins,
-        tied,
-        lost,
-        unsure,
-    } = Tally::of(pts);
-    let outcome = fold_outcome(n, wins, tied, lost, unsure, slack);
+    let outcome = Tally::of(pts).outcome(slack);
     let finite: Vec<f64> = pts
         .iter()
         .map(|p| p.ratio)
@@ -339,38 +364,6 @@ fn conclude(
         }
     }
     (outcome, mag, ours_vs.or(ours), paper, d)
-}
-
-/// The outcome of a comparison with `n` points: `wins` strict wins, `tied` ties, `lost`
-/// losses and `unsure` inconclusive points; `slack` > 0 for a non-inferiority claim.
-fn fold_outcome(
-    n: usize,
-    wins: usize,
-    tied: usize,
-    lost: usize,
-    unsure: usize,
-    slack: f64,
-) -> Outcome {
-    if n == 0 {
-        Outcome::NoData
-    } else if lost > 0 {
-        Outcome::Fails
-    } else if slack > 0.0 {
-        // A non-inferiority claim ("at most 10 % worse"): no point beyond the slack.
-        if unsure > 0 {
-            Outcome::Inconclusive
-        } else {
-            Outcome::Holds
-        }
-    } else if wins == n {
-        Outcome::Holds
-    } else if tied == n {
-        Outcome::Tie
-    } else if wins == 0 {
-        Outcome::Inconclusive
-    } else {
-        Outcome::Partly
-    }
 }
 
 /// Appends to `d` what the points say: wins, ties, losses and where, the ratio's

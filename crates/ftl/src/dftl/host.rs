@@ -3,8 +3,7 @@
 //! exposed lower pages.
 
 use super::{bst, BitEntry, DftlFtl, NONE, PAD_TAG, TOMB_TAG};
-use crate::substrate::alloc::Programmed;
-use crate::substrate::{Payload, Sense, Sensed, NO_UPPER};
+use crate::substrate::{Payload, Programmed, Sense, Sensed, NO_UPPER};
 use crate::{Cause, FtlError};
 use alloc::vec::Vec;
 use controller::{DataClass, OobRecord, PageKind};

@@ -6,8 +6,7 @@ use super::gxt::Gxt;
 use super::{
     bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_ENTRY, BIT_TAG, GXT_TAG, NONE, PMT_TAG,
 };
-use crate::substrate::alloc::Programmed;
-use crate::substrate::{Payload, Sense, Sensed};
+use crate::substrate::{Payload, Programmed, Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::vec;
 use alloc::vec::Vec;

@@ -41,6 +41,7 @@ pub(crate) mod gc;
 pub(crate) mod meta;
 pub(crate) mod oplog;
 pub(crate) mod pace;
+pub(crate) mod program;
 pub(crate) mod region;
 pub(crate) mod sense;
 pub(crate) mod table;
@@ -58,9 +59,10 @@ use nand::{BlockAddr, ErrorModel, Geometry, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
 use strength_reduce::StrengthReducedU32;
 
-pub(crate) use self::alloc::{Payload, COLD, HOST};
+pub(crate) use self::alloc::{COLD, HOST};
 pub(crate) use self::gc::Kernel;
 pub(crate) use self::oplog::OpLog;
+pub(crate) use self::program::{Payload, Programmed};
 pub(crate) use self::sense::{Sense, Sensed};
 
 /// End of an intrusive list.

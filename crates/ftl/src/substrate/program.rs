@@ -1,0 +1,275 @@
+//! The one program path and the one erase path: every program of every kernel goes
+//! through [`Substrate::program_page`] (the substrate's policy on a failure: retire the
+//! block, close a resumed block that refuses a page) or [`Substrate::program_classified`]
+//! (the same program and classification, [`Programmed`], for a kernel that decides
+//! itself), and every erase through [`Substrate::erase_block`]; block headers are read by
+//! [`Substrate::read_header`] (charged). Reads are `sense`.
+
+use super::{BState, Substrate};
+use crate::policy::ProgramContext;
+use crate::{Cause, FtlError, OpKind};
+use controller::{CtlError, OobRecord};
+use nand::{ErrorModel, NandError, Nanos, OpTiming, Storage};
+
+/// What a program writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Payload<'a> {
+    /// Host data (a data page of the volume).
+    Data(&'a [u8]),
+    /// The page in the controller's page register, corrected, with its parity (a GC copy
+    /// after `read_for_relocation`).
+    Relocated,
+    /// FTL metadata (checkpoint pages: SLC-mode region blocks).
+    Meta(&'a [u8]),
+    /// A metadata unit in one subpage of the page (the first field: an SP block's
+    /// partition).
+    Subpage(u32, &'a [u8]),
+}
+
+/// How a program ended: the one classification of the chip's answers.
+#[derive(Debug)]
+pub(crate) enum Programmed {
+    /// Programmed and logged: its chip time and its operation's index in the batch.
+    Done(OpTiming, u32),
+    /// The program failed: the block has gone bad (its programmed pages stay readable).
+    Failed,
+    /// The page cannot take a program, and nothing was written: a block resumed after a
+    /// crash whose next page was torn to all ones (it reads erased, so a scan stopped
+    /// before it), or a full-page program that landed in an SP block (which then refuses
+    /// every subpage program until its erase).
+    Conflict(NandError),
+}
+
+/// Program errors that mean the page cannot take a program (see [`Programmed::Conflict`]).
+fn resume_conflict(e: &NandError) -> bool {
+    matches!(
+        e,
+        NandError::NotErased(_)
+            | NandError::OutOfOrder { .. }
+            | NandError::LowerPageNotProgrammed { .. }
+            | NandError::NeedsErase(_)
+            | NandError::SubpageInFullPageBlock(_)
+    )
+}
+
+impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    /// Programs flat page `phys` with `payload` and record `rec` — the one program path of
+    /// the FTL. `Ok(Some(t))`: programmed and logged (as operation index `op` in the
+    /// batch, returned in the pair). `Ok(None)`: the program failed and the block was
+    /// retired, or (after a crash) the block cannot take this page and was closed; the
+    /// caller takes another page. Region blocks are never closed: a conflict there is an
+    /// error.
+    #[inline]
+    pub fn program_page(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        payload: Payload<'_>,
+        rec: OobRecord,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Option<(OpTiming, u32)>, FtlError> {
+        let addr = self.phys_addr(phys);
+        let b = self.block_of(phys);
+        let die = self.die_of(b);
+        let now = self.op_time(die, now);
+        let meta = matches!(payload, Payload::Meta(_) | Payload::Subpage(..));
+        let t = self.strength_for(phys, meta, now);
+        let r = self.program_at(now, addr, payload, t, rec);
+        self.program_outcome(now, b, r, cause, after)
+    }
+
+    /// The controller's program of `payload` at `addr` and strength `t`.
+    #[inline]
+    fn program_at(
+        &mut self,
+        now: Nanos,
+        addr: nand::PhysAddr,
+        payload: Payload<'_>,
+        t: u32,
+        rec: OobRecord,
+    ) -> Result<OpTiming, CtlError> {
+        match payload {
+            Payload::Data(d) => self.ctl.program(now, addr, d, rec, t),
+            // A fixed strength moves data with their parity; an adaptive one re-encodes
+            // at the destination page's strength.
+            Payload::Relocated if self.fixed_t.is_some() => {
+                self.ctl.program_relocated(now, addr, rec)
+            }
+            Payload::Relocated => {
+                if self.ctl.relocation_t() != Some(t) {
+                    self.log.counters.ecc_policy.reencoded_copies += 1;
+                }
+                self.ctl.program_relocated_as(now, addr, rec, t)
+            }
+            Payload::Meta(d) => self.ctl.program_meta(now, addr, d, rec, t),
+            Payload::Subpage(part, d) => self.ctl.program_subpage(now, addr, part, d, rec, t),
+        }
+    }
+
+    /// Programs flat page `phys` with `payload` at strength `t`, issued when its die is
+    /// free, and classifies the outcome, leaving what a failed or refused program means to
+    /// the caller: for a kernel that manages its blocks outside the substrate's lifecycle
+    /// (DFTL's partitions). A failed program counts a retry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn program_classified(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        payload: Payload<'_>,
+        t: u32,
+        rec: OobRecord,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Programmed, FtlError> {
+        let addr = self.phys_addr(phys);
+        let b = self.block_of(phys);
+        let now = self.op_time(self.die_of(b), now);
+        let r = self.program_at(now, addr, payload, t, rec);
+        self.classify_program(now, b, r, cause, after)
+    }
+
+    /// Programs subpage `part` of flat page `phys` (a checkpoint-region block in SP use)
+    /// with metadata unit `unit`, at the policy's metadata strength. `Ok(false)`: the
+    /// program failed and the block is retired.
+    pub fn program_subpage_unit(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        part: u32,
+        unit: &[u8],
+        rec: OobRecord,
+    ) -> Result<bool, FtlError> {
+        let addr = self.phys_addr(phys);
+        let b = self.block_of(phys);
+        let die = self.die_of(b);
+        let now = self.op_time(die, now);
+        let t = self.strength_for(phys, true, now);
+        let r = self.program_at(now, addr, Payload::Subpage(part, unit), t, rec);
+        Ok(self
+            .program_outcome(now, b, r, Cause::Meta, None)?
+            .is_some())
+    }
+
+    /// The strength of a program of flat page `phys` at `now` (the policy's; `meta`: a
+    /// metadata unit), counted by strength.
+    fn strength_for(&mut self, phys: u32, meta: bool, now: Nanos) -> u32 {
+        let t = match self.fixed_t {
+            Some(t) => t,
+            None => {
+                let (block, page) = self.split(phys);
+                let ctx = ProgramContext {
+                    block,
+                    page,
+                    phys,
+                    erase_count: self.erase[block as usize],
+                    meta,
+                    now,
+                };
+                let t = self.ecc.t_for(&ctx);
+                self.ctl.set_next_pecycles(ctx.erase_count);
+                t
+            }
+        };
+        self.log.counters.ecc_policy.programs_by_t[(t as usize).min(63)] += 1;
+        t
+    }
+
+    /// What a program of block `b` that started at `now` came to: its timing and op (the
+    /// die occupied, the op logged), `None` if the chip failed it (the block retired) or a
+    /// resumed data block cannot take it (closed), or the error.
+    fn program_outcome(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        r: Result<OpTiming, CtlError>,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Option<(OpTiming, u32)>, FtlError> {
+        match self.classify_program(now, b, r, cause, after)? {
+            Programmed::Done(timing, op) => Ok(Some((timing, op))),
+            Programmed::Failed => {
+                self.retire(b);
+                Ok(None)
+            }
+            Programmed::Conflict(e) if self.state[b as usize].reserved() => Err(e.into()),
+            Programmed::Conflict(_) => {
+                self.close_block(b);
+                Ok(None)
+            }
+        }
+    }
+
+    /// What the controller's answer `r` to a program in block `b` issued at `now` means;
+    /// a program that happened is logged and keeps its die busy.
+    #[inline]
+    fn classify_program(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        r: Result<OpTiming, CtlError>,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Programmed, FtlError> {
+        let die = self.die_of(b);
+        match r {
+            Ok(timing) => {
+                self.occupy(die, now, timing);
+                let op = self
+                    .log
+                    .push(die, OpKind::Program, cause, timing, Nanos::ZERO, after);
+                Ok(Programmed::Done(timing, op))
+            }
+            Err(CtlError::Nand(NandError::ProgramFailed(_) | NandError::BadBlock(_))) => {
+                self.log.counters.program_retries += 1;
+                Ok(Programmed::Failed)
+            }
+            Err(CtlError::Nand(e)) if resume_conflict(&e) => Ok(Programmed::Conflict(e)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Erases block `b` — the one erase path of the FTL. `Ok(true)`: erased, logged and its
+    /// erase count advanced. `Ok(false)`: the erase failed and the block is now bad.
+    pub fn erase_block(&mut self, now: Nanos, b: u32, cause: Cause) -> Result<bool, FtlError> {
+        let addr = self.block_addr(b);
+        let die = self.die_of(b);
+        let now = self.op_time(die, now);
+        match self.ctl.erase(now, addr) {
+            Ok(t) => {
+                self.occupy(die, now, t);
+                self.push_erase(b, cause, t);
+                self.count_erase(b);
+                if self.sp_blocks[b as usize]
+                    || (self.sp_region && self.state[b as usize] == BState::Region)
+                {
+                    self.log.counters.sp_erases += 1;
+                }
+                if self.fixed_t.is_none() {
+                    self.ecc.on_erase(b);
+                }
+                Ok(true)
+            }
+            // A block that went bad since the last checkpoint is found bad on use.
+            Err(NandError::EraseFailed(_) | NandError::BadBlock(_)) => {
+                self.set_state(b, BState::Bad);
+                self.log.counters.retired_blocks += 1;
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads block `b`'s header (bad-block marker, erase counter, whether it holds data) as
+    /// a charged read logged with `cause`.
+    pub fn read_header(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        cause: Cause,
+    ) -> Result<nand::BlockInfo, FtlError> {
+        let (info, t) = self.ctl.read_block_header(now, self.block_addr(b))?;
+        self.push_op(b, OpKind::Read, cause, t, Nanos::ZERO, None);
+        Ok(info)
+    }
+}
