@@ -1,5 +1,6 @@
 //! The report's output forms (JSON, CSV) and its metrics by dotted name.
 
+use super::counters::scalar_counters;
 use super::report::*;
 use crate::request::ReqKind;
 use ftl::Cause;

@@ -6,6 +6,7 @@ use crate::request::ReqKind;
 use hdrhistogram::Histogram;
 use nand::Nanos;
 
+mod counters;
 mod export;
 mod report;
 

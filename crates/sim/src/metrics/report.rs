@@ -1,5 +1,6 @@
 //! The report: its parts and how it is built from a run's metrics and counters.
 
+use super::counters::{diff, scalar_counters};
 use super::Metrics;
 use crate::request::ReqKind;
 use controller::EccStats;
@@ -125,18 +126,6 @@ impl NandStats {
             None => panic!("FtlCounters has no scalar counter `{name}`"),
         }
     }
-}
-
-/// Every scalar (`u64`) field of `c` by its name: the counters a report carries under
-/// `nand.` (arrays by cause and nested groups are reported in their own sections).
-pub(crate) fn scalar_counters(c: &FtlCounters) -> BTreeMap<String, u64> {
-    let v = serde_json::to_value(c).expect("counters serialise");
-    let serde_json::Value::Object(m) = v else {
-        unreachable!("FtlCounters serialises as a map")
-    };
-    m.into_iter()
-        .filter_map(|(k, v)| v.as_u64().map(|n| (k, n)))
-        .collect()
 }
 
 /// Erase counts over all blocks (absolute, including preconditioning).
@@ -308,43 +297,6 @@ pub struct Report {
     /// The recovery of a copy of the chip as the run left it (`[recovery] after_run`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryStats>,
-}
-
-/// The counts of the measured phase: `a − b` for every counter of [`FtlCounters`] (nested
-/// groups and per-cause arrays too), walked through their serialised form so that a
-/// counter added there needs no edit here. Running maxima (fields named `max_*`) keep
-/// `a`'s value: the measured phase's maximum is the whole run's. A counter that went down
-/// (a gauge, like the policy's zone occupancy) gives 0.
-pub(crate) fn diff(a: &FtlCounters, b: &FtlCounters) -> FtlCounters {
-    use serde_json::Value;
-    fn walk(a: &mut Value, b: &Value) {
-        match (a, b) {
-            (Value::Object(ma), Value::Object(mb)) => {
-                for (k, va) in ma.iter_mut() {
-                    if let (false, Some(vb)) = (k.starts_with("max_"), mb.get(k)) {
-                        walk(va, vb);
-                    }
-                }
-            }
-            (Value::Array(xa), Value::Array(xb)) => {
-                for (va, vb) in xa.iter_mut().zip(xb) {
-                    walk(va, vb);
-                }
-            }
-            (Value::Number(na), Value::Number(nb)) => {
-                if let (Some(x), Some(y)) = (na.as_u64(), nb.as_u64()) {
-                    *na = x.saturating_sub(y).into();
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut va = serde_json::to_value(a).expect("counters serialise");
-    walk(
-        &mut va,
-        &serde_json::to_value(b).expect("counters serialise"),
-    );
-    serde_json::from_value(va).expect("counters deserialise")
 }
 
 /// FTL metadata (SPFTL, Ref. 001): bytes by kind, share of flash writes, erases of
@@ -760,43 +712,5 @@ fn realtime_report(i: &ReportInput<'_>, m: &Metrics) -> RealTimeReport {
         flush_bound_us: i.latency_bound.map_or(0.0, |b| b.flush_ns as f64 / 1e3),
         trim_overruns: m.trim_overruns,
         flush_overruns: m.flush_overruns,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn diff_subtracts_every_counter_and_keeps_running_maxima() {
-        let mut b = FtlCounters {
-            gc_victims: 3,
-            max_victim_valid: 9,
-            ..FtlCounters::default()
-        };
-        b.reads[1] = 5;
-        b.meta_bytes_by_kind.pmt = 7;
-        b.ecc_policy.retention_alarms = 2;
-        let mut a = b;
-        a.gc_victims += 10;
-        a.reads[1] += 4;
-        a.meta_bytes_by_kind.pmt += 1;
-        a.ecc_policy.retention_alarms += 6;
-        a.max_victim_valid = 12;
-        a.sp_erases = 1;
-        let d = diff(&a, &b);
-        assert_eq!(d.gc_victims, 10);
-        assert_eq!(d.reads[1], 4);
-        assert_eq!(d.meta_bytes_by_kind.pmt, 1);
-        assert_eq!(d.ecc_policy.retention_alarms, 6);
-        assert_eq!(
-            d.max_victim_valid, 12,
-            "a running maximum is not a difference"
-        );
-        assert_eq!(d.sp_erases, 1);
-        assert_eq!(diff(&b, &b).gc_victims, 0);
-        let names = scalar_counters(&d);
-        assert_eq!(names["gc_victims"], 10);
-        assert!(names.contains_key("rt_overruns") && !names.contains_key("reads"));
     }
 }
