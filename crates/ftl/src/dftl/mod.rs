@@ -547,6 +547,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     pub fn verify(&self) -> Result<(), Invariant> {
         self.check().map_err(Invariant::Structure)?;
         self.s.verify_erase_counts().map_err(Invariant::Mirror)?;
+        self.check_chip().map_err(Invariant::Mirror)?;
         self.check_counts().map_err(Invariant::Mirror)
     }
 
