@@ -165,7 +165,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         match ftl.recover(now) {
             Ok(r) => {
                 ftl.recovery = Some(r);
-                crate::debug_verify("mount", || ftl.verify());
+                // No debug-build verify here: DFTL's mount trusts decodable BIT, GXT and update-block
+                // records, so a damaged image (the mount fuzzer's) can mount with tables that fail it.
                 Ok(ftl)
             }
             Err(error) => Err(Box::new(MountFailure {
