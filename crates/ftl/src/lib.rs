@@ -35,6 +35,7 @@
 extern crate alloc;
 
 mod block;
+mod bounded;
 mod bytes;
 pub mod combined;
 pub mod dftl;

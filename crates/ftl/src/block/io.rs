@@ -3,27 +3,17 @@
 //! levelling are in `merge`, the on-demand scan after a mount in `resolve`.
 
 use super::{rec, Blk, BlockFtl, Lists, Role, Use, NONE, ROFF_TOMB};
+use crate::bounded::Cap;
 use crate::substrate::region::PAD_KIND;
-use crate::substrate::{BState, Payload, Sense, Sensed};
+use crate::substrate::{Payload, Prog, Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::vec;
-use controller::{DataClass, OobRecord, PageKind};
+use controller::{DataClass, PageKind};
 use nand::{ErrorModel, Lpn, Nanos, Storage};
 
 /// Blocks a full device frees by merging before it writes the checkpoint that returns them
 /// to the lists.
 const ROOM_BATCH: u32 = 8;
-
-/// How a program ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Prog {
-    Done,
-    /// The chip would not take the page (resumed after a crash: a torn program that reads
-    /// erased); the page is marked torn and the write pointer moved past it.
-    Conflict,
-    /// The program failed and the block went bad (its data stay readable).
-    Bad,
-}
 
 /// Where a merge takes an offset's data from.
 #[derive(Debug, Clone, Copy)]
@@ -55,24 +45,20 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         cause: Cause,
         after: Option<u32>,
     ) -> Result<Prog, FtlError> {
-        let phys = b * self.ppb() + page;
-        let seq = self.s.next_seq();
-        let rec = OobRecord::new(lpn_field, seq, kind);
-        match self.s.program_page(now, phys, payload, rec, cause, after)? {
-            Some(_) => {
-                self.blk[b as usize].next = (page + 1) as u16;
-                if self.multi() && self.touched.last() != Some(&b) {
-                    self.touched.push(b);
-                }
-                Ok(Prog::Done)
+        let r = self
+            .s
+            .program_kept(now, b, page, payload, lpn_field, kind, cause, after)?;
+        if r != Prog::Bad {
+            // A refused page (torn after a crash) is skipped and remembered.
+            if r == Prog::Conflict {
+                self.torn.insert(b * self.ppb() + page);
             }
-            None if self.s.state[b as usize] == BState::Bad => Ok(Prog::Bad),
-            None => {
-                self.torn.insert(phys);
-                self.blk[b as usize].next = (page + 1) as u16;
-                Ok(Prog::Conflict)
-            }
+            self.blk[b as usize].next = (page + 1) as u16;
         }
+        if r == Prog::Done && self.multi() && self.touched.last() != Some(&b) {
+            self.touched.push(b);
+        }
+        Ok(r)
     }
 
     /// Programs a padding page (holds nothing) at page `page` of block `b`.
@@ -378,7 +364,10 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 // feed the merges, until a batch of blocks waits for it: one checkpoint
                 // per batch rather than one per allocation on a full device.
                 if use_ == Use::Fresh {
+                    // Each merge ends a replacement: at most one per logical block.
+                    let mut cap = Cap::new(self.lbns as u64 + 1, "merging for room ran past");
                     while self.freed_since_cp < ROOM_BATCH && self.lists.left() >= 2 {
+                        cap.tick()?;
                         match self.fullest_replacement() {
                             Some(y) => self.merge(now, y, None)?,
                             None => break,

@@ -1,9 +1,9 @@
 //! Merges (a logical block's valid offsets into a new primary with its commit page) and
 //! static wear levelling, and what happens to their victims.
 
-use super::io::{Prog, Src};
+use super::io::Src;
 use super::{rec, Blk, BlockFtl, Role, Use, NONE};
-use crate::substrate::{BState, Payload};
+use crate::substrate::{BState, Payload, Prog};
 use crate::substrate::{Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::vec::Vec;

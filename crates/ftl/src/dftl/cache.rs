@@ -44,6 +44,11 @@ impl<V: Copy> EntryCache<V> {
         }
     }
 
+    /// How many entries it holds at most.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
     /// Whether every slot is taken.
     pub fn is_full(&self) -> bool {
         self.map.len() >= self.cap

@@ -3,7 +3,7 @@
 //! exposed lower pages.
 
 use super::{bst, BitEntry, DftlFtl, NONE, PAD_TAG, TOMB_TAG};
-use crate::substrate::{Payload, Programmed, Sense, Sensed, NO_UPPER};
+use crate::substrate::{Payload, Prog, Programmed, Sense, Sensed, NO_UPPER};
 use crate::{Cause, FtlError};
 use alloc::vec::Vec;
 use controller::{DataClass, OobRecord, PageKind};
@@ -26,16 +26,6 @@ pub(crate) mod field {
     pub const fn old(f: u64) -> u32 {
         (f >> 32) as u32
     }
-}
-
-/// How a user-page program ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Prog {
-    Done,
-    /// The block cannot take this page (a torn page after a crash): skipped.
-    Conflict,
-    /// The program failed; the block is bad (its data stay readable).
-    Bad,
 }
 
 impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {

@@ -6,6 +6,7 @@ use super::gxt::Gxt;
 use super::{
     bst, BitEntry, DftlFtl, MetaMode, PartKind, BIT_ENTRY, BIT_TAG, GXT_TAG, NONE, PMT_TAG,
 };
+use crate::bounded::Cap;
 use crate::substrate::{Payload, Programmed, Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::vec;
@@ -507,7 +508,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// update block sealed first (padding pages).
     fn cpmt_room(&mut self, now: Nanos) -> Result<(), FtlError> {
         let mut passes = self.cpmt_cap;
+        // Each round passes an entry over (at most `passes` times) or evicts one.
+        let rounds = passes as u64 + self.cpmt.capacity() as u64 + 1;
+        let mut cap = Cap::new(rounds, "making room in the CPMT ran past its entries");
         while self.cpmt.is_full() {
+            cap.tick()?;
             let (k, _, dirty) = self.cpmt.lru().expect("full cache");
             if dirty {
                 let i = k / self.pmt_per_unit;
@@ -588,7 +593,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     }
 
     fn cbit_room(&mut self, now: Nanos) -> Result<(), FtlError> {
+        // Each round evicts one entry.
+        let rounds = self.cbit.capacity() as u64 + 1;
+        let mut cap = Cap::new(rounds, "making room in the CBIT ran past its entries");
         while self.cbit.is_full() {
+            cap.tick()?;
             let (k, _, dirty) = self.cbit.lru().expect("full cache");
             if dirty {
                 self.writeback_bit(now, k / self.bit_per_unit)?;

@@ -285,6 +285,14 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 }
             }
         }
+        // A unit that decodes can still hold what no write put there (a damaged image):
+        // a user block's entry must name a user block's state and at most a block of
+        // valid pages, or the volume is refused rather than mounted on it.
+        for e in &bit[self.user_first as usize..] {
+            if !matches!(e.state, bst::FREE | bst::USED | bst::BAD) || e.valid as u32 > self.ppb {
+                return Err(FtlError::Corrupt("a BIT entry names no user block's state"));
+            }
+        }
         self.flash_bit.clone_from(&bit);
         for b in self.user_first..n {
             self.s.adopt_erase_count(b, bit[b as usize].erase);

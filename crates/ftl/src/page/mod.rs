@@ -59,6 +59,7 @@ mod snapshot;
 mod trimlog;
 mod verify;
 
+use crate::bounded::Cap;
 use crate::policy::{FixedStrength, Policies, Stream, WriteKind};
 use crate::substrate::gc::{erase_dirty, gc_step};
 use crate::substrate::pace::{finish_jobs, paced, run_pending, run_refresh};
@@ -332,7 +333,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         for k in 0..tries {
             let die = (first + k) % ndies;
+            // Each failed program retires a block of the die.
+            let mut cap = Cap::new(self.s.die_blocks_cap(), "a host write retried every block");
             loop {
+                cap.tick()?;
                 // Space first (again after a failed program retired a block).
                 paced(self, now, die, false)?;
                 match self.program_host(now, die, data, lpn, class) {

@@ -24,6 +24,7 @@
 
 use super::map::MapStore;
 use super::{PageFtl, INVALID, LOST};
+use crate::bounded::Cap;
 use crate::policy::WriteKind;
 use crate::substrate::pace::paced;
 use crate::substrate::{Payload, Sense, Sensed, COLD};
@@ -88,7 +89,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         for i in 0..self.cfg.replicas as usize {
             let d = (die + 1 + i) % ndies;
             paced(self, now, d, false)?;
+            // Each failed program retires a block of the die.
+            let mut cap = Cap::new(self.s.die_blocks_cap(), "a replica retried every block");
             let phys = loop {
+                cap.tick()?;
                 let s = &mut self.s;
                 let phys = s.allocate_for(now, d, COLD, WriteKind::Copy(class))?;
                 let seq = s.next_seq();

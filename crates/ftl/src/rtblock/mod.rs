@@ -108,14 +108,14 @@ mod tests;
 
 use crate::recovery::RecoveryReport;
 use crate::rt_bounds::WaoBounds;
-use crate::substrate::{BState, Payload, Sense, Sensed, Substrate, SubstrateConfig};
+use crate::substrate::{BState, Payload, Prog, Sense, Sensed, Substrate, SubstrateConfig};
 use crate::{Cause, Ftl, FtlError, Invariant, LatencyBound};
 use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use controller::{Controller, DataClass, OobRecord, PageKind};
+use controller::{Controller, DataClass, PageKind};
 use core::cmp::Reverse;
 use nand::{ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
@@ -251,17 +251,6 @@ pub(crate) struct BufEntry {
     pub phys: u32,
     /// A tombstone.
     pub tomb: bool,
-}
-
-/// How a program ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Prog {
-    Done,
-    /// The chip would not take the page (a block resumed after a crash whose next page was
-    /// torn to all-ones): the page is skipped.
-    Conflict,
-    /// The program failed and the block went bad (its data stay readable).
-    Bad,
 }
 
 /// GFTL's running job.
@@ -622,37 +611,35 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         cause: Cause,
         after: Option<u32>,
     ) -> Result<Prog, FtlError> {
-        let phys = b * self.ppb + page;
-        let seq = self.s.next_seq();
-        let rec = OobRecord::new(field, seq, kind);
-        match self.s.program_page(now, phys, payload, rec, cause, after)? {
-            Some(_) => {
-                self.blk[b as usize].next = page + 1;
+        let r = self
+            .s
+            .program_kept(now, b, page, payload, field, kind, cause, after)?;
+        match r {
+            Prog::Done => {
                 // A copy holds the same version: the shadow follows it when the read path
                 // does (`follow`), not before.
                 if field & rec::COPY == 0 {
                     let lpn = (field & rec::LPN) as usize;
                     if let Some(e) = self.shadow.get_mut(lpn) {
-                        *e = if field & rec::TOMB != 0 { NONE } else { phys };
+                        *e = if field & rec::TOMB != 0 {
+                            NONE
+                        } else {
+                            b * self.ppb + page
+                        };
                     }
                 }
-                Ok(Prog::Done)
-            }
-            None if self.s.state[b as usize] == BState::Bad => {
-                // Gone bad: no more programs here; its data stay readable until its erase
-                // (which fails and retires it).
-                self.blk[b as usize].next = self.ppb;
-                Ok(Prog::Bad)
-            }
-            None => {
-                // The substrate closed the block (`Full`, in its victim index, which this
-                // kernel does not use): it stays this kernel's, with the page skipped.
-                self.s.reopen(b);
-                self.torn.insert(phys);
                 self.blk[b as usize].next = page + 1;
-                Ok(Prog::Conflict)
+            }
+            // Gone bad: no more programs here; its data stay readable until its erase
+            // (which fails and retires it).
+            Prog::Bad => self.blk[b as usize].next = self.ppb,
+            // Refused (a torn page after a crash): skipped.
+            Prog::Conflict => {
+                self.torn.insert(b * self.ppb + page);
+                self.blk[b as usize].next = page + 1;
             }
         }
+        Ok(r)
     }
 
     /// Programs host data (or a tombstone: `data = None`) for `lpn` at `page` of `b`.

@@ -17,6 +17,7 @@
 //! out not programmable is closed.
 
 use super::{BState, Frontier, Job, Payload, Substrate};
+use crate::bounded::Cap;
 use crate::policy::{SlotChoice, WriteKind};
 use crate::{Cause, FtlError};
 use controller::{OobRecord, PageKind};
@@ -32,7 +33,10 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// The next page of `die`'s frontier of `stream`, opening a free block when it is
     /// exhausted. GC copies may finish in the host frontier rather than fail.
     pub fn allocate(&mut self, now: Nanos, die: usize, stream: usize) -> Result<u32, FtlError> {
+        // Each round returns a page or takes a block from the free heap.
+        let mut cap = Cap::new(self.die_blocks_cap(), "an allocation opened every block");
         loop {
+            cap.tick()?;
             if let Some(f) = self.dies[die].frontier[stream].as_mut() {
                 if f.next < self.ppb {
                     let phys = f.block * self.ppb + f.next;
@@ -284,7 +288,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         stream: usize,
         upto: u64,
     ) -> Result<(), FtlError> {
-        while self.seal_one(now, die, stream, upto)? {}
+        // Each round pads one page of the frontier (or retires a block a pad failed in).
+        let mut cap = Cap::new(self.job_steps(), "sealing padded past a block");
+        while self.seal_one(now, die, stream, upto)? {
+            cap.tick()?;
+        }
         Ok(())
     }
 

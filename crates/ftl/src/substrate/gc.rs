@@ -12,6 +12,7 @@
 //! only blocks written since the last one are left to collect.
 
 use super::{BState, Job, Payload, Pending, Sense, Sensed, Substrate, COLD, NIL};
+use crate::bounded::Cap;
 use crate::policy::{Alarm, Ascending, CopyCursor, ReadFeedback, Slot, VictimPage, WriteKind};
 use crate::victim::{Candidate, SelectContext};
 use crate::{Cause, FtlError};
@@ -384,7 +385,11 @@ pub(crate) fn erase_dirty<K: Kernel>(
     die: usize,
     force: bool,
 ) -> Result<(), FtlError> {
+    // Each round erases the front victim, or seals what blocks it first.
+    let rounds = 2 * k.sub().dies[die].dirty.len() as u64 + 1;
+    let mut cap = Cap::new(rounds, "erasing victims ran past two rounds each");
     while let Some(p) = k.sub().dies[die].dirty.front().copied() {
+        cap.tick()?;
         let blocked = k.sub().blocking_frontier(die, &p);
         #[cfg(feature = "sabotage")]
         let blocked =
@@ -513,7 +518,12 @@ pub(super) fn relocate<K: Kernel>(
         PageKind::Replica(c) => (c, Some(src_rec.lpn)),
         k => (k.data_class().unwrap_or_default(), None),
     };
+    let mut cap = Cap::new(
+        s.die_blocks_cap(),
+        "a GC copy retried past its die's blocks",
+    );
     let dst = loop {
+        cap.tick()?;
         let phys = s.allocate_for(now, die, s.copy_stream, WriteKind::Copy(class))?;
         let seq = s.next_seq();
         let rec = match replica {

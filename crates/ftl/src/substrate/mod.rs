@@ -62,7 +62,7 @@ use strength_reduce::StrengthReducedU32;
 pub(crate) use self::alloc::{COLD, HOST};
 pub(crate) use self::gc::Kernel;
 pub(crate) use self::oplog::OpLog;
-pub(crate) use self::program::{Payload, Programmed};
+pub(crate) use self::program::{Payload, Prog, Programmed};
 pub(crate) use self::sense::{Sense, Sensed};
 
 /// End of an intrusive list.
@@ -568,6 +568,20 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     #[inline]
     pub fn split(&self, phys: u32) -> (u32, u32) {
         StrengthReducedU32::div_rem(phys, self.ppb_div)
+    }
+
+    /// The cap on one GC job's steps ([`crate::bounded`]): a copy per page of its victim,
+    /// a retried copy per block of the die that can fail under it, and the erase.
+    #[inline]
+    pub(crate) fn job_steps(&self) -> u64 {
+        self.ppb as u64 + self.blocks_per_die as u64 + 2
+    }
+
+    /// The cap on a loop that consumes a block of one die per iteration (a program
+    /// retried after a failure retired its block, an allocation that opens a block).
+    #[inline]
+    pub(crate) fn die_blocks_cap(&self) -> u64 {
+        self.blocks_per_die as u64 + 2
     }
 
     /// Die of flat block `b`.

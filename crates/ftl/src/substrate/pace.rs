@@ -5,6 +5,7 @@
 
 use super::gc::{erase_dirty, gc_step, relocate, start_job, Kernel, Started};
 use super::BState;
+use crate::bounded::Cap;
 use crate::policy::{DieSpace, GcBudget};
 use crate::{Cause, FtlError};
 use nand::Nanos;
@@ -35,7 +36,7 @@ pub(crate) fn ensure_space<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Resu
             Started::Erased => continue,
             Started::Nothing => return Ok(()),
         }
-        while !gc_step(k, now, die)? {}
+        run_job(k, now, die)?;
     }
     Ok(())
 }
@@ -118,7 +119,7 @@ pub(crate) fn paced<K: Kernel>(
         GcBudget::Victim => {
             if shared_job(k, now, die)? {
                 // Every copy, then the erase.
-                while !gc_step(k, now, die)? {}
+                run_job(k, now, die)?;
             }
             Ok(())
         }
@@ -202,18 +203,28 @@ pub(crate) fn finish_now<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result
     if k.sub().dies[die].gc.is_none() && k.sub().dies[die].free.is_empty() {
         start_job(k, now, die)?;
     }
-    while k.sub().dies[die].gc.is_some() {
-        gc_step(k, now, die)?;
+    if k.sub().dies[die].gc.is_some() {
+        run_job(k, now, die)?;
     }
     erase_dirty(k, now, die, true)
+}
+
+/// Runs the job `gc_step` works on for `die` (its GC job, else its first background job)
+/// to its end.
+fn run_job<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<(), FtlError> {
+    let mut cap = Cap::new(k.sub().job_steps(), "a GC job ran past its steps");
+    while !gc_step(k, now, die)? {
+        cap.tick()?;
+    }
+    Ok(())
 }
 
 /// A real-time scheme's flush or shutdown: finishes every die's running GC job first, so
 /// that padding pages sealing the destination never take room the job counted on.
 pub(crate) fn finish_jobs<K: Kernel>(k: &mut K, now: Nanos) -> Result<(), FtlError> {
     for die in 0..k.sub().dies.len() {
-        while k.sub().dies[die].gc.is_some() {
-            gc_step(k, now, die)?;
+        if k.sub().dies[die].gc.is_some() {
+            run_job(k, now, die)?;
         }
     }
     Ok(())
@@ -270,11 +281,17 @@ pub(crate) fn run_refresh<K: Kernel>(
 /// step takes at most one block; below the GC threshold they wait for GC).
 pub(crate) fn run_pending<K: Kernel>(k: &mut K, now: Nanos, die: usize) -> Result<(), FtlError> {
     let threshold = k.sub().cfg.gc_threshold as usize;
+    let jobs = k.sub().dies[die].background.len() as u64;
+    let mut cap = Cap::new(
+        jobs * k.sub().job_steps(),
+        "background jobs ran past their steps",
+    );
     loop {
         let d = &k.sub().dies[die];
         if d.gc.is_some() || d.background.is_empty() || d.free.len() < threshold {
             return Ok(());
         }
+        cap.tick()?;
         gc_step(k, now, die)?;
     }
 }

@@ -40,6 +40,19 @@ pub(crate) enum Programmed {
     Conflict(NandError),
 }
 
+/// How a program in a block its kernel keeps (a block-level kernel's block, a DFTL user
+/// block) ended, as such a kernel acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prog {
+    /// Programmed and logged.
+    Done,
+    /// The block cannot take this page (a torn page after a crash, which reads erased):
+    /// nothing was written; the kernel skips the page.
+    Conflict,
+    /// The program failed; the block is bad (its programmed pages stay readable).
+    Bad,
+}
+
 /// Program errors that mean the page cannot take a program (see [`Programmed::Conflict`]).
 fn resume_conflict(e: &NandError) -> bool {
     matches!(
@@ -127,6 +140,47 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         let now = self.op_time(self.die_of(b), now);
         let r = self.program_at(now, addr, payload, t, rec);
         self.classify_program(now, b, r, cause, after)
+    }
+
+    /// Programs page `page` of block `b`, a block its kernel keeps outside the substrate's
+    /// lifecycle (the block-level kernels), with a record naming `field` (the kernel's
+    /// packing of logical page and flags) at the policy's strength. A failed program marks
+    /// the block `Bad` and counts it retired; a refused one changes nothing (the kernel
+    /// skips the page).
+    ///
+    /// Requires: `b` is no checkpoint-region or map block (a refusal there is an error).
+    #[allow(clippy::too_many_arguments)]
+    pub fn program_kept(
+        &mut self,
+        now: Nanos,
+        b: u32,
+        page: u32,
+        payload: Payload<'_>,
+        field: u64,
+        kind: controller::PageKind,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<Prog, FtlError> {
+        debug_assert!(
+            !self.state[b as usize].reserved(),
+            "block {b}: a kept program into a reserved block"
+        );
+        let phys = b * self.ppb + page;
+        let rec = OobRecord::new(field, self.next_seq(), kind);
+        let addr = self.phys_addr(phys);
+        let now = self.op_time(self.die_of(b), now);
+        let meta = matches!(payload, Payload::Meta(_) | Payload::Subpage(..));
+        let t = self.strength_for(phys, meta, now);
+        let r = self.program_at(now, addr, payload, t, rec);
+        Ok(match self.classify_program(now, b, r, cause, after)? {
+            Programmed::Done(..) => Prog::Done,
+            Programmed::Failed => {
+                self.log.counters.retired_blocks += 1;
+                self.set_state(b, BState::Bad);
+                Prog::Bad
+            }
+            Programmed::Conflict(_) => Prog::Conflict,
+        })
     }
 
     /// Programs subpage `part` of flat page `phys` (a checkpoint-region block in SP use)

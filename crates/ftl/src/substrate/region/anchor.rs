@@ -2,6 +2,7 @@
 //! region blocks, written at format and at a swap and read at mount, and the swap itself.
 
 use super::{Region, ANCHOR_KIND, ANCHOR_REFRESH, ROTATE_SPREAD, VERSION};
+use crate::bounded::Cap;
 use crate::substrate::meta::Unit;
 use crate::substrate::{BState, Substrate};
 use crate::{Cause, FtlError};
@@ -91,7 +92,10 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         sub: &mut Substrate<S, M>,
         now: Nanos,
     ) -> Result<bool, FtlError> {
+        // An erase of the block the record goes to (when it needs one), then the record.
+        let mut cap = Cap::new(2, "an anchor record took more than an erase and a program");
         loop {
+            cap.tick()?;
             match self.anchor_op(sub, now)? {
                 AnchorOp::Erased => continue,
                 AnchorOp::Written => return Ok(true),
