@@ -112,7 +112,7 @@ impl<S: Storage, M: ErrorModel, K: sealed::VolumeKernel<S, M>> Volume<S, M> for 
 }
 
 /// Each kernel's answers, and what every kernel has the same way: the controller of its
-/// substrate (`s.ctl`) and its last mount's report (`recovery`) as inherent methods; its
+/// substrate (`s.controller()`) and its last mount's report (`recovery`) as inherent methods; its
 /// own inherent `mapping`, `free_blocks`, `verify` (and `region_blocks` where it keeps a
 /// region) behind the sealed trait.
 macro_rules! volume_kernel {
@@ -120,17 +120,17 @@ macro_rules! volume_kernel {
         impl<S: Storage, M: ErrorModel> $ty<S, M> {
             /// The controller (ECC statistics, chip).
             pub fn controller(&self) -> &Controller<S, M> {
-                &self.s.ctl
+                self.s.controller()
             }
 
             /// The controller, mutably (fault injection in tests and harnesses).
             pub fn controller_mut(&mut self) -> &mut Controller<S, M> {
-                &mut self.s.ctl
+                self.s.controller_for_harness()
             }
 
             /// Consumes the volume, returning its controller (to remount the same chip).
             pub fn into_controller(self) -> Controller<S, M> {
-                self.s.ctl
+                self.s.into_controller()
             }
 
             /// What the last mount did (procedure, pages and blocks read, simulated time;

@@ -77,7 +77,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         self.zeros = zeros;
         let r = r?;
         if r == Prog::Done {
-            self.s.log.counters.pad_pages += 1;
+            self.s.counters_mut().pad_pages += 1;
         }
         Ok(r)
     }
@@ -166,7 +166,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 return Ok(());
             }
         }
-        self.s.log.counters.unmapped_reads += 1;
+        self.s.counters_mut().unmapped_reads += 1;
         data.fill(0);
         Ok(())
     }
@@ -185,7 +185,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         if self.where_is(x, o).is_none() {
             return Ok(());
         }
-        self.s.log.counters.trimmed_pages += 1;
+        self.s.counters_mut().trimmed_pages += 1;
         self.append(now, x, o, None)?;
         self.maybe_wear_level(now)
     }
@@ -463,9 +463,9 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         self.lists = Lists::derive(&self.blk, &self.s.erase, self.spare_len, self.hot_len);
         self.allocs_since_cp = 0;
         self.freed_since_cp = 0;
-        let bytes = self.snapshot(clean).encode(self.s.ctl.crc32c_fn());
+        let bytes = self.snapshot(clean).encode(self.s.controller().crc32c_fn());
         self.region.write_generation(&mut self.s, now, &bytes)?;
-        self.s.log.counters.checkpoints += 1;
+        self.s.counters_mut().checkpoints += 1;
         crate::debug_verify("checkpoint", || self.verify());
         Ok(())
     }

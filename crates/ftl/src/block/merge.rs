@@ -43,7 +43,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 }
             }
         }
-        self.s.log.counters.gc_victims += 1;
+        self.s.counters_mut().gc_victims += 1;
         if entries.is_empty() {
             self.map[x as usize] = super::Entry { p: NONE, r: NONE };
             for v in [e.p, e.r] {
@@ -146,7 +146,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                             let r = info.record;
                             match r.kind.data_class() {
                                 Some(c) if r.lpn & rec::TOMB == 0 => {
-                                    self.s.log.counters.valid_copies += 1;
+                                    self.s.counters_mut().valid_copies += 1;
                                     self.program(
                                         now,
                                         n,
@@ -163,7 +163,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                         }
                         (Sensed::Erased, _) => Prog::Done,
                         (Sensed::Failed, _) => {
-                            self.s.log.counters.lost_pages += 1;
+                            self.s.counters_mut().lost_pages += 1;
                             Prog::Done
                         }
                     }
@@ -280,7 +280,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         };
         self.map[x as usize].p = n;
         self.drop_victim(now, p, false)?;
-        self.s.log.counters.wl_migrations += 1;
+        self.s.counters_mut().wl_migrations += 1;
         Ok(())
     }
 }

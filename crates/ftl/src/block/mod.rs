@@ -352,7 +352,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let mut ctl = ctl;
         Self::check_config(&mut ctl, &cfg)?;
         let mut ftl = Self::empty(ctl, cfg);
-        let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
+        let multi = ftl.s.controller().chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.s.geo.total_blocks() {
             let info = ftl.s.read_header(now, b, Cause::Mount)?;
             ftl.s.adopt_erase_count(b, info.erase_count);
@@ -368,7 +368,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
                 continue;
             }
             if multi && info.slc_mode != in_region {
-                ftl.s.ctl.set_slc_mode(ftl.s.block_addr(b), in_region)?;
+                ftl.s.set_slc_mode(b, in_region)?;
             }
         }
         ftl.size_volume(None)?;
@@ -405,7 +405,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
             }
             Err(error) => Err(alloc::boxed::Box::new(MountFailure {
                 error,
-                controller: ftl.s.ctl,
+                controller: ftl.s.into_controller(),
             })),
         }
     }
@@ -711,32 +711,32 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
     ) -> Result<(), FtlError> {
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_writes += 1;
+        self.s.counters_mut().host_writes += 1;
         self.host_write(now, x, o, data, hint)
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_reads += 1;
+        self.s.counters_mut().host_reads += 1;
         self.host_read(now, x, o, lpn, data)
     }
 
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
         let (x, o) = self.locate(lpn)?;
-        self.s.log.counters.trims += 1;
+        self.s.counters_mut().trims += 1;
         self.host_trim(now, x, o)
     }
 
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
-        self.s.log.counters.flushes += 1;
+        self.s.counters_mut().flushes += 1;
         self.seal(now)?;
         crate::debug_verify("flush", || self.verify());
         Ok(())
     }
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
-        self.s.log.counters.flushes += 1;
+        self.s.counters_mut().flushes += 1;
         self.seal(now)?;
         self.write_checkpoint(now, true)
     }

@@ -112,7 +112,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
 ) -> Result<RecoveryReport, FtlError> {
     let nblocks = ftl.blk.len();
     let ppb = ftl.ppb();
-    let crc = ftl.s.ctl.crc32c_fn();
+    let crc = ftl.s.controller().crc32c_fn();
     let loaded = ftl
         .region
         .load(&mut ftl.s, now, |b| Snapshot::decode(b, nblocks, ppb, crc))?;
@@ -166,7 +166,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
             ftl.set_bad(b);
         }
     }
-    let (reads, time) = ftl.s.log.read_time(Cause::Mount, ftl.s.geo.channels);
+    let (reads, time) = ftl.s.log().read_time(Cause::Mount, ftl.s.geo.channels);
     let mapped = ftl.map.iter().filter(|e| e.p != NONE).count() as u64 * ppb as u64;
     ftl.write_checkpoint(now, false)?;
     Ok(RecoveryReport {
@@ -185,7 +185,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
 /// Reads logged with cause `mount` so far.
 fn mount_reads<S: Storage, M: ErrorModel>(ftl: &BlockFtl<S, M>) -> u64 {
     ftl.s
-        .log
+        .log()
         .ops
         .iter()
         .filter(|o| o.cause == Cause::Mount && o.kind == OpKind::Read)
@@ -462,7 +462,13 @@ fn scan<S: Storage, M: ErrorModel>(
             // The commit page counts only if it and its lower partners read back whole:
             // a cut tearing it may land its record, or all but a few bits of it, and
             // scramble its word line's lower pages.
-            let lower: Vec<u32> = ftl.s.ctl.chip().pairing().lower_pages(page).collect();
+            let lower: Vec<u32> = ftl
+                .s
+                .controller()
+                .chip()
+                .pairing()
+                .lower_pages(page)
+                .collect();
             f.complete = verify_page(ftl, now, b, page)?;
             for q in lower {
                 f.complete = f.complete && verify_page(ftl, now, b, q)?;

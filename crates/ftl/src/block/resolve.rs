@@ -85,7 +85,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     fn check_write_point(&mut self, now: Nanos, b: u32, h: u32) -> Result<(), FtlError> {
         let ppb = self.ppb();
         let mut check: Vec<u32> = vec![h];
-        check.extend(self.s.ctl.chip().pairing().lower_pages(h));
+        check.extend(self.s.controller().chip().pairing().lower_pages(h));
         let len = if self.s.digest {
             0
         } else {

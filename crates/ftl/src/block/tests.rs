@@ -99,7 +99,7 @@ fn model_run(preset: &str, seed: u64, ops: usize) -> BlockFtl<RamStorage, Consta
         ftl.verify().unwrap_or_else(|e| panic!("op {i}: {e}"));
     }
     ftl.shutdown(t).unwrap();
-    let c = ftl.s.log.counters;
+    let c = ftl.s.counters_mut();
     assert!(c.gc_victims > 10, "merges ran: {c:?}");
     let ctl = ftl.into_controller();
     let mut ctl = Some(ctl);
@@ -127,7 +127,7 @@ fn model_run(preset: &str, seed: u64, ops: usize) -> BlockFtl<RamStorage, Consta
 #[test]
 fn model_slc() {
     let ftl = model_run("tiny-slc", 1, 3000);
-    assert!(ftl.s.log.counters.checkpoints > 0);
+    assert!(ftl.s.counters().checkpoints > 0);
 }
 
 #[test]
@@ -163,7 +163,7 @@ fn lists_and_wear_levelling_are_used() {
         used_h |= ftl.lists.hi > 0;
     }
     ftl.verify().unwrap();
-    assert!(ftl.s.log.counters.wl_migrations > 0, "wear levelling ran");
+    assert!(ftl.s.counters_mut().wl_migrations > 0, "wear levelling ran");
     assert!(used_h, "the hot block list served wear levelling");
     assert!(used_s, "the spare free block list served a merge");
 }
@@ -216,8 +216,11 @@ fn crash_image(preset: &str, seed: u64, at: u64, mode: CutMode) -> Option<(Ctl, 
     let n = ftl.logical_pages();
     let size = ftl.page_size();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let ops0 = ftl.s.ctl.chip().ops();
-    ftl.s.ctl.chip_mut().arm_cut(ops0 + at, mode);
+    let ops0 = ftl.s.controller().chip().ops();
+    ftl.s
+        .controller_for_harness()
+        .chip_mut()
+        .arm_cut(ops0 + at, mode);
     let mut t = Nanos::ZERO;
     for i in 0..600u64 {
         t += Nanos(10_000);
@@ -257,7 +260,7 @@ fn dcr_and_version_based_agree_on_every_cut() {
                     .unwrap_or_else(|e| panic!("{preset} cut {at} {mode:?} {kind:?}: {e}"));
                 m.verify()
                     .unwrap_or_else(|e| panic!("{preset} cut {at} {mode:?} {kind:?}: {e}"));
-                let crc = m.s.ctl.crc32c_fn();
+                let crc = m.s.controller().crc32c_fn();
                 states.push((m.snapshot(false).encode(crc), m.s.seq, m.map.clone()));
             }
             assert!(
@@ -329,7 +332,11 @@ fn failed_programs_and_erases_retire_blocks_without_loss() {
                         Failure::Erase
                     };
                     let a = ftl.s.block_addr(b);
-                    ftl.s.ctl.chip_mut().inject_failure(a, f).unwrap();
+                    ftl.s
+                        .controller_for_harness()
+                        .chip_mut()
+                        .inject_failure(a, f)
+                        .unwrap();
                     injected += 1;
                 }
             }
@@ -349,7 +356,7 @@ fn failed_programs_and_erases_retire_blocks_without_loss() {
                 .unwrap();
             assert!(buf == pattern(size, l, v), "{preset}: page {l} lost");
         }
-        let c = ftl.s.log.counters;
+        let c = ftl.s.counters_mut();
         assert!(injected == 4 && c.retired_blocks >= 3, "{preset}: {c:?}");
     }
 }

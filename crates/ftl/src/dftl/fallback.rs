@@ -102,7 +102,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let p = self.parts[PartKind::GxtLog as usize].clone();
         let slots = self.slots();
         let mut cells = base.cells(&self.cfg);
-        let crc = self.s.ctl.crc32c_fn();
+        let crc = self.s.controller().crc32c_fn();
         let mut best: Option<(u64, Vec<(usize, u32)>)> = None;
         let mut buf = vec![0u8; self.log_unit];
         for b in p.first..p.first + p.len {

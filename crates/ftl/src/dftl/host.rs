@@ -46,7 +46,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         {
             Programmed::Done(..) => Ok(Prog::Done),
             Programmed::Failed => {
-                self.s.log.counters.retired_blocks += 1;
+                self.s.counters_mut().retired_blocks += 1;
                 Ok(Prog::Bad)
             }
             Programmed::Conflict(_) => Ok(Prog::Conflict),
@@ -84,7 +84,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.zeros = zeros;
             self.u_data[(p % self.ppb) as usize] = false;
             match r? {
-                Prog::Done => self.s.log.counters.pad_pages += 1,
+                Prog::Done => self.s.counters_mut().pad_pages += 1,
                 Prog::Conflict => {}
                 Prog::Bad => self.u_wp = self.ppb,
             }
@@ -188,7 +188,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         };
         if p == NONE {
             data.fill(0);
-            self.s.log.counters.unmapped_reads += 1;
+            self.s.counters_mut().unmapped_reads += 1;
             return Ok(());
         }
         if p / self.ppb < self.user_first || p / self.ppb >= self.s.geo.total_blocks() {
@@ -333,7 +333,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             e.valid = 0;
         }
         self.bit_set(now, v, e)?;
-        self.s.log.counters.gc_victims += 1;
+        self.s.counters_mut().gc_victims += 1;
         Ok(())
     }
 
@@ -345,7 +345,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             (Sensed::Erased | Sensed::Failed, _) => {
                 // Unreadable (the read is charged all the same): the page is lost, its
                 // logical page then reads as an error.
-                self.s.log.counters.lost_pages += 1;
+                self.s.counters_mut().lost_pages += 1;
                 return Ok(true);
             }
         };
@@ -369,7 +369,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                     self.pmt_set(now, l, p)?;
                     self.bit_add(now, self.u, 1)?;
                     self.bit_add(now, vb, -1)?;
-                    self.s.log.counters.valid_copies += 1;
+                    self.s.counters_mut().valid_copies += 1;
                     return Ok(true);
                 }
                 Prog::Conflict => {}

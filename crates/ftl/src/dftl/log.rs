@@ -261,7 +261,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 self.dir_mut(lk)[i as usize] = na;
                 return Ok(());
             }
-            self.s.log.counters.log_merges += 1;
+            self.s.counters_mut().log_merges += 1;
         } else {
             all.extend_from_slice(changes);
         }
@@ -287,7 +287,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             return Ok(false);
         };
         let cur = self.gxt().cells(&self.cfg);
-        let crc = self.s.ctl.crc32c_fn();
+        let crc = self.s.controller().crc32c_fn();
         let Some(mut bytes) = gxt::encode_log(*base_seq, base, &cur, self.log_unit, crc) else {
             return Ok(false);
         };

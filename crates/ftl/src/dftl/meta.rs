@@ -93,7 +93,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             .program_classified(now, phys, payload, ecc, rec, Cause::Meta, None)?
         {
             Programmed::Done(..) => {
-                let c = &mut self.s.log.counters;
+                let c = self.s.counters_mut();
                 let n = data.len() as u64;
                 c.meta_bytes += n;
                 c.meta_programs += 1;
@@ -108,7 +108,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 Ok(true)
             }
             Programmed::Failed => {
-                self.s.log.counters.retired_blocks += 1;
+                self.s.counters_mut().retired_blocks += 1;
                 self.mark_meta_bad(b);
                 Ok(false)
             }
@@ -158,7 +158,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 Sensed::Erased => return Ok(None),
                 Sensed::Failed => {}
             }
-            self.s.log.counters.read_retries += 1;
+            self.s.counters_mut().read_retries += 1;
             if self.is_sub(b) {
                 // Pong-pong: this partition is worn; the next erase moves to the next.
                 self.sp_bump[b as usize] = true;
@@ -227,7 +227,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             return Ok(false);
         }
         if self.is_sub(b) {
-            self.s.log.counters.sp_erases += 1;
+            self.s.counters_mut().sp_erases += 1;
             if self.sp_bump[b as usize] {
                 self.sp_bump[b as usize] = false;
                 let n = self.s.geo.subpages_per_page as u8;
@@ -428,7 +428,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let nblocks = self.s.geo.total_blocks();
         let mut bytes = self
             .gxt()
-            .encode(nblocks, &self.cfg, self.s.ctl.crc32c_fn());
+            .encode(nblocks, &self.cfg, self.s.controller().crc32c_fn());
         let n = bytes.len().div_ceil(self.unit) as u32;
         bytes.resize(n as usize * self.unit, 0xFF);
         let slots = self.slots();
@@ -478,10 +478,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// The physical page logical page `l` maps to (`NONE`: unmapped), through the CPMT.
     pub(crate) fn pmt_get(&mut self, now: Nanos, l: u32) -> Result<u32, FtlError> {
         if let Some(v) = self.cpmt.get(l) {
-            self.s.log.counters.cpmt_hits += 1;
+            self.s.counters_mut().cpmt_hits += 1;
             return Ok(v);
         }
-        self.s.log.counters.cpmt_misses += 1;
+        self.s.counters_mut().cpmt_misses += 1;
         let v = self
             .lookup(now, PartKind::Pmt, l)?
             .map_or(NONE, |x| x as u32);
@@ -563,10 +563,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Block `b`'s information, through the CBIT.
     pub(crate) fn bit_get(&mut self, now: Nanos, b: u32) -> Result<BitEntry, FtlError> {
         if let Some(e) = self.cbit.get(b) {
-            self.s.log.counters.cbit_hits += 1;
+            self.s.counters_mut().cbit_hits += 1;
             return Ok(e);
         }
-        self.s.log.counters.cbit_misses += 1;
+        self.s.counters_mut().cbit_misses += 1;
         let e = self
             .lookup(now, PartKind::Bit, b)?
             .map_or(BitEntry::default(), bit_of);

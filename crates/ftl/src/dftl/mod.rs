@@ -554,7 +554,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// NWI (SPFTL eq. 1) so far: full-page blocks' erases plus SP blocks' erases times
     /// `sp_weight`.
     pub fn nwi(&self) -> f64 {
-        let c = &self.s.log.counters;
+        let c = self.s.counters();
         let all: u64 = c.erases.iter().sum();
         (all - c.sp_erases) as f64 + c.sp_erases as f64 * self.cfg.sp_weight
     }
@@ -580,29 +580,29 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
     ) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_writes += 1;
+        self.s.counters_mut().host_writes += 1;
         self.host_write(now, l, Some((data, hint)))
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_reads += 1;
+        self.s.counters_mut().host_reads += 1;
         self.host_read(now, l, lpn, data)
     }
 
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
-        self.s.log.counters.trims += 1;
+        self.s.counters_mut().trims += 1;
         if self.pmt_get(now, l)? == NONE {
             return Ok(());
         }
-        self.s.log.counters.trimmed_pages += 1;
+        self.s.counters_mut().trimmed_pages += 1;
         self.host_write(now, l, None)
     }
 
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
-        self.s.log.counters.flushes += 1;
+        self.s.counters_mut().flushes += 1;
         self.seal(now)?;
         crate::debug_verify("flush", || self.verify());
         Ok(())

@@ -44,7 +44,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         ftl.write_every_bit_unit(now, &bit)?;
         ftl.write_gxt(now)?;
         for b in 0..ftl.user_first {
-            ftl.s.ctl.keep_whole(b, true);
+            ftl.s.keep_whole(b);
         }
         crate::debug_verify("format", || ftl.verify());
         Ok(ftl)
@@ -79,12 +79,11 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
             return Ok(entry);
         }
-        let multi = self.s.ctl.chip().config().cell != nand::CellType::Slc;
-        let addr = self.s.block_addr(b);
+        let multi = self.s.controller().chip().config().cell != nand::CellType::Slc;
         if meta && multi {
-            self.s.ctl.set_slc_mode(addr, true)?;
+            self.s.set_slc_mode(b, true)?;
         } else if !meta && info.slc_mode {
-            self.s.ctl.set_slc_mode(addr, false)?;
+            self.s.set_slc_mode(b, false)?;
         }
         if let Some(k) = self.part_of(b) {
             if k != PartKind::Gxt && k != PartKind::GxtLog {
@@ -171,7 +170,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             }
             Err(error) => Err(Box::new(MountFailure {
                 error,
-                controller: ftl.s.ctl,
+                controller: ftl.s.into_controller(),
             })),
         }
     }
@@ -245,7 +244,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             .page(self.lsb[slot as usize])
             .expect("slot");
         let mut page = vec![0u8; (g.page_size + g.spare_size) as usize];
-        if self.s.ctl.inspect_stored(addr, &mut page).is_err() {
+        if !self.s.inspect_stored(addr, &mut page) {
             return false;
         }
         let len = self.unit_len(b);

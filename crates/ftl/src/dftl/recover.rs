@@ -24,8 +24,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Recovery (see the module docs).
     pub(super) fn recover(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
         let n = self.s.geo.total_blocks();
-        let reads0 = self.s.log.counters.reads[Cause::Mount.index()]
-            + self.s.log.counters.reads[Cause::Meta.index()];
+        let reads0 = self.s.counters_mut().reads[Cause::Mount.index()]
+            + self.s.counters_mut().reads[Cause::Meta.index()];
         let mut max_seq = 0u64;
         for b in 0..n {
             self.s.adopt_state(b, crate::substrate::BState::Region);
@@ -79,12 +79,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         // 11. The simulator's records of what the flash holds (raw, uncharged).
         self.rebuild_shadows()?;
         for b in 0..self.user_first {
-            self.s.ctl.keep_whole(b, true);
+            self.s.keep_whole(b);
         }
-        let c = &self.s.log.counters;
+        let c = &self.s.counters_mut();
         let reads = c.reads[Cause::Mount.index()] + c.reads[Cause::Meta.index()] - reads0;
-        let (_, time) = self.s.log.read_time(Cause::Mount, self.s.geo.channels);
-        let (_, mtime) = self.s.log.read_time(Cause::Meta, self.s.geo.channels);
+        let (_, time) = self.s.log().read_time(Cause::Mount, self.s.geo.channels);
+        let (_, mtime) = self.s.log().read_time(Cause::Meta, self.s.geo.channels);
         Ok(RecoveryReport {
             procedure: String::from("gxt+update-blocks"),
             checkpoint_gen: newest.map_or(0, |f| f.0),
@@ -675,7 +675,12 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 *damaged = true;
                 continue;
             }
-            if let Some(x) = Gxt::decode(&bytes, &self.shape(), &self.cfg, self.s.ctl.crc32c_fn()) {
+            if let Some(x) = Gxt::decode(
+                &bytes,
+                &self.shape(),
+                &self.cfg,
+                self.s.controller().crc32c_fn(),
+            ) {
                 self.parts[PartKind::Gxt as usize].upd = b;
                 self.parts[PartKind::Gxt as usize].wp = gxt_end.get(&b).copied().unwrap_or(slots);
                 gxt_seq = seq;

@@ -61,7 +61,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     pub(crate) fn check_chip(&self) -> Result<(), String> {
         let next_page = |b: u32| {
             self.s
-                .ctl
+                .controller()
                 .chip()
                 .block_info(self.s.block_addr(b))
                 .map(|i| i.next_page)

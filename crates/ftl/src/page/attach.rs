@@ -28,9 +28,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// writes the first checkpoint.
     pub(super) fn format_chip(self, now: Nanos) -> Result<Self, FtlError> {
         let mut ftl = self;
-        let multi = ftl.s.ctl.chip().config().cell != nand::CellType::Slc;
+        let multi = ftl.s.controller().chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.s.geo.total_blocks() {
-            let addr = ftl.s.block_addr(b);
             let info = ftl.s.read_header(now, b, Cause::Mount)?;
             ftl.s.adopt_erase_count(b, info.erase_count);
             let in_region = ftl.s.state[b as usize].reserved();
@@ -43,7 +42,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     }
                     // Data blocks in native mode, region blocks in SLC mode.
                     if multi && info.slc_mode != in_region {
-                        ftl.s.ctl.set_slc_mode(addr, in_region)?;
+                        ftl.s.set_slc_mode(b, in_region)?;
                     }
                     if !in_region {
                         ftl.s.adopt_free(b);
@@ -122,7 +121,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
             Err(error) => Err(Box::new(MountFailure {
                 error,
-                controller: ftl.s.ctl,
+                controller: ftl.s.into_controller(),
             })),
         }
     }

@@ -215,7 +215,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let Some(st) = &self.steps else {
             return Ok(true);
         };
-        self.s.log.counters.checkpoint_steps += 1;
+        self.s.counters_mut().checkpoint_steps += 1;
         if self.region.at_trailer() {
             // Before the commit: no page written before P may stay exposed.
             let upto = st.seq.saturating_sub(1);
@@ -268,7 +268,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         }
         self.s.opened_since_cp -= st.opened_total_at;
         self.s.settle_young();
-        self.s.log.counters.checkpoints += 1;
+        self.s.counters_mut().checkpoints += 1;
     }
 
     /// Runs the checkpoint being written to its commit (at a flush, in idle time, or when

@@ -144,7 +144,7 @@ impl<S: Storage, M: ErrorModel> core::fmt::Debug for PageFtl<S, M> {
             .field("logical_pages", &self.logical)
             .field("cfg", &self.cfg)
             .field("map", &self.map.name())
-            .field("counters", &self.s.log.counters)
+            .field("counters", self.s.counters())
             .finish_non_exhaustive()
     }
 }
@@ -393,7 +393,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     ) -> Result<(), FtlError> {
         let lpn = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_writes += 1;
+        self.s.counters_mut().host_writes += 1;
         self.map_upkeep(now)?;
         self.write_inner(now, lpn, data, hint)
     }
@@ -401,11 +401,11 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_reads += 1;
+        self.s.counters_mut().host_reads += 1;
         self.map_upkeep(now)?;
         let phys = self.map.get(&mut self.s, now, l)?;
         if phys == INVALID {
-            self.s.log.counters.unmapped_reads += 1;
+            self.s.counters_mut().unmapped_reads += 1;
             data.fill(0);
             return Ok(());
         }
@@ -438,7 +438,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if count == 0 {
             return Ok(());
         }
-        self.s.log.counters.trims += count;
+        self.s.counters_mut().trims += count;
         self.map_upkeep(now)?;
         // The map work is per page (in RAM for a resident map); the record is one per
         // range: the span from the first to the last page that was mapped, under one
@@ -457,7 +457,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             }
             self.drop_replicas(l, q);
             self.map.set(&mut self.s, now, l, INVALID)?;
-            self.s.log.counters.trimmed_pages += 1;
+            self.s.counters_mut().trimmed_pages += 1;
             span = Some((span.map_or(l, |s| s.0), l + 1));
         }
         let (Some(q), Some((lo, hi))) = (seq, span) else {
@@ -485,7 +485,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
-        self.s.log.counters.flushes += 1;
+        self.s.counters_mut().flushes += 1;
         if self.s.real_time {
             finish_jobs(self, now)?;
         }
@@ -523,7 +523,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
-        self.s.log.counters.flushes += 1;
+        self.s.counters_mut().flushes += 1;
         if self.s.real_time {
             finish_jobs(self, now)?;
         }
@@ -566,8 +566,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         if self.s.fixed_t.is_none() {
             // FLARES's idle-time scrub: pages past their retention queue for a rewrite.
             let mut due = Vec::new();
-            let s = &mut self.s;
-            s.ecc.scrub(now, &mut due, &mut s.log.counters.ecc_policy);
+            self.s.scrub(now, &mut due);
             worked |= !due.is_empty();
             for phys in due {
                 self.s.queue_rewrite(phys);
@@ -643,7 +642,10 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             if p < LOST {
                 let (b, page) = self.s.split(p);
                 // (A digest-mode store holds no data area: the data hint is a no-op there.)
-                self.s.ctl.chip().prefetch_flat(b as usize, page, true);
+                self.s
+                    .controller()
+                    .chip()
+                    .prefetch_flat(b as usize, page, true);
                 if self.s.fixed_t.is_none() {
                     // The read's feedback will touch the page's cached profile.
                     self.s.ecc.prefetch(p);
@@ -665,6 +667,6 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn controller_pprof(&self) -> bool {
-        self.s.ctl.pprof_enabled()
+        self.s.controller().pprof_enabled()
     }
 }

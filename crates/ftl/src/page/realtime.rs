@@ -66,7 +66,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// [`WaoBounds::with_wait`]: crate::rt_bounds::WaoBounds::with_wait
     fn real_time_bounds(&self, logical: u64) -> Result<WaoBounds, FtlError> {
         let sigma = self.die_sigma(logical);
-        let chip = self.s.ctl.chip().config();
+        let chip = self.s.controller().chip().config();
         let b = WaoBounds::with_wait(chip, sigma, self.s.window).map_err(|e| {
             let young = match self.young_budget_for(logical) {
                 0 => alloc::string::String::new(),
@@ -97,7 +97,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let super::map::MapSlot::Paged(p) = &self.map else {
             return (0, 0);
         };
-        let t = &self.s.ctl.chip().config().timing;
+        let t = &self.s.controller().chip().config().timing;
         let lsb = nand::BitKind::Lsb;
         // With SPFTL_log a miss reads the page and its log (a subpage: bounded by a page).
         let reads = if p.has_logs() { 2 } else { 1 };
@@ -123,7 +123,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             };
             longest = longest.max(run);
         }
-        let t = &self.s.ctl.chip().config().timing;
+        let t = &self.s.controller().chip().config().timing;
         let t_pad = [nand::BitKind::Lsb, nand::BitKind::Csb]
             .iter()
             .map(|&k| t.program(k).0)
@@ -151,7 +151,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let geo = self.s.geo;
         let xfer = self
             .s
-            .ctl
+            .controller()
             .chip()
             .config()
             .timing
@@ -160,11 +160,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let strongest = self.strongest_t();
         let decode = self
             .s
-            .ctl
             .worst_decode(strongest)
             .map_err(|e| FtlError::Config(format!("ecc t = {strongest}: {e}")))?
             .0;
-        let read_ns = WaoBounds::read_bound(self.s.ctl.chip().config(), xfer, decode);
+        let read_ns = WaoBounds::read_bound(self.s.controller().chip().config(), xfer, decode);
         if self.cfg.gc_pacing.is_real_time() {
             let (update, upkeep) = self.map_costs(xfer, decode);
             let b = self.real_time_bounds(logical)?.with_map(update, upkeep);
@@ -192,8 +191,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             });
         }
         let sigma = self.die_sigma(logical);
-        let (u_lambda, array, full) =
-            crate::rt_bounds::on_demand_bound(self.s.ctl.chip().config(), sigma, xfer, decode);
+        let (u_lambda, array, full) = crate::rt_bounds::on_demand_bound(
+            self.s.controller().chip().config(),
+            sigma,
+            xfer,
+            decode,
+        );
         Ok(LatencyBound {
             write_ns: full,
             read_ns,

@@ -109,7 +109,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.p2l[phys as usize] = key;
             let b = self.s.block_of(phys);
             self.s.add_valid(b);
-            self.s.log.counters.replica_programs += 1;
+            self.s.counters_mut().replica_programs += 1;
             self.s.close_if_full(phys);
             // GC on the next replica's die may not have moved this set away: look it up.
             if let Some(set) = self.replicas.get_mut(&key) {
@@ -131,12 +131,12 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             return Ok(false);
         };
         for p in set.pages.clone() {
-            self.s.log.counters.replica_reads += 1;
+            self.s.counters_mut().replica_reads += 1;
             match self.s.sense(now, p, Sense::Page(data), Cause::Host)?.0 {
                 Sensed::Data(info) => {
                     self.s
                         .read_feedback(now, p, info.corrected, false, Some(&info));
-                    self.s.log.counters.replica_rescues += 1;
+                    self.s.counters_mut().replica_rescues += 1;
                     return Ok(true);
                 }
                 Sensed::Erased => {}

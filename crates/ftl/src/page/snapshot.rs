@@ -405,7 +405,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             replicas: &self.replicas,
             policy,
         }
-        .encode_into(self.s.ctl.crc32c_fn(), out);
+        .encode_into(self.s.controller().crc32c_fn(), out);
     }
 
     /// Whether a flush writes a checkpoint: once `checkpoint_interval` blocks have opened
@@ -496,7 +496,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             }
         }
         self.s.settle_young();
-        self.s.log.counters.checkpoints += 1;
+        self.s.counters_mut().checkpoints += 1;
         crate::debug_verify("checkpoint", || self.verify());
         Ok(())
     }
@@ -512,7 +512,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.note_trims_for_steps(now)?;
         }
         let entries = encode_trims(&self.pending_trims);
-        self.s.log.counters.trim_records += self.pending_trims.len() as u64;
+        self.s.counters_mut().trim_records += self.pending_trims.len() as u64;
         if !self
             .region
             .append_log(&mut self.s, now, &entries, TRIM_RECORD)?
@@ -526,7 +526,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Reads the newest complete checkpoint generation from the region: its snapshot and
     /// its trim log. `None` if the region holds no valid checkpoint.
     pub(crate) fn load_checkpoint(&mut self, now: Nanos) -> Result<Option<Loaded>, FtlError> {
-        let crc = self.s.ctl.crc32c_fn();
+        let crc = self.s.controller().crc32c_fn();
         let (ndies, nblocks) = (self.s.dies.len(), self.s.state.len());
         let loaded = self.region.load(&mut self.s, now, |body| {
             Snapshot::decode(body, ndies, nblocks, crc)

@@ -80,7 +80,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             None => false,
         };
         if !hit {
-            self.s.log.counters.unmapped_reads += 1;
+            self.s.counters_mut().unmapped_reads += 1;
             data.fill(0);
         }
         self.gftl_step(now)?;
@@ -210,7 +210,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         }
         let in_use = |me: &Self| (me.buf_blocks.len() + me.erase_q.len()) as u32;
         if in_use(self) >= self.buf_limit {
-            self.s.log.counters.rt_overruns += 1;
+            self.s.counters_mut().rt_overruns += 1;
             let mut n = 0;
             while in_use(self) >= self.buf_limit {
                 self.press_oldest_buffer_block();
@@ -226,7 +226,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         self.buf_pages.insert(b, vec![u64::MAX; self.ppb as usize]);
         self.buf_blocks.push_back(b);
         let used = in_use(self) as u64 * self.ppb as u64;
-        let c = &mut self.s.log.counters;
+        let c = self.s.counters_mut();
         c.max_buffer_pages = c.max_buffer_pages.max(used);
         if in_use(self) + 1 >= self.buf_limit {
             self.press_oldest_buffer_block();
@@ -263,7 +263,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// request (an overrun) until one is freed.
     fn gftl_take(&mut self, now: Nanos, role: Role, lbn: u32) -> Result<Option<u32>, FtlError> {
         if self.free.is_empty() {
-            self.s.log.counters.rt_overruns += 1;
+            self.s.counters_mut().rt_overruns += 1;
             let mut n = 0;
             while self.free.is_empty() {
                 if !self.gftl_step(now)? || n > OVERRUN_STEPS {
@@ -282,13 +282,13 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     pub(crate) fn gftl_step(&mut self, now: Nanos) -> Result<bool, FtlError> {
         if let Some(b) = self.erase_q.pop_front() {
             self.erase_victim(now, b)?;
-            self.s.log.counters.partial_steps += 1;
+            self.s.counters_mut().partial_steps += 1;
             return Ok(true);
         }
         if self.job.is_none() && !self.start_job() {
             return Ok(false);
         }
-        self.s.log.counters.partial_steps += 1;
+        self.s.counters_mut().partial_steps += 1;
         let mut job = self.job.take().expect("a job runs");
         if !job.scanned {
             self.scan_victim(now, &mut job)?;
@@ -442,7 +442,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     fn finish_job(&mut self, now: Nanos, job: GJob) -> Result<(), FtlError> {
         let x = job.x;
         self.map[x as usize].d = job.new;
-        let c = &mut self.s.log.counters;
+        let c = self.s.counters_mut();
         c.max_victim_valid = c.max_victim_valid.max(job.placed.len() as u64);
         for &(lpn, from, to) in &job.placed {
             self.follow(lpn, from, to);

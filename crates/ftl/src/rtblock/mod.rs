@@ -541,20 +541,19 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
 
     /// The scheme's latency bound with this controller's transfers and decodes.
     fn compute_bound(&mut self) -> Result<LatencyBound, FtlError> {
-        let chip = self.s.ctl.chip().config().clone();
+        let chip = self.s.controller().chip().config().clone();
         let geo = self.s.geo;
         let t = chip.timing;
         let xfer = t.transfer((geo.page_size + geo.spare_size) as usize).0;
         let xfer_spare = t.transfer(geo.spare_size as usize).0;
         let decode = self
             .s
-            .ctl
             .worst_decode(self.cfg.ecc_t)
             .map_err(|e| FtlError::Config(format!("ecc_t = {}: {e}", self.cfg.ecc_t)))?
             .0;
         let rec_decode = self
             .s
-            .ctl
+            .controller()
             .config()
             .latency
             .decode(
@@ -702,7 +701,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 r.kind.data_class().unwrap_or(DataClass::NORMAL)
             }
             _ => {
-                self.s.log.counters.lost_pages += 1;
+                self.s.counters_mut().lost_pages += 1;
                 if let Some(e) = self.shadow.get_mut(lpn as usize) {
                     if *e == src {
                         *e = NONE;
@@ -722,7 +721,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             Some(op),
         )?;
         if r == Prog::Done {
-            self.s.log.counters.valid_copies += 1;
+            self.s.counters_mut().valid_copies += 1;
         }
         Ok(Some(r))
     }
@@ -761,7 +760,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 ..Blk::FREE
             };
         }
-        self.s.log.counters.gc_victims += 1;
+        self.s.counters_mut().gc_victims += 1;
         Ok(())
     }
 
@@ -992,7 +991,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     ) -> Result<(), FtlError> {
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_writes += 1;
+        self.s.counters_mut().host_writes += 1;
         match self.kind {
             RtKind::Gftl => self.gftl_write(now, x, o, Some((data, hint))),
             RtKind::Rftl => self.rftl_write(now, x, o, Some((data, hint))),
@@ -1002,7 +1001,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
-        self.s.log.counters.host_reads += 1;
+        self.s.counters_mut().host_reads += 1;
         match self.kind {
             RtKind::Gftl => self.gftl_read(now, x, lpn, data),
             RtKind::Rftl => self.rftl_read(now, x, o, lpn, data),
@@ -1011,7 +1010,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
 
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
         let (x, o) = self.locate(lpn)?;
-        self.s.log.counters.trims += 1;
+        self.s.counters_mut().trims += 1;
         // What RAM can tell is not mapped needs no tombstone (GFTL cannot tell what its
         // data block holds without reading it: it writes one whenever the block exists).
         let mapped = match self.kind {
@@ -1023,7 +1022,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
         if !mapped {
             return Ok(());
         }
-        self.s.log.counters.trimmed_pages += 1;
+        self.s.counters_mut().trimmed_pages += 1;
         match self.kind {
             RtKind::Gftl => self.gftl_write(now, x, o, None),
             RtKind::Rftl => self.rftl_write(now, x, o, None),
@@ -1032,7 +1031,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
 
     fn flush(&mut self, _now: Nanos) -> Result<(), FtlError> {
         // Every write was programmed before it returned (SLC: no exposed pages).
-        self.s.log.counters.flushes += 1;
+        self.s.counters_mut().flushes += 1;
         crate::debug_verify("flush", || self.verify());
         Ok(())
     }

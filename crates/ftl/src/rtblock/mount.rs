@@ -137,7 +137,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             }
             Err(error) => Err(Box::new(MountFailure {
                 error,
-                controller: ftl.s.ctl,
+                controller: ftl.s.into_controller(),
             })),
         }
     }
@@ -412,7 +412,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             }
         }
         let channels = self.s.geo.channels;
-        let (reads, time) = self.s.log.read_time(Cause::Mount, channels);
+        let (reads, time) = self.s.log().read_time(Cause::Mount, channels);
         let mapped = self.shadow.iter().filter(|&&p| p != NONE).count() as u64;
         Ok(RecoveryReport {
             procedure: "full-scan".into(),

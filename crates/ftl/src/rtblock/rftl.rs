@@ -48,7 +48,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             _ => false,
         };
         if !hit {
-            self.s.log.counters.unmapped_reads += 1;
+            self.s.counters_mut().unmapped_reads += 1;
             data.fill(0);
         }
         Ok(())
@@ -78,14 +78,14 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 let b = self.map[x as usize].b;
                 if self.blk[b as usize].next >= self.ppb {
                     // The buffer is full (it went bad): finish the job inside this write.
-                    self.s.log.counters.rt_overruns += 1;
+                    self.s.counters_mut().rt_overruns += 1;
                     self.rftl_finish_now(now, x)?;
                     continue;
                 }
                 let page = self.blk[b as usize].next;
                 if self.program_host(now, b, page, lpn, data, rec::APPEND)? == Prog::Done {
                     self.note_appended(b, o, page, tomb);
-                    let c = &mut self.s.log.counters;
+                    let c = self.s.counters_mut();
                     c.max_buffer_pages = c.max_buffer_pages.max(page as u64 + 1);
                     done = true;
                     break;
@@ -147,7 +147,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             let Some(&y) = self.rjobs.keys().find(|&&y| y != x) else {
                 break;
             };
-            self.s.log.counters.rt_overruns += 1;
+            self.s.counters_mut().rt_overruns += 1;
             self.rftl_finish_now(now, y)?;
         }
         Err(FtlError::NoSpace)
@@ -200,7 +200,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let Some(mut job) = self.rjobs.remove(&x) else {
             return Ok(());
         };
-        self.s.log.counters.partial_steps += 1;
+        self.s.counters_mut().partial_steps += 1;
         let e = self.map[x as usize];
         let base = x as u64 * self.ppb as u64;
         let mut units = 0;
@@ -301,7 +301,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             r: e.b,
             b: NONE,
         };
-        self.s.log.counters.max_victim_valid = self.s.log.counters.max_victim_valid.max(
+        self.s.counters_mut().max_victim_valid = self.s.counters_mut().max_victim_valid.max(
             self.pstate
                 .get(&job.new)
                 .map_or(0, |v| v.iter().filter(|&&s| s != pst::NONE).count() as u64),

@@ -99,7 +99,7 @@ fn model_run(kind: RtKind, seed: u64, ops: usize, hot: bool) -> Ftl_ {
         ftl.verify().unwrap_or_else(|e| panic!("op {i}: {e}"));
     }
     ftl.shutdown(t).unwrap();
-    let c = ftl.s.log.counters;
+    let c = ftl.s.counters_mut();
     assert!(c.gc_victims > 10 && c.partial_steps > 10, "GC ran: {c:?}");
     let mut m = RtBlockFtl::mount(ftl.into_controller(), kind, cfg, t).unwrap();
     m.verify().unwrap();
@@ -130,7 +130,7 @@ fn gftl_does_not_merge_an_unchanged_block_again() {
         ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, 1))
             .unwrap();
     }
-    let erases_after_fill = ftl.s.log.counters.erases.iter().sum::<u64>();
+    let erases_after_fill = ftl.s.counters_mut().erases.iter().sum::<u64>();
     let mut buf = vec![0u8; size];
     for i in 0..20_000u64 {
         t += Nanos(10_000);
@@ -139,7 +139,7 @@ fn gftl_does_not_merge_an_unchanged_block_again() {
         assert!(buf == pattern(size, l, 1), "read {i}: page {l}");
     }
     ftl.verify().unwrap();
-    let erases = ftl.s.log.counters.erases.iter().sum::<u64>() - erases_after_fill;
+    let erases = ftl.s.counters_mut().erases.iter().sum::<u64>() - erases_after_fill;
     assert!(
         erases <= 1,
         "{erases} erases for an unchanged block under reads"
@@ -174,9 +174,9 @@ fn cut_everywhere(kind: RtKind, seed: u64) {
     let total = {
         let mut f =
             RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
-        let start = f.s.ctl.chip().ops();
+        let start = f.s.controller().chip().ops();
         run_ops(&mut f, seed, ops, &mut BTreeMap::new(), &mut None);
-        f.s.ctl.chip().ops() - start
+        f.s.controller().chip().ops() - start
     };
     let modes = CutMode::ALL;
     let mut cases = 0;
@@ -184,7 +184,7 @@ fn cut_everywhere(kind: RtKind, seed: u64) {
         let mode = modes[(k / 7) as usize % modes.len()];
         let mut f =
             RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
-        f.s.ctl.chip_mut().arm_cut(k + 1, mode);
+        f.s.controller_for_harness().chip_mut().arm_cut(k + 1, mode);
         let mut model = BTreeMap::new();
         let mut inflight = None;
         run_ops(&mut f, seed, ops, &mut model, &mut inflight);

@@ -206,6 +206,29 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         self.state.set(b as usize, BState::Open);
     }
 
+    /// Resumes block `b` as `die`'s frontier of `stream` at page `wp` (a mount found it
+    /// partly written): `Open`, out of the index, with `seqs` the sequence numbers of its
+    /// pages (what sealing reads).
+    ///
+    /// Requires: `b` is on `die`, `Open` or `Full`; the frontier slot is empty; `seqs` has a
+    /// block's pages.
+    pub fn resume_frontier(&mut self, die: usize, stream: usize, b: u32, wp: u32, seqs: &[u64]) {
+        debug_assert_eq!(
+            self.die_of(b) as usize,
+            die,
+            "block {b} resumed on another die"
+        );
+        debug_assert!(
+            self.dies[die].frontier[stream].is_none(),
+            "die {die}: frontier {stream} resumed while open"
+        );
+        debug_assert_eq!(seqs.len(), self.ppb as usize, "a block's sequence numbers");
+        self.reopen(b);
+        self.dies[die].frontier[stream] = Some(super::Frontier { block: b, next: wp });
+        let base = (die * 2 + stream) * self.ppb as usize;
+        self.fseq[base..base + self.ppb as usize].copy_from_slice(seqs);
+    }
+
     /// Returns block `b` to its die's free heap (a running volume: its erase done).
     ///
     /// Requires: the move to `Free` is the lifecycle's (from `Dirty` or `Region`).

@@ -385,9 +385,12 @@ pub(crate) fn erase_dirty<K: Kernel>(
     die: usize,
     force: bool,
 ) -> Result<(), FtlError> {
-    // Each round erases the front victim, or seals what blocks it first.
-    let rounds = 2 * k.sub().dies[die].dirty.len() as u64 + 1;
-    let mut cap = Cap::new(rounds, "erasing victims ran past two rounds each");
+    // Each round erases the front victim, or seals one frontier (of any die, either
+    // stream) that blocks it: at most every frontier once per victim.
+    let s = k.sub();
+    let per_victim = 2 * s.dies.len() as u64 + 1;
+    let rounds = s.dies[die].dirty.len() as u64 * per_victim + 1;
+    let mut cap = Cap::new(rounds, "erasing victims sealed past every frontier");
     while let Some(p) = k.sub().dies[die].dirty.front().copied() {
         cap.tick()?;
         let blocked = k.sub().blocking_frontier(die, &p);

@@ -270,20 +270,23 @@ pub(crate) struct DieState {
 
 /// The shared physical layer of every FTL scheme (see the module docs).
 pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
-    pub ctl: Controller<S, M>,
+    /// The controller: private to the substrate, so every charged operation goes through
+    /// its one sense, program and erase path ([`sense`], [`program`]); kernels get a
+    /// read-only view ([`Substrate::controller`]) and the device settings below.
+    ctl: Controller<S, M>,
     pub cfg: SubstrateConfig,
     /// Bits corrected in the last metadata unit read that decoded (`meta::read_with_retries`:
     /// what the region's idle-time probe judges).
-    pub meta_corrected: u32,
-    pub policy: Box<dyn VictimPolicy>,
+    meta_corrected: u32,
+    policy: Box<dyn VictimPolicy>,
     /// Where writes and copies go.
     pub placement: Box<dyn Placement>,
     /// The strength of each program; sees every read.
     pub ecc: Box<dyn EccStrength>,
     /// When GC runs.
-    pub pacing: Box<dyn GcPacing>,
+    pacing: Box<dyn GcPacing>,
     /// Which valid page GC copies next.
-    pub copy_order: Box<dyn CopyOrder>,
+    copy_order: Box<dyn CopyOrder>,
     /// Bit kind of every page index of a block (LSB on SLC chips).
     pub bits: Vec<nand::BitKind>,
     /// What the policies answered once, so the hot paths skip calls for the defaults:
@@ -291,10 +294,10 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// in ascending order, whether pacing is the foreground rule.
     pub fixed_t: Option<u32>,
     pub judge_slots: bool,
-    pub ascending: bool,
+    ascending: bool,
     /// The copy order sorts by destination slot and class (AP's Alg. 2).
-    pub asymmetric: bool,
-    pub foreground: bool,
+    asymmetric: bool,
+    foreground: bool,
     /// Host writes and GC copies share one destination block per die (WAO-GC, and the
     /// full-GC-on-demand schemes of its Table I): copies go to the host frontier, GC starts
     /// at the last free block, no safety collection before writes.
@@ -303,14 +306,14 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub copy_stream: usize,
     pub geo: Geometry,
     /// Packed address of every flat block index (cached: the hot paths convert often).
-    pub addrs: Vec<BlockAddr>,
+    addrs: Vec<BlockAddr>,
     pub ppb: u32,
     pub blocks_per_die: u32,
     /// `ppb` and `blocks_per_die` as multiply-shift divisors: the hot paths split flat page
     /// indices into (block, page) several times per operation, and a hardware division is
     /// ten times slower than the multiplication that replaces it.
-    pub ppb_div: StrengthReducedU32,
-    pub die_div: StrengthReducedU32,
+    ppb_div: StrengthReducedU32,
+    die_div: StrengthReducedU32,
     pub digest: bool,
     /// Per block: its state (written through the mutators of [`blocks`]).
     pub state: table::Table<BState>,
@@ -323,20 +326,20 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     // Intrusive lists of full blocks per (die, valid count).
     pub next: Vec<u32>,
     pub prev: Vec<u32>,
-    pub head: Vec<u32>,
+    head: Vec<u32>,
     pub dies: Vec<DieState>,
     /// One bit per flat page: queued in a die's `refresh` (allocated on first use).
-    pub rewrite_queued: Vec<u64>,
+    rewrite_queued: Vec<u64>,
     /// Padding pages a shared destination may take while a victim is collected (WAO-GC's
     /// π − k − U(λ) with a placement that pads; `u32::MAX`: no limit).
     pub pad_slack: u32,
     /// One bit per flat page: a critical page placed in an unreliable slot because the
     /// destination's `pad_slack` was spent (a counted lapse of AP's rule under a
     /// real-time pacing; allocated on first use). `verify` accepts exactly these.
-    pub lapsed: Vec<u64>,
+    lapsed: Vec<u64>,
     /// Next sequence number (every data page, copy, pad and trim takes one).
     pub seq: u64,
-    pub log: OpLog,
+    log: OpLog,
     /// Per page index: the highest upper partner on its word line (multi-level chips).
     pub upper: Vec<u32>,
     /// Largest distance from a lower page to its upper partner (0: nothing is ever exposed).
@@ -352,15 +355,15 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub slc: Vec<Option<bool>>,
     /// Open the next host-stream block in SLC mode (the flush buffer: while flushes come
     /// every few pages, so a flush need not pad MLC blocks; see `note_flush`).
-    pub host_slc: bool,
+    host_slc: bool,
     /// Host pages written per flush interval, a moving average in eighths (the flush
     /// buffer's signal; 0 before the first flush that followed a write).
-    pub flush_gap: u64,
+    flush_gap: u64,
     /// `host_writes` at the last flush.
-    pub writes_at_flush: u64,
+    writes_at_flush: u64,
     /// Sequence number of each page programmed in the open frontier blocks, by
     /// (die, stream, page).
-    pub fseq: Vec<u64>,
+    fseq: Vec<u64>,
     /// Per block: highest sequence number of a write that superseded one of its pages.
     pub superseded: Vec<u64>,
     /// Per block: found free by recovery; erased before its first use (it may hold a
@@ -384,10 +387,10 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// Per die: blocks that may be opened since the last checkpoint before GC could find
     /// no victim within U(λ) ([`settle_young`](Self::settle_young)); at least
     /// `young_budget`.
-    pub young_allowed: Vec<u32>,
+    young_allowed: Vec<u32>,
     /// Per die: valid pages in blocks that were not young when the die was last settled —
     /// an upper bound on the same count now (`verify` checks it).
-    pub settled_valid: Vec<u64>,
+    settled_valid: Vec<u64>,
     /// The checkpoint region's blocks (whichever they are now: the region rotates) are SP
     /// blocks (SPFTL's subpage metadata units): their erases are counted as `sp_erases`
     /// (NWI's eq. 1).
@@ -396,14 +399,85 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     /// subpage writer, its log partition), counted the same.
     pub sp_blocks: Vec<bool>,
     /// Zeros for padding pages.
-    pub pad: Vec<u8>,
+    pad: Vec<u8>,
     /// When each die is next free, as the engine's timeline last said (`Ftl::sync_dies`)
     /// and advanced by the operations issued since; empty until it says (then operations
     /// run at the time they are issued).
-    pub die_clock: Vec<Nanos>,
+    die_clock: Vec<Nanos>,
 }
 
 impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    /// The controller, read-only: the chip's configuration, timing and pairing, the ECC's
+    /// latencies, the CRC (no charged operation goes around [`sense`] and [`program`]).
+    #[inline]
+    pub fn controller(&self) -> &Controller<S, M> {
+        &self.ctl
+    }
+
+    /// The controller, mutably, for a harness's fault injection and power cuts (the
+    /// volume's public `controller_mut`); no kernel calls it (the `no_raw_chip` test).
+    pub fn controller_for_harness(&mut self) -> &mut Controller<S, M> {
+        &mut self.ctl
+    }
+
+    /// Gives the controller back (a failed mount, a volume taken apart).
+    pub fn into_controller(self) -> Controller<S, M> {
+        self.ctl
+    }
+
+    /// The counters (read-only).
+    #[inline]
+    pub fn counters(&self) -> &crate::FtlCounters {
+        &self.log.counters
+    }
+
+    /// The counters, to count an event.
+    #[inline]
+    pub fn counters_mut(&mut self) -> &mut crate::FtlCounters {
+        &mut self.log.counters
+    }
+
+    /// The op log (read-only): the operations of the running batch, the mount's reads.
+    #[inline]
+    pub fn log(&self) -> &OpLog {
+        &self.log
+    }
+
+    /// Moves the batch's logged operations to `out`.
+    #[inline]
+    pub fn take_ops(&mut self, out: &mut Vec<crate::FlashOp>) {
+        self.log.take(out);
+    }
+
+    /// FLARES's idle-time scrub: the pages past their retention, into `due`.
+    pub fn scrub(&mut self, now: Nanos, due: &mut Vec<u32>) {
+        self.ecc.scrub(now, due, &mut self.log.counters.ecc_policy);
+    }
+
+    /// The worst-case decode time at correction strength `t` (the bounds' input).
+    pub fn worst_decode(&mut self, t: u32) -> Result<Nanos, FtlError> {
+        Ok(self.ctl.worst_decode(t)?)
+    }
+
+    /// Sets block `b`'s programming mode (SLC or native) as a format or mount lays the
+    /// volume out: a device setting, no operation.
+    pub fn set_slc_mode(&mut self, b: u32, slc: bool) -> Result<(), FtlError> {
+        let addr = self.block_addr(b);
+        Ok(self.ctl.set_slc_mode(addr, slc)?)
+    }
+
+    /// Keeps block `b`'s pages whole in a digest-mode store (metadata units the kernel
+    /// reads back byte for byte): a storage setting, no operation.
+    pub fn keep_whole(&mut self, b: u32) {
+        self.ctl.keep_whole(b, true);
+    }
+
+    /// The stored bytes of the page at `addr` with no charged read and no error model:
+    /// simulator bookkeeping (DFTL's shadow tables at mount), never the scheme's input.
+    pub fn inspect_stored(&mut self, addr: nand::PhysAddr, buf: &mut [u8]) -> bool {
+        self.ctl.inspect_stored(addr, buf).is_ok()
+    }
+
     /// A substrate for a block-level kernel, which allocates, collects and places its own
     /// blocks: the default policies (fixed strength at `cfg.ecc_t`, striped placement,
     /// foreground pacing, ascending copies, greedy victims), which such a kernel never
@@ -676,15 +750,15 @@ macro_rules! substrate_ftl_methods {
         }
 
         fn take_ops(&mut self, out: &mut Vec<crate::FlashOp>) {
-            self.s.log.take(out);
+            self.s.take_ops(out);
         }
 
         fn counters(&self) -> &crate::FtlCounters {
-            &self.s.log.counters
+            self.s.counters()
         }
 
         fn ecc_stats(&self) -> controller::EccStats {
-            *self.s.ctl.stats()
+            *self.s.controller().stats()
         }
 
         fn erase_counts(&self) -> &[u32] {

@@ -367,7 +367,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
 
     /// Counts a write-back's or a compaction copy's bytes.
     fn count_bytes(sub: &mut Substrate<S, M>, n: usize, compaction: bool) {
-        let k = &mut sub.log.counters.meta_bytes_by_kind;
+        let k = &mut sub.counters_mut().meta_bytes_by_kind;
         if compaction {
             k.pmt_gc += n as u64;
         } else {
@@ -407,7 +407,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 // No room for a log: the whole page goes instead.
             }
             // The log outgrew its subpage (or found no room): merged.
-            sub.log.counters.log_merges += 1;
+            sub.counters_mut().log_merges += 1;
         }
         let unit = &mut self.tps.unit;
         unit.fill(0xFF);
@@ -483,11 +483,11 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         self.clock += 1;
         let i = self.line_of[tp as usize];
         if i != NONE {
-            sub.log.counters.cpmt_hits += 1;
+            sub.counters_mut().cpmt_hits += 1;
             self.lines[i as usize].used = self.clock;
             return Ok(i as usize);
         }
-        sub.log.counters.cpmt_misses += 1;
+        sub.counters_mut().cpmt_misses += 1;
         let i = self.free_line(sub, now)?;
         let mut entries = core::mem::take(&mut self.lines[i].entries);
         let mut logged = core::mem::take(&mut self.lines[i].logged);

@@ -232,7 +232,7 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
                 self.dir[tp as usize] = loc;
                 self.owner[loc as usize] = tp;
                 self.live[bi] += 1;
-                let c = &mut sub.log.counters;
+                let c = sub.counters_mut();
                 c.meta_bytes += self.unit.len() as u64;
                 c.meta_programs += 1;
                 return Ok(true);

@@ -5,7 +5,7 @@
 use super::{Found, Rebuild, Rebuildable, RecoveryReport, SEQ_LIMIT};
 use crate::page::snapshot::code;
 use crate::page::{INVALID, LOST};
-use crate::substrate::{BState, Frontier, Sense, Sensed};
+use crate::substrate::{BState, Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
@@ -24,7 +24,7 @@ impl Rebuild {
                 "no valid checkpoint in the region: not a formatted nandlab volume",
             ));
         };
-        let checkpoint_pages = ftl.sub_mut().log.ops.len() as u64;
+        let checkpoint_pages = ftl.sub().log().ops.len() as u64;
         if snap.logical == 0 || snap.logical >= ftl.sub_mut().geo.total_pages() {
             return Err(FtlError::Corrupt("checkpoint volume size out of range"));
         }
@@ -395,7 +395,7 @@ impl Rebuild {
                         return Ok(false);
                     }
                     retries -= 1;
-                    ftl.sub_mut().log.counters.read_retries += 1;
+                    ftl.sub_mut().counters_mut().read_retries += 1;
                 }
             }
         }
@@ -506,7 +506,7 @@ impl Rebuild {
             })
             .count() as u64;
         let channels = ftl.sub().geo.channels;
-        let (reads, time) = ftl.sub().log.read_time(Cause::Mount, channels);
+        let (reads, time) = ftl.sub().log().read_time(Cause::Mount, channels);
         RecoveryReport {
             procedure: name.into(),
             checkpoint_gen: ftl.checkpoint_gen(),
@@ -544,11 +544,7 @@ fn resume_frontiers<K: Rebuildable>(ftl: &mut K, mut partial: Vec<(u32, u32, Vec
         else {
             continue;
         };
-        let sub = ftl.sub_mut();
-        sub.reopen(b);
-        sub.dies[die].frontier[s] = Some(Frontier { block: b, next: wp });
-        let base = (die * 2 + s) * ppb as usize;
-        sub.fseq[base..base + ppb as usize].copy_from_slice(&seqs);
+        ftl.sub_mut().resume_frontier(die, s, b, wp, &seqs);
     }
 }
 
