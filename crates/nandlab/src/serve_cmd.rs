@@ -613,6 +613,55 @@ impl Export for Volume {
     }
 }
 
+/// Warns when the server listens beyond the loopback interface without authenticated
+/// clients (TLS required, client certificates checked).
+fn warn_if_open(a: &ServeArgs, tls: bool) {
+    let authenticated = tls && a.tls_ca.is_some() && a.tls == TlsMode::Require;
+    if !a.listen.ip().is_loopback() && !authenticated {
+        eprintln!(
+            "WARNING: listening on {} without {} — anyone who reaches this port can read and write the volume (use --tls-cert/--tls-key/--tls-ca)",
+            a.listen,
+            if !tls {
+                "TLS"
+            } else if a.tls_ca.is_none() {
+                "client certificates"
+            } else {
+                "TLS required"
+            }
+        );
+    }
+}
+
+/// Serves one accepted connection on a thread of its own (`guard` counts it open until
+/// the thread ends); a thread that cannot start closes that client and the server goes on.
+fn spawn_connection(
+    stream: std::net::TcpStream,
+    peer: std::net::SocketAddr,
+    (volume, cfg, budget): (Arc<Mutex<Volume>>, Arc<nbd::ServerConfig>, Arc<nbd::Budget>),
+    guard: Active,
+) {
+    let spawned = std::thread::Builder::new()
+        .name(format!("nbd {peer}"))
+        .spawn(move || {
+            let _guard = guard;
+            let r = nbd::serve_connection(stream, &cfg, &budget, |op| {
+                let mut v = volume.lock().map_err(|_| nbd::EIO)?;
+                v.last_request = Instant::now();
+                op(&mut *v)
+            });
+            if let Err(e) = r {
+                if e.kind() != std::io::ErrorKind::UnexpectedEof {
+                    eprintln!("connection from {peer}: {e}");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        // The closure (socket and count) is dropped: that client is closed.
+        eprintln!("cannot start a thread for {peer} ({e}): connection closed, still serving");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub fn run(a: ServeArgs) -> Result<()> {
     if a.create.is_some() {
         volume_cmd::refuse_overwrite(&a.image, a.force, "`serve --create`")?;
@@ -638,20 +687,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         let v = volume.lock().expect("volume lock");
         (v.size, v.page as u32)
     };
-    let authenticated = tls.is_some() && a.tls_ca.is_some() && a.tls == TlsMode::Require;
-    if !a.listen.ip().is_loopback() && !authenticated {
-        eprintln!(
-            "WARNING: listening on {} without {} — anyone who reaches this port can read and write the volume (use --tls-cert/--tls-key/--tls-ca)",
-            a.listen,
-            if tls.is_none() {
-                "TLS"
-            } else if a.tls_ca.is_none() {
-                "client certificates"
-            } else {
-                "TLS required"
-            }
-        );
-    }
+    warn_if_open(&a, tls.is_some());
     let cfg = Arc::new(nbd::ServerConfig {
         size,
         preferred,
@@ -719,30 +755,8 @@ pub fn run(a: ServeArgs) -> Result<()> {
                 let _ = stream.set_nodelay(true);
                 active.fetch_add(1, Ordering::Relaxed);
                 let guard = Active(Arc::clone(&active));
-                let (volume, cfg, budget) =
-                    (Arc::clone(&volume), Arc::clone(&cfg), Arc::clone(&budget));
-                let spawned = std::thread::Builder::new()
-                    .name(format!("nbd {peer}"))
-                    .spawn(move || {
-                        let _guard = guard;
-                        let r = nbd::serve_connection(stream, &cfg, &budget, |op| {
-                            let mut v = volume.lock().map_err(|_| nbd::EIO)?;
-                            v.last_request = Instant::now();
-                            op(&mut *v)
-                        });
-                        if let Err(e) = r {
-                            if e.kind() != std::io::ErrorKind::UnexpectedEof {
-                                eprintln!("connection from {peer}: {e}");
-                            }
-                        }
-                    });
-                if let Err(e) = spawned {
-                    // The closure (socket and count) is dropped: that client is closed.
-                    eprintln!(
-                        "cannot start a thread for {peer} ({e}): connection closed, still serving"
-                    );
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+                let shared = (Arc::clone(&volume), Arc::clone(&cfg), Arc::clone(&budget));
+                spawn_connection(stream, peer, shared, guard);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
