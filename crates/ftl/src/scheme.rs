@@ -138,6 +138,26 @@ macro_rules! volume_kernel {
             pub fn recovery_report(&self) -> Option<&RecoveryReport> {
                 self.recovery.as_ref()
             }
+
+            /// Ends a mount: the report kept and, with `verify`, the volume checked in
+            /// debug builds ([`crate::debug_verify`]); or the error with the controller
+            /// handed back.
+            pub(crate) fn mounted(
+                mut self,
+                recovered: Result<RecoveryReport, FtlError>,
+                verify: bool,
+            ) -> Result<Self, Box<crate::MountFailure<S, M>>> {
+                match recovered {
+                    Ok(report) => {
+                        self.recovery = Some(report);
+                        if verify {
+                            crate::debug_verify("mount", || self.verify());
+                        }
+                        Ok(self)
+                    }
+                    Err(error) => Err(crate::MountFailure::boxed(error, self.s.into_controller())),
+                }
+            }
         }
 
         impl<S: Storage, M: ErrorModel> sealed::VolumeKernel<S, M> for $ty<S, M> {
@@ -393,10 +413,7 @@ impl SchemeConfig {
                 let mut ctl = ctl;
                 match crate::combined::fit(cfg, &mut ctl) {
                     Ok(cfg) => Ok(Box::new(PageFtl::try_mount(ctl, cfg, now)?)),
-                    Err(error) => Err(Box::new(MountFailure {
-                        error,
-                        controller: ctl,
-                    })),
+                    Err(error) => Err(MountFailure::boxed(error, ctl)),
                 }
             }
         }

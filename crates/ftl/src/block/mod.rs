@@ -391,23 +391,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     ) -> Result<Self, alloc::boxed::Box<MountFailure<S, M>>> {
         let mut ctl = ctl;
         if let Err(error) = Self::check_config(&mut ctl, &cfg) {
-            return Err(alloc::boxed::Box::new(MountFailure {
-                error,
-                controller: ctl,
-            }));
+            return Err(MountFailure::boxed(error, ctl));
         }
         let mut ftl = Self::empty(ctl, cfg);
-        match recovery::recover(&mut ftl, now, cfg.recovery) {
-            Ok(report) => {
-                ftl.recovery = Some(report);
-                crate::debug_verify("mount", || ftl.verify());
-                Ok(ftl)
-            }
-            Err(error) => Err(alloc::boxed::Box::new(MountFailure {
-                error,
-                controller: ftl.s.into_controller(),
-            })),
-        }
+        let recovered = recovery::recover(&mut ftl, now, cfg.recovery);
+        ftl.mounted(recovered, true)
     }
 
     /// Rejects what this kernel cannot run with, naming the key.

@@ -399,10 +399,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     ) -> Result<Self, Box<crate::MountFailure<S, M>>> {
         match Self::plan(&mut ctl, mode, &cfg) {
             Ok(plan) => Ok(Self::build(ctl, mode, cfg, plan)),
-            Err(error) => Err(Box::new(crate::MountFailure {
-                error,
-                controller: ctl,
-            })),
+            Err(error) => Err(crate::MountFailure::boxed(error, ctl)),
         }
     }
 

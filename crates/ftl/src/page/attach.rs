@@ -89,10 +89,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     ) -> Result<Self, Box<MountFailure<S, M>>> {
         let mut ctl = ctl;
         if let Err(error) = Self::check_config(&mut ctl, &cfg) {
-            return Err(Box::new(MountFailure {
-                error,
-                controller: ctl,
-            }));
+            return Err(MountFailure::boxed(error, ctl));
         }
         let mut ftl = Self::empty_checked(ctl, cfg);
         let recovered = procedure.recover(&mut ftl, now).and_then(|report| {
@@ -113,17 +110,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             ftl.checkpoint_at_mount_if_short(now)?;
             Ok(report)
         });
-        match recovered {
-            Ok(report) => {
-                ftl.recovery = Some(report);
-                crate::debug_verify("mount", || ftl.verify());
-                Ok(ftl)
-            }
-            Err(error) => Err(Box::new(MountFailure {
-                error,
-                controller: ftl.s.into_controller(),
-            })),
-        }
+        ftl.mounted(recovered, true)
     }
 
     pub(super) fn empty(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Result<Self, FtlError> {

@@ -95,6 +95,13 @@ pub struct MountFailure<S: Storage, M: ErrorModel> {
     pub controller: Controller<S, M>,
 }
 
+impl<S: Storage, M: ErrorModel> MountFailure<S, M> {
+    /// A failed mount: `error`, and the controller handed back.
+    pub(crate) fn boxed(error: FtlError, controller: Controller<S, M>) -> Box<Self> {
+        Box::new(MountFailure { error, controller })
+    }
+}
+
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for MountFailure<S, M> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MountFailure")

@@ -121,25 +121,11 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let mut ctl = ctl;
         let alpha = match Self::check_config(&mut ctl, kind, &cfg) {
             Ok(a) => a,
-            Err(error) => {
-                return Err(Box::new(MountFailure {
-                    error,
-                    controller: ctl,
-                }))
-            }
+            Err(error) => return Err(MountFailure::boxed(error, ctl)),
         };
         let mut ftl = Self::empty(ctl, kind, cfg, alpha);
-        match ftl.scan_and_rebuild(now) {
-            Ok(report) => {
-                ftl.recovery = Some(report);
-                crate::debug_verify("mount", || ftl.verify());
-                Ok(ftl)
-            }
-            Err(error) => Err(Box::new(MountFailure {
-                error,
-                controller: ftl.s.into_controller(),
-            })),
-        }
+        let recovered = ftl.scan_and_rebuild(now);
+        ftl.mounted(recovered, true)
     }
 
     /// Puts every `Free` block not yet in the pool into it.
