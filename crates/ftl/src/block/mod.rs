@@ -67,7 +67,8 @@
 //! ## What it takes from the substrate, and what it keeps
 //!
 //! From the substrate (`Substrate::block_level`): the one flash path (`sense`,
-//! `program_page`, `erase_block`, charged header reads), the op log and counters, the
+//! `program_kept` — a failed program marks the block bad, a refused one is skipped —
+//! `erase_block`, charged header reads), the op log and counters, the
 //! erase-count mirror and block states (through the asserted mutators: `adopt_*` at
 //! mount, `set_state` to `Bad`), sealing's pairing tables, and the checkpoint region
 //! (a checkpoint is a region generation). Of its own: allocation from DCR's lists (the

@@ -91,9 +91,9 @@
 //! ## What it takes from the substrate, and what it keeps
 //!
 //! From the substrate (`Substrate::block_level`): the one flash path (`sense`,
-//! `program_page`, `erase_block`, charged header reads), the op log and counters, the
-//! erase-count mirror and block states through the asserted mutators (`release_erased`,
-//! `reopen`, `set_state`). No checkpoint region: every page's record names its logical
+//! `program_kept` — a failed program marks the block bad, a refused one is skipped —
+//! `erase_block`, charged header reads), the op log and counters, the erase-count mirror
+//! and block states through the asserted mutators (`release_erased`, `set_state`). No checkpoint region: every page's record names its logical
 //! page. Of its own: the free pool (least-worn first) and the per-logical-block
 //! allocation of Table I's schemes (GFTL's data blocks and central buffer, RFTL's
 //! primary, replacement and buffer per logical block) with their partial-GC queues —

@@ -190,11 +190,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         self.state.set(b as usize, BState::Free);
     }
 
-    /// Keeps writing block `b` after the substrate closed it (a block-level kernel skips a
-    /// torn page, or a mount resumes the frontier block it found): `Open`, out of the index.
+    /// Keeps writing block `b` after the substrate closed it (a mount resumes the frontier
+    /// block it found: [`resume_frontier`](Self::resume_frontier)): `Open`, out of the index.
     ///
     /// Requires: `b` is `Open` or `Full`.
-    pub fn reopen(&mut self, b: u32) {
+    fn reopen(&mut self, b: u32) {
         let from = self.state[b as usize];
         debug_assert!(
             matches!(from, BState::Open | BState::Full),
