@@ -48,6 +48,8 @@ pub mod rtblock;
 pub mod sabotage;
 pub mod scheme;
 mod substrate;
+#[cfg(test)]
+mod testkit;
 pub mod victim;
 
 pub use block::{BlockFtl, BlockFtlConfig};

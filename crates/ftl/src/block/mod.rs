@@ -87,16 +87,16 @@ mod tests;
 
 use crate::recovery::{RecoveryKind, RecoveryReport};
 use crate::substrate::meta::WholePage;
-use crate::substrate::region::{Region, HEADER};
+use crate::substrate::region::Region;
 use crate::substrate::{BState, Substrate, SubstrateConfig};
-use crate::{Cause, Ftl, FtlError, Invariant, MountFailure, WearLevelConfig};
+use crate::{Ftl, FtlError, Invariant, MountFailure, WearLevelConfig};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use controller::{Controller, DataClass};
-use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
+use nand::{ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 use serde::{Deserialize, Serialize};
 
 /// No block.
@@ -171,25 +171,10 @@ impl BlockFtlConfig {
     /// then `i + 1`, …); depends only on the chip and this configuration.
     pub fn region_blocks(&self, chip: &nand::ChipConfig) -> Vec<u32> {
         let geo = chip.geometry;
-        let ndies = geo.total_dies();
-        let bpd = geo.planes_per_die * geo.blocks_per_plane;
-        let per_die = if self.region_blocks_per_die > 0 {
-            self.region_blocks_per_die
-        } else {
-            let usable = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1) as u64;
-            let bytes = snapshot::worst_case_bytes(geo.total_blocks() as u64);
-            let payload = (geo.page_size as u64).saturating_sub(HEADER as u64).max(1);
-            let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
-            // Two generations and a spare for a block gone bad; at least enough blocks to
-            // rotate (wear levelling of the region).
-            (2 * body_blocks + 1)
-                .max(crate::substrate::region::MIN_ROTATING as u64)
-                .div_ceil(ndies as u64) as u32
-        };
-        let per_die = per_die.min(bpd);
-        (0..per_die)
-            .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
-            .collect()
+        let bytes = snapshot::worst_case_bytes(geo.total_blocks() as u64);
+        // Two generations and a spare for a block gone bad.
+        let unit = geo.page_size as u64;
+        crate::substrate::region::layout(chip, self.region_blocks_per_die, bytes, unit, 1)
     }
 
     /// (spare, hot) list lengths for `data_blocks` data blocks.
@@ -355,19 +340,11 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let mut ftl = Self::empty(ctl, cfg);
         let multi = ftl.s.controller().chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.s.geo.total_blocks() {
-            let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.adopt_erase_count(b, info.erase_count);
             let in_region = ftl.blk[b as usize].role == Role::Region;
-            if info.status != BlockStatus::Good {
+            let Some(info) = ftl.s.format_block(now, b)? else {
                 ftl.set_bad(b);
                 continue;
-            }
-            if (info.next_page > 0 || info.needs_erase)
-                && !ftl.s.erase_block(now, b, Cause::Mount)?
-            {
-                ftl.set_bad(b);
-                continue;
-            }
+            };
             if multi && info.slc_mode != in_region {
                 ftl.s.set_slc_mode(b, in_region)?;
             }

@@ -2,30 +2,16 @@
 //! the version-based scan on the same crash images.
 
 use super::*;
+use crate::testkit::{self, pattern, Ctl, Op};
 use crate::Ftl;
 use alloc::collections::BTreeMap;
 use alloc::string::ToString;
-use controller::{Controller, ControllerConfig};
-use nand::{Chip, ChipConfig, ConstantRber, CutMode, RamStorage};
+use nand::{ConstantRber, CutMode, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-type Ctl = Controller<RamStorage, ConstantRber>;
-
 fn controller(preset: &str, seed: u64) -> Ctl {
-    let mut cfg = ChipConfig::preset(preset).unwrap();
-    cfg.reliability.wear_fail_rate = 0.0;
-    cfg.reliability.wear_fail_growth = 0.0;
-    cfg.seed = seed;
-    let mut ctl = Controller::new(
-        Chip::ram(cfg).unwrap(),
-        ConstantRber(0.0),
-        ControllerConfig {
-            seed,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut ctl = testkit::controller(preset, seed);
     // (The tiny SLC chip's 64-byte spare area holds t = 4 at most.)
     assert!(ctl.max_t() >= 4);
     ctl
@@ -44,60 +30,26 @@ fn config() -> BlockFtlConfig {
     }
 }
 
-/// Page contents for logical page `l`, version `v`.
-fn pattern(size: usize, l: u64, v: u64) -> Vec<u8> {
-    let mut out = vec![0u8; size];
-    for (i, c) in out.chunks_mut(8).enumerate() {
-        let w = (l << 32 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i as u64;
-        c.copy_from_slice(&w.to_le_bytes()[..c.len()]);
-    }
-    out
-}
+/// The model runs' mix: sequential runs, random writes, trims, flushes, reads.
+const MIX: testkit::Mix = &[
+    (Op::Seq, 30),
+    (Op::Random, 65),
+    (Op::Trim, 72),
+    (Op::Flush, 76),
+    (Op::Read, 100),
+];
 
 /// A random mix of writes (sequential runs and random pages), trims, reads and flushes
 /// checked against a model, with `verify` after every operation; then a clean remount
 /// with each procedure.
 fn model_run(preset: &str, seed: u64, ops: usize) -> BlockFtl<RamStorage, ConstantRber> {
-    let mut ftl = BlockFtl::format(controller(preset, seed), config(), Nanos::ZERO).unwrap();
+    let ftl = BlockFtl::format(controller(preset, seed), config(), Nanos::ZERO).unwrap();
     ftl.verify().unwrap();
     let n = ftl.logical_pages();
-    let size = ftl.page_size();
-    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut buf = vec![0u8; size];
-    let mut t = Nanos::ZERO;
-    let mut seq_next = 0u64;
-    for i in 0..ops {
-        t += Nanos(10_000);
-        let r = rng.next_u32() % 100;
-        if r < 30 {
-            // A run of sequential writes.
-            let l = seq_next % n;
-            seq_next += 1;
-            ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i as u64))
-                .unwrap();
-            model.insert(l, i as u64);
-        } else if r < 65 {
-            let l = rng.next_u64() % n;
-            ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i as u64))
-                .unwrap();
-            model.insert(l, i as u64);
-        } else if r < 72 {
-            let l = rng.next_u64() % n;
-            ftl.trim(t, Lpn::checked(l, n).unwrap()).unwrap();
-            model.remove(&l);
-        } else if r < 76 {
-            ftl.flush(t).unwrap();
-        } else {
-            let l = rng.next_u64() % n;
-            ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
-            let want = model
-                .get(&l)
-                .map_or(vec![0; size], |&v| pattern(size, l, v));
-            assert!(buf == want, "op {i}: page {l} reads wrong data");
-        }
-        ftl.verify().unwrap_or_else(|e| panic!("op {i}: {e}"));
-    }
+    let verify = |f: &BlockFtl<_, _>| f.verify().map_err(|e| e.to_string());
+    let no_other = |f, _| f;
+    let (mut ftl, model) = testkit::run(ftl, seed, ops, n, MIX, verify, no_other);
+    let t = model.t;
     ftl.shutdown(t).unwrap();
     let c = ftl.s.counters_mut();
     assert!(c.gc_victims > 10, "merges ran: {c:?}");
@@ -109,13 +61,7 @@ fn model_run(preset: &str, seed: u64, ops: usize) -> BlockFtl<RamStorage, Consta
         cfg.recovery = kind;
         let mut m = BlockFtl::mount(ctl.take().unwrap(), cfg, t).unwrap();
         m.verify().unwrap();
-        for l in 0..n {
-            m.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
-            let want = model
-                .get(&l)
-                .map_or(vec![0; size], |&v| pattern(size, l, v));
-            assert!(buf == want, "{kind:?} remount: page {l} reads wrong data");
-        }
+        testkit::read_back(&mut m, &model, &format!("{kind:?} remount"));
         m.verify().unwrap();
         ctl = Some(m.into_controller());
         last = Some(kind);

@@ -9,7 +9,7 @@ use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 use controller::Controller;
-use nand::{BlockStatus, ErrorModel, Nanos, Storage};
+use nand::{ErrorModel, Nanos, Storage};
 
 impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Formats the chip: every good block erased, the metadata blocks switched to SLC mode,
@@ -53,12 +53,9 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Format, block `b`: erased if it holds anything, its mode set (SLC for metadata on a
     /// multi-level chip), into its metadata partition's free list; returns its BIT entry.
     fn format_block(&mut self, now: Nanos, b: u32) -> Result<BitEntry, FtlError> {
-        let info = self.s.read_header(now, b, Cause::Mount)?;
-        self.s.adopt_erase_count(b, info.erase_count);
         let meta = b < self.user_first;
-        let good = info.status == BlockStatus::Good
-            && (!(info.next_page > 0 || info.needs_erase)
-                || self.s.erase_block(now, b, Cause::Mount)?);
+        let info = self.s.format_block(now, b)?;
+        let good = info.is_some();
         self.s.adopt_state(b, crate::substrate::BState::Region);
         let entry = BitEntry {
             valid: 0,
@@ -82,7 +79,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let multi = self.s.controller().chip().config().cell != nand::CellType::Slc;
         if meta && multi {
             self.s.set_slc_mode(b, true)?;
-        } else if !meta && info.slc_mode {
+        } else if !meta && info.is_some_and(|i| i.slc_mode) {
             self.s.set_slc_mode(b, false)?;
         }
         if let Some(k) = self.part_of(b) {

@@ -2,16 +2,15 @@
 //! and crash remounts, power cuts at every operation of a short run, and bad input.
 
 use super::*;
+use crate::testkit::{self, controller_on, pattern, Op};
 use crate::Ftl;
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::ToString;
-use controller::{Controller, ControllerConfig};
-use nand::{Chip, ChipConfig, ConstantRber, CutMode, RamStorage};
+use nand::{ChipConfig, ConstantRber, CutMode, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-type Ctl = Controller<RamStorage, ConstantRber>;
 type F = DftlFtl<RamStorage, ConstantRber>;
 
 /// `tiny-mlc` with 64 blocks per plane and two subpages per page.
@@ -23,18 +22,6 @@ fn chip(seed: u64, subpages: u32) -> ChipConfig {
     cfg.reliability.wear_fail_growth = 0.0;
     cfg.seed = seed;
     cfg
-}
-
-fn controller(cfg: ChipConfig, seed: u64) -> Ctl {
-    Controller::new(
-        Chip::ram(cfg).unwrap(),
-        ConstantRber(0.0),
-        ControllerConfig {
-            seed,
-            ..Default::default()
-        },
-    )
-    .unwrap()
 }
 
 /// A small memory budget so that the caches evict constantly.
@@ -50,25 +37,6 @@ fn small() -> DftlConfig {
     }
 }
 
-fn pattern(size: usize, l: u64, v: u64) -> Vec<u8> {
-    nand::pattern::bytes(size, l << 24 ^ v)
-}
-
-fn check_all(ftl: &mut F, model: &BTreeMap<u64, u64>, t: Nanos, what: &str) {
-    let n = ftl.logical_pages();
-    let size = ftl.page_size();
-    let mut buf = vec![0u8; size];
-    for l in 0..n {
-        ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf)
-            .unwrap_or_else(|e| panic!("{what}: page {l}: {e}"));
-        let want = model
-            .get(&l)
-            .map_or(vec![0; size], |&v| pattern(size, l, v));
-        assert!(buf == want, "{what}: page {l} reads wrong data");
-    }
-    ftl.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
-}
-
 /// Random and sequential writes, trims, reads and flushes; `verify` after every
 /// operation; remounts (clean) along the way.
 fn model_run(mode: MetaMode, seed: u64, ops: usize) {
@@ -76,52 +44,26 @@ fn model_run(mode: MetaMode, seed: u64, ops: usize) {
 }
 
 fn model_run_with(mode: MetaMode, seed: u64, ops: usize, cfg: DftlConfig) {
-    let mut ftl = F::format(controller(chip(seed, 2), seed), mode, cfg, Nanos::ZERO).unwrap();
+    let ftl = F::format(controller_on(chip(seed, 2), seed), mode, cfg, Nanos::ZERO).unwrap();
     ftl.verify().unwrap();
     let n = ftl.logical_pages();
-    let size = ftl.page_size();
-    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut buf = vec![0u8; size];
-    let mut t = Nanos::ZERO;
-    let mut seq = 0u64;
-    for i in 0..ops {
-        t += Nanos(10_000);
-        let r = rng.next_u32() % 100;
-        let lpn = |l: u64| Lpn::checked(l, n).unwrap();
-        if r < 25 {
-            let l = seq % n;
-            seq += 1;
-            ftl.write(t, lpn(l), &pattern(size, l, i as u64))
-                .unwrap_or_else(|e| panic!("op {i}: {e}"));
-            model.insert(l, i as u64);
-        } else if r < 70 {
-            let l = rng.next_u64() % n;
-            ftl.write(t, lpn(l), &pattern(size, l, i as u64))
-                .unwrap_or_else(|e| panic!("op {i}: {e}"));
-            model.insert(l, i as u64);
-        } else if r < 75 {
-            let l = rng.next_u64() % n;
-            ftl.trim(t, lpn(l)).unwrap();
-            model.remove(&l);
-        } else if r < 95 {
-            let l = rng.next_u64() % n;
-            ftl.read(t, lpn(l), &mut buf)
-                .unwrap_or_else(|e| panic!("op {i}: read {l}: {e}"));
-            let want = model
-                .get(&l)
-                .map_or(vec![0; size], |&v| pattern(size, l, v));
-            assert!(buf == want, "op {i}: page {l} reads wrong data");
-        } else if r < 99 {
-            ftl.flush(t).unwrap();
-        } else {
-            let ctl = ftl.into_controller();
-            ftl = F::mount(ctl, mode, cfg, t).unwrap_or_else(|e| panic!("op {i}: mount: {e}"));
-        }
-        ftl.verify()
-            .unwrap_or_else(|e| panic!("op {i} (r {r}): {e}"));
-    }
-    check_all(&mut ftl, &model, t, "end");
+    let mix: testkit::Mix = &[
+        (Op::Seq, 25),
+        (Op::Random, 70),
+        (Op::Trim, 75),
+        (Op::Read, 95),
+        (Op::Flush, 99),
+    ];
+    let verify = |f: &F| f.verify().map_err(|e| e.to_string());
+    // The rest of the rolls remount (clean).
+    let remount = |ftl: F, t| {
+        let ctl = ftl.into_controller();
+        F::mount(ctl, mode, cfg, t).unwrap_or_else(|e| panic!("mount: {e}"))
+    };
+    let (mut ftl, model) = testkit::run(ftl, seed, ops, n, mix, verify, remount);
+    let t = model.t;
+    testkit::read_back(&mut ftl, &model, "end");
+    ftl.verify().unwrap();
     let c = *ftl.counters();
     assert!(c.gc_victims > 0, "the run never collected a victim");
     assert!(c.meta_bytes_by_kind.pmt > 0 && c.meta_bytes_by_kind.bit > 0);
@@ -140,7 +82,8 @@ fn model_run_with(mode: MetaMode, seed: u64, ops: usize, cfg: DftlConfig) {
     }
     let ctl = ftl.into_controller();
     let mut ftl = F::mount(ctl, mode, cfg, t).unwrap();
-    check_all(&mut ftl, &model, t, "remount");
+    testkit::read_back(&mut ftl, &model, "remount");
+    ftl.verify().unwrap();
 }
 
 #[test]
@@ -184,7 +127,7 @@ fn spftl_log_writes_less_metadata() {
 
 /// 4,000 random writes on a fresh volume of `mode`: its counters.
 fn random_writes(mode: MetaMode) -> crate::FtlCounters {
-    let mut ftl = F::format(controller(chip(5, 2), 5), mode, small(), Nanos::ZERO).unwrap();
+    let mut ftl = F::format(controller_on(chip(5, 2), 5), mode, small(), Nanos::ZERO).unwrap();
     let n = ftl.logical_pages();
     let size = ftl.page_size();
     let mut rng = ChaCha8Rng::seed_from_u64(9);
@@ -258,7 +201,13 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         Ok((log, flushed))
     };
     // How many chip operations the run takes.
-    let mut ftl = F::format(controller(chip(seed, 2), seed), mode, small(), Nanos::ZERO).unwrap();
+    let mut ftl = F::format(
+        controller_on(chip(seed, 2), seed),
+        mode,
+        small(),
+        Nanos::ZERO,
+    )
+    .unwrap();
     let start = ftl.controller().chip().ops();
     workload(&mut ftl, None).unwrap();
     let total = ftl.controller().chip().ops() - start;
@@ -269,8 +218,13 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
     while cut_at <= total {
         let cm = modes[k % modes.len()];
         k += 1;
-        let mut ftl =
-            F::format(controller(chip(seed, 2), seed), mode, small(), Nanos::ZERO).unwrap();
+        let mut ftl = F::format(
+            controller_on(chip(seed, 2), seed),
+            mode,
+            small(),
+            Nanos::ZERO,
+        )
+        .unwrap();
         ftl.controller_mut().chip_mut().arm_cut(cut_at, cm);
         let (log, flushed) = match workload(&mut ftl, None) {
             Ok(x) | Err(x) => x,
@@ -355,7 +309,7 @@ fn spftl_log_survives_cuts() {
 #[test]
 fn bad_input_names_the_key() {
     let err = |mode, cfg: DftlConfig, subpages| {
-        F::format(controller(chip(1, subpages), 1), mode, cfg, Nanos::ZERO)
+        F::format(controller_on(chip(1, subpages), 1), mode, cfg, Nanos::ZERO)
             .unwrap_err()
             .to_string()
     };
@@ -419,7 +373,7 @@ fn bad_input_names_the_key() {
     assert!(e.contains("meta_ecc_t"), "{e}");
     // A volume of the other writer is refused, not misread.
     let ftl = F::format(
-        controller(chip(1, 2), 1),
+        controller_on(chip(1, 2), 1),
         MetaMode::Page,
         small(),
         Nanos::ZERO,
@@ -448,7 +402,7 @@ fn spftl_log_survives_unreadable_gxt_logs() {
     };
     for (seed, all) in [(21u64, false), (22, true), (23, false)] {
         let mut ftl = F::format(
-            controller(chip(seed, 2), seed),
+            controller_on(chip(seed, 2), seed),
             MetaMode::Log,
             cfg,
             Nanos::ZERO,

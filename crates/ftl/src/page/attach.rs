@@ -30,16 +30,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let mut ftl = self;
         let multi = ftl.s.controller().chip().config().cell != nand::CellType::Slc;
         for b in 0..ftl.s.geo.total_blocks() {
-            let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.adopt_erase_count(b, info.erase_count);
             let in_region = ftl.s.state[b as usize].reserved();
-            match info.status {
-                BlockStatus::Good => {
-                    if (info.next_page > 0 || info.needs_erase)
-                        && !ftl.s.erase_block(now, b, Cause::Mount)?
-                    {
-                        continue;
-                    }
+            match ftl.s.format_block(now, b)? {
+                Some(info) => {
                     // Data blocks in native mode, region blocks in SLC mode.
                     if multi && info.slc_mode != in_region {
                         ftl.s.set_slc_mode(b, in_region)?;
@@ -48,7 +41,9 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                         ftl.s.adopt_free(b);
                     }
                 }
-                _ => ftl.s.adopt_state(b, BState::Bad),
+                // (A failed erase already marked it bad.)
+                None if ftl.s.state[b as usize] == BState::Bad => {}
+                None => ftl.s.adopt_state(b, BState::Bad),
             }
         }
         ftl.size_volume()?;

@@ -3,7 +3,6 @@
 
 use super::{paged, replica};
 use crate::policy::{CopyOrderKind, PacingKind, PlacementKind};
-use crate::substrate::region::HEADER;
 use crate::substrate::WearLevelConfig;
 use crate::victim::VictimKind;
 use alloc::vec::Vec;
@@ -114,44 +113,30 @@ impl PageFtlConfig {
     /// mount agree; a simulator in digest mode keeps these blocks' bytes.
     pub fn region_blocks(&self, chip: &nand::ChipConfig) -> Vec<u32> {
         let geo = chip.geometry;
-        let ndies = geo.total_dies();
-        let bpd = geo.planes_per_die * geo.blocks_per_plane;
-        let per_die = if self.region_blocks_per_die > 0 {
-            self.region_blocks_per_die
-        } else {
-            let usable = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1) as u64;
-            let blocks = geo.total_blocks() as u64;
-            let logical =
-                (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
-            // Header, frontiers, block states and erase counts, the map, the critical
-            // pages (at most a bitmap).
-            let bytes = 32
-                + ndies as u64 * 16
-                + blocks * 5
-                + logical * 4
-                + 8
-                + logical / 8
-                + replica::worst_case_bytes(geo.total_pages(), self.replicas)
-                + match self.ecc {
-                    // FLARES's stash at shutdown: 3 bytes per physical page, and the
-                    // (then always written) replica section's count.
-                    crate::policy::EccKind::Flares(_) => 12 + 3 * geo.total_pages(),
-                    crate::policy::EccKind::Fixed => 0,
-                };
-            // A unit is a page, or a subpage (one per page of an SP block per erase).
-            let unit = geo.page_size as u64 / self.meta_writer.units_per_page(&geo) as u64;
-            let payload = unit.saturating_sub(HEADER as u64).max(1);
-            let body_blocks = bytes.div_ceil(payload).div_ceil(usable);
-            // Two generations, a block of trim log, a spare for a bad block; at least
-            // enough blocks to rotate (wear levelling of the region).
-            (2 * body_blocks + 2)
-                .max(crate::substrate::region::MIN_ROTATING as u64)
-                .div_ceil(ndies as u64) as u32
-        };
-        let per_die = per_die.min(bpd);
-        (0..per_die)
-            .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
-            .collect()
+        let ndies = geo.total_dies() as u64;
+        let blocks = geo.total_blocks() as u64;
+        let logical =
+            (geo.total_pages() as f64 * (1.0 - self.over_provisioning.clamp(0.0, 1.0))) as u64;
+        // Header, frontiers, block states and erase counts, the map, the critical pages (at
+        // most a bitmap).
+        let bytes = 32
+            + ndies * 16
+            + blocks * 5
+            + logical * 4
+            + 8
+            + logical / 8
+            + replica::worst_case_bytes(geo.total_pages(), self.replicas)
+            + match self.ecc {
+                // FLARES's stash at shutdown: 3 bytes per physical page, and the (then
+                // always written) replica section's count.
+                crate::policy::EccKind::Flares(_) => 12 + 3 * geo.total_pages(),
+                crate::policy::EccKind::Fixed => 0,
+            };
+        // A unit is a page, or a subpage (one per page of an SP block per erase).
+        let unit = geo.page_size as u64 / self.meta_writer.units_per_page(&geo) as u64;
+        // Two generations, a block of trim log, a spare for a bad block.
+        let per_die = self.region_blocks_per_die;
+        crate::substrate::region::layout(chip, per_die, bytes, unit, 2)
     }
 
     /// The map partition of a chip (translation pages of a demand-paged map; empty with the

@@ -73,7 +73,7 @@ use alloc::vec::Vec;
 use controller::{Controller, DataClass, OobRecord, PageKind};
 use map::{MapSlot, MapStore, RamMap};
 use nand::hint::prefetch;
-use nand::{BlockStatus, ErrorModel, Lpn, Nanos, PhysAddr, Storage};
+use nand::{ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 
 pub use crate::substrate::WearLevelConfig;
 pub use config::PageFtlConfig;

@@ -80,15 +80,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let alpha = Self::check_config(&mut ctl, kind, &cfg)?;
         let mut ftl = Self::empty(ctl, kind, cfg, alpha);
         for b in 0..ftl.s.geo.total_blocks() {
-            let info = ftl.s.read_header(now, b, Cause::Mount)?;
-            ftl.s.adopt_erase_count(b, info.erase_count);
-            if info.status != BlockStatus::Good {
-                ftl.set_bad(b);
-                continue;
-            }
-            if (info.next_page > 0 || info.needs_erase)
-                && !ftl.s.erase_block(now, b, Cause::Mount)?
-            {
+            if ftl.s.format_block(now, b)?.is_none() {
                 ftl.set_bad(b);
                 continue;
             }

@@ -2,108 +2,41 @@
 //! remounts, torn jobs recovered by the scan, and their bad-input errors.
 
 use super::*;
+use crate::testkit::{self, controller, pattern, Op};
 use crate::Ftl;
 use alloc::collections::BTreeMap;
 use alloc::string::ToString;
-use controller::{Controller, ControllerConfig};
-use nand::{Chip, ChipConfig, ConstantRber, CutMode, RamStorage};
+use nand::{ConstantRber, CutMode, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-type Ctl = Controller<RamStorage, ConstantRber>;
-
-fn controller(preset: &str, seed: u64) -> Ctl {
-    let mut cfg = ChipConfig::preset(preset).unwrap();
-    cfg.reliability.wear_fail_rate = 0.0;
-    cfg.reliability.wear_fail_growth = 0.0;
-    cfg.seed = seed;
-    Controller::new(
-        Chip::ram(cfg).unwrap(),
-        ConstantRber(0.0),
-        ControllerConfig {
-            seed,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
-
-/// Page contents for logical page `l`, version `v`.
-fn pattern(size: usize, l: u64, v: u64) -> Vec<u8> {
-    let mut out = vec![0u8; size];
-    for (i, c) in out.chunks_mut(8).enumerate() {
-        let w = (l << 32 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i as u64;
-        c.copy_from_slice(&w.to_le_bytes()[..c.len()]);
-    }
-    out
-}
-
 type Ftl_ = RtBlockFtl<RamStorage, ConstantRber>;
-
-fn check_all(ftl: &mut Ftl_, model: &BTreeMap<u64, u64>, t: Nanos, what: &str) {
-    let n = ftl.logical_pages();
-    let size = ftl.page_size();
-    let mut buf = vec![0u8; size];
-    for l in 0..n {
-        ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
-        let want = model
-            .get(&l)
-            .map_or(vec![0; size], |&v| pattern(size, l, v));
-        assert!(buf == want, "{what}: page {l} reads wrong data");
-        ftl.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
-    }
-}
 
 /// Sequential runs, random writes, trims, reads and flushes against a model; `verify`
 /// after every operation; a clean remount reads everything back.
 fn model_run(kind: RtKind, seed: u64, ops: usize, hot: bool) -> Ftl_ {
     let cfg = RtBlockConfig::default();
-    let mut ftl = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
+    let ftl = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
     ftl.verify().unwrap();
     let n = ftl.logical_pages();
-    let size = ftl.page_size();
-    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut buf = vec![0u8; size];
-    let mut t = Nanos::ZERO;
-    let mut seq_next = 0u64;
     let span = if hot { (3 * ftl.ppb as u64).min(n) } else { n };
-    for i in 0..ops {
-        t += Nanos(10_000);
-        let r = rng.next_u32() % 100;
-        if r < 30 {
-            let l = seq_next % n;
-            seq_next += 1;
-            ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i as u64))
-                .unwrap_or_else(|e| panic!("op {i}: {e}"));
-            model.insert(l, i as u64);
-        } else if r < 65 {
-            let l = rng.next_u64() % span;
-            ftl.write(t, Lpn::checked(l, n).unwrap(), &pattern(size, l, i as u64))
-                .unwrap_or_else(|e| panic!("op {i}: {e}"));
-            model.insert(l, i as u64);
-        } else if r < 72 {
-            let l = rng.next_u64() % span;
-            ftl.trim(t, Lpn::checked(l, n).unwrap()).unwrap();
-            model.remove(&l);
-        } else if r < 76 {
-            ftl.flush(t).unwrap();
-        } else {
-            let l = rng.next_u64() % n;
-            ftl.read(t, Lpn::checked(l, n).unwrap(), &mut buf).unwrap();
-            let want = model
-                .get(&l)
-                .map_or(vec![0; size], |&v| pattern(size, l, v));
-            assert!(buf == want, "op {i}: page {l} reads wrong data");
-        }
-        ftl.verify().unwrap_or_else(|e| panic!("op {i}: {e}"));
-    }
+    let verify = |f: &Ftl_| f.verify().map_err(|e| e.to_string());
+    let mix: testkit::Mix = &[
+        (Op::Seq, 30),
+        (Op::Random, 65),
+        (Op::Trim, 72),
+        (Op::Flush, 76),
+        (Op::Read, 100),
+    ];
+    let (mut ftl, model) = testkit::run(ftl, seed, ops, span, mix, verify, |f, _| f);
+    let t = model.t;
     ftl.shutdown(t).unwrap();
     let c = ftl.s.counters_mut();
     assert!(c.gc_victims > 10 && c.partial_steps > 10, "GC ran: {c:?}");
     let mut m = RtBlockFtl::mount(ftl.into_controller(), kind, cfg, t).unwrap();
     m.verify().unwrap();
-    check_all(&mut m, &model, t, "remount");
+    testkit::read_back(&mut m, &model, "remount");
+    m.verify().unwrap();
     m
 }
 

@@ -326,4 +326,22 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         self.push_op(b, OpKind::Read, cause, t, Nanos::ZERO, None);
         Ok(info)
     }
+
+    /// A format's first step on block `b`, the same in every kernel: its header read
+    /// (charged), its erase count adopted, and, if it is good and holds data (or was left
+    /// needing an erase), its erase. `Some(header)`: good and erased (the header tells the
+    /// mode it was in); `None`: bad — factory or grown bad, or its erase failed (which
+    /// already marked it `Bad`).
+    pub fn format_block(
+        &mut self,
+        now: Nanos,
+        b: u32,
+    ) -> Result<Option<nand::BlockInfo>, FtlError> {
+        let info = self.read_header(now, b, Cause::Mount)?;
+        self.adopt_erase_count(b, info.erase_count);
+        let good = info.status == nand::BlockStatus::Good
+            && (!(info.next_page > 0 || info.needs_erase)
+                || self.erase_block(now, b, Cause::Mount)?);
+        Ok(good.then_some(info))
+    }
 }

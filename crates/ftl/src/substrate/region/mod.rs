@@ -101,6 +101,37 @@ use ::alloc::vec;
 use ::alloc::vec::Vec;
 use controller::{MetaTag, OobRecord, PageKind};
 use nand::{ErrorModel, Nanos, Storage};
+
+/// A checkpoint region's blocks on `chip`: flat block indices in use order (block `i` of
+/// every die, then `i + 1`, …), the same at format and mount. `per_die` blocks per die when
+/// configured (> 0); else enough for two generations of a `snapshot_bytes` snapshot in
+/// headed units of `unit` bytes (a generation's pages are LSB pages of SLC-mode blocks),
+/// plus `spare` blocks, and never fewer than can rotate ([`MIN_ROTATING`]).
+pub fn layout(
+    chip: &nand::ChipConfig,
+    per_die: u32,
+    snapshot_bytes: u64,
+    unit: u64,
+    spare: u64,
+) -> Vec<u32> {
+    let geo = chip.geometry;
+    let ndies = geo.total_dies();
+    let bpd = geo.planes_per_die * geo.blocks_per_plane;
+    let per_die = if per_die > 0 {
+        per_die
+    } else {
+        let usable = (geo.pages_per_block / chip.cell.bits_per_cell()).max(1) as u64;
+        let payload = unit.saturating_sub(HEADER as u64).max(1);
+        let body_blocks = snapshot_bytes.div_ceil(payload).div_ceil(usable);
+        (2 * body_blocks + spare)
+            .max(MIN_ROTATING as u64)
+            .div_ceil(ndies as u64) as u32
+    };
+    let per_die = per_die.min(bpd);
+    (0..per_die)
+        .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
+        .collect()
+}
 pub(crate) use steps::{Pending, Step};
 
 /// Page kind of checkpoint pages in the OOB record.
