@@ -339,7 +339,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         Self::check_config(&mut ctl, &cfg)?;
         let mut ftl = Self::empty(ctl, cfg);
         let multi = ftl.s.controller().chip().config().cell != nand::CellType::Slc;
-        for b in 0..ftl.s.geo.total_blocks() {
+        for b in 0..ftl.s.geo().total_blocks() {
             let in_region = ftl.blk[b as usize].role == Role::Region;
             let Some(info) = ftl.s.format_block(now, b)? else {
                 ftl.set_bad(b);
@@ -517,7 +517,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
     /// Pages per block.
     #[inline]
     pub(crate) fn ppb(&self) -> u32 {
-        self.s.ppb
+        self.s.ppb()
     }
 
     /// Where logical page `lpn` lives, as far as RAM knows (`None` if unmapped, trimmed,
@@ -665,7 +665,7 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
     }
 
     fn page_size(&self) -> usize {
-        self.s.geo.page_size as usize
+        self.s.geo().page_size as usize
     }
 
     fn write_with(

@@ -166,7 +166,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
             ftl.set_bad(b);
         }
     }
-    let (reads, time) = ftl.s.log().read_time(Cause::Mount, ftl.s.geo.channels);
+    let (reads, time) = ftl.s.log().read_time(Cause::Mount, ftl.s.geo().channels);
     let mapped = ftl.map.iter().filter(|e| e.p != NONE).count() as u64 * ppb as u64;
     ftl.write_checkpoint(now, false)?;
     Ok(RecoveryReport {
@@ -385,7 +385,7 @@ fn verify_page<S: Storage, M: ErrorModel>(
     b: u32,
     page: u32,
 ) -> Result<bool, FtlError> {
-    let mut buf = alloc::vec![0u8; if ftl.s.digest { 0 } else { ftl.s.geo.page_size as usize }];
+    let mut buf = alloc::vec![0u8; if ftl.s.digest { 0 } else { ftl.s.geo().page_size as usize }];
     let (found, _) = ftl
         .s
         .sense_in(now, b, page, Sense::Page(&mut buf), Cause::Mount)?;

@@ -89,7 +89,7 @@ impl<S: Storage, M: ErrorModel> BlockFtl<S, M> {
         let len = if self.s.digest {
             0
         } else {
-            self.s.geo.page_size as usize
+            self.s.geo().page_size as usize
         };
         let mut buf = vec![0u8; len];
         for page in check {

@@ -65,7 +65,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         bit: &[BitEntry],
         fix: &BTreeMap<u32, BitEntry>,
     ) -> Result<(), FtlError> {
-        for b in self.user_first..self.s.geo.total_blocks() {
+        for b in self.user_first..self.s.geo().total_blocks() {
             if b == self.u || self.s.state[b as usize] == crate::substrate::BState::Bad {
                 continue;
             }

@@ -191,7 +191,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.s.counters_mut().unmapped_reads += 1;
             return Ok(());
         }
-        if p / self.ppb < self.user_first || p / self.ppb >= self.s.geo.total_blocks() {
+        if p / self.ppb < self.user_first || p / self.ppb >= self.s.geo().total_blocks() {
             return Err(FtlError::Unreadable(lpn));
         }
         let ok = match self.s.sense(now, p, Sense::Page(data), Cause::Host)?.0 {

@@ -86,7 +86,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         if kind == PartKind::Pmt {
             self.lpns
         } else {
-            self.s.geo.total_blocks()
+            self.s.geo().total_blocks()
         }
     }
 

@@ -230,7 +230,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             self.s.counters_mut().sp_erases += 1;
             if self.sp_bump[b as usize] {
                 self.sp_bump[b as usize] = false;
-                let n = self.s.geo.subpages_per_page as u8;
+                let n = self.s.geo().subpages_per_page as u8;
                 self.sp_part[b as usize] = (self.sp_part[b as usize] + 1) % n;
             }
         }
@@ -425,7 +425,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Writes the whole GXT into the GXT partition (see [`write_gxt`](Self::write_gxt)).
     fn write_whole_gxt(&mut self, now: Nanos) -> Result<(), FtlError> {
-        let nblocks = self.s.geo.total_blocks();
+        let nblocks = self.s.geo().total_blocks();
         let mut bytes = self
             .gxt()
             .encode(nblocks, &self.cfg, self.s.controller().crc32c_fn());
@@ -611,7 +611,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     pub(crate) fn writeback_bit(&mut self, now: Nanos, j: u32) -> Result<(), FtlError> {
         let per = self.bit_per_unit;
         let lo = j * per;
-        let hi = (lo + per).min(self.s.geo.total_blocks());
+        let hi = (lo + per).min(self.s.geo().total_blocks());
         let dirty = self.cbit.dirty_in(lo, hi);
         let changes: Vec<(u32, u64)> = dirty.iter().map(|&(k, e)| (k, bit_value(e))).collect();
         self.commit(now, PartKind::Bit, j, &changes)?;
@@ -680,7 +680,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Reads every BIT unit (charged; the CBIT's entries are newer) and refills the
     /// free-block queue (least worn first) and the BSI (fewest valid pages).
     pub(crate) fn bit_scan(&mut self, now: Nanos) -> Result<(), FtlError> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let mut free: Vec<(u32, u32)> = Vec::new();
         let mut cands: Vec<(u32, u32)> = Vec::new();
         let mut buf = vec![0u8; self.unit];

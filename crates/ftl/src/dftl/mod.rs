@@ -522,7 +522,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Free user blocks on each die.
     pub fn free_blocks(&self) -> Vec<usize> {
-        let mut v = vec![0; self.s.geo.total_dies() as usize];
+        let mut v = vec![0; self.s.geo().total_dies() as usize];
         if let Some(x) = v.first_mut() {
             *x = self.free_total as usize;
         }
@@ -565,7 +565,7 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
     }
 
     fn page_size(&self) -> usize {
-        self.s.geo.page_size as usize
+        self.s.geo().page_size as usize
     }
 
     fn write_with(

@@ -21,8 +21,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         now: Nanos,
     ) -> Result<Self, FtlError> {
         let mut ftl = Self::empty(ctl, mode, cfg).map_err(|f| f.error)?;
-        let mut bit = Vec::with_capacity(ftl.s.geo.total_blocks() as usize);
-        for b in 0..ftl.s.geo.total_blocks() {
+        let mut bit = Vec::with_capacity(ftl.s.geo().total_blocks() as usize);
+        for b in 0..ftl.s.geo().total_blocks() {
             let e = ftl.format_block(now, b)?;
             bit.push(e);
         }
@@ -93,7 +93,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Format: the free user blocks, least worn first; the first becomes the update block,
     /// the next ones the free queue. `Config` if too few are good for the volume.
     fn take_free_user_blocks(&mut self, bit: &mut [BitEntry]) -> Result<(), FtlError> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let mut free: Vec<(u32, u32)> = (self.user_first..n)
             .filter(|&b| bit[b as usize].state == bst::FREE)
             .map(|b| (bit[b as usize].erase, b))
@@ -123,7 +123,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Format: every BIT unit, from `bit`.
     fn write_every_bit_unit(&mut self, now: Nanos, bit: &[BitEntry]) -> Result<(), FtlError> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let per = self.bit_per_unit;
         for j in 0..self.bit_units {
             let mut buf = vec![0u8; self.unit];
@@ -203,7 +203,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 None => bad_entries = true,
             }
         }
-        let pages = self.s.geo.total_blocks() * self.ppb;
+        let pages = self.s.geo().total_blocks() * self.ppb;
         if self
             .flash_pmt
             .iter()
@@ -227,7 +227,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// the simulator's record of the flash units (`verify`, `mapping`), never a decision.
     fn peek_unit(&mut self, a: u32, buf: &mut [u8]) -> bool {
         let (b, slot) = self.unit_at(a);
-        let g = self.s.geo;
+        let g = self.s.geo();
         let addr = self
             .s
             .block_addr(b)
@@ -250,7 +250,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// The GXT's shape on this chip.
     pub(crate) fn shape(&self) -> super::gxt::Shape {
         super::gxt::Shape {
-            nblocks: self.s.geo.total_blocks(),
+            nblocks: self.s.geo().total_blocks(),
             meta_blocks: self.user_first,
             pmt_units: self.pmt_units,
             bit_units: self.bit_units,

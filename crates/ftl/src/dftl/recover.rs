@@ -23,7 +23,7 @@ use nand::{BlockStatus, ErrorModel, Nanos, Storage};
 impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Recovery (see the module docs).
     pub(super) fn recover(&mut self, now: Nanos) -> Result<RecoveryReport, FtlError> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let reads0 = self.s.counters_mut().reads[Cause::Mount.index()]
             + self.s.counters_mut().reads[Cause::Meta.index()];
         let mut max_seq = 0u64;
@@ -83,8 +83,8 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let c = &self.s.counters_mut();
         let reads = c.reads[Cause::Mount.index()] + c.reads[Cause::Meta.index()] - reads0;
-        let (_, time) = self.s.log().read_time(Cause::Mount, self.s.geo.channels);
-        let (_, mtime) = self.s.log().read_time(Cause::Meta, self.s.geo.channels);
+        let (_, time) = self.s.log().read_time(Cause::Mount, self.s.geo().channels);
+        let (_, mtime) = self.s.log().read_time(Cause::Meta, self.s.geo().channels);
         Ok(RecoveryReport {
             procedure: String::from("gxt+update-blocks"),
             checkpoint_gen: newest.map_or(0, |f| f.0),
@@ -102,7 +102,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// SP block says), each partition's update block and write pointer. Errors if the GXT
     /// names a block that cannot be.
     fn apply_gxt(&mut self, gxt: &Gxt, hdr_part: &[Option<u8>]) -> Result<(), FtlError> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let slots = self.slots();
         for (k, local) in [
             (PartKind::Pmt, &gxt.pmd),
@@ -268,7 +268,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// Mount phase 5: the whole BIT (each user block's erase count, state and valid
     /// count; each unit's stamp), its erase counts and bad marks taken.
     fn read_bit(&mut self, now: Nanos) -> Result<(Vec<BitEntry>, Vec<u64>), FtlError> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let mut bit = vec![BitEntry::default(); n as usize];
         let mut bit_stamp = vec![0u64; self.bit_units as usize];
         let mut buf = vec![0u8; self.unit];
@@ -345,7 +345,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// The free-block count, the free queue and the collection candidates, from the BIT
     /// itself with `fix` applied (the GXT's may be one behind or ahead of a victim's erase).
     fn refresh_free_from_bit(&mut self, bit: &[BitEntry], fix: &BTreeMap<u32, BitEntry>) {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         self.free_total = (self.user_first..n)
             .filter(|&b| {
                 fix.get(&b).map_or(bit[b as usize].state, |e| e.state) == bst::FREE && b != self.u
@@ -428,7 +428,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if self.s.digest {
                 0
             } else {
-                self.s.geo.page_size as usize
+                self.s.geo().page_size as usize
             }
         ];
         for (&l, list) in &by_lpn {
@@ -475,7 +475,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         damaged: &BTreeSet<u32>,
         bit_stamp: &[u64],
     ) -> BTreeMap<u32, i32> {
-        let (n, u) = (self.s.geo.total_blocks(), self.u);
+        let (n, u) = (self.s.geo().total_blocks(), self.u);
         let mut deltas: BTreeMap<u32, i32> = BTreeMap::new();
         for &(p, r) in pages {
             let tomb = r.kind == PageKind::Meta(super::TOMB_TAG);

@@ -17,7 +17,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
     /// recovery takes a decodable record forged into an update block for a write, and
     /// decrements the count of the page it claims to supersede.
     pub(crate) fn check_counts(&self) -> Result<(), String> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let view = |b: u32| -> BitEntry {
             self.cbit
                 .peek(b)
@@ -86,7 +86,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
 
     /// Every invariant (what `verify` checks).
     pub(crate) fn check(&self) -> Result<(), String> {
-        let n = self.s.geo.total_blocks();
+        let n = self.s.geo().total_blocks();
         let slots = self.slots();
         self.cpmt.check().map_err(|e| format!("CPMT: {e}"))?;
         self.cbit.check().map_err(|e| format!("CBIT: {e}"))?;

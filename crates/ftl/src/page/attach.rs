@@ -29,7 +29,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub(super) fn format_chip(self, now: Nanos) -> Result<Self, FtlError> {
         let mut ftl = self;
         let multi = ftl.s.controller().chip().config().cell != nand::CellType::Slc;
-        for b in 0..ftl.s.geo.total_blocks() {
+        for b in 0..ftl.s.geo().total_blocks() {
             let in_region = ftl.s.state[b as usize].reserved();
             match ftl.s.format_block(now, b)? {
                 Some(info) => {
@@ -343,7 +343,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub(super) fn size_volume_to(&mut self, fixed: Option<u64>) -> Result<(), FtlError> {
         let good = self.s.data_blocks();
         let ndies = self.s.dies.len() as u64;
-        let ppb = self.s.ppb as u64;
+        let ppb = self.s.ppb() as u64;
         let physical = good * ppb;
         let mut logical =
             fixed.unwrap_or((physical as f64 * (1.0 - self.cfg.over_provisioning)) as u64);

@@ -105,7 +105,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         pad_slack: u32,
     ) -> u32 {
         let steps = self.checkpoint_steps_total(logical);
-        let ppb = self.s.ppb;
+        let ppb = self.s.ppb();
         // Every write at its worst (its pads and α copies with theirs), or amortised: the
         // pads of a collection within the slack of the two destinations it may touch.
         let worst = ppb / ((1 + pads) * (1 + alpha));
@@ -150,7 +150,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     #[inline]
     fn young_room_short_on(&self, die: usize) -> bool {
         let s = &self.s;
-        let ppb = s.ppb as u64;
+        let ppb = s.ppb() as u64;
         let (pads, alpha) = self.rt.map_or((0, 0), |b| (b.pads, b.alpha));
         let write = ((1 + pads) * (1 + alpha)) as u64;
         let threshold = ppb + write + 2 * s.window as u64;
@@ -276,8 +276,8 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub(super) fn finish_checkpoint(&mut self, now: Nanos) -> Result<(), FtlError> {
         // Bounded: every step erases or programs towards a finite generation, or pads a
         // frontier towards sealing it; retired blocks are finite too.
-        let limit = 4 * (self.region.blocks.len() as u64 + 1) * self.s.ppb as u64
-            + (self.s.dies.len() as u64 * 2 + 1) * self.s.ppb as u64;
+        let limit = 4 * (self.region.blocks.len() as u64 + 1) * self.s.ppb() as u64
+            + (self.s.dies.len() as u64 * 2 + 1) * self.s.ppb() as u64;
         for _ in 0..limit {
             if self.checkpoint_step(now)? {
                 return Ok(());

@@ -230,7 +230,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Physical pages available to data (good blocks × pages per block).
     pub fn physical_pages(&self) -> u64 {
-        self.s.data_blocks() * self.s.ppb as u64
+        self.s.data_blocks() * self.s.ppb() as u64
     }
 
     /// Runs one step of `die`'s GC job (or, with none, of its first background job): one
@@ -388,7 +388,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn page_size(&self) -> usize {
-        self.s.geo.page_size as usize
+        self.s.geo().page_size as usize
     }
 
     fn write_with(
@@ -615,7 +615,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         // first page of the block that opens next (page 0, or the first LSB page of an
         // SLC-mode host block).
         let slot = match s.dies[die].frontier[stream] {
-            Some(f) if f.next < s.ppb => s.slot(f.block * s.ppb + f.next),
+            Some(f) if f.next < s.ppb() => s.slot(f.block * s.ppb() + f.next),
             _ => {
                 let free = s.dies[die].free.len().saturating_sub(1);
                 let slc = s.window == 0 || s.opens_slc(die, stream, free);

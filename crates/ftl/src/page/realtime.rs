@@ -148,7 +148,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         &mut self,
         logical: u64,
     ) -> Result<LatencyBound, FtlError> {
-        let geo = self.s.geo;
+        let geo = self.s.geo();
         let xfer = self
             .s
             .controller()
@@ -243,7 +243,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let ndies = self.s.dies.len().max(1) as u64;
         let len = super::snapshot::max_snapshot_len(self.s.dies.len(), self.s.state.len(), logical);
         let body = (len as u64).div_ceil(self.region.payload(&self.s).max(1) as u64);
-        let per_die = (YOUNG_AMORTISE * body).div_ceil(self.s.ppb.max(1) as u64 * ndies);
+        let per_die = (YOUNG_AMORTISE * body).div_ceil(self.s.ppb().max(1) as u64 * ndies);
         (per_die as u32).max(YOUNG_MIN)
     }
 
@@ -267,7 +267,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             .min()
             .unwrap_or(0);
         let kept = 1 + RESERVE as u64 + self.young_budget_for(logical) as u64;
-        let pages = worst.saturating_sub(kept) * self.s.ppb as u64;
+        let pages = worst.saturating_sub(kept) * self.s.ppb() as u64;
         logical.div_ceil(ndies) as f64 / pages.max(1) as f64
     }
 

@@ -433,7 +433,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             return budget;
         }
         let ndies = self.s.dies.len().max(1) as u32;
-        let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb.max(1) * ndies);
+        let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb().max(1) * ndies);
         let limit = self.s.opened_per_die[die].saturating_add(self.s.young_left(die));
         amortised.max(4).min(limit)
     }
@@ -447,7 +447,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         if self.cfg.checkpoint_interval > 0 {
             self.cfg.checkpoint_interval
         } else {
-            let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb.max(1));
+            let amortised = (4 * self.region.body_pages()).div_ceil(self.s.ppb().max(1));
             (4 * self.s.dies.len() as u32).max(amortised)
         }
     }
@@ -569,7 +569,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
 
     /// Whether logical page entry `p` of a snapshot maps somewhere valid.
     pub(crate) fn snapshot_entry_ok(&self, p: u32) -> bool {
-        p == INVALID || p == super::LOST || (p as u64) < self.s.geo.total_pages()
+        p == INVALID || p == super::LOST || (p as u64) < self.s.geo().total_pages()
     }
 }
 

@@ -76,7 +76,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             {
                 return Err(format!(
                     "critical logical page {lpn} sits in page {} of block {b}, an unreliable ({:?}) page",
-                    p % self.s.ppb,
+                    p % self.s.ppb(),
                     self.s.slot(p).bit
                 ));
             }

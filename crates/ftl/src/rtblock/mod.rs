@@ -460,7 +460,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// Sizes the volume from the geometry and the configuration alone (so every mount
     /// agrees) and checks the good blocks can hold it; errors name the key.
     pub(crate) fn size_volume(&mut self) -> Result<(), FtlError> {
-        let total = self.s.geo.total_blocks() as u64;
+        let total = self.s.geo().total_blocks() as u64;
         let name = self.kind.name();
         let usable = (total as f64 * (1.0 - self.cfg.bad_block_reserve)) as u64;
         let ppb = self.ppb as u64;
@@ -542,7 +542,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// The scheme's latency bound with this controller's transfers and decodes.
     fn compute_bound(&mut self) -> Result<LatencyBound, FtlError> {
         let chip = self.s.controller().chip().config().clone();
-        let geo = self.s.geo;
+        let geo = self.s.geo();
         let t = chip.timing;
         let xfer = t.transfer((geo.page_size + geo.spare_size) as usize).0;
         let xfer_spare = t.transfer(geo.spare_size as usize).0;
@@ -822,7 +822,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
 
     /// Free blocks on each die.
     pub fn free_blocks(&self) -> Vec<usize> {
-        let mut v = vec![0; self.s.geo.total_dies() as usize];
+        let mut v = vec![0; self.s.geo().total_dies() as usize];
         for Reverse((_, b)) in self.free.iter() {
             v[self.s.die_of(*b) as usize] += 1;
         }
@@ -979,7 +979,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     }
 
     fn page_size(&self) -> usize {
-        self.s.geo.page_size as usize
+        self.s.geo().page_size as usize
     }
 
     fn write_with(

@@ -79,7 +79,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let mut ctl = ctl;
         let alpha = Self::check_config(&mut ctl, kind, &cfg)?;
         let mut ftl = Self::empty(ctl, kind, cfg, alpha);
-        for b in 0..ftl.s.geo.total_blocks() {
+        for b in 0..ftl.s.geo().total_blocks() {
             if ftl.s.format_block(now, b)?.is_none() {
                 ftl.set_bad(b);
                 continue;
@@ -152,7 +152,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// Mount: every block's header (charged reads) — erase count, bad, where its written
     /// pages end — and the blocks whose erase was interrupted (to erase again).
     fn read_headers(&mut self, now: Nanos) -> Result<(Vec<u32>, Vec<u32>), FtlError> {
-        let nblocks = self.s.geo.total_blocks();
+        let nblocks = self.s.geo().total_blocks();
         let ppb = self.ppb;
         let mut next = vec![0u32; nblocks as usize];
         let mut dirty = Vec::new();
@@ -359,7 +359,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let scan = self.scan_all(now)?;
         let newest = scan.newest;
         // Which blocks hold a newest copy.
-        let mut holds = vec![false; self.s.geo.total_blocks() as usize];
+        let mut holds = vec![false; self.s.geo().total_blocks() as usize];
         for n in newest.iter().flatten() {
             holds[(n.phys / ppb) as usize] = true;
         }
@@ -389,7 +389,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 }
             }
         }
-        let channels = self.s.geo.channels;
+        let channels = self.s.geo().channels;
         let (reads, time) = self.s.log().read_time(Cause::Mount, channels);
         let mapped = self.shadow.iter().filter(|&&p| p != NONE).count() as u64;
         Ok(RecoveryReport {
@@ -407,7 +407,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// The scan: every block's header (the good blocks size the volume), then every
     /// programmed page's record; blocks holding only garbage are erased.
     fn scan_all(&mut self, now: Nanos) -> Result<Scan, FtlError> {
-        let nblocks = self.s.geo.total_blocks();
+        let nblocks = self.s.geo().total_blocks();
         let (mut next, mut dirty) = self.read_headers(now)?;
         self.size_volume()?;
         let logical = self.logical_pages();

@@ -304,10 +304,10 @@ pub(crate) struct Substrate<S: Storage, M: ErrorModel> {
     pub real_time: bool,
     /// The frontier stream GC copies go to (`COLD`, or `HOST` under a real-time pacing).
     pub copy_stream: usize,
-    pub geo: Geometry,
+    geo: Geometry,
     /// Packed address of every flat block index (cached: the hot paths convert often).
     addrs: Vec<BlockAddr>,
-    pub ppb: u32,
+    ppb: u32,
     pub blocks_per_die: u32,
     /// `ppb` and `blocks_per_die` as multiply-shift divisors: the hot paths split flat page
     /// indices into (block, page) several times per operation, and a hardware division is
@@ -423,6 +423,18 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// Gives the controller back (a failed mount, a volume taken apart).
     pub fn into_controller(self) -> Controller<S, M> {
         self.ctl
+    }
+
+    /// The chip's geometry.
+    #[inline]
+    pub fn geo(&self) -> Geometry {
+        self.geo
+    }
+
+    /// Pages per block.
+    #[inline]
+    pub fn ppb(&self) -> u32 {
+        self.ppb
     }
 
     /// The counters (read-only).

@@ -120,7 +120,7 @@ impl Recovery for FullScan {
             }
         }
         r.apply_trims(ftl)?;
-        for b in 0..ftl.sub_mut().geo.total_blocks() {
+        for b in 0..ftl.sub_mut().geo().total_blocks() {
             if ftl.sub_mut().state[b as usize].reserved() {
                 continue;
             }
@@ -168,7 +168,7 @@ impl Rebuild {
         if self.snap.l2p.iter().any(|&p| !ftl.entry_ok(p)) {
             return Err(FtlError::Corrupt("checkpoint maps outside the chip"));
         }
-        let ppb = ftl.sub().ppb;
+        let ppb = ftl.sub().ppb();
         for (lpn, &p) in self.snap.l2p.iter().enumerate() {
             ftl.set_entry(now, lpn as u64, p)?;
             if p != INVALID && p != LOST {
@@ -205,13 +205,13 @@ impl Rebuild {
     ) -> Result<(), FtlError> {
         for s in 0..2 {
             let (b, next) = self.snap.frontiers[die][s];
-            if b >= ftl.sub().geo.total_blocks() {
+            if b >= ftl.sub().geo().total_blocks() {
                 continue;
             }
             if self.erased_since(ftl, now, b)? {
                 work.push(b);
             } else {
-                let (ppb, c) = (ftl.sub().ppb, self.snap.seq);
+                let (ppb, c) = (ftl.sub().ppb(), self.snap.seq);
                 self.scan_block(ftl, now, b, next.min(ppb), c)?;
             }
         }
@@ -281,7 +281,7 @@ impl Rebuild {
         now: Nanos,
         mut work: Vec<u32>,
     ) -> Result<(), FtlError> {
-        let n = ftl.sub().geo.total_blocks();
+        let n = ftl.sub().geo().total_blocks();
         work.extend((0..n).filter(|&b| {
             self.snap.states[b as usize] == code::FULL && ftl.sub().valid[b as usize] == 0
         }));
@@ -307,7 +307,7 @@ impl Rebuild {
 
     /// Phase 5: every block no phase read keeps its checkpoint state.
     fn keep_checkpoint_states<K: Rebuildable>(&mut self, ftl: &K) {
-        for b in 0..ftl.sub().geo.total_blocks() {
+        for b in 0..ftl.sub().geo().total_blocks() {
             if self.scanned.contains(&b) || self.free.contains(&b) {
                 continue;
             }

@@ -25,7 +25,7 @@ impl Rebuild {
             ));
         };
         let checkpoint_pages = ftl.sub().log().ops.len() as u64;
-        if snap.logical == 0 || snap.logical >= ftl.sub_mut().geo.total_pages() {
+        if snap.logical == 0 || snap.logical >= ftl.sub_mut().geo().total_pages() {
             return Err(FtlError::Corrupt("checkpoint volume size out of range"));
         }
         if snap.erase.len() != ftl.sub_mut().state.len()
@@ -66,7 +66,7 @@ impl Rebuild {
             if ftl.sub_mut().digest {
                 0
             } else {
-                ftl.sub_mut().geo.page_size as usize
+                ftl.sub_mut().geo().page_size as usize
             }
         ];
         let left_region = snap
@@ -169,7 +169,7 @@ impl Rebuild {
         self.best[i] = seq;
         let old = ftl.entry(lpn);
         if old != INVALID && old != LOST {
-            let ob = (old / ftl.sub_mut().ppb) as usize;
+            let ob = (old / ftl.sub_mut().ppb()) as usize;
             ftl.sub_mut().adopt_valid(ob as u32, false);
             if ftl.sub_mut().valid[ob] == 0 {
                 self.emptied.push(ob as u32);
@@ -178,7 +178,7 @@ impl Rebuild {
         ftl.set_entry(self.now, lpn, phys)?;
         ftl.set_critical(lpn, critical);
         if phys != INVALID {
-            let ppb = ftl.sub().ppb;
+            let ppb = ftl.sub().ppb();
             ftl.sub_mut().adopt_valid(phys / ppb, true);
         }
         Ok(())
@@ -196,7 +196,7 @@ impl Rebuild {
         min_seq: u64,
     ) -> Result<u32, FtlError> {
         self.scanned.insert(b);
-        let ppb = ftl.sub().ppb;
+        let ppb = ftl.sub().ppb();
         let read = self.read_records(ftl, now, b, from, min_seq)?;
         let wp = read.wp;
         if wp > 0 || from > 0 {
@@ -220,7 +220,7 @@ impl Rebuild {
         from: u32,
         min_seq: u64,
     ) -> Result<BlockRecords, FtlError> {
-        let ppb = ftl.sub().ppb;
+        let ppb = ftl.sub().ppb();
         // An SLC-mode block (the flush buffer) holds its LSB pages only: the others are
         // skipped, and its write point is its first erased LSB page. The header says which
         // (read once, charged, and already read on every path that scans a block).
@@ -277,7 +277,7 @@ impl Rebuild {
         wp: u32,
         found: Vec<Found>,
     ) -> Result<bool, FtlError> {
-        let ppb = ftl.sub().ppb;
+        let ppb = ftl.sub().ppb();
         let tail = wp.saturating_sub(ftl.sub().window + 1);
         let mut clean = true;
         for f in found {
@@ -346,7 +346,7 @@ impl Rebuild {
                         if !ftl.entry_ok(p) || p == INVALID || p == LOST {
                             continue;
                         }
-                        let b = p / ftl.sub().ppb;
+                        let b = p / ftl.sub().ppb();
                         if self.headers.contains_key(&b) || self.scanned.contains(&b) {
                             let h = self.header(ftl, now, b)?;
                             if h.erase_count != self.snap.erase[b as usize] {
@@ -412,7 +412,7 @@ impl Rebuild {
         if ftl.replica_limit() > 0 {
             self.install_replicas(ftl, now)?;
         }
-        for b in 0..ftl.sub().geo.total_blocks() {
+        for b in 0..ftl.sub().geo().total_blocks() {
             self.adopt_block(ftl, now, b)?;
         }
         let partial = core::mem::take(&mut self.partial);
@@ -505,7 +505,7 @@ impl Rebuild {
                 p != INVALID && p != LOST
             })
             .count() as u64;
-        let channels = ftl.sub().geo.channels;
+        let channels = ftl.sub().geo().channels;
         let (reads, time) = ftl.sub().log().read_time(Cause::Mount, channels);
         RecoveryReport {
             procedure: name.into(),
@@ -526,7 +526,7 @@ impl Rebuild {
 /// pages written before the cut count as exposed.
 fn resume_frontiers<K: Rebuildable>(ftl: &mut K, mut partial: Vec<(u32, u32, Vec<u64>)>) {
     partial.sort_by_key(|p| Reverse(p.2.iter().copied().max().unwrap_or(0)));
-    let ppb = ftl.sub().ppb;
+    let ppb = ftl.sub().ppb();
     for (b, wp, seqs) in partial {
         let die = ftl.sub().die_of(b) as usize;
         // Only a block whose pages from the write point on map nothing (an image whose
