@@ -50,6 +50,7 @@ pub mod scheme;
 mod substrate;
 #[cfg(test)]
 mod testkit;
+pub mod timeline;
 pub mod victim;
 
 pub use block::{BlockFtl, BlockFtlConfig};

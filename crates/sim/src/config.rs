@@ -65,6 +65,9 @@ pub struct ControllerSection {
     pub map_update_ns: u64,
     /// Firmware time per search of the shared-pages table (AP's placement and GC), ns.
     pub pairing_lookup_ns: u64,
+    /// BCH decode engines per channel (`controller::ControllerConfig::ecc_engines`; 0:
+    /// decodes unconstrained).
+    pub ecc_engines: u32,
 }
 
 impl Default for ControllerSection {
@@ -75,6 +78,7 @@ impl Default for ControllerSection {
             latency: EccLatency::default(),
             map_update_ns: crate::engine::DEFAULT_MAP_UPDATE.0,
             pairing_lookup_ns: crate::engine::DEFAULT_PAIRING_LOOKUP.0,
+            ecc_engines: ControllerConfig::default().ecc_engines,
         }
     }
 }
@@ -698,6 +702,7 @@ impl ExperimentConfig {
             // The simulator's RAM is not rotting: the error model is the only source of
             // errors, so pristine pages may skip the decoder.
             verify_stored: false,
+            ecc_engines: self.controller.ecc_engines,
         };
         let mut ctl = Controller::new(chip, model, ccfg).map_err(|e| format!("controller: {e}"))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.

@@ -15,7 +15,7 @@ pub mod metrics;
 mod summary;
 pub use summary::human_time;
 pub mod request;
-pub mod timeline;
+pub use ftl::timeline;
 pub mod trace;
 pub mod workload;
 

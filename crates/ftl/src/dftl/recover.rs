@@ -83,8 +83,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let c = &self.s.counters_mut();
         let reads = c.reads[Cause::Mount.index()] + c.reads[Cause::Meta.index()] - reads0;
-        let (_, time) = self.s.log().read_time(Cause::Mount, self.s.geo().channels);
-        let (_, mtime) = self.s.log().read_time(Cause::Meta, self.s.geo().channels);
+        let (_, time) = self.s.read_time(&[Cause::Mount, Cause::Meta]);
         Ok(RecoveryReport {
             procedure: String::from("gxt+update-blocks"),
             checkpoint_gen: newest.map_or(0, |f| f.0),
@@ -92,7 +91,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             blocks_scanned: 1,
             pages_scanned: pages.len() as u64 + undecodable,
             pages_read: reads,
-            time: time + mtime,
+            time,
             mapped_pages: self.truth.iter().filter(|&&p| p != NONE).count() as u64,
         })
     }

@@ -389,8 +389,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 }
             }
         }
-        let channels = self.s.geo().channels;
-        let (reads, time) = self.s.log().read_time(Cause::Mount, channels);
+        let (reads, time) = self.s.read_time(&[Cause::Mount]);
         let mapped = self.shadow.iter().filter(|&&p| p != NONE).count() as u64;
         Ok(RecoveryReport {
             procedure: "full-scan".into(),

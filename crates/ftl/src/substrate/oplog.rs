@@ -3,7 +3,6 @@
 
 use super::Substrate;
 use crate::{Cause, FlashOp, FtlCounters, OpKind};
-use ::alloc::vec;
 use ::alloc::vec::Vec;
 use nand::{ErrorModel, Nanos, OpTiming, Storage};
 
@@ -55,29 +54,6 @@ impl OpLog {
         (self.ops.len() - 1) as u32
     }
 
-    /// Reads of `cause` logged and not yet drained, and the simulated time they take on a
-    /// chip of `channels` channels: reads on one die serialize, dies overlap, a channel
-    /// carries its dies' transfers one at a time (a mount's recovery time).
-    pub fn read_time(&self, cause: Cause, channels: u32) -> (u64, Nanos) {
-        let reads = || {
-            self.ops
-                .iter()
-                .filter(move |op| op.cause == cause && op.kind == OpKind::Read)
-        };
-        let ndies = reads().map(|op| op.die as usize + 1).max().unwrap_or(0);
-        let mut die_t = vec![0u64; ndies];
-        let mut ch_t = vec![0u64; channels.max(1) as usize];
-        let mut n = 0u64;
-        for op in reads() {
-            n += 1;
-            die_t[op.die as usize] += op.array.0 + op.transfer.0 + op.ecc.0;
-            let nc = ch_t.len();
-            ch_t[op.channel as usize % nc] += op.transfer.0;
-        }
-        let time = die_t.iter().chain(ch_t.iter()).copied().max().unwrap_or(0);
-        (n, Nanos(time))
-    }
-
     /// Moves the logged operations into `out` (appending).
     pub fn take(&mut self, out: &mut Vec<FlashOp>) {
         if out.is_empty() {
@@ -90,6 +66,25 @@ impl OpLog {
 }
 
 impl<S: Storage, M: ErrorModel> Substrate<S, M> {
+    /// Reads of `causes` logged and not yet drained, and the simulated time they take: the
+    /// engine's model ([`crate::timeline`]) with every read issued at once — arrays overlap
+    /// across dies, a channel carries its dies' transfers one at a time, and its decode
+    /// engines take the decodes in turn (a mount's recovery time).
+    pub fn read_time(&self, causes: &[Cause]) -> (u64, Nanos) {
+        let reads: Vec<crate::FlashOp> = self
+            .log
+            .ops
+            .iter()
+            .filter(|op| op.kind == OpKind::Read && causes.contains(&op.cause))
+            .map(|op| crate::FlashOp { after: None, ..*op })
+            .collect();
+        let g = self.geo;
+        let engines = self.ctl.config().ecc_engines;
+        let mut tl =
+            crate::timeline::Timeline::new(g.total_dies() as usize, g.channels as usize, engines);
+        (reads.len() as u64, tl.schedule(&reads, Nanos::ZERO))
+    }
+
     /// Logs an operation on block `block`.
     #[inline]
     pub fn push_op(

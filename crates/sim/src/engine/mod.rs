@@ -205,11 +205,13 @@ impl Engine {
         ftl.take_ops(&mut Vec::new());
         let page = ftl.page_size() as u64;
         let logical = ftl.logical_pages();
+        // The controller's decode engines are a resource of the timeline.
+        let engines = ftl.controller().config().ecc_engines;
         Engine {
             map_update: DEFAULT_MAP_UPDATE,
             pairing_lookup: DEFAULT_PAIRING_LOOKUP,
             fed: Vec::new(),
-            timeline: Timeline::new(dies, channels),
+            timeline: Timeline::new(dies, channels, engines),
             sched: Box::new(Fifo::default()),
             page,
             logical,

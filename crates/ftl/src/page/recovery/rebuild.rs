@@ -505,8 +505,7 @@ impl Rebuild {
                 p != INVALID && p != LOST
             })
             .count() as u64;
-        let channels = ftl.sub().geo().channels;
-        let (reads, time) = ftl.sub().log().read_time(Cause::Mount, channels);
+        let (reads, time) = ftl.sub().read_time(&[Cause::Mount]);
         RecoveryReport {
             procedure: name.into(),
             checkpoint_gen: ftl.checkpoint_gen(),
