@@ -132,7 +132,7 @@ pub enum PayloadMode {
 /// until the decoder became a resource, which halved the t-dependent part of a clean
 /// decode with no source behind it.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct EccLatency {
     /// Nanoseconds per KiB of codeword streamed through the decoder.
     pub stream_ns_per_kib: f64,

@@ -39,6 +39,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/flares.toml"),
     ),
     (
+        "flares-setups.toml",
+        include_str!("../../../experiments/flares-setups.toml"),
+    ),
+    (
         "flares-fig5.toml",
         include_str!("../../../experiments/flares-fig5.toml"),
     ),
@@ -142,6 +146,7 @@ const MATRICES: &[&str] = &[
     "ap-sensor",
     "ap-traces",
     "flares",
+    "flares-setups",
     "flares-fig5",
     "flares-refresh",
     "recovery",
@@ -164,6 +169,7 @@ const MATRICES: &[&str] = &[
 pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
         "dcr" => &["dcr-capacity"],
+        "flares" => &["flares-setups"],
         "waogc" => &["waogc-table1", "waogc-traces"],
         "spftl" => &["spftl-random", "spftl-traces"],
         "combined" => &["combined-traces", "combined-spftl"],

@@ -56,7 +56,8 @@ pub(crate) struct TrendFile {
     tolerance: Option<f64>,
     reference: Option<String>,
     than: Option<String>,
-    /// `kind = "at_most"`: the largest value allowed at any point.
+    /// `kind = "at_most"`: the largest value allowed at any point (or `than`: a metric
+    /// each point is bounded by).
     max: Option<f64>,
     failures: Option<String>,
     trials: Option<String>,
@@ -154,11 +155,12 @@ pub enum TrendKind {
         /// Relative tolerance.
         tolerance: f64,
     },
-    /// The metric is at most `max` at every point (a bound, or an event that must not
-    /// happen: `max = 0`), judged on each cell's highest replicate.
+    /// The metric is at most its limit at every point (a bound, or an event that must not
+    /// happen: `max = 0`), judged on each cell's highest replicate. Reaching the limit
+    /// exactly holds: a bound is met, not beaten.
     AtMost {
         /// The largest value allowed.
-        max: f64,
+        max: Limit,
     },
     /// A measured rate (`failures / trials`) is statistically consistent with a reference
     /// probability (another metric) at every cell: both Poisson tails above 0.001.
@@ -170,6 +172,15 @@ pub enum TrendKind {
         /// The trial-count metric.
         trials: String,
     },
+}
+
+/// What an `at_most` trend bounds a metric by.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Limit {
+    /// A fixed value (`max = VALUE`).
+    Value(f64),
+    /// Another metric of the same cell (`than = "METRIC"`: a bound the cell reports).
+    Metric(String),
 }
 
 /// A trend claim.
@@ -525,12 +536,21 @@ impl Scope<'_> {
             TrendKind::Matches { tolerance }
         }
         "at_most" => {
-            let max = t.max.ok_or_else(|| {
-                self.err(format!("{what}: kind = \"at_most\" needs max = VALUE"))
-            })?;
-            if !max.is_finite() {
-                return Err(self.err(format!("{what}: max = {max} must be finite")));
-            }
+            let max = match (t.max, &t.than) {
+                (Some(max), None) if max.is_finite() => Limit::Value(max),
+                (Some(max), None) => {
+                    return Err(self.err(format!("{what}: max = {max} must be finite")))
+                }
+                (None, Some(than)) => {
+                    self.metric(what, than)?;
+                    Limit::Metric(than.clone())
+                }
+                _ => {
+                    return Err(self.err(format!(
+                        "{what}: kind = \"at_most\" needs max = VALUE or than = \"METRIC\" (one of them)"
+                    )))
+                }
+            };
             TrendKind::AtMost { max }
         }
         "consistent" => {

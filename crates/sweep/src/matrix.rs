@@ -54,7 +54,7 @@
 //! the configuration; the kind parses it with unknown keys rejected, so a misspelled axis
 //! or key is an error naming it.
 
-pub use crate::claims::{Better, Direction, Plot, Published, Trend, TrendKind};
+pub use crate::claims::{Better, Direction, Limit, Plot, Published, Trend, TrendKind};
 use crate::claims::{PlotFile, PublishedFile, TrendFile};
 use crate::kinds::Kind;
 pub use crate::space::{matches_at, show, Axis, Cell, Point};

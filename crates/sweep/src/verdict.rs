@@ -21,7 +21,7 @@
 //! `(by construction)` after a word: the outcome cannot fail given how the cells are built
 //! (the matrix says why); it is listed, never counted as evidence.
 
-use crate::claims::Trend;
+use crate::claims::{Limit, Trend};
 use crate::matrix::{show, Better, Direction, TrendKind};
 use crate::query::{fmt_num, label, mean_at, points, published_at, spread_at, with};
 use crate::results::Results;
@@ -573,7 +573,7 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
         }
         TrendKind::Monotone { axis, direction } => monotone(r, t, axis, *direction),
         TrendKind::Matches { tolerance } => matches(r, t, *tolerance),
-        TrendKind::AtMost { max } => at_most(r, t, *max),
+        TrendKind::AtMost { max } => at_most(r, t, max),
         TrendKind::Consistent {
             reference,
             failures,
@@ -662,33 +662,57 @@ fn monotone(r: &Results, t: &Trend, axis: &str, direction: Direction) -> Folded 
     )
 }
 
-/// `kind = "at_most"`: every point's highest replicate at most `max`.
-fn at_most(r: &Results, t: &Trend, max: f64) -> Folded {
+/// `kind = "at_most"`: every point's highest replicate at most its limit (a value, or
+/// the point's own value of another metric: a bound reached exactly holds, and is said).
+fn at_most(r: &Results, t: &Trend, max: &Limit) -> Folded {
     let m = &r.matrix;
+    // (value, limit, point)
     let mut vals = Vec::new();
     for p in points(m, &[], &t.at) {
-        if let (Some(mean), _, _) = mean_at(r, &p, &t.metric) {
-            let hi = spread_at(r, &p, &t.metric).map_or(mean, |s| s.1);
-            vals.push((hi, label(&p)));
-        }
+        let (Some(mean), _, _) = mean_at(r, &p, &t.metric) else {
+            continue;
+        };
+        let limit = match max {
+            Limit::Value(v) => *v,
+            Limit::Metric(than) => match mean_at(r, &p, than).0 {
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        let hi = spread_at(r, &p, &t.metric).map_or(mean, |s| s.1);
+        vals.push((hi, limit, label(&p)));
     }
     if vals.is_empty() {
         let d = format!("no point has {}", t.metric);
         return (Outcome::NoData, None, None, None, d);
     }
-    let over: Vec<&(f64, String)> = vals.iter().filter(|v| v.0 > max).collect();
+    // A bound computed and a time measured in the same floating-point steps may differ in
+    // the last place: a millionth of the limit is "at" it.
+    let slack = |limit: f64| limit.abs() * 1e-6;
+    let over: Vec<_> = vals.iter().filter(|v| v.0 > v.1 + slack(v.1)).collect();
+    let at = vals
+        .iter()
+        .filter(|v| v.0 <= v.1 + slack(v.1) && v.0 >= v.1 - slack(v.1))
+        .count();
     let worst = vals
         .iter()
-        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .max_by(|a, b| (a.0 - a.1).total_cmp(&(b.0 - b.1)))
         .expect("non-empty");
+    let what = match max {
+        Limit::Value(v) => fmt_num(*v),
+        Limit::Metric(than) => than.clone(),
+    };
     let mut detail = format!(
-        "{} of {} points at most {} (highest {} at {})",
+        "{} of {} points at most {what} (closest: {} against {} at {})",
         vals.len() - over.len(),
         vals.len(),
-        fmt_num(max),
         fmt_num(worst.0),
-        worst.1
+        fmt_num(worst.1),
+        worst.2
     );
+    if at > 0 && matches!(max, Limit::Metric(_)) {
+        let _ = write!(detail, "; {at} reach it exactly");
+    }
     if over.is_empty() {
         return (Outcome::Holds, None, None, None, detail);
     }
@@ -696,7 +720,7 @@ fn at_most(r: &Results, t: &Trend, max: f64) -> Folded {
         detail,
         "; above it at {}",
         over.iter()
-            .map(|v| v.1.as_str())
+            .map(|v| v.2.as_str())
             .collect::<Vec<_>>()
             .join(", ")
     );

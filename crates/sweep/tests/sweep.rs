@@ -80,6 +80,18 @@ kind = "at_most"
 metric = "waf"
 max = 1.0
 
+[[trend]]
+claim = "a bound met exactly holds"
+kind = "at_most"
+metric = "host.requests"
+than = "host.requests"
+
+[[trend]]
+claim = "a bound exceeded fails"
+kind = "at_most"
+metric = "host.requests"
+than = "waf"
+
 [[plot]]
 metric = "waf"
 x = "op"
@@ -289,6 +301,19 @@ fn results_do_not_depend_on_the_thread_count_and_resume_reruns_only_what_is_miss
             .contains("**does NOT hold** — nothing is ever written twice: 0 of 4 points at most 1"),
         "{report}"
     );
+    // A bound given by another metric of the cell: reached exactly holds (and is said);
+    // exceeded fails, naming the points.
+    assert!(
+        report
+            .contains("**holds** — a bound met exactly holds: 4 of 4 points at most host.requests")
+            && report.contains("4 reach it exactly"),
+        "{report}"
+    );
+    assert!(
+        report.contains("**does NOT hold** — a bound exceeded fails: 0 of 4 points at most waf")
+            && report.contains("; above it at "),
+        "{report}"
+    );
     // Resume: one result deleted, one truncated (a killed writer); only those two rerun,
     // and the outputs come out the same.
     std::fs::remove_file(a.join("cells/c0003.json")).unwrap();
@@ -380,13 +405,14 @@ fn shipped_matrices_load_full_and_quick() {
             assert!(!m.cells.is_empty() && !m.trends.is_empty() && !m.plots.is_empty());
             // (The papers ran no public block traces: ap-traces and spftl-traces have our
             // numbers only. FLARES's Fig. 7 is a plot whose text gives only relative gains,
-            // which `flares` checks as trends. No paper combines the techniques: `combined`
+            // which `flares` and `flares-setups` check as trends. No paper combines the techniques: `combined`
             // and its parts compare each with itself alone, as trends; nor ran real-fs's
             // programs, which compares the default profile with the page FTL.)
             let unpublished = [
                 "ap-traces",
                 "spftl-traces",
                 "flares",
+                "flares-setups",
                 "combined",
                 "combined-traces",
                 "combined-spftl",
