@@ -25,7 +25,11 @@
 //! On multi-level chips the slowest page kind is taken for `t_rd` and `t_wr` (an upper-page
 //! program is the longest), so the bounds hold for every page. Bus transfer and ECC decode
 //! time come on top of these array times; the measured worst cases are compared with the
-//! bound plus them.
+//! bound plus them, each decode at its strength's worst-case time — which, with
+//! `error_weight = 0`, is what every decode is charged, so a measured worst case can meet
+//! its bound exactly. The bounds are one die's: a request's pages on other dies of the same
+//! channel share its bus and its decode engine ([`crate::timeline`]), and that wait is not
+//! in them (WAO-GC's evaluation serves one page at a time, where it cannot arise).
 
 use alloc::format;
 use alloc::string::String;

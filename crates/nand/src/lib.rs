@@ -60,7 +60,8 @@ pub use fault::{CutEffect, CutMode, CutRecord, CutTarget, TornFill};
 pub use geometry::{CellType, Geometry};
 pub use pairing::{BitKind, PageInfo, PairingLayout, PairingTable};
 pub use rber::{
-    CachedFlares, ConstantRber, ErrorModel, FlaresRber, KindRatio, PageAge, ReadDisturb, WearExp,
+    CachedFlares, ConstantRber, ErrorModel, FlaresRber, KindRatio, PageAge, ReadDisturb, Scaled,
+    WearExp,
 };
 pub use state::Usage;
 pub use time::Nanos;

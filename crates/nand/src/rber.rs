@@ -312,6 +312,27 @@ impl<M: ErrorModel> ErrorModel for KindRatio<M> {
     }
 }
 
+/// An inner model's rate times `factor` (at most 0.5): a chip whose real RBER is a stated
+/// factor above or below a model an FTL relies on (FLARES's measured-error path is what
+/// should notice).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scaled<M> {
+    /// The model the chip departs from.
+    pub inner: M,
+    /// The chip's RBER over the model's (> 0).
+    pub factor: f64,
+}
+
+impl<M: ErrorModel> ErrorModel for Scaled<M> {
+    fn rber(&self, p: &PageAge) -> f64 {
+        (self.inner.rber(p) * self.factor).min(0.5)
+    }
+    fn rber_bounds(&self, p: &PageAge) -> (f64, f64) {
+        let (lo, hi) = self.inner.rber_bounds(p);
+        ((lo * self.factor).min(0.5), (hi * self.factor).min(0.5))
+    }
+}
+
 /// Adds `per_read` × reads-since-program to an inner model (read disturb).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReadDisturb<M> {
@@ -507,6 +528,33 @@ mod tests {
                 assert!(hi <= 1.6 * r + 1e-300, "{age:?}: {r} {hi}");
             }
         }
+    }
+
+    /// A scaled model is the inner rate times its factor, capped at 0.5, and its bounds
+    /// still hold the rate.
+    #[test]
+    fn scaled_multiplies_the_rate_and_keeps_its_bounds() {
+        let plain = CachedFlares::default();
+        for factor in [0.25, 4.0, 1e9] {
+            let m = Scaled {
+                inner: CachedFlares::default(),
+                factor,
+            };
+            for age in ages() {
+                let r = m.rber(&age);
+                assert_eq!(r, (plain.rber(&age) * factor).min(0.5));
+                let (lo, hi) = m.rber_bounds(&age);
+                assert!(lo <= r && r <= hi, "{age:?}: {lo} {r} {hi}");
+            }
+        }
+        assert_eq!(
+            Scaled {
+                inner: ConstantRber(0.4),
+                factor: 2.0
+            }
+            .rber(&ages().next().unwrap()),
+            0.5
+        );
     }
 
     #[test]

@@ -113,6 +113,9 @@ pub struct ErrorSection {
     pub msb_ratio: Option<f64>,
     /// RBER added per read since program (read disturb).
     pub read_disturb: f64,
+    /// The chip's RBER over the model's (default 1): a chip that departs from the model an
+    /// ECC-strength policy relies on (`nand::Scaled`; > 0).
+    pub scale: f64,
 }
 
 impl ErrorSection {
@@ -133,6 +136,7 @@ impl Default for ErrorSection {
             rber: 0.0,
             msb_ratio: None,
             read_disturb: 0.0,
+            scale: 1.0,
         }
     }
 }
@@ -632,6 +636,10 @@ impl ExperimentConfig {
                 format!(", MSB pages × {}", errors.sigma())
             } else {
                 String::new()
+            } + &if errors.scale != 1.0 {
+                format!(", the chip's RBER × {} the model's", errors.scale)
+            } else {
+                String::new()
             } + &if errors.read_disturb > 0.0 {
                 format!(", read disturb {} per read", errors.read_disturb)
             } else {
@@ -738,11 +746,22 @@ impl ExperimentConfig {
         if !(e.read_disturb >= 0.0 && e.read_disturb < 1.0) {
             return bad("read_disturb", e.read_disturb);
         }
+        if !(e.scale > 0.0 && e.scale.is_finite()) {
+            return bad("scale", e.scale);
+        }
         let base: Box<dyn ErrorModel + Send> = match e.model {
             ModelKind::None => Box::new(ConstantRber(0.0)),
             ModelKind::Constant => Box::new(ConstantRber(e.rber)),
             ModelKind::Flares => Box::new(CachedFlares::new(FlaresRber::default())),
             ModelKind::Ap => Box::new(nand::WearExp::AP_MICRON_29F64G),
+        };
+        let base: Box<dyn ErrorModel + Send> = if e.scale != 1.0 {
+            Box::new(nand::Scaled {
+                inner: base,
+                factor: e.scale,
+            })
+        } else {
+            base
         };
         let kinded: Box<dyn ErrorModel + Send> = if sigma != 1.0 {
             Box::new(KindRatio::ap(base, sigma))

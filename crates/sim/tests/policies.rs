@@ -353,6 +353,23 @@ queue_depth = 8
     assert_eq!(ap.host.requests, bl.host.requests);
 }
 
+/// A chip's departure from its error model (`[errors] scale`) must be a positive factor.
+#[test]
+fn error_scale_out_of_range_names_the_key() {
+    let base = experiment_text("bad", 1, "[errors]\nmodel = \"flares\"\n");
+    for scale in ["0.0", "-2.0", "inf"] {
+        let t = base.replace(
+            "model = \"flares\"",
+            &format!("model = \"flares\"\nscale = {scale}"),
+        );
+        let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
+            .and_then(|c| c.build(Path::new(".")))
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("errors.scale"), "{e}");
+    }
+}
+
 /// AP's bad input: σ outside (0, 1], MSB placement on a single-level chip.
 #[test]
 fn ap_configuration_errors_name_the_key() {

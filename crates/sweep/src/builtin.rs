@@ -43,6 +43,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/flares-setups.toml"),
     ),
     (
+        "flares-alg2.toml",
+        include_str!("../../../experiments/flares-alg2.toml"),
+    ),
+    (
         "flares-fig5.toml",
         include_str!("../../../experiments/flares-fig5.toml"),
     ),
@@ -147,6 +151,7 @@ const MATRICES: &[&str] = &[
     "ap-traces",
     "flares",
     "flares-setups",
+    "flares-alg2",
     "flares-fig5",
     "flares-refresh",
     "recovery",
@@ -169,7 +174,7 @@ const MATRICES: &[&str] = &[
 pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
         "dcr" => &["dcr-capacity"],
-        "flares" => &["flares-setups"],
+        "flares" => &["flares-setups", "flares-alg2"],
         "waogc" => &["waogc-table1", "waogc-traces"],
         "spftl" => &["spftl-random", "spftl-traces"],
         "combined" => &["combined-traces", "combined-spftl"],

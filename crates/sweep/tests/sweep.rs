@@ -413,6 +413,7 @@ fn shipped_matrices_load_full_and_quick() {
                 "spftl-traces",
                 "flares",
                 "flares-setups",
+                "flares-alg2",
                 "combined",
                 "combined-traces",
                 "combined-spftl",
