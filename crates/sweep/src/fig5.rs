@@ -47,6 +47,11 @@ pub struct Fig5Params {
     /// `"zero"` or `"year-minus-hour"`.
     #[serde(default = "zero")]
     pub retention: String,
+    /// The RBER reads are drawn at: `"one-year"` (the paper's dotted "required" line,
+    /// whatever the page's age) or `"at-retention"` (what the cells have at the page's
+    /// actual retention: with zero retention, the P/E part alone).
+    #[serde(default = "one_year")]
+    pub inject: String,
     /// Operations per point.
     #[serde(default = "thousand")]
     pub ops: u32,
@@ -66,6 +71,9 @@ pub struct Fig5Params {
 
 fn zero() -> String {
     "zero".into()
+}
+fn one_year() -> String {
+    "one-year".into()
 }
 fn thousand() -> u32 {
     1000
@@ -95,6 +103,12 @@ pub fn params(config: &toml::Table) -> Result<Fig5Params, String> {
         return Err(format!(
             "retention = {:?}: must be \"zero\" or \"year-minus-hour\"",
             p.retention
+        ));
+    }
+    if p.inject != "one-year" && p.inject != "at-retention" {
+        return Err(format!(
+            "inject = {:?}: must be \"one-year\" or \"at-retention\"",
+            p.inject
         ));
     }
     if !(0.0..=1.0).contains(&p.read_share) || p.ops == 0 || p.sigma < 0.0 {
@@ -133,7 +147,11 @@ pub fn run(p: &Fig5Params) -> Metrics {
         } else {
             year - hour
         });
-        let target = cfg.model.at(pe as f64, cfg.req_ret_hours);
+        let target = if p.inject == "one-year" {
+            cfg.model.at(pe as f64, cfg.req_ret_hours)
+        } else {
+            cfg.model.at(pe as f64, (now.0 / hour) as f64)
+        };
         let (required, beyond) = core.tables.required_p(pe);
         let required = if beyond { cfg.t_max + 1 } else { required };
         if page.p_cur == 0 {
