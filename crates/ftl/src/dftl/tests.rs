@@ -200,14 +200,12 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         }
         Ok((log, flushed))
     };
+    let fresh = || {
+        let ctl = controller_on(chip(seed, 2), seed);
+        F::format(ctl, mode, small(), Nanos::ZERO).unwrap()
+    };
     // How many chip operations the run takes.
-    let mut ftl = F::format(
-        controller_on(chip(seed, 2), seed),
-        mode,
-        small(),
-        Nanos::ZERO,
-    )
-    .unwrap();
+    let mut ftl = fresh();
     let start = ftl.controller().chip().ops();
     workload(&mut ftl, None).unwrap();
     let total = ftl.controller().chip().ops() - start;
@@ -218,13 +216,7 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
     while cut_at <= total {
         let cm = modes[k % modes.len()];
         k += 1;
-        let mut ftl = F::format(
-            controller_on(chip(seed, 2), seed),
-            mode,
-            small(),
-            Nanos::ZERO,
-        )
-        .unwrap();
+        let mut ftl = fresh();
         ftl.controller_mut().chip_mut().arm_cut(cut_at, cm);
         let (log, flushed) = match workload(&mut ftl, None) {
             Ok(x) | Err(x) => x,
