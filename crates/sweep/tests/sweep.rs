@@ -526,3 +526,63 @@ fn quick_last_comes_after_the_axis_values() {
         );
     }
 }
+
+/// Sets the dotted `key` of a cell's configuration.
+fn set_key(t: &mut toml::Table, key: &str, v: toml::Value) {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().unwrap();
+    let mut at = t;
+    for p in parts {
+        at = at
+            .entry(p)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .unwrap();
+    }
+    at.insert(last.to_string(), v);
+}
+
+/// `flares-alg2`'s detection verdict can fail: with FLARES's measured-error path cut (its
+/// row at MIX 0, like the model-only row), a chip 16× worse than the model raises no
+/// critical-zone window, the two rows tie and the claim is not upheld; intact, it holds
+/// on the same cells.
+#[test]
+fn flares_alg2_detection_fails_without_the_measured_path() {
+    for (mix, word) in [(0.5, "**holds**"), (0.0, "**tie**")] {
+        let mut m = Matrix::load(&Source::Builtin("flares-alg2".into()), true).unwrap();
+        m.cells.retain(|c| {
+            c.axes
+                .iter()
+                .any(|(k, v)| k == "scale" && v.as_float() == Some(16.0))
+        });
+        assert_eq!(m.cells.len(), 2);
+        for c in &mut m.cells {
+            // A smaller run: a hotter set, so that windows still close.
+            set_key(
+                &mut c.config,
+                "workload.requests",
+                toml::Value::Integer(4000),
+            );
+            set_key(
+                &mut c.config,
+                "workload.footprint",
+                toml::Value::Float(0.0004),
+            );
+            if c.axes
+                .iter()
+                .any(|(k, v)| k == "ecc" && v.as_str() == Some("FLARES"))
+            {
+                set_key(
+                    &mut c.config,
+                    "ftl.page.ecc.flares.mix",
+                    toml::Value::Float(mix),
+                );
+            }
+        }
+        let d = tempfile::tempdir().unwrap();
+        run_to(&m, d.path(), 2, false);
+        let report = std::fs::read_to_string(d.path().join("report.md")).unwrap();
+        let claim = format!("{word} — FLARES's measured errors flag a chip 16× worse");
+        assert!(report.contains(&claim), "MIX {mix}: {report}");
+    }
+}
