@@ -82,14 +82,34 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         cause: Cause,
         after: Option<u32>,
     ) -> Result<Option<(OpTiming, u32)>, FtlError> {
+        let (b, p) = self.issue(now, phys, payload, None, rec, cause, after)?;
+        self.settle(b, p)
+    }
+
+    /// Issues the program of flat page `phys` when its die is free, at strength `t` (`None`:
+    /// the policy's), and classifies the chip's answer: what every program path shares.
+    /// Returns the page's block beside the outcome.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn issue(
+        &mut self,
+        now: Nanos,
+        phys: u32,
+        payload: Payload<'_>,
+        t: Option<u32>,
+        rec: OobRecord,
+        cause: Cause,
+        after: Option<u32>,
+    ) -> Result<(u32, Programmed), FtlError> {
         let addr = self.phys_addr(phys);
         let b = self.block_of(phys);
-        let die = self.die_of(b);
-        let now = self.op_time(die, now);
-        let meta = matches!(payload, Payload::Meta(_) | Payload::Subpage(..));
-        let t = self.strength_for(phys, meta, now);
+        let now = self.op_time(self.die_of(b), now);
+        let t = t.unwrap_or_else(|| {
+            let meta = matches!(payload, Payload::Meta(_) | Payload::Subpage(..));
+            self.strength_for(phys, meta, now)
+        });
         let r = self.program_at(now, addr, payload, t, rec);
-        self.program_outcome(now, b, r, cause, after)
+        Ok((b, self.classify_program(now, b, r, cause, after)?))
     }
 
     /// The controller's program of `payload` at `addr` and strength `t`.
@@ -135,11 +155,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         cause: Cause,
         after: Option<u32>,
     ) -> Result<Programmed, FtlError> {
-        let addr = self.phys_addr(phys);
-        let b = self.block_of(phys);
-        let now = self.op_time(self.die_of(b), now);
-        let r = self.program_at(now, addr, payload, t, rec);
-        self.classify_program(now, b, r, cause, after)
+        Ok(self
+            .issue(now, phys, payload, Some(t), rec, cause, after)?
+            .1)
     }
 
     /// Programs page `page` of block `b`, a block its kernel keeps outside the substrate's
@@ -167,20 +185,17 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         );
         let phys = b * self.ppb + page;
         let rec = OobRecord::new(field, self.next_seq(), kind);
-        let addr = self.phys_addr(phys);
-        let now = self.op_time(self.die_of(b), now);
-        let meta = matches!(payload, Payload::Meta(_) | Payload::Subpage(..));
-        let t = self.strength_for(phys, meta, now);
-        let r = self.program_at(now, addr, payload, t, rec);
-        Ok(match self.classify_program(now, b, r, cause, after)? {
-            Programmed::Done(..) => Prog::Done,
-            Programmed::Failed => {
-                self.log.counters.retired_blocks += 1;
-                self.set_state(b, BState::Bad);
-                Prog::Bad
-            }
-            Programmed::Conflict(_) => Prog::Conflict,
-        })
+        Ok(
+            match self.issue(now, phys, payload, None, rec, cause, after)?.1 {
+                Programmed::Done(..) => Prog::Done,
+                Programmed::Failed => {
+                    self.log.counters.retired_blocks += 1;
+                    self.set_state(b, BState::Bad);
+                    Prog::Bad
+                }
+                Programmed::Conflict(_) => Prog::Conflict,
+            },
+        )
     }
 
     /// Programs subpage `part` of flat page `phys` (a checkpoint-region block in SP use)
@@ -194,15 +209,9 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         unit: &[u8],
         rec: OobRecord,
     ) -> Result<bool, FtlError> {
-        let addr = self.phys_addr(phys);
-        let b = self.block_of(phys);
-        let die = self.die_of(b);
-        let now = self.op_time(die, now);
-        let t = self.strength_for(phys, true, now);
-        let r = self.program_at(now, addr, Payload::Subpage(part, unit), t, rec);
-        Ok(self
-            .program_outcome(now, b, r, Cause::Meta, None)?
-            .is_some())
+        let unit = Payload::Subpage(part, unit);
+        let r = self.program_page(now, phys, unit, rec, Cause::Meta, None)?;
+        Ok(r.is_some())
     }
 
     /// The strength of a program of flat page `phys` at `now` (the policy's; `meta`: a
@@ -229,18 +238,11 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         t
     }
 
-    /// What a program of block `b` that started at `now` came to: its timing and op (the
-    /// die occupied, the op logged), `None` if the chip failed it (the block retired) or a
-    /// resumed data block cannot take it (closed), or the error.
-    fn program_outcome(
-        &mut self,
-        now: Nanos,
-        b: u32,
-        r: Result<OpTiming, CtlError>,
-        cause: Cause,
-        after: Option<u32>,
-    ) -> Result<Option<(OpTiming, u32)>, FtlError> {
-        match self.classify_program(now, b, r, cause, after)? {
+    /// The substrate's policy on program outcome `p` in block `b`: its timing and op,
+    /// `None` if the chip failed it (the block retired) or a resumed data block cannot take
+    /// it (closed), or the error (a refusal in a region or map block).
+    fn settle(&mut self, b: u32, p: Programmed) -> Result<Option<(OpTiming, u32)>, FtlError> {
+        match p {
             Programmed::Done(timing, op) => Ok(Some((timing, op))),
             Programmed::Failed => {
                 self.retire(b);
