@@ -183,6 +183,10 @@ pub struct LatencyBound {
     /// Table I's L_buf: pages of the destination block writes take while a victim is
     /// collected (k for WAO-GC; 0 when GC completes inside one write).
     pub l_buf: u32,
+    /// Valid-page copies per partial step (α: eq. 4's, or the charged copy's under
+    /// `AlphaRule::Charged`; 0 when GC completes inside one write).
+    #[serde(default)]
+    pub alpha: u32,
     /// A trim's flash work: at most one trim-log page, with the region-block erase and the
     /// region swap opening a log block may take (0: not derived for this scheme). The map
     /// work per discarded page is the firmware's, charged on top by the caller.

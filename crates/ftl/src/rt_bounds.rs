@@ -34,6 +34,49 @@
 use alloc::format;
 use alloc::string::String;
 use nand::{BitKind, ChipConfig};
+use serde::{Deserialize, Serialize};
+
+/// How α, the valid-page copies of one partial step, is derived (`[ftl.page] wao_alpha`,
+/// `[ftl.gftl] alpha`, `[ftl.rftl] alpha`).
+///
+/// Eq. 4 divides the erase by a copy's *array* time (`t_rd + t_wr`). A copy through a real
+/// controller also moves the page over the bus twice and decodes it; with those charged,
+/// α array-time copies can outlast the erase (on K9K8G08U0B with a 1-bit code: six copies
+/// of ~408 µs, 2.45 ms, against a 1.5 ms erase), which breaks the paper's premise that no
+/// step takes longer than one erase. [`Charged`](AlphaRule::Charged) divides by the charged
+/// copy instead (α = 3 there), at the price of a lower U(σ): more over-provisioning for the
+/// same bound, and a worst write of the erase plus one program and transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlphaRule {
+    /// α = ⌊t_er / (t_rd + t_wr)⌋: the paper's eq. 4, array times only (the default).
+    #[default]
+    Array,
+    /// α = ⌊t_er / (t_rd + 2·t_xfer + t_dec + t_wr)⌋: each copy's read, its transfer out,
+    /// its decode at the strongest correction the volume programs, its transfer in and its
+    /// program, as the controller charges them.
+    Charged,
+}
+
+impl AlphaRule {
+    /// The rule's name in a configuration file.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AlphaRule::Array => "array",
+            AlphaRule::Charged => "charged",
+        }
+    }
+
+    /// What a copy costs beyond its array times under this rule, ns: nothing for
+    /// [`Array`](AlphaRule::Array); two transfers of `xfer` and a decode of `decode` for
+    /// [`Charged`](AlphaRule::Charged).
+    pub fn copy_extra(self, xfer: u64, decode: u64) -> u64 {
+        match self {
+            AlphaRule::Array => 0,
+            AlphaRule::Charged => 2 * xfer + decode,
+        }
+    }
+}
 
 /// WAO-GC's bounds for one chip and space configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,13 +128,24 @@ impl WaoBounds {
         Self::with_wait(chip, sigma, 0)
     }
 
-    /// Copies per partial step on `chip` (α, eq. 4), or why none fits.
+    /// Copies per partial step on `chip` (α, eq. 4, array times), or why none fits.
     pub fn alpha(chip: &ChipConfig) -> Result<u32, String> {
+        Self::alpha_with(chip, 0)
+    }
+
+    /// Copies per partial step on `chip` when each copy costs `extra` ns beyond its array
+    /// times ([`AlphaRule::copy_extra`]), or why none fits.
+    pub fn alpha_with(chip: &ChipConfig, extra: u64) -> Result<u32, String> {
         let (t_rd, t_wr, t_er) = worst_times(chip);
-        let alpha = (t_er / (t_rd + t_wr).max(1)) as u32;
+        let alpha = (t_er / (t_rd + t_wr + extra).max(1)) as u32;
         if alpha == 0 {
+            let charged = if extra > 0 {
+                format!(" + transfers and decode {extra} ns")
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "chip {}: an erase ({t_er} ns) is shorter than one page copy (read {t_rd} ns + program {t_wr} ns): α = 0, so no partial GC step can copy a page within the time of an erase",
+                "chip {}: an erase ({t_er} ns) is shorter than one page copy (read {t_rd} ns + program {t_wr} ns{charged}): α = 0, so no partial GC step can copy a page within the time of an erase",
                 chip.name
             ));
         }
@@ -103,9 +157,21 @@ impl WaoBounds {
     /// are programmed: the pairing window, one page per host write): k = ⌈λ/α⌉ + 1 + wait,
     /// and eq. 6 with it.
     pub fn with_wait(chip: &ChipConfig, sigma: f64, wait: u32) -> Result<WaoBounds, String> {
+        Self::with_alpha(chip, sigma, wait, Self::alpha(chip)?)
+    }
+
+    /// [`with_wait`](WaoBounds::with_wait) with `alpha` copies per partial step (from
+    /// [`alpha_with`](WaoBounds::alpha_with) under an [`AlphaRule`]): U(σ), U(λ) and k
+    /// follow from it as eqs. 5–8 do from eq. 4's.
+    pub fn with_alpha(
+        chip: &ChipConfig,
+        sigma: f64,
+        wait: u32,
+        alpha: u32,
+    ) -> Result<WaoBounds, String> {
         let (t_rd, t_wr, t_er) = worst_times(chip);
         let pi = chip.geometry.pages_per_block;
-        let alpha = Self::alpha(chip)?;
+        let alpha = alpha.max(1);
         let u_sigma = ((pi - 1) as f64 * alpha as f64) / ((alpha + 1) as f64 * pi as f64);
         let lambda_max = (0..pi)
             .rev()
@@ -470,6 +536,35 @@ mod tests {
         assert!((b.u_sigma - 0.84375).abs() < 1e-9, "{}", b.u_sigma);
         assert_eq!(b.worst_write(), 1_700_000);
         assert!(b.fits_one_block(), "{b:?}");
+    }
+
+    /// α from the charged copy on the paper's chip with 2,112-byte transfers of 52.8 µs and
+    /// a 50 µs decode: ⌊1500 / (25 + 105.6 + 50 + 200)⌋ = 3, so U(σ) = 63·3 / (4·64) and the
+    /// step of three charged copies (1,141.8 µs) stays under the erase: the worst write is
+    /// the erase, the program and its transfer (1,752.8 µs), where eq. 4's six copies give
+    /// 2,536.4 µs.
+    #[test]
+    fn charged_alpha_keeps_the_step_within_an_erase() {
+        let c = ChipConfig::preset("k9k8g08u0b").unwrap();
+        let (xfer, decode) = (52_800, 50_000);
+        let extra = AlphaRule::Charged.copy_extra(xfer, decode);
+        assert_eq!(AlphaRule::Array.copy_extra(xfer, decode), 0);
+        let alpha = WaoBounds::alpha_with(&c, extra).unwrap();
+        assert_eq!(alpha, 3);
+        assert!(WaoBounds::with_alpha(&c, 0.84, 0, alpha).is_err());
+        let b = WaoBounds::with_alpha(&c, 0.73, 0, alpha).unwrap();
+        assert!(
+            (b.u_sigma - 63.0 * 3.0 / 256.0).abs() < 1e-9,
+            "{}",
+            b.u_sigma
+        );
+        assert!(b.fits_one_block(), "{b:?}");
+        assert_eq!(b.worst_step_with(xfer, decode), b.t_er);
+        assert_eq!(b.worst_write_with(xfer, decode), 1_752_800);
+        let paper = WaoBounds::new(&c, 0.84).unwrap();
+        assert_eq!(paper.worst_write_with(xfer, decode), 2_536_400);
+        let slow = WaoBounds::alpha_with(&c, 2_000_000).unwrap_err();
+        assert!(slow.contains("transfers and decode"), "{slow}");
     }
 
     /// The worked example of Fig. 4: 60/600/1500 µs, π = 8, σ = 0.5 → α = 2, U(σ) ≈ 0.583,

@@ -311,6 +311,53 @@ fn the_bound_holds_on_mlc() {
     }
 }
 
+/// α from the charged copy (`wao_alpha = "charged"`): three copies with their transfers and
+/// decodes fit within the erase, so the bound with every cost in is the erase plus the
+/// write and its transfer — and every adversarial shape stays within it at the largest σ
+/// the lower U(σ) allows; the paper's α = 6 at that σ would outlast the erase.
+#[test]
+fn charged_alpha_bounds_the_step_by_the_erase() {
+    let cfg = PageFtlConfig {
+        wao_alpha: ftl::rt_bounds::AlphaRule::Charged,
+        ..wao(0.3)
+    };
+    let dev = device(cfg, 16, 3).unwrap();
+    let (b, w_bound, _) = bounds(&dev);
+    assert_eq!(b.alpha, 3, "{b:?}");
+    assert!((b.u_sigma - 63.0 * 3.0 / 256.0).abs() < 1e-9, "{b:?}");
+    let xfer = w_bound - b.t_er - b.t_wr;
+    assert!(
+        xfer > 0 && xfer < 100_000,
+        "the write's transfer: {xfer} ns"
+    );
+    let paper = *device(wao(0.3), 16, 3).unwrap().wao_bounds().unwrap();
+    assert_eq!(paper.alpha, 6);
+    assert!(
+        dev.latency_bound().unwrap().write_ns
+            < device(wao(0.3), 16, 3)
+                .unwrap()
+                .latency_bound()
+                .unwrap()
+                .write_ns,
+        "charged α gives the lower bound"
+    );
+    for shape in [Shape::Random, Shape::HotBlock, Shape::Alternating] {
+        drive_on("k9k8g08u0b", cfg, shape, 5, 8_000, 9);
+    }
+    // Below the over-provisioning its U(σ) needs, refused naming the rule and α.
+    let e = device(
+        PageFtlConfig {
+            over_provisioning: 0.19,
+            ..cfg
+        },
+        16,
+        1,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("α = 3"), "{e}");
+}
+
 #[test]
 fn sigma_above_the_bound_is_refused_naming_it() {
     let e = device(wao(0.1), 16, 1).unwrap_err().to_string();

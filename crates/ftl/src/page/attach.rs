@@ -150,7 +150,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             )));
         }
         if cfg.gc_pacing.shares_destination() {
-            Self::check_real_time(ctl.chip().config(), cfg)?;
+            Self::check_real_time(ctl, cfg)?;
         }
         if cfg.meta_writer == crate::policy::MetaWriterKind::Subpage {
             // Region units take the metadata strength: `ecc_t` (FLARES keeps it for
@@ -253,8 +253,14 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(())
     }
 
-    pub(super) fn empty_checked(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Self {
+    pub(super) fn empty_checked(mut ctl: Controller<S, M>, cfg: PageFtlConfig) -> Self {
         let geo = *ctl.chip().geometry();
+        // `check_config` has refused a real-time pacing whose α is 0.
+        let alpha = if cfg.gc_pacing.is_real_time() {
+            Self::wao_alpha(&mut ctl, &cfg).unwrap_or(1)
+        } else {
+            1
+        };
         let chip_cfg = ctl.chip().config().clone();
         let scfg = SubstrateConfig {
             ecc_t: cfg.ecc_t,
@@ -278,9 +284,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                     cfg.ecc_t,
                 )),
             },
-            pacing: cfg
-                .gc_pacing
-                .policy(crate::rt_bounds::WaoBounds::alpha(&chip_cfg).unwrap_or(1)),
+            pacing: cfg.gc_pacing.policy(alpha),
             copy_order: cfg.copy_order.policy(),
         };
         let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
@@ -327,6 +331,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             replicas: replica::Replicas::new(),
             recovery: None,
             rt: None,
+            alpha,
             rt_latency: None,
             cp_buf: Vec::new(),
             steps: None,

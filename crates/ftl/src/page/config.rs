@@ -33,6 +33,11 @@ pub struct PageFtlConfig {
     pub copy_order: CopyOrderKind,
     /// GC pacing (`"foreground"`, or `{ incremental = { steps = N } }`).
     pub gc_pacing: PacingKind,
+    /// With `gc_pacing = "wao-gc"`, how its α (copies per partial step) is derived:
+    /// `"array"` (the paper's eq. 4, the default) or `"charged"` (each copy's transfers and
+    /// decode counted too, so a step never outlasts an erase; see
+    /// [`AlphaRule`](crate::rt_bounds::AlphaRule)).
+    pub wao_alpha: crate::rt_bounds::AlphaRule,
     /// Static wear levelling (off when `None`; in a file `wear_leveling = false`).
     #[serde(with = "crate::substrate::wear_leveling_toggle")]
     pub wear_leveling: Option<WearLevelConfig>,
@@ -208,6 +213,17 @@ impl PageFtlConfig {
     }
 }
 
+impl PageFtlConfig {
+    /// The strongest t any page of this volume is programmed with: `ecc_t`, or an adaptive
+    /// policy's upper limit (FLARES's `t_max`) — what a copy's decode is bounded by.
+    pub fn strongest_t(&self) -> u32 {
+        match self.ecc {
+            crate::policy::EccKind::Fixed => self.ecc_t,
+            crate::policy::EccKind::Flares(f) => f.t_max.max(self.ecc_t),
+        }
+    }
+}
+
 impl Default for PageFtlConfig {
     fn default() -> Self {
         PageFtlConfig {
@@ -218,6 +234,7 @@ impl Default for PageFtlConfig {
             placement: PlacementKind::Striped,
             copy_order: CopyOrderKind::Ascending,
             gc_pacing: PacingKind::Foreground,
+            wao_alpha: crate::rt_bounds::AlphaRule::Array,
             wear_leveling: Some(WearLevelConfig {
                 spread: 64,
                 check_every: 32,

@@ -134,6 +134,8 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     pub(crate) recovery: Option<crate::RecoveryReport>,
     /// WAO-GC's bounds (real-time pacing only), checked when the volume is sized.
     rt: Option<crate::rt_bounds::WaoBounds>,
+    /// WAO-GC's copies per partial step under `wao_alpha` (1 with other pacings).
+    alpha: u32,
     /// The latency bound they give with this controller's costs.
     rt_latency: Option<crate::LatencyBound>,
     /// The checkpoint encoder's buffer, kept between checkpoints (the snapshot of a

@@ -4,12 +4,13 @@
 
 use super::map::MapStore;
 use super::{PageFtl, PageFtlConfig};
-use crate::policy::{EccKind, PlacementKind, RESERVE};
+use crate::policy::{PlacementKind, RESERVE};
 use crate::rt_bounds::WaoBounds;
 use crate::substrate::BState;
 use crate::RecoveryKind;
 use crate::{FtlError, LatencyBound};
 use alloc::format;
+use controller::Controller;
 use nand::{ErrorModel, Storage};
 
 /// The fewest blocks per die an automatic young budget keeps (a real-time pacing with
@@ -23,7 +24,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// What WAO-GC's bound needs of the rest of the configuration (the σ check comes when
     /// the volume is sized). Each refusal names the key.
     pub(super) fn check_real_time(
-        chip: &nand::ChipConfig,
+        ctl: &mut Controller<S, M>,
         cfg: &PageFtlConfig,
     ) -> Result<(), FtlError> {
         let name = cfg.gc_pacing.policy(1).name();
@@ -33,8 +34,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             )))
         };
         if cfg.gc_pacing.is_real_time() {
-            crate::rt_bounds::WaoBounds::alpha(chip)
-                .map_err(|e| FtlError::Config(format!("gc_pacing = \"{name}\": {e}")))?;
+            Self::wao_alpha(ctl, cfg)?;
         }
         if cfg.wear_leveling.is_some() {
             return refuse(
@@ -57,6 +57,35 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(())
     }
 
+    /// WAO-GC's α on `ctl`'s chip under `cfg.wao_alpha`: eq. 4 in array times, or with
+    /// each copy charged its two page transfers (data and spare) and the worst decode at
+    /// the strongest correction the volume programs ([`crate::rt_bounds::AlphaRule`]). Errors, naming the
+    /// keys, when no copy fits within an erase.
+    pub(super) fn wao_alpha(
+        ctl: &mut Controller<S, M>,
+        cfg: &PageFtlConfig,
+    ) -> Result<u32, FtlError> {
+        let geo = *ctl.chip().geometry();
+        let xfer = ctl
+            .chip()
+            .config()
+            .timing
+            .transfer((geo.page_size + geo.spare_size) as usize)
+            .0;
+        let strongest = cfg.strongest_t();
+        let decode = ctl
+            .worst_decode(strongest)
+            .map_err(|e| FtlError::Config(format!("ecc t = {strongest}: {e}")))?
+            .0;
+        let extra = cfg.wao_alpha.copy_extra(xfer, decode);
+        WaoBounds::alpha_with(ctl.chip().config(), extra).map_err(|e| {
+            FtlError::Config(format!(
+                "gc_pacing = \"wao-gc\" with wao_alpha = \"{}\": {e}",
+                cfg.wao_alpha.name()
+            ))
+        })
+    }
+
     /// WAO-GC's bounds for a volume of `logical` pages: σ is the worst die's share of the logical pages
     /// (a logical page always lives on die `lpn mod dies`) over the pages of its good data
     /// blocks but the destination and the reserve, so eq. 7's greedy
@@ -67,7 +96,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     fn real_time_bounds(&self, logical: u64) -> Result<WaoBounds, FtlError> {
         let sigma = self.die_sigma(logical);
         let chip = self.s.controller().chip().config();
-        let b = WaoBounds::with_wait(chip, sigma, self.s.window).map_err(|e| {
+        let b = WaoBounds::with_alpha(chip, sigma, self.s.window, self.alpha).map_err(|e| {
             let young = match self.young_budget_for(logical) {
                 0 => alloc::string::String::new(),
                 y => format!(
@@ -132,15 +161,6 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         (longest, t_pad)
     }
 
-    /// The strongest t any page of this volume is programmed with: `ecc_t`, or an adaptive
-    /// policy's upper limit (FLARES's `t_max`) — what a copy's decode is bounded by.
-    fn strongest_t(&self) -> u32 {
-        match self.cfg.ecc {
-            EccKind::Fixed => self.cfg.ecc_t,
-            EccKind::Flares(f) => f.t_max.max(self.cfg.ecc_t),
-        }
-    }
-
     /// The latency bound of a scheme with one destination per die on a volume of `logical`
     /// pages (WAO-GC's checked bounds, or full GC on demand's), with this controller's
     /// transfer and worst decode (sets `rt` for WAO-GC).
@@ -157,7 +177,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             .timing
             .transfer((geo.page_size + geo.spare_size) as usize)
             .0;
-        let strongest = self.strongest_t();
+        let strongest = self.cfg.strongest_t();
         let decode = self
             .s
             .worst_decode(strongest)
@@ -186,6 +206,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 array_write_ns: b.worst_write(),
                 u_lambda: b.u_lambda,
                 l_buf: b.k,
+                alpha: b.alpha,
                 trim_ns: b.worst_trim_with(xfer),
                 flush_ns: b.worst_flush_with(xfer, decode, ndies, seal, cp_programs, cp_erases),
             });

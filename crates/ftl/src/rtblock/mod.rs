@@ -180,6 +180,10 @@ pub struct RtBlockConfig {
     /// GFTL's write buffer in pages; 0 = the paper's `N(k + 1)/2` for `N` logical blocks.
     /// (RFTL's buffers are one block per collected logical block.)
     pub buffer_pages: u64,
+    /// How α, the copies of one partial step, is derived: `"array"` (eq. 4 of Ref. 003,
+    /// the default) or `"charged"` (each copy's transfers and decode counted; see
+    /// [`AlphaRule`](crate::rt_bounds::AlphaRule)).
+    pub alpha: crate::rt_bounds::AlphaRule,
 }
 
 impl Default for RtBlockConfig {
@@ -188,6 +192,7 @@ impl Default for RtBlockConfig {
             bad_block_reserve: 0.02,
             ecc_t: 1,
             buffer_pages: 0,
+            alpha: crate::rt_bounds::AlphaRule::Array,
         }
     }
 }
@@ -390,7 +395,21 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 "{ppb} pages per block exceed the kernel's 15-bit offsets"
             )));
         }
-        WaoBounds::alpha(&chip).map_err(|e| FtlError::Config(format!("scheme = \"{name}\": {e}")))
+        let geo = chip.geometry;
+        let xfer = chip
+            .timing
+            .transfer((geo.page_size + geo.spare_size) as usize)
+            .0;
+        let decode = ctl
+            .worst_decode(cfg.ecc_t)
+            .map_err(|e| FtlError::Config(format!("[ftl.{name}] ecc_t = {}: {e}", cfg.ecc_t)))?
+            .0;
+        WaoBounds::alpha_with(&chip, cfg.alpha.copy_extra(xfer, decode)).map_err(|e| {
+            FtlError::Config(format!(
+                "scheme = \"{name}\" with alpha = \"{}\": {e}",
+                cfg.alpha.name()
+            ))
+        })
     }
 
     /// An empty kernel (every block `Bad` until format or mount says otherwise).
@@ -582,6 +601,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                     array_write_ns: t_er + t_wr.max(t_rd + self.ppb as u64 * t_rd),
                     u_lambda: self.ppb,
                     l_buf: self.buf_limit * self.ppb,
+                    alpha: self.alpha,
                     ..LatencyBound::default()
                 }
             }
@@ -591,6 +611,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 array_write_ns: t_er + t_wr,
                 u_lambda: self.ppb,
                 l_buf: 2 * self.ppb,
+                alpha: self.alpha,
                 ..LatencyBound::default()
             },
         })

@@ -359,6 +359,8 @@ pub struct RealTimeReport {
     pub u_lambda: u64,
     /// Table I's L_buf (pages of the destination writes take while a victim is collected).
     pub l_buf: u64,
+    /// Valid-page copies per partial step (α; 0 when GC completes inside one write).
+    pub alpha: u64,
     /// The derived worst flash work of one trim (0: not derived for this scheme); the map
     /// work per discarded page is charged on top.
     pub trim_bound_us: f64,
@@ -708,6 +710,7 @@ fn realtime_report(i: &ReportInput<'_>, m: &Metrics) -> RealTimeReport {
             .map_or(0.0, |b| b.array_write_ns as f64 / 1e3),
         u_lambda: i.latency_bound.map_or(0, |b| b.u_lambda as u64),
         l_buf: i.latency_bound.map_or(0, |b| b.l_buf as u64),
+        alpha: i.latency_bound.map_or(0, |b| b.alpha as u64),
         trim_bound_us: i.latency_bound.map_or(0.0, |b| b.trim_ns as f64 / 1e3),
         flush_bound_us: i.latency_bound.map_or(0.0, |b| b.flush_ns as f64 / 1e3),
         trim_overruns: m.trim_overruns,
