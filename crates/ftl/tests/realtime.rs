@@ -347,7 +347,7 @@ fn charged_alpha_bounds_the_step_by_the_erase() {
     // Below the over-provisioning its U(σ) needs, refused naming the rule and α.
     let e = device(
         PageFtlConfig {
-            over_provisioning: 0.19,
+            over_provisioning: 0.29,
             ..cfg
         },
         16,
