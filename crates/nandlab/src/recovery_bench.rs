@@ -27,6 +27,7 @@ pub fn run_dcr(capacities_gib: &[u64]) -> Result<()> {
             seed: 1,
             trace: None,
             trace_disk_bytes: None,
+            cpu: sweep::dcr::CpuCost::default(),
         };
         let start = Instant::now();
         let m = sweep::dcr::run(&p, std::path::Path::new("."))
