@@ -40,9 +40,12 @@
 //! recovery starts from it. Both procedures recover identical state from the same chip
 //! (tested: their checkpoints are byte for byte equal).
 //!
-//! Page state inside blocks (write pointers, replacement offsets, torn pages at the write
-//! point) is not part of recovery: every mapped block is scanned when first touched (see
-//! the module docs of `block`). After a clean shutdown with nothing written since,
+//! A block header is page 0's spare (`substrate::Header`): its bad-block marker, erase
+//! counter, whether the block holds anything and whether an erase was cut short — not
+//! where its written pages end. Neither procedure needs that: page state inside blocks
+//! (write pointers, replacement offsets, torn pages at the write point) is not part of
+//! recovery; every mapped block is scanned, charged, when first touched (see the module
+//! docs of `block`). After a clean shutdown with nothing written since,
 //! primaries keep their checkpointed write pointers.
 
 use super::{Blk, BlockFtl, Lists, Role, NONE};
@@ -54,7 +57,7 @@ use crate::substrate::BState;
 use crate::substrate::{Sense, Sensed};
 use crate::{Cause, FtlError, OpKind};
 use alloc::vec::Vec;
-use nand::{BlockInfo, BlockStatus, ErrorModel, Nanos, Storage};
+use nand::{BlockStatus, ErrorModel, Nanos, Storage};
 
 /// An updated block, as its pages say.
 #[derive(Debug, Clone, Copy)]
@@ -82,12 +85,12 @@ struct Header {
     needs_erase: bool,
 }
 
-impl From<&BlockInfo> for Header {
-    fn from(h: &BlockInfo) -> Self {
+impl From<&crate::substrate::Header> for Header {
+    fn from(h: &crate::substrate::Header) -> Self {
         Header {
             good: h.status == BlockStatus::Good,
             erase_count: h.erase_count,
-            data: h.next_page > 0 || h.needs_erase,
+            data: h.holds_data(),
             needs_erase: h.needs_erase,
         }
     }

@@ -70,14 +70,17 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 continue;
             }
             let info = self.s.read_header(now, b, Cause::Mount)?;
-            if info.next_page == 0 || info.status != BlockStatus::Good {
+            if !info.programmed || info.status != BlockStatus::Good {
                 continue;
             }
             let e = fix.get(&b).copied().unwrap_or(bit[b as usize]);
             if e.state == bst::FREE {
                 return Err(STALE);
             }
-            let p = b * self.ppb + info.next_page.min(self.ppb) - 1;
+            let wp = self
+                .s
+                .write_pointer(now, b, &info, self.ppb, |i| i, Cause::Mount)?;
+            let p = b * self.ppb + wp.max(1) - 1;
             let (rec, _) = self.page_record(now, p, Cause::Mount)?;
             if rec.is_some_and(|r| r.seq > gxt_seq) {
                 return Err(STALE);

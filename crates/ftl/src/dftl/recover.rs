@@ -366,8 +366,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             .collect();
     }
 
-    /// Mount phase 7: the user update block's pages from its first (its write pointer
-    /// from its header): the records that decode, and how many do not.
+    /// Mount phase 7: the user update block's pages from its first to its write pointer
+    /// (`Substrate::write_pointer`, read from the top: a torn page the kernel passed over
+    /// may leave an erased-looking page below it): the records that decode, and how many
+    /// do not.
     fn scan_user_update_block(
         &mut self,
         now: Nanos,
@@ -377,7 +379,10 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         let mut pages: Vec<(u32, OobRecord)> = Vec::new();
         let mut undecodable = 0u64;
         let info = self.s.read_header(now, u, Cause::Mount)?;
-        self.u_wp = info.next_page.min(self.ppb);
+        let ppb = self.ppb;
+        self.u_wp = self
+            .s
+            .write_pointer(now, u, &info, ppb, |i| i, Cause::Mount)?;
         for q in 0..self.u_wp {
             let p = u * self.ppb + q;
             let (rec, erased) = self.page_record(now, p, Cause::Mount)?;
@@ -565,8 +570,20 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
             if info.status != BlockStatus::Good {
                 self.mark_meta_bad(b);
             }
-            holds[b as usize] = info.next_page > 0 || info.needs_erase;
-            slot_end[b as usize] = self.lsb.iter().filter(|&&p| p < info.next_page).count() as u32;
+            holds[b as usize] = info.holds_data();
+            if info.status == BlockStatus::Good {
+                let lsb = core::mem::take(&mut self.lsb);
+                let end = self.s.write_pointer(
+                    now,
+                    b,
+                    &info,
+                    lsb.len() as u32,
+                    |i| lsb[i as usize],
+                    Cause::Mount,
+                );
+                self.lsb = lsb;
+                slot_end[b as usize] = end?;
+            }
             // An SP block in use says which subpage partition it uses.
             if let nand::Usage::Subpage(k) = info.usage {
                 hdr_part[b as usize] = Some(k);

@@ -149,11 +149,11 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         Ok(())
     }
 
-    /// Mount: every block's header (charged reads) — erase count, bad, where its written
-    /// pages end — and the blocks whose erase was interrupted (to erase again).
+    /// Mount: every block's header (charged reads) — erase count, bad, whether it holds
+    /// anything — where each programmed block's pages end (`Substrate::write_pointer`:
+    /// read from the top), and the blocks whose erase was interrupted (to erase again).
     fn read_headers(&mut self, now: Nanos) -> Result<(Vec<u32>, Vec<u32>), FtlError> {
         let nblocks = self.s.geo().total_blocks();
-        let ppb = self.ppb;
         let mut next = vec![0u32; nblocks as usize];
         let mut dirty = Vec::new();
         for b in 0..nblocks {
@@ -165,11 +165,15 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             }
             self.blk[b as usize] = super::Blk::FREE;
             self.s.adopt_state(b, BState::Free);
-            next[b as usize] = info.next_page.min(ppb);
             if info.needs_erase {
                 dirty.push(b);
-                next[b as usize] = 0;
+                continue;
             }
+            // From the top: an RFTL primary's fixed offsets may skip pages.
+            let ppb = self.ppb;
+            next[b as usize] = self
+                .s
+                .write_pointer(now, b, &info, ppb, |i| i, Cause::Mount)?;
         }
         Ok((next, dirty))
     }

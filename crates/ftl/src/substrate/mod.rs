@@ -62,6 +62,7 @@ use strength_reduce::StrengthReducedU32;
 pub(crate) use self::alloc::{COLD, HOST};
 pub(crate) use self::gc::Kernel;
 pub(crate) use self::oplog::OpLog;
+pub use self::program::Header;
 pub(crate) use self::program::{Payload, Prog, Programmed};
 pub(crate) use self::sense::{Sense, Sensed};
 

@@ -5,6 +5,7 @@
 //! itself), and every erase through [`Substrate::erase_block`]; block headers are read by
 //! [`Substrate::read_header`] (charged). Reads are `sense`.
 
+use super::sense::{Sense, Sensed};
 use super::{BState, Substrate};
 use crate::policy::ProgramContext;
 use crate::{Cause, FtlError, OpKind};
@@ -316,17 +317,49 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         }
     }
 
-    /// Reads block `b`'s header (bad-block marker, erase counter, whether it holds data) as
-    /// a charged read logged with `cause`.
-    pub fn read_header(
+    /// Reads block `b`'s header — page 0's spare area — as a charged read logged with
+    /// `cause`: what firmware learns from it ([`Header`]), not the write pointer (that is
+    /// [`write_pointer`](Self::write_pointer)'s search).
+    pub fn read_header(&mut self, now: Nanos, b: u32, cause: Cause) -> Result<Header, FtlError> {
+        let (info, t) = self.ctl.read_block_header(now, self.block_addr(b))?;
+        self.push_op(b, OpKind::Read, cause, t, Nanos::ZERO, None);
+        Ok(Header::from(&info))
+    }
+
+    /// Where block `b`'s programmed pages end among the `slots` pages its mode programs
+    /// (slot `i` is page `page_of(i)`, in program order: every page of a native block, the
+    /// pages an SLC-mode block uses): one past the last slot that does not read erased,
+    /// found as firmware finds it — from the top, each slot's record read (charged, with
+    /// `cause`) until one is not erased: `slots − end + 1` reads, none when the header says
+    /// the block holds nothing. Bisection would be cheaper but is not sound: programs go in
+    /// ascending order but may skip pages (an RFTL primary's fixed offsets; a page a cut
+    /// tore, which the kernel passes over after a mount).
+    ///
+    /// A page a cut tore to all ones reads erased, as it would to any controller: if it is
+    /// the last, the end stops below it, and a later program there is refused by the chip
+    /// (`Prog::Refused`) and passed over by the kernel.
+    pub fn write_pointer(
         &mut self,
         now: Nanos,
         b: u32,
+        header: &Header,
+        slots: u32,
+        page_of: impl Fn(u32) -> u32,
         cause: Cause,
-    ) -> Result<nand::BlockInfo, FtlError> {
-        let (info, t) = self.ctl.read_block_header(now, self.block_addr(b))?;
-        self.push_op(b, OpKind::Read, cause, t, Nanos::ZERO, None);
-        Ok(info)
+    ) -> Result<u32, FtlError> {
+        if !header.programmed {
+            return Ok(0);
+        }
+        for slot in (0..slots).rev() {
+            let page = b * self.ppb + page_of(slot);
+            if !matches!(
+                self.sense(now, page, Sense::Record, cause)?.0,
+                Sensed::Erased
+            ) {
+                return Ok(slot + 1);
+            }
+        }
+        Ok(0)
     }
 
     /// A format's first step on block `b`, the same in every kernel: its header read
@@ -334,16 +367,108 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// needing an erase), its erase. `Some(header)`: good and erased (the header tells the
     /// mode it was in); `None`: bad — factory or grown bad, or its erase failed (which
     /// already marked it `Bad`).
-    pub fn format_block(
-        &mut self,
-        now: Nanos,
-        b: u32,
-    ) -> Result<Option<nand::BlockInfo>, FtlError> {
+    pub fn format_block(&mut self, now: Nanos, b: u32) -> Result<Option<Header>, FtlError> {
         let info = self.read_header(now, b, Cause::Mount)?;
         self.adopt_erase_count(b, info.erase_count);
         let good = info.status == nand::BlockStatus::Good
-            && (!(info.next_page > 0 || info.needs_erase)
-                || self.erase_block(now, b, Cause::Mount)?);
+            && (!info.holds_data() || self.erase_block(now, b, Cause::Mount)?);
         Ok(good.then_some(info))
+    }
+}
+
+/// What firmware learns from a block's header, page 0's spare area: the bad-block marker,
+/// the erase counter (an erase-counter header, as UBI keeps one), how the block is being
+/// programmed (its mode and, for subpage use, its partition), whether it holds anything,
+/// and whether an erase was cut short (the chip model flags it; its programmed pages were
+/// partly erased, so they read as neither erased nor a record). Not where its written
+/// pages end: that costs reads ([`Substrate::write_pointer`]).
+///
+/// "Holds anything" is page 0's state — programs go in order, so a block with a
+/// programmed page has page 0 programmed — with one simplification: a page 0 a cut tore
+/// to all ones, which the kernel passed over, still counts (the model reports the block
+/// as programmed where a real controller would see an erased page 0; the kernels never
+/// leave page 0 to be skipped otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Good, or factory or grown bad.
+    pub status: nand::BlockStatus,
+    /// P/E cycles so far.
+    pub erase_count: u32,
+    /// In SLC mode.
+    pub slc_mode: bool,
+    /// How it is being programmed since its erase.
+    pub usage: nand::Usage,
+    /// Some page is programmed since the erase (see the type's docs).
+    pub programmed: bool,
+    /// Caught in an interrupted erase.
+    pub needs_erase: bool,
+}
+
+impl Header {
+    /// The block holds data, or what an interrupted erase left: it must be erased before use.
+    pub fn holds_data(&self) -> bool {
+        self.programmed || self.needs_erase
+    }
+}
+
+impl From<&nand::BlockInfo> for Header {
+    fn from(i: &nand::BlockInfo) -> Self {
+        Header {
+            status: i.status,
+            erase_count: i.erase_count,
+            slc_mode: i.slc_mode,
+            usage: i.usage,
+            // Programs go in order: page 0 is programmed iff anything is (see above).
+            programmed: i.next_page > 0,
+            needs_erase: i.needs_erase,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::substrate::SubstrateConfig;
+    use controller::{DataClass, PageKind};
+
+    /// The write pointer is found by reading from the top, one charged read per slot down
+    /// to the last programmed page, past a skipped page (programs go in ascending order
+    /// but need not be contiguous); a block that holds nothing costs no read beyond its
+    /// header.
+    #[test]
+    fn the_write_pointer_is_read_from_the_top_past_skipped_pages() {
+        let mut ctl = crate::testkit::controller("tiny-slc", 1);
+        let ppb = ctl.chip().geometry().pages_per_block;
+        let zeros = alloc::vec![0u8; ctl.chip().geometry().page_size as usize];
+        let block = 3u32;
+        for page in [0u32, 1, 4] {
+            // The substrate's flat block `b` is the geometry's `block_at(b)`.
+            let addr = ctl.chip().geometry().block_at(block).unwrap();
+            let addr = addr.page(page).unwrap();
+            let record = OobRecord::new(
+                page as u64,
+                1 + page as u64,
+                PageKind::User(DataClass::default()),
+            );
+            ctl.program(Nanos::ZERO, addr, &zeros, record, 1).unwrap();
+        }
+        let mut s = Substrate::block_level(ctl, SubstrateConfig::block_level(1));
+        let reads = |s: &Substrate<_, _>| s.counters().reads.iter().sum::<u64>();
+        let h = s.read_header(Nanos::ZERO, block, Cause::Mount).unwrap();
+        assert!(h.programmed && h.holds_data() && !h.needs_erase);
+        let before = reads(&s);
+        let end = s
+            .write_pointer(Nanos::ZERO, block, &h, ppb, |i| i, Cause::Mount)
+            .unwrap();
+        assert_eq!(end, 5, "past the skipped pages 2 and 3");
+        // Pages ppb-1 down to 4: one read each.
+        assert_eq!(reads(&s) - before, (ppb - 4) as u64);
+        let empty = s.read_header(Nanos::ZERO, block + 1, Cause::Mount).unwrap();
+        assert!(!empty.programmed);
+        let before = reads(&s);
+        let end = s
+            .write_pointer(Nanos::ZERO, block + 1, &empty, ppb, |i| i, Cause::Mount)
+            .unwrap();
+        assert_eq!((end, reads(&s) - before), (0, 0));
     }
 }

@@ -51,7 +51,7 @@ use crate::substrate::Kernel;
 use crate::FtlError;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
-use nand::{BlockInfo, BlockStatus, Nanos};
+use nand::{BlockStatus, Nanos};
 
 mod rebuild;
 
@@ -348,7 +348,7 @@ struct Rebuild {
     /// before the next checkpoint (a later roll-forward from the same checkpoint needs them).
     young: BTreeSet<u32>,
     /// Block headers read so far (each read once, charged).
-    headers: BTreeMap<u32, BlockInfo>,
+    headers: BTreeMap<u32, crate::substrate::Header>,
     /// Blocks the checkpoint has in the region that the anchor no longer lists (swapped
     /// out since: free, or reused for data); scanned like data blocks.
     left_region: BTreeSet<u32>,

@@ -5,6 +5,7 @@
 use super::{Found, Rebuild, Rebuildable, RecoveryReport, SEQ_LIMIT};
 use crate::page::snapshot::code;
 use crate::page::{INVALID, LOST};
+use crate::substrate::Header;
 use crate::substrate::{BState, Sense, Sensed};
 use crate::{Cause, FtlError};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -12,7 +13,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use controller::PageKind;
 use core::cmp::Reverse;
-use nand::{BlockInfo, BlockStatus, Nanos};
+use nand::{BlockStatus, Nanos};
 
 impl Rebuild {
     pub(super) fn start<K: Rebuildable>(ftl: &mut K, now: Nanos) -> Result<Self, FtlError> {
@@ -106,7 +107,7 @@ impl Rebuild {
         ftl: &mut K,
         now: Nanos,
         b: u32,
-    ) -> Result<BlockInfo, FtlError> {
+    ) -> Result<Header, FtlError> {
         if let Some(h) = self.headers.get(&b) {
             return Ok(*h);
         }
