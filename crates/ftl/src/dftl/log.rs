@@ -18,10 +18,17 @@
 //! - **Lookups**: a CPMT / CBIT miss whose unit has a log reads the log subpage first (the
 //!   paper's LID lookup on the critical path) and the unit only if the log lacks the key.
 //! - The logging partitions are log-structured like the others, each with its own greedy GC
-//!   (live logs copied forward, their bytes counted as PMT-GC / BIT-GC). They are sized like
-//!   the partitions they log for (at most one live log per unit). The paper names one
-//!   logging block per type and leaves what happens when it fills open; a partition with GC
-//!   is the firmware choice that never forces a merge storm.
+//!   (live logs copied forward, their bytes counted as PMT-GC / BIT-GC). By default they
+//!   are sized like the partitions they log for (at most one live log per unit), the
+//!   firmware choice that never forces a merge storm. The paper names one logging block
+//!   per type and leaves what happens when it fills open; `log_blocks = 2` is that block
+//!   and the one it switches into: a victim whose live logs do not fit the block being
+//!   written has them merged into their units instead ([`merge_block_logs`]), the GXT
+//!   written, then the victim erased. Measured on the paper's chip (`reproduce spftl`),
+//!   that reading writes more metadata than DFTL_por: the paper's saving needs a logging
+//!   area that holds most units' logs.
+//!
+//! [`merge_block_logs`]: DftlFtl::merge_block_logs
 //! - **GXT logs** go to the GXT-log partition (see `gxt`): the GXT's changes since the last
 //!   whole GXT, coalesced; the whole GXT is written when they outgrow a subpage.
 //!
@@ -273,6 +280,44 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         self.dir_mut(kind)[i as usize] = na;
         if self.mode == MetaMode::Log {
             self.dir_mut(log_kind(kind))[i as usize] = NONE;
+        }
+        Ok(())
+    }
+
+    /// Merges every live log in block `v` of logging partition `lk` into its unit (the
+    /// unit read, the log applied, the unit written anew with its log's stamp, its LID
+    /// cleared): how a logging partition too small to copy its live logs forward reclaims
+    /// a block (`log_blocks`). Each merge counts in `log_merges`. A cut before the caller
+    /// makes the directory durable leaves the logs named and intact: a mount applies them
+    /// to units that already hold them, which changes nothing.
+    pub(crate) fn merge_block_logs(
+        &mut self,
+        now: Nanos,
+        lk: PartKind,
+        v: u32,
+    ) -> Result<(), FtlError> {
+        let kind = if lk == PartKind::PmtLog {
+            PartKind::Pmt
+        } else {
+            PartKind::Bit
+        };
+        let slots = self.slots();
+        let units: Vec<u32> = (0..self.dir(lk).len() as u32)
+            .filter(|&i| {
+                let a = self.dir(lk)[i as usize];
+                a != NONE && a / slots == v
+            })
+            .collect();
+        let mut buf = vec![0u8; self.unit];
+        for i in units {
+            // The unit as it stands on flash, stamped with what it holds (its log's stamp
+            // at most): not the current sequence number — the cache may hold newer
+            // changes of it that are not in it, and a mount replays writes from its stamp.
+            let stamp = self.read_current(now, kind, i, &mut buf, Cause::Meta)?;
+            let na = self.write_unit(now, kind, i, stamp, &buf)?;
+            self.dir_mut(kind)[i as usize] = na;
+            self.dir_mut(lk)[i as usize] = NONE;
+            self.s.counters_mut().log_merges += 1;
         }
         Ok(())
     }

@@ -320,6 +320,18 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         };
         let slots = self.slots();
         if live[(v - p.first) as usize] + p.wp >= slots {
+            if matches!(kind, PartKind::PmtLog | PartKind::BitLog) {
+                // A small logging partition (`log_blocks`): the victim's logs go into
+                // their units instead of forward.
+                self.merge_block_logs(now, kind, v)?;
+                // The directory without the merged logs is durable before the block
+                // that held them is erased: a mount never follows a LID into it.
+                self.write_gxt(now)?;
+                if self.erase_meta(now, v, Cause::Meta)? {
+                    self.parts[k].free.push_back(v);
+                }
+                return Ok(());
+            }
             return Err(FtlError::Corrupt(
                 "a metadata partition is full of live units (raise meta_spare)",
             ));

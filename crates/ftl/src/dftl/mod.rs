@@ -216,6 +216,13 @@ pub struct DftlConfig {
     pub free_queue: u32,
     /// NWI weight of an SP block's erase (eq. 1: 1/1.71, SP2O_SLC's endurance gain).
     pub sp_weight: f64,
+    /// SPFTL_log: blocks of each of the PMT-log and BIT-log partitions. 0 (the default):
+    /// sized like the partition it logs for, so every unit can keep a live log and their
+    /// GC only copies logs forward. The paper names one logging block per type; `2` is
+    /// that block and the one it switches into while it is reclaimed: a victim whose live
+    /// logs do not fit the block being written is *merged* — each of its logs applied to
+    /// its unit, a page write — instead of copied (see `dftl::log`).
+    pub log_blocks: u32,
 }
 
 impl Default for DftlConfig {
@@ -231,6 +238,7 @@ impl Default for DftlConfig {
             bsi_entries: 8,
             free_queue: 8,
             sp_weight: 1.0 / 1.71,
+            log_blocks: 0,
         }
     }
 }

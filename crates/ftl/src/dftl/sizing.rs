@@ -41,7 +41,8 @@ pub(crate) struct Sizes {
 
 impl Sizes {
     /// `log`: SPFTL_log (its logging partitions sized like the partitions they log for:
-    /// at most one live log per unit; the GXT-log partition `gxt_blocks` long).
+    /// at most one live log per unit — or `log_blocks` long; the GXT-log partition
+    /// `gxt_blocks` long).
     pub(crate) fn of(
         nblocks: u64,
         ppb: u32,
@@ -70,8 +71,16 @@ impl Sizes {
                 cfg.gxt_blocks,
                 part_blocks(pmt_units),
                 part_blocks(bit_units),
-                if log { part_blocks(pmt_units) } else { 0 },
-                if log { part_blocks(bit_units) } else { 0 },
+                match (log, cfg.log_blocks) {
+                    (false, _) => 0,
+                    (true, 0) => part_blocks(pmt_units),
+                    (true, n) => n,
+                },
+                match (log, cfg.log_blocks) {
+                    (false, _) => 0,
+                    (true, 0) => part_blocks(bit_units),
+                    (true, n) => n,
+                },
                 if log { cfg.gxt_blocks } else { 0 },
             ],
         }
@@ -244,6 +253,12 @@ fn check_ranges(cfg: &DftlConfig, key: &dyn Fn(&str) -> String) -> Result<(), Ft
             "{} = {} must be in (0, 1]",
             key("sp_weight"),
             cfg.sp_weight
+        )));
+    }
+    if cfg.log_blocks == 1 {
+        return Err(FtlError::Config(format!(
+            "{} = 1: a logging partition needs a block to write while another is reclaimed (2 is the paper's one logging block and that one; 0 sizes it like the partition it logs for)",
+            key("log_blocks")
         )));
     }
     if cfg.gxt_blocks < 2 {

@@ -166,6 +166,18 @@ fn spftl_halves_metadata_bytes() {
 type Done = (Vec<(u64, Option<u64>)>, usize);
 
 fn cut_everywhere(mode: MetaMode, seed: u64) {
+    cut_everywhere_with(mode, seed, small(), None, 200)
+}
+
+/// [`cut_everywhere`] with `cfg`, the test chip grown to `blocks_per_plane` (when given),
+/// and writes drawn from the first `span` logical pages.
+fn cut_everywhere_with(
+    mode: MetaMode,
+    seed: u64,
+    cfg: DftlConfig,
+    blocks_per_plane: Option<u32>,
+    span: u64,
+) {
     let ops = 260u64;
     let workload = |ftl: &mut F, upto: Option<u64>| -> Result<Done, Done> {
         let n = ftl.logical_pages();
@@ -174,7 +186,7 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         let mut log = Vec::new();
         let mut flushed = 0;
         for i in 0..upto.unwrap_or(ops) {
-            let l = rng.next_u64() % n.min(200);
+            let l = rng.next_u64() % n.min(span);
             let t = Nanos(i * 1000);
             let mut pending = None;
             let r = match rng.next_u32() % 20 {
@@ -201,8 +213,11 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         Ok((log, flushed))
     };
     let fresh = || {
-        let ctl = controller_on(chip(seed, 2), seed);
-        F::format(ctl, mode, small(), Nanos::ZERO).unwrap()
+        let mut c = chip(seed, 2);
+        if let Some(b) = blocks_per_plane {
+            c.geometry.blocks_per_plane = b;
+        }
+        F::format(controller_on(c, seed), mode, cfg, Nanos::ZERO).unwrap()
     };
     // How many chip operations the run takes.
     let mut ftl = fresh();
@@ -225,8 +240,8 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
         ctl.chip_mut().disarm_cut();
         ctl.chip_mut().power_on();
         let id = format!("{mode:?} cut at op {cut_at} ({cm:?})");
-        let mut ftl = F::mount(ctl, mode, small(), Nanos(1 << 40))
-            .unwrap_or_else(|e| panic!("{id}: mount: {e}"));
+        let mut ftl =
+            F::mount(ctl, mode, cfg, Nanos(1 << 40)).unwrap_or_else(|e| panic!("{id}: mount: {e}"));
         ftl.verify().unwrap_or_else(|e| panic!("{id}: {e}"));
         // Per page: the durable value (as of the last completed flush) and those after.
         let n = ftl.logical_pages();
@@ -241,7 +256,10 @@ fn cut_everywhere(mode: MetaMode, seed: u64) {
             }
         }
         let mut buf = vec![0u8; size];
-        for l in 0..n.min(200) {
+        let mut pages: Vec<u64> = (0..n.min(200)).chain(log.iter().map(|e| e.0)).collect();
+        pages.sort_unstable();
+        pages.dedup();
+        for l in pages {
             let m = ftl.mapping(l);
             let info = m.map(|a| {
                 ftl.controller()
@@ -296,6 +314,80 @@ fn spftl_survives_cuts() {
 #[test]
 fn spftl_log_survives_cuts() {
     cut_everywhere(MetaMode::Log, 13);
+}
+
+/// SPFTL_log with the paper's small logging area (`log_blocks = 2`): the logging
+/// partitions cannot hold a live log per unit, so reclaiming a logging block merges its
+/// live logs into their units — the model holds across remounts, and every cut point too.
+fn paper_logging_area() -> DftlConfig {
+    DftlConfig {
+        overprovision: 0.32,
+        log_blocks: 2,
+        ..small()
+    }
+}
+
+#[test]
+fn spftl_log_with_two_logging_blocks_follows_the_model() {
+    model_run_with(MetaMode::Log, 3, 6000, paper_logging_area());
+    // The merges a full logging block forces: more than with a partition per type, on a
+    // chip with more PMT units than a logging block holds.
+    let merges = |cfg: DftlConfig| {
+        let mut c = chip(5, 2);
+        c.geometry.blocks_per_plane = 1024;
+        let mut ftl = F::format(controller_on(c, 5), MetaMode::Log, cfg, Nanos::ZERO).unwrap();
+        let n = ftl.logical_pages();
+        let page = vec![7u8; ftl.page_size()];
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for i in 0..4000u64 {
+            let l = rng.next_u64() % n;
+            ftl.write(Nanos(i * 1000), Lpn::checked(l, n).unwrap(), &page)
+                .unwrap();
+        }
+        ftl.verify().unwrap();
+        ftl.counters().log_merges
+    };
+    let (small_area, partition) = (
+        merges(paper_logging_area()),
+        merges(DftlConfig {
+            overprovision: 0.32,
+            ..small()
+        }),
+    );
+    assert!(
+        small_area > partition,
+        "merges: {small_area} with two logging blocks, {partition} with a partition"
+    );
+}
+
+/// Cuts while a full logging block is merged into its units: writes spread over a volume
+/// with more PMT units than two logging blocks hold.
+#[test]
+fn spftl_log_with_two_logging_blocks_survives_cuts() {
+    cut_everywhere_with(
+        MetaMode::Log,
+        14,
+        paper_logging_area(),
+        Some(1024),
+        u64::MAX,
+    );
+}
+
+#[test]
+fn one_logging_block_is_refused_naming_the_key() {
+    let cfg = DftlConfig {
+        log_blocks: 1,
+        ..small()
+    };
+    let e = F::format(
+        controller_on(chip(1, 2), 1),
+        MetaMode::Log,
+        cfg,
+        Nanos::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("log_blocks = 1"), "{e}");
 }
 
 #[test]
