@@ -58,7 +58,7 @@ pub use dftl::{DftlConfig, DftlFtl, MemoryBudget, MetaMode};
 pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};
 pub use policy::{flares, Policies};
 pub use recovery::{RecoveryKind, RecoveryReport};
-pub use rtblock::{RtBlockConfig, RtBlockFtl, RtKind};
+pub use rtblock::{GftlBuffer, RtBlockConfig, RtBlockFtl, RtKind};
 pub use scheme::{BoxedVolume, SchemeConfig, SchemeKind, Volume};
 pub use substrate::region::meta_tag_name;
 pub use victim::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};

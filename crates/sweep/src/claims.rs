@@ -306,25 +306,42 @@ impl Scope<'_> {
         })
     }
 
-    /// An `at` table: axis names and full-size values; `None` when a value is only in the
-    /// full matrix (the entry does not apply to the --quick expansion).
+    /// An `at` table: axis names and full-size values — a value, or an array of values
+    /// (any of them); `None` when a value is only in the full matrix (the entry does not
+    /// apply to the --quick expansion; of an array, the values the expansion has are kept).
     pub fn at(&self, what: &str, at: &toml::Table) -> Result<Option<Point>, SweepError> {
         let mut out = Vec::new();
         let mut present = true;
         for (k, v) in at {
             let a = self.axis(what, k)?;
-            let v = coerce(v, &a.full_values);
-            if !a.full_values.contains(&v) {
-                return Err(self.err(format!(
+            let check = |v: &Value| -> Result<Value, SweepError> {
+                let v = coerce(v, &a.full_values);
+                if a.full_values.contains(&v) {
+                    return Ok(v);
+                }
+                Err(self.err(format!(
                     "{what}: at {k} = {v}: no such cell (axis {k} has {})",
                     a.full_values
                         .iter()
                         .map(show)
                         .collect::<Vec<_>>()
                         .join(", ")
-                )));
-            }
-            present &= a.values.contains(&v);
+                )))
+            };
+            let v = match v {
+                Value::Array(vs) => {
+                    let vs = vs.iter().map(check).collect::<Result<Vec<_>, _>>()?;
+                    let kept: Vec<Value> =
+                        vs.into_iter().filter(|v| a.values.contains(v)).collect();
+                    present &= !kept.is_empty();
+                    Value::Array(kept)
+                }
+                v => {
+                    let v = check(v)?;
+                    present &= a.values.contains(&v);
+                    v
+                }
+            };
             out.push((k.clone(), v));
         }
         Ok(present.then_some(out))

@@ -80,7 +80,40 @@ pub(crate) fn coerce(v: &Value, values: &[Value]) -> Value {
     }
 }
 
-/// Whether `cell` has every value of `at`.
+/// Whether `cell` has every value of `at` (of an array value, any one).
 pub fn matches_at(cell: &Cell, at: &[(String, Value)]) -> bool {
-    at.iter().all(|(k, v)| cell.value(k) == Some(v))
+    at.iter().all(|(k, v)| match v {
+        // An array: any of its values.
+        Value::Array(vs) => cell.value(k).is_some_and(|c| vs.contains(c)),
+        v => cell.value(k) == Some(v),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `at` value that is an array matches a cell holding any of its values.
+    #[test]
+    fn an_array_at_matches_any_of_its_values() {
+        let cell = Cell {
+            index: 0,
+            axes: vec![("scheme".into(), Value::String("GFTL".into()))],
+            config: toml::Table::new(),
+            fingerprint: 0,
+        };
+        let at = |v: Value| vec![("scheme".to_string(), v)];
+        let s = |x: &str| Value::String(x.into());
+        assert!(matches_at(&cell, &at(s("GFTL"))));
+        assert!(!matches_at(&cell, &at(s("RFTL"))));
+        assert!(matches_at(
+            &cell,
+            &at(Value::Array(vec![s("RFTL"), s("GFTL")]))
+        ));
+        assert!(!matches_at(
+            &cell,
+            &at(Value::Array(vec![s("RFTL"), s("WAO")]))
+        ));
+        assert!(!matches_at(&cell, &at(Value::Array(vec![]))));
+    }
 }

@@ -212,6 +212,11 @@ fn bad_matrices_are_rejected_by_name_before_running() {
             "no axis named \"colour\"",
         ),
         (
+            "at = { victim = \"greedy\", op = 0.3 }",
+            "at = { victim = \"greedy\", op = [0.3, 0.9] }",
+            "op = 0.9: no such cell",
+        ),
+        (
             "axis = \"op\"\ndirection",
             "axis = \"size\"\ndirection",
             "no axis named \"size\"",

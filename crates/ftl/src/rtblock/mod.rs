@@ -177,9 +177,14 @@ pub struct RtBlockConfig {
     /// BCH correction capability of every page (1: the 64-byte spare of 2 KiB SLC chips
     /// holds one bit per 512-byte sector).
     pub ecc_t: u32,
-    /// GFTL's write buffer in pages; 0 = the paper's `N(k + 1)/2` for `N` logical blocks.
-    /// (RFTL's buffers are one block per collected logical block.)
+    /// GFTL's write buffer in pages; 0 = sized by `buffer` for `N` logical blocks. (RFTL's
+    /// buffers are one block per collected logical block.)
     pub buffer_pages: u64,
+    /// GFTL's write buffer when `buffer_pages` is 0: `"round"` (the default, `N(k + 1)`
+    /// pages: a buffer block lives a whole round of the GC queue) or `"paper"` (the
+    /// paper's `N(k + 1)/2`, which counts live pages only: buffer blocks run out, and jobs
+    /// then run inside writes, counted as overruns). See [`GftlBuffer`].
+    pub buffer: GftlBuffer,
     /// How α, the copies of one partial step, is derived: `"array"` (eq. 4 of Ref. 003,
     /// the default) or `"charged"` (each copy's transfers and decode counted; see
     /// [`AlphaRule`](crate::rt_bounds::AlphaRule)).
@@ -192,9 +197,21 @@ impl Default for RtBlockConfig {
             bad_block_reserve: 0.02,
             ecc_t: 1,
             buffer_pages: 0,
+            buffer: GftlBuffer::Round,
             alpha: crate::rt_bounds::AlphaRule::Array,
         }
     }
+}
+
+/// How GFTL's write buffer is sized (`[ftl.gftl] buffer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GftlBuffer {
+    /// `N(k + 1)` pages: what the buffer takes (measured), twice the paper's length.
+    #[default]
+    Round,
+    /// `N(k + 1)/2` pages, the paper's length (Ref. 003, §V-C).
+    Paper,
 }
 
 /// What a physical block is to the kernel.
@@ -466,7 +483,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         self.ppb.div_ceil(self.alpha) as u64 + 2
     }
 
-    /// GFTL's buffer length in pages for `n` logical blocks: `N(k + 1)`, twice the
+    /// GFTL's buffer length in pages for `n` logical blocks: by default `N(k + 1)`, twice the
     /// paper's `N(k + 1)/2` (this kernel's k, [`gftl_k`](Self::gftl_k)). The paper's count
     /// is the live buffer pages: with every logical block queued, each holds the writes
     /// since its last job, k/2 of them on average. But a buffer block is erased only when
@@ -475,7 +492,10 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     /// queue: N·k pages written (measured: random writes on a full 48-blocks-per-plane
     /// `k9k8g08u0b` exhausted a buffer of the paper's length within 1,300 writes).
     pub(crate) fn buffer_pages_for(&self, n: u64) -> u64 {
-        n * (self.gftl_k() + 1)
+        match self.cfg.buffer {
+            GftlBuffer::Round => n * (self.gftl_k() + 1),
+            GftlBuffer::Paper => (n * (self.gftl_k() + 1)).div_ceil(2),
+        }
     }
 
     /// Sizes the volume from the geometry and the configuration alone (so every mount
