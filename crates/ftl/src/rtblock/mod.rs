@@ -185,6 +185,17 @@ pub struct RtBlockConfig {
     /// paper's `N(k + 1)/2`, which counts live pages only: buffer blocks run out, and jobs
     /// then run inside writes, counted as overruns). See [`GftlBuffer`].
     pub buffer: GftlBuffer,
+    /// RFTL's blocks per logical block: 4 (the default: primary, replacement, and while
+    /// it is collected a buffer and the new primary) or the paper's 3. With 3 the pool can
+    /// run dry when many logical blocks are collected at once; a request then finishes
+    /// another block's job (an overrun) or, when none can, fails with `NoSpace`.
+    pub rftl_blocks: u32,
+    /// Where RFTL keeps its replacement and buffer blocks' offset tables: `false` (the
+    /// default) in RAM, 2 bytes per page; `true` as the paper's Table I counts them, in
+    /// the OOB area — every request to a logical block that has one pays a charged OOB read
+    /// (the record of that block's last written page, where the table is kept; the
+    /// kernel's RAM copy stands in for its content), and its bounds add t_rdoob.
+    pub rftl_oob_offsets: bool,
     /// How α, the copies of one partial step, is derived: `"array"` (eq. 4 of Ref. 003,
     /// the default) or `"charged"` (each copy's transfers and decode counted; see
     /// [`AlphaRule`](crate::rt_bounds::AlphaRule)).
@@ -198,6 +209,8 @@ impl Default for RtBlockConfig {
             ecc_t: 1,
             buffer_pages: 0,
             buffer: GftlBuffer::Round,
+            rftl_blocks: RFTL_BLOCKS as u32,
+            rftl_oob_offsets: false,
             alpha: crate::rt_bounds::AlphaRule::Array,
         }
     }
@@ -391,6 +404,12 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         cfg: &RtBlockConfig,
     ) -> Result<u32, FtlError> {
         let name = kind.name();
+        if kind == RtKind::Rftl && !(3..=4).contains(&cfg.rftl_blocks) {
+            return Err(FtlError::Config(format!(
+                "[ftl.rftl] rftl_blocks = {} must be 3 (the paper's primary, replacement and buffer) or 4",
+                cfg.rftl_blocks
+            )));
+        }
         if !(cfg.bad_block_reserve >= 0.0 && cfg.bad_block_reserve < 0.5) {
             return Err(FtlError::Config(format!(
                 "[ftl.{name}] bad_block_reserve = {} must be in [0, 0.5)",
@@ -539,7 +558,10 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
             // be collected at once (with the paper's three, a sequential fill followed by
             // random writes starts most jobs together: 34 of 62 logical blocks were
             // collecting when the pool ran dry on a 48-blocks-per-plane `k9k8g08u0b`).
-            RtKind::Rftl => (usable.saturating_sub(JOB_BLOCKS) / RFTL_BLOCKS, 0),
+            RtKind::Rftl => (
+                usable.saturating_sub(JOB_BLOCKS) / self.cfg.rftl_blocks as u64,
+                0,
+            ),
         };
         if lbns == 0 {
             let key = if self.kind == RtKind::Gftl && self.cfg.buffer_pages > 0 {
@@ -551,13 +573,14 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 )
             };
             return Err(FtlError::Config(format!(
-                "{key}: the chip's {total} blocks ({usable} usable) leave no logical block for scheme = \"{name}\" (write buffer {buf_blocks} blocks, {JOB_BLOCKS} for a job; RFTL takes {RFTL_BLOCKS} per logical block)"
+                "{key}: the chip's {total} blocks ({usable} usable) leave no logical block for scheme = \"{name}\" (write buffer {buf_blocks} blocks, {JOB_BLOCKS} for a job; RFTL takes {} per logical block)",
+                self.cfg.rftl_blocks
             )));
         }
         let good = self.blk.iter().filter(|b| b.role != Role::Bad).count() as u64;
         let need = match self.kind {
             RtKind::Gftl => lbns + buf_blocks + JOB_BLOCKS,
-            RtKind::Rftl => RFTL_BLOCKS * lbns + JOB_BLOCKS,
+            RtKind::Rftl => self.cfg.rftl_blocks as u64 * lbns + JOB_BLOCKS,
         };
         if good < need {
             return Err(FtlError::Config(format!(
@@ -609,9 +632,9 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let step = t_er.max(self.alpha as u64 * copy);
         let page_read = t_rd + xfer + decode;
         let write = t_wr + xfer;
+        let oob = t_rd + xfer_spare + rec_decode;
         Ok(match self.kind {
             RtKind::Gftl => {
-                let oob = t_rd + xfer_spare + rec_decode;
                 let scan = self.ppb as u64 * oob;
                 let step = step.max(scan);
                 let read = scan + page_read;
@@ -625,15 +648,23 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                     ..LatencyBound::default()
                 }
             }
-            RtKind::Rftl => LatencyBound {
-                write_ns: write + step,
-                read_ns: page_read,
-                array_write_ns: t_er + t_wr,
-                u_lambda: self.ppb,
-                l_buf: 2 * self.ppb,
-                alpha: self.alpha,
-                ..LatencyBound::default()
-            },
+            RtKind::Rftl => {
+                // Table I's RFTL: an OOB read per request when the offsets live there.
+                let (oob, oob_array) = if self.cfg.rftl_oob_offsets {
+                    (oob, t_rd)
+                } else {
+                    (0, 0)
+                };
+                LatencyBound {
+                    write_ns: oob + write + step,
+                    read_ns: oob + page_read,
+                    array_write_ns: (t_rd + oob_array).max(t_er + t_wr + oob_array),
+                    u_lambda: self.ppb,
+                    l_buf: 2 * self.ppb,
+                    alpha: self.alpha,
+                    ..LatencyBound::default()
+                }
+            }
         })
     }
 

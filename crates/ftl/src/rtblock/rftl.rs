@@ -34,7 +34,34 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         None
     }
 
-    /// A host read: RAM says where (no OOB read), one page read; no GC step.
+    /// With `rftl_oob_offsets`, the OOB read Table I charges a request to `x` when it has
+    /// a replacement or a buffer block: the record of that block's last written page,
+    /// where the offset table is kept (the RAM copy stands in for its content).
+    fn rftl_oob_read(&mut self, now: Nanos, x: u32) -> Result<(), FtlError> {
+        if !self.cfg.rftl_oob_offsets {
+            return Ok(());
+        }
+        let b = if self.rjobs.contains_key(&x) {
+            self.map[x as usize].b
+        } else {
+            self.map[x as usize].r
+        };
+        if b == NONE || self.blk[b as usize].next == 0 {
+            return Ok(());
+        }
+        let page = self.blk[b as usize].next - 1;
+        self.s.sense_in(
+            now,
+            b,
+            page,
+            crate::substrate::Sense::Record,
+            crate::Cause::Host,
+        )?;
+        Ok(())
+    }
+
+    /// A host read: where from RAM (with `rftl_oob_offsets`, after Table I's OOB read), one
+    /// page read; no GC step.
     pub(crate) fn rftl_read(
         &mut self,
         now: Nanos,
@@ -43,6 +70,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         want: Lpn,
         data: &mut [u8],
     ) -> Result<(), FtlError> {
+        self.rftl_oob_read(now, x)?;
         let hit = match self.rftl_where(x, o) {
             Some((phys, false)) => self.read_data(now, phys, want, data)?,
             _ => false,
@@ -72,6 +100,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
     ) -> Result<(), FtlError> {
         let lpn = x as u64 * self.ppb as u64 + o as u64;
         let tomb = data.is_none();
+        self.rftl_oob_read(now, x)?;
         let mut done = false;
         for _ in 0..8 {
             if self.rjobs.contains_key(&x) {

@@ -15,7 +15,10 @@ type Ftl_ = RtBlockFtl<RamStorage, ConstantRber>;
 /// Sequential runs, random writes, trims, reads and flushes against a model; `verify`
 /// after every operation; a clean remount reads everything back.
 fn model_run(kind: RtKind, seed: u64, ops: usize, hot: bool) -> Ftl_ {
-    let cfg = RtBlockConfig::default();
+    model_run_with(kind, seed, ops, hot, RtBlockConfig::default())
+}
+
+fn model_run_with(kind: RtKind, seed: u64, ops: usize, hot: bool, cfg: RtBlockConfig) -> Ftl_ {
     let ftl = RtBlockFtl::format(controller("tiny-slc", seed), kind, cfg, Nanos::ZERO).unwrap();
     ftl.verify().unwrap();
     let n = ftl.logical_pages();
@@ -101,7 +104,10 @@ fn rftl_model() {
 /// finds every page's newest completed write or the one in flight, and the volume's
 /// invariants hold, also after a second clean remount.
 fn cut_everywhere(kind: RtKind, seed: u64) {
-    let cfg = RtBlockConfig::default();
+    cut_everywhere_with(kind, seed, RtBlockConfig::default())
+}
+
+fn cut_everywhere_with(kind: RtKind, seed: u64, cfg: RtBlockConfig) {
     let ops = 700u64;
     // A run without a cut gives the operation count to cut in.
     let total = {
@@ -197,6 +203,63 @@ fn run_ops(
 #[test]
 fn gftl_survives_a_cut_anywhere() {
     cut_everywhere(RtKind::Gftl, 11);
+}
+
+/// The paper's RFTL (three blocks per logical block, offsets in OOB): the model holds,
+/// every request to a logical block with a replacement pays its OOB read (more reads than
+/// with the offsets in RAM), and it survives a cut anywhere.
+#[test]
+fn the_papers_rftl_follows_the_model_and_survives_cuts() {
+    let paper = RtBlockConfig {
+        rftl_blocks: 3,
+        rftl_oob_offsets: true,
+        ..RtBlockConfig::default()
+    };
+    let p = model_run_with(RtKind::Rftl, 3, 4000, false, paper);
+    let d = model_run(RtKind::Rftl, 3, 4000, false);
+    assert!(
+        p.logical_pages() > d.logical_pages(),
+        "three blocks each: more logical blocks"
+    );
+    // A page rewritten (its newest copy in the replacement), then read: one page read with
+    // the offsets in RAM, an OOB read and the page read with them in OOB.
+    let read_cost = |cfg: RtBlockConfig| {
+        let mut f =
+            RtBlockFtl::format(controller("tiny-slc", 2), RtKind::Rftl, cfg, Nanos::ZERO).unwrap();
+        let n = f.logical_pages();
+        let page = vec![1u8; f.page_size()];
+        let mut buf = vec![0u8; f.page_size()];
+        let l = Lpn::checked(0, n).unwrap();
+        f.write(Nanos::ZERO, l, &page).unwrap();
+        f.write(Nanos(1), l, &page).unwrap();
+        let reads = |f: &Ftl_| f.s.counters().reads.iter().sum::<u64>();
+        let before = reads(&f);
+        f.read(Nanos(2), l, &mut buf).unwrap();
+        assert_eq!(buf, page);
+        reads(&f) - before
+    };
+    assert_eq!(
+        (read_cost(RtBlockConfig::default()), read_cost(paper)),
+        (1, 2)
+    );
+    let b = p.latency_bound().unwrap();
+    assert!(
+        b.read_ns > d.latency_bound().unwrap().read_ns,
+        "t_rdoob in the read bound"
+    );
+    cut_everywhere_with(RtKind::Rftl, 5, paper);
+    let e = RtBlockFtl::format(
+        controller("tiny-slc", 1),
+        RtKind::Rftl,
+        RtBlockConfig {
+            rftl_blocks: 2,
+            ..RtBlockConfig::default()
+        },
+        Nanos::ZERO,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("rftl_blocks = 2"), "{e}");
 }
 
 #[test]
