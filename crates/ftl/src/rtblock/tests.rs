@@ -248,18 +248,6 @@ fn the_papers_rftl_follows_the_model_and_survives_cuts() {
         "t_rdoob in the read bound"
     );
     cut_everywhere_with(RtKind::Rftl, 5, paper);
-    let e = RtBlockFtl::format(
-        controller("tiny-slc", 1),
-        RtKind::Rftl,
-        RtBlockConfig {
-            rftl_blocks: 2,
-            ..RtBlockConfig::default()
-        },
-        Nanos::ZERO,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("rftl_blocks = 2"), "{e}");
 }
 
 #[test]
@@ -267,57 +255,68 @@ fn rftl_survives_a_cut_anywhere() {
     cut_everywhere(RtKind::Rftl, 12);
 }
 
+/// The error a format of `kind` on preset `preset` with `cfg` is refused with.
+fn refused(preset: &str, seed: u64, kind: RtKind, cfg: RtBlockConfig) -> String {
+    RtBlockFtl::format(controller(preset, seed), kind, cfg, Nanos::ZERO)
+        .unwrap_err()
+        .to_string()
+}
+
 #[test]
 fn bad_configurations_name_the_key() {
-    let e = RtBlockFtl::format(
-        controller("tiny-mlc", 1),
-        RtKind::Rftl,
-        RtBlockConfig::default(),
-        Nanos::ZERO,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("one-bit-per-cell"), "{e}");
-    let e = RtBlockFtl::format(
-        controller("tiny-slc", 1),
-        RtKind::Gftl,
-        RtBlockConfig {
-            bad_block_reserve: 0.7,
-            ..RtBlockConfig::default()
-        },
-        Nanos::ZERO,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("bad_block_reserve = 0.7"), "{e}");
-    let e = RtBlockFtl::format(
-        controller("tiny-slc", 1),
-        RtKind::Gftl,
-        RtBlockConfig {
-            ecc_t: 40,
-            ..RtBlockConfig::default()
-        },
-        Nanos::ZERO,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("ecc_t = 40"), "{e}");
-    // A write buffer the chip cannot hold.
-    let e = RtBlockFtl::format(
-        controller("tiny-slc", 1),
-        RtKind::Gftl,
-        RtBlockConfig {
-            buffer_pages: 10_000,
-            ..RtBlockConfig::default()
-        },
-        Nanos::ZERO,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("buffer_pages = 10000") && e.contains("no logical block"),
-        "{e}"
-    );
+    let cases = [
+        (
+            "tiny-mlc",
+            1,
+            RtKind::Rftl,
+            RtBlockConfig::default(),
+            &["one-bit-per-cell"] as &[&str],
+        ),
+        (
+            "tiny-slc",
+            1,
+            RtKind::Rftl,
+            RtBlockConfig {
+                rftl_blocks: 2,
+                ..RtBlockConfig::default()
+            },
+            &["rftl_blocks = 2"] as &[&str],
+        ),
+        (
+            "tiny-slc",
+            1,
+            RtKind::Gftl,
+            RtBlockConfig {
+                bad_block_reserve: 0.7,
+                ..RtBlockConfig::default()
+            },
+            &["bad_block_reserve = 0.7"] as &[&str],
+        ),
+        (
+            "tiny-slc",
+            1,
+            RtKind::Gftl,
+            RtBlockConfig {
+                ecc_t: 40,
+                ..RtBlockConfig::default()
+            },
+            &["ecc_t = 40"] as &[&str],
+        ),
+        (
+            "tiny-slc",
+            1,
+            RtKind::Gftl,
+            RtBlockConfig {
+                buffer_pages: 10_000,
+                ..RtBlockConfig::default()
+            },
+            &["buffer_pages = 10000", "no logical block"] as &[&str],
+        ),
+    ];
+    for (preset, seed, kind, cfg, needles) in cases {
+        let e = refused(preset, seed, kind, cfg);
+        assert!(needles.iter().all(|n| e.contains(n)), "{e}");
+    }
     // A mount of a page-level volume as GFTL is refused, not misread.
     let ctl = controller("tiny-slc", 2);
     let mut page = crate::PageFtl::format(
