@@ -12,6 +12,9 @@
 #        scripts/nbd-guest.sh path/to/nandlab --capture-dcr OUT.blktrace
 #   The third runs only DCR's benchmark shapes on ext2 (see the `dcr` guest mode below;
 #   how traces/dcr-ext2 was made).
+#        scripts/nbd-guest.sh path/to/nandlab --capture-dcr-real OUT.blktrace
+#   The same phases with the real programs where Debian packages them: bonnie++ for Bonnie,
+#   postmark for Postmark, fio (four writers) for Tiotest (how traces/dcr-real-ext2 was made).
 #        scripts/nbd-guest.sh path/to/nandlab --capture-waogc OUT.blktrace
 #   WAO-GC's benchmark shapes on ext2 (the `waogc` guest mode) on k9k8g08u0b under WAO-GC
 #   (how traces/waogc-ext2 was made).
@@ -36,6 +39,7 @@ capture_mode=""
 case "${2:-}" in
   --capture-sensor) capture=$(realpath -m "$3"); capture_mode=sensor ;;
   --capture-dcr) capture=$(realpath -m "$3"); capture_mode=dcr ;;
+  --capture-dcr-real) capture=$(realpath -m "$3"); capture_mode=dcr-real ;;
   --capture-waogc) capture=$(realpath -m "$3"); capture_mode=waogc ;;
   --live-waogc) capture_mode=live; if [ -n "${3:-}" ]; then capture=$(realpath -m "$3"); fi ;;
   --capture-realfs) capture=$(realpath -m "$3"); capture_mode=realfs ;;
@@ -101,6 +105,12 @@ if [ "$capture_mode" = realfs ]; then
     progs+=("$(command -v "$t")")
   done
   mkdir -p "$rd/usr/share/dbench"; cp /usr/share/dbench/client.txt "$rd/usr/share/dbench/"
+fi
+if [ "$capture_mode" = dcr-real ]; then
+  for t in postmark bonnie++ fio; do
+    have "$t" || fail "--capture-dcr-real needs $t (apt-get install postmark bonnie++ fio)"
+    progs+=("$(command -v "$t")")
+  done
 fi
 for b in "${progs[@]}"; do
   cp "$b" "$rd/sbin/"
@@ -184,7 +194,7 @@ elif [ "$mode" = sensor ]; then
   done
   umount /mnt || bad umount
   ok sensor
-elif [ "$mode" = dcr ]; then
+elif [ "$mode" = dcr ] || [ "$mode" = dcr-real ]; then
   # DCR's benchmarks as shapes a shell can run, on ext2 (the paper's file system, no
   # discard), between phase markers: after `sync` and dropping the caches, one 4 KiB read
   # of the disk's tail outside the file system, at byte `size - (k + 1) MiB` for marker k
@@ -211,6 +221,21 @@ elif [ "$mode" = dcr ]; then
   cp /mnt/src1 /mnt/copy1; marker 3
   cp /mnt/src2 /mnt/copy2; marker 4
   cp /mnt/src3 /mnt/copy3; marker 5
+  if [ "$mode" = dcr-real ]; then
+    # 6: bonnie++ on a 24 MB file (block write, rewrite, block read; -f: no per-character
+    # tests), no small-file tests.
+    /sbin/bonnie++ -d /mnt -s 24 -r 12 -n 0 -f -u root -x 1 -q >/tmp/bn.out 2>&1 || { cat /tmp/bn.out; bad bonnie++; }
+    marker 6
+    # 7: postmark: 600 files of 0.5-10 KiB in 10 directories, 600 transactions.
+    mkdir -p /mnt/pm
+    printf 'set location /mnt/pm\nset number 600\nset transactions 600\nset size 500 10240\nset subdirectories 10\nset seed 42\nrun\nquit\n' \
+      | /sbin/postmark >/tmp/pm.out 2>&1 || bad postmark
+    marker 7
+    # 8: Tiotest's shape with fio: four writers of 20.6 MB each at once, 4 KiB writes.
+    /sbin/fio --name=tio --directory=/mnt --rw=write --bs=4k --size=20600k --numjobs=4 \
+      --ioengine=psync --end_fsync=1 >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; bad fio; }
+    marker 8
+  else
   # 6: Bonnie: 24 MB written in 8 KiB blocks, then read back.
   dd if=/dev/zero of=/mnt/bonnie bs=8192 count=2937 2>/dev/null; sync
   echo 3 >/proc/sys/vm/drop_caches; cat /mnt/bonnie >/dev/null; marker 6
@@ -221,8 +246,9 @@ elif [ "$mode" = dcr ]; then
   # 8: Tiotest: four writers of 20.6 MB each at once, 4 KiB writes.
   for w in 0 1 2 3; do dd if=/dev/zero of=/mnt/tio$w bs=4096 count=5031 2>/dev/null & done
   wait; marker 8
+  fi
   umount /mnt || bad umount
-  ok dcr
+  ok "$mode"
 elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
   # WAO-GC's benchmarks (§V: NFS file serving, Bonnie, Postmark, Tiobench) as shapes a
   # shell can run, on ext2 (the paper's mkfs.ext2, no discard) of 700 MB — below the
@@ -386,7 +412,7 @@ echo "   kernel $kver"
 
 boot_bg() { # boot_bg MODE BLOCKSIZE: starts the guest, sets guest_pid
   : >"$work/console.log"
-  timeout "${GUEST_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -m 256 -nographic -no-reboot \
+  timeout "${GUEST_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -m "${GUEST_MEM:-256}" -nographic -no-reboot \
     -kernel "$work/vmlinuz" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 quiet panic=-1 nandlab=$1" \
     -drive "driver=raw,if=none,id=d0,cache.direct=on,file.driver=nbd,file.server.type=inet,file.server.host=127.0.0.1,file.server.port=$port,file.reconnect-delay=30,discard=unmap" \
@@ -487,10 +513,12 @@ print("page writes %d, worst %.0f us, mean %.1f us; page reads worst %.0f us; vi
   done
   exit 0
 fi
-if [ "$capture_mode" = dcr ]; then
-  echo "-- DCR's benchmark shapes on ext2, their requests recorded"
+if [ "$capture_mode" = dcr ] || [ "$capture_mode" = dcr-real ]; then
+  echo "-- DCR's benchmarks on ext2 ($capture_mode), their requests recorded"
   start_server "$work/disk.chip" --create tiny-mlc --blocks-per-plane 4096 --ftl "$root/examples/ftl/page.toml" --record-trace "$capture"
-  t0=$SECONDS; GUEST_TIMEOUT=1500 boot dcr 4096
+  # (fio's libraries make the initramfs about 80 MB larger: more memory for that mode.)
+  mem=256; [ "$capture_mode" = dcr-real ] && mem=1024
+  t0=$SECONDS; GUEST_TIMEOUT=1500 GUEST_MEM=$mem boot "$capture_mode" 4096
   stop_server TERM
   grep -E "GUEST-(MARK|FS-BYTES)" "$work/console.log" | tr '\n' ' '; echo
   echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"

@@ -64,6 +64,10 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("dcr.toml", include_str!("../../../experiments/dcr.toml")),
     (
+        "dcr-real.toml",
+        include_str!("../../../experiments/dcr-real.toml"),
+    ),
+    (
         "dcr-capacity.toml",
         include_str!("../../../experiments/dcr-capacity.toml"),
     ),
@@ -157,6 +161,7 @@ const MATRICES: &[&str] = &[
     "recovery",
     "dcr",
     "dcr-capacity",
+    "dcr-real",
     "waogc",
     "waogc-table1",
     "waogc-traces",
@@ -173,7 +178,7 @@ const MATRICES: &[&str] = &[
 /// estimate is a separate matrix because its axis is the chip, not the workload).
 pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
-        "dcr" => &["dcr-capacity"],
+        "dcr" => &["dcr-capacity", "dcr-real"],
         "flares" => &["flares-setups", "flares-alg2"],
         "waogc" => &["waogc-table1", "waogc-traces"],
         "spftl" => &["spftl-random", "spftl-traces"],
