@@ -18,6 +18,9 @@
 #        scripts/nbd-guest.sh path/to/nandlab --capture-waogc OUT.blktrace
 #   WAO-GC's benchmark shapes on ext2 (the `waogc` guest mode) on k9k8g08u0b under WAO-GC
 #   (how traces/waogc-ext2 was made).
+#        scripts/nbd-guest.sh path/to/nandlab --capture-waogc-real OUT.blktrace
+#   The same phases with bonnie++, postmark and fio for Bonnie, Postmark and Tiobench
+#   (how traces/waogc-real-ext2 was made).
 #        scripts/nbd-guest.sh path/to/nandlab --live-waogc [OUT.blktrace]
 #   A file server's churn on ext2 live under the pure page-level scheme, RTGC, WAO-GC, GFTL
 #   and RFTL (LIVE_SCHEMES="gftl rftl" for some of them; with OUT, the pure scheme's
@@ -41,6 +44,7 @@ case "${2:-}" in
   --capture-dcr) capture=$(realpath -m "$3"); capture_mode=dcr ;;
   --capture-dcr-real) capture=$(realpath -m "$3"); capture_mode=dcr-real ;;
   --capture-waogc) capture=$(realpath -m "$3"); capture_mode=waogc ;;
+  --capture-waogc-real) capture=$(realpath -m "$3"); capture_mode=waogc-real ;;
   --live-waogc) capture_mode=live; if [ -n "${3:-}" ]; then capture=$(realpath -m "$3"); fi ;;
   --capture-realfs) capture=$(realpath -m "$3"); capture_mode=realfs ;;
   --discard-only) capture_mode=discard ;;
@@ -106,7 +110,7 @@ if [ "$capture_mode" = realfs ]; then
   done
   mkdir -p "$rd/usr/share/dbench"; cp /usr/share/dbench/client.txt "$rd/usr/share/dbench/"
 fi
-if [ "$capture_mode" = dcr-real ]; then
+if [ "$capture_mode" = dcr-real ] || [ "$capture_mode" = waogc-real ]; then
   for t in postmark bonnie++ fio; do
     have "$t" || fail "--capture-dcr-real needs $t (apt-get install postmark bonnie++ fio)"
     progs+=("$(command -v "$t")")
@@ -249,7 +253,7 @@ elif [ "$mode" = dcr ] || [ "$mode" = dcr-real ]; then
   fi
   umount /mnt || bad umount
   ok "$mode"
-elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
+elif [ "$mode" = waogc ] || [ "$mode" = waogc-real ] || [ "$mode" = churn ]; then
   # WAO-GC's benchmarks (§V: NFS file serving, Bonnie, Postmark, Tiobench) as shapes a
   # shell can run, on ext2 (the paper's mkfs.ext2, no discard) of 700 MB — below the
   # logical size of every scheme the trace is replayed on — between phase markers (reads
@@ -287,6 +291,25 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
     for f in $(seq 1 40); do rnd; dd if=/dev/zero of=/mnt/export/f$f bs=65536 count=$(( 16 + r % 80 )) 2>/dev/null; done
     cp -r /mnt/export/. /mnt/client/; sync; echo 3 >/proc/sys/vm/drop_caches
     cat /mnt/client/* >/dev/null; rm -r /mnt/export; marker 1
+    if [ "$mode" = waogc-real ]; then
+      # 2-4 with the real programs: bonnie++ on a 240 MB file (block write, rewrite,
+      # read, seeks; no per-character or small-file tests); postmark (3000 files of
+      # 0.5-10 KiB in 20 directories, 3000 transactions, its files deleted at its end);
+      # fio as Tiobench (four jobs writing 60 MB each at once in 4 KiB, reading them back
+      # at once, then 1000 random 4 KiB reads each).
+      /sbin/bonnie++ -d /mnt -s 240 -r 120 -n 0 -f -u root -x 1 -q >/tmp/bn.out 2>&1 || { cat /tmp/bn.out; bad bonnie++; }
+      marker 2
+      mkdir -p /mnt/pm
+      printf 'set location /mnt/pm\nset number 3000\nset transactions 3000\nset size 500 10240\nset subdirectories 20\nset seed 42\nrun\nquit\n' \
+        | /sbin/postmark >/tmp/pm.out 2>&1 || bad postmark
+      rm -r /mnt/pm; marker 3
+      tio="--directory=/mnt --bs=4k --size=60m --numjobs=4 --ioengine=psync --filename_format=tio.\$jobnum"
+      /sbin/fio --name=w $tio --rw=write --end_fsync=1 >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; bad fio; }
+      sync; echo 3 >/proc/sys/vm/drop_caches
+      /sbin/fio --name=r $tio --rw=read >>/tmp/fio.out 2>&1 || { cat /tmp/fio.out; bad fio; }
+      /sbin/fio --name=x $tio --rw=randread --number_ios=1000 --randseed=42 >>/tmp/fio.out 2>&1 || { cat /tmp/fio.out; bad fio; }
+      rm /mnt/tio.*; marker 4
+    else
     # 2: Bonnie.
     bonnie; marker 2
     # 3: Postmark: 3000 files of 0.5-10 KiB in 20 directories, 3000 transactions (read,
@@ -302,6 +325,7 @@ elif [ "$mode" = waogc ] || [ "$mode" = churn ]; then
       (i=0; r=$((r + w)); while [ $i -lt 1000 ]; do r=$(( (r * 1103515245 + 12345) % 2147483648 )); dd if=/mnt/tio$w of=/dev/null bs=4096 count=1 skip=$(( r % 15000 )) 2>/dev/null; i=$((i + 1)); done) &
     done
     wait; rm /mnt/tio*; marker 4
+    fi
     # 5: the NFS server's steady state on a file system 85 % full: 500 archive files of
     # 1 MB and 1,600 working files of 64 KiB kept, then 60 rounds of 100 random working
     # files replaced (clients rewriting some of them): ext2 reuses the freed blocks, so
@@ -480,10 +504,11 @@ if [ "$capture_mode" = realfs ]; then
   done
   exit 0
 fi
-if [ "$capture_mode" = waogc ]; then
-  echo "-- WAO-GC's benchmark shapes on ext2, on k9k8g08u0b under WAO-GC, their requests recorded"
+if [ "$capture_mode" = waogc ] || [ "$capture_mode" = waogc-real ]; then
+  echo "-- WAO-GC's benchmarks on ext2 ($capture_mode), on k9k8g08u0b under WAO-GC, their requests recorded"
   start_server "$work/disk.chip" --create k9k8g08u0b --ftl "$root/examples/realtime/wao-gc.toml" --record-trace "$capture"
-  t0=$SECONDS; GUEST_TIMEOUT=3000 boot waogc 4096
+  mem=256; [ "$capture_mode" = waogc-real ] && mem=1024
+  t0=$SECONDS; GUEST_TIMEOUT=3000 GUEST_MEM=$mem boot "$capture_mode" 4096
   stop_server TERM
   grep -E "GUEST-MARK" "$work/console.log" | tr '\n' ' '; echo
   echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
