@@ -134,6 +134,19 @@ for i in $(seq 1 50); do [ -b /dev/vda ] && break; sleep 0.1; done
 mode=$(sed -n 's/.*nandlab=\([a-z-]*\).*/\1/p' /proc/cmdline)
 ok() { echo "GUEST-OK $*"; }
 bad() { echo "GUEST-FAIL $*"; sync; poweroff -f; }
+# real_bonnie MB: bonnie++ on an MB-megabyte file in /mnt (block write, rewrite, read,
+# seeks; -f: no per-character tests), no small-file tests.
+real_bonnie() {
+  /sbin/bonnie++ -d /mnt -s "$1" -r $(( $1 / 2 )) -n 0 -f -u root -x 1 -q >/tmp/bn.out 2>&1 \
+    || { cat /tmp/bn.out; bad bonnie++; }
+}
+# real_postmark FILES TRANSACTIONS DIRS: postmark in /mnt/pm (files of 500-10,240 bytes,
+# seed 42; it deletes its files at its end).
+real_postmark() {
+  mkdir -p /mnt/pm
+  printf 'set location /mnt/pm\nset number %s\nset transactions %s\nset size 500 10240\nset subdirectories %s\nset seed 42\nrun\nquit\n' "$1" "$2" "$3" \
+    | /sbin/postmark >/tmp/pm.out 2>&1 || bad postmark
+}
 # A seeded random stream for the benchmark shapes (set r first).
 rnd() { r=$(( (r * 1103515245 + 12345) % 2147483648 )); }
 # churn FILES BYTES ROUNDS: a file server's churn — FILES files of BYTES each in
@@ -226,15 +239,10 @@ elif [ "$mode" = dcr ] || [ "$mode" = dcr-real ]; then
   cp /mnt/src2 /mnt/copy2; marker 4
   cp /mnt/src3 /mnt/copy3; marker 5
   if [ "$mode" = dcr-real ]; then
-    # 6: bonnie++ on a 24 MB file (block write, rewrite, block read; -f: no per-character
-    # tests), no small-file tests.
-    /sbin/bonnie++ -d /mnt -s 24 -r 12 -n 0 -f -u root -x 1 -q >/tmp/bn.out 2>&1 || { cat /tmp/bn.out; bad bonnie++; }
-    marker 6
-    # 7: postmark: 600 files of 0.5-10 KiB in 10 directories, 600 transactions.
-    mkdir -p /mnt/pm
-    printf 'set location /mnt/pm\nset number 600\nset transactions 600\nset size 500 10240\nset subdirectories 10\nset seed 42\nrun\nquit\n' \
-      | /sbin/postmark >/tmp/pm.out 2>&1 || bad postmark
-    marker 7
+    # 6: bonnie++ on a 24 MB file. 7: postmark, 600 files in 10 directories, 600
+    # transactions.
+    real_bonnie 24; marker 6
+    real_postmark 600 600 10; marker 7
     # 8: Tiotest's shape with fio: four writers of 20.6 MB each at once, 4 KiB writes.
     /sbin/fio --name=tio --directory=/mnt --rw=write --bs=4k --size=20600k --numjobs=4 \
       --ioengine=psync --end_fsync=1 >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; bad fio; }
@@ -297,12 +305,8 @@ elif [ "$mode" = waogc ] || [ "$mode" = waogc-real ] || [ "$mode" = churn ]; the
       # 0.5-10 KiB in 20 directories, 3000 transactions, its files deleted at its end);
       # fio as Tiobench (four jobs writing 60 MB each at once in 4 KiB, reading them back
       # at once, then 1000 random 4 KiB reads each).
-      /sbin/bonnie++ -d /mnt -s 240 -r 120 -n 0 -f -u root -x 1 -q >/tmp/bn.out 2>&1 || { cat /tmp/bn.out; bad bonnie++; }
-      marker 2
-      mkdir -p /mnt/pm
-      printf 'set location /mnt/pm\nset number 3000\nset transactions 3000\nset size 500 10240\nset subdirectories 20\nset seed 42\nrun\nquit\n' \
-        | /sbin/postmark >/tmp/pm.out 2>&1 || bad postmark
-      rm -r /mnt/pm; marker 3
+      real_bonnie 240; marker 2
+      real_postmark 3000 3000 20; rm -r /mnt/pm; marker 3
       tio="--directory=/mnt --bs=4k --size=60m --numjobs=4 --ioengine=psync --filename_format=tio.\$jobnum"
       /sbin/fio --name=w $tio --rw=write --end_fsync=1 >/tmp/fio.out 2>&1 || { cat /tmp/fio.out; bad fio; }
       sync; echo 3 >/proc/sys/vm/drop_caches
