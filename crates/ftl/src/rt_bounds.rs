@@ -67,6 +67,25 @@ impl AlphaRule {
         }
     }
 
+    /// α under this rule on `ctl`'s chip, a copy's decode taken at strength `t` (the
+    /// strongest the volume programs), or why no copy fits within an erase.
+    pub fn alpha<S: nand::Storage, M: nand::ErrorModel>(
+        self,
+        ctl: &mut controller::Controller<S, M>,
+        t: u32,
+    ) -> Result<u32, String> {
+        let extra = match self {
+            AlphaRule::Array => 0,
+            AlphaRule::Charged => {
+                let decode = ctl
+                    .worst_decode(t)
+                    .map_err(|e| format!("ecc t = {t}: {e}"))?;
+                self.copy_extra(ctl.chip().config().page_transfer().0, decode.0)
+            }
+        };
+        WaoBounds::alpha_with(ctl.chip().config(), extra)
+    }
+
     /// What a copy costs beyond its array times under this rule, ns: nothing for
     /// [`Array`](AlphaRule::Array); two transfers of `xfer` and a decode of `decode` for
     /// [`Charged`](AlphaRule::Charged).

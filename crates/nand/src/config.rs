@@ -191,6 +191,13 @@ const SLC_RELIABILITY: Reliability = Reliability {
 };
 
 impl ChipConfig {
+    /// The bus time of one whole page, data and spare (a page read's or program's
+    /// transfer).
+    pub fn page_transfer(&self) -> Nanos {
+        let g = &self.geometry;
+        self.timing.transfer((g.page_size + g.spare_size) as usize)
+    }
+
     /// A built-in preset by name (see [`PRESET_NAMES`]).
     ///
     /// Values the papers do not give are assumptions, stated here:

@@ -60,6 +60,12 @@ impl Sizes {
         let part_blocks = |units: u64| -> u32 {
             libm::ceil(units.div_ceil(slots.max(1)) as f64 * (1.0 + cfg.meta_spare)) as u32 + 2
         };
+        // A logging partition: `log_blocks` long, or sized like the partition it logs for.
+        let log_blocks = |units: u64| match (log, cfg.log_blocks) {
+            (false, _) => 0,
+            (true, 0) => part_blocks(units),
+            (true, n) => n,
+        };
         Sizes {
             logical_blocks,
             lpns,
@@ -71,16 +77,8 @@ impl Sizes {
                 cfg.gxt_blocks,
                 part_blocks(pmt_units),
                 part_blocks(bit_units),
-                match (log, cfg.log_blocks) {
-                    (false, _) => 0,
-                    (true, 0) => part_blocks(pmt_units),
-                    (true, n) => n,
-                },
-                match (log, cfg.log_blocks) {
-                    (false, _) => 0,
-                    (true, 0) => part_blocks(bit_units),
-                    (true, n) => n,
-                },
+                log_blocks(pmt_units),
+                log_blocks(bit_units),
                 if log { cfg.gxt_blocks } else { 0 },
             ],
         }

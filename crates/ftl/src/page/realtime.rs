@@ -65,20 +65,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         ctl: &mut Controller<S, M>,
         cfg: &PageFtlConfig,
     ) -> Result<u32, FtlError> {
-        let geo = *ctl.chip().geometry();
-        let xfer = ctl
-            .chip()
-            .config()
-            .timing
-            .transfer((geo.page_size + geo.spare_size) as usize)
-            .0;
-        let strongest = cfg.strongest_t();
-        let decode = ctl
-            .worst_decode(strongest)
-            .map_err(|e| FtlError::Config(format!("ecc t = {strongest}: {e}")))?
-            .0;
-        let extra = cfg.wao_alpha.copy_extra(xfer, decode);
-        WaoBounds::alpha_with(ctl.chip().config(), extra).map_err(|e| {
+        cfg.wao_alpha.alpha(ctl, cfg.strongest_t()).map_err(|e| {
             FtlError::Config(format!(
                 "gc_pacing = \"wao-gc\" with wao_alpha = \"{}\": {e}",
                 cfg.wao_alpha.name()
@@ -168,15 +155,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         &mut self,
         logical: u64,
     ) -> Result<LatencyBound, FtlError> {
-        let geo = self.s.geo();
-        let xfer = self
-            .s
-            .controller()
-            .chip()
-            .config()
-            .timing
-            .transfer((geo.page_size + geo.spare_size) as usize)
-            .0;
+        let xfer = self.s.controller().chip().config().page_transfer().0;
         let strongest = self.cfg.strongest_t();
         let decode = self
             .s

@@ -431,16 +431,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 "{ppb} pages per block exceed the kernel's 15-bit offsets"
             )));
         }
-        let geo = chip.geometry;
-        let xfer = chip
-            .timing
-            .transfer((geo.page_size + geo.spare_size) as usize)
-            .0;
-        let decode = ctl
-            .worst_decode(cfg.ecc_t)
-            .map_err(|e| FtlError::Config(format!("[ftl.{name}] ecc_t = {}: {e}", cfg.ecc_t)))?
-            .0;
-        WaoBounds::alpha_with(&chip, cfg.alpha.copy_extra(xfer, decode)).map_err(|e| {
+        cfg.alpha.alpha(ctl, cfg.ecc_t).map_err(|e| {
             FtlError::Config(format!(
                 "scheme = \"{name}\" with alpha = \"{}\": {e}",
                 cfg.alpha.name()
@@ -608,7 +599,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
         let chip = self.s.controller().chip().config().clone();
         let geo = self.s.geo();
         let t = chip.timing;
-        let xfer = t.transfer((geo.page_size + geo.spare_size) as usize).0;
+        let xfer = chip.page_transfer().0;
         let xfer_spare = t.transfer(geo.spare_size as usize).0;
         let decode = self
             .s
