@@ -19,6 +19,7 @@
 
 extern crate alloc;
 
+mod draw;
 mod inject;
 pub mod layout;
 mod pprof;
@@ -69,6 +70,9 @@ pub enum CtlError {
         /// Spare bytes available.
         spare: usize,
     },
+    /// An invalid [`ErrorDraw`].
+    #[error("error draw: {0}")]
+    ErrorDraw(&'static str),
     /// A subpage operation on a chip without subpages (`geometry.subpages_per_page` = 1).
     #[error("the chip has no subpages (geometry.subpages_per_page = 1)")]
     NoSubpages,
@@ -221,6 +225,9 @@ impl Default for ControllerConfig {
 pub struct EccStats {
     /// Page reads decoded (erased pages excluded).
     pub reads: u64,
+    /// Page decodes attempted: every read of a programmed page that drew its errors,
+    /// whether it decoded or not (see `Controller::last_read_risk`).
+    pub page_decodes: u64,
     /// Bits corrected in total.
     pub corrected_bits: u64,
     /// Most errors seen in one codeword.
@@ -320,8 +327,13 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     /// (strength, P/E cycles, program second): consecutive programs of a block at one
     /// strength within one second carry the same profile, so most programs reuse it.
     pprof_last: Option<((u32, u32, u64), [u8; layout::PPROF_BYTES])>,
+    /// How page reads draw their errors (see [`ErrorDraw`]).
+    draw: ErrorDraw,
+    /// The last page decoded (see [`Controller::last_read_risk`]).
+    last_decode: Option<draw::LastDecode>,
 }
 
+pub use draw::{ErrorDraw, ReadRisk};
 pub use layout::crc32c_software;
 
 impl<S: Storage, M: ErrorModel> core::fmt::Debug for Controller<S, M> {
@@ -365,6 +377,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             reloc_from: None,
             crc32c: crc32c_software,
             last_program: None,
+            draw: ErrorDraw::default(),
+            last_decode: None,
             sub_layouts: Vec::new(),
             pprof_code: None,
             pprof_enc: None,
@@ -392,6 +406,21 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     /// The CRC32C implementation in use (for callers that protect their own structures).
     pub fn crc32c_fn(&self) -> fn(&[u8]) -> u32 {
         self.crc32c
+    }
+
+    /// Sets how page reads draw their errors (see [`ErrorDraw`]): the bits a page exposes
+    /// and the share of errors that persist in its cells across reads.
+    pub fn set_error_draw(&mut self, draw: ErrorDraw) -> Result<(), CtlError> {
+        draw.validate().map_err(CtlError::ErrorDraw)?;
+        self.draw = draw;
+        Ok(())
+    }
+
+    /// The analytic failure probability of the last page this controller decoded, at its
+    /// age and strength under the error model (and as an LSB and as an MSB page of the same
+    /// age); `None` before the first decode. A simulator's measurement, not firmware.
+    pub fn last_read_risk(&self) -> Option<ReadRisk> {
+        self.last_decode.map(|d| d.risk(&self.model))
     }
 
     /// The address and page kind of the last page program this controller issued (whether

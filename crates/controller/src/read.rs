@@ -2,6 +2,7 @@
 //! the error draw over the whole page, the decode of header, record, PPROF and sectors,
 //! and the failure accounting.
 
+use crate::draw::{draw_persistent, page_seed, Drawn, LastDecode};
 use crate::inject::{flip, split_errors};
 use crate::layout::{self, majority, Layout, HEADER_BYTES, RECORD_BYTES, RECORD_T};
 use crate::{
@@ -281,7 +282,34 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         let [h, r, q] = self.meta_regions();
         let c = stored.codeword_bits();
         let bits = h + r + q + c * stored.sectors as u64;
-        let total = sample_page_errors(&mut self.rng, bits, &self.model, &age);
+        // The draw covers the page's bits, or the count the error-draw options set (its
+        // errors then spread over the real bits); part of it may persist in the cells.
+        let drawn_over = self.draw.page_bits.unwrap_or(bits);
+        self.stats.page_decodes += 1;
+        self.last_decode = Some(LastDecode {
+            age,
+            codeword_bits: c as f64 * drawn_over as f64 / bits as f64,
+            codewords: stored.sectors as u32,
+            t: stored.t,
+        });
+        let drawn = if self.draw.persistent > 0.0 {
+            let seed = page_seed(self.cfg.seed, addr, &st);
+            draw_persistent(
+                &mut self.rng,
+                &self.model,
+                &age,
+                drawn_over,
+                self.draw.persistent,
+                seed,
+            )
+        } else {
+            Drawn {
+                persistent: 0,
+                fresh: sample_page_errors(&mut self.rng, drawn_over, &self.model, &age),
+                seed: 0,
+            }
+        };
+        let total = drawn.total();
         if total == 0 && !damaged {
             // No bit flipped and no fault touched the page: it holds what was programmed.
             // Nothing to decode or check; the decoder's time for clean codewords is charged.
@@ -305,10 +333,18 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             }));
         }
         let mut per = [0u64; MAX_SECTORS];
+        // Of which persistent (placed by the page's own stream, the same every read).
+        let mut kept = [0u64; MAX_SECTORS];
         let (mut k_header, mut k_record, mut k_pprof) = (0, 0, 0);
-        for _ in 0..total {
+        let mut place = (drawn.persistent > 0).then(|| drawn.placement());
+        for i in 0..total {
             // Each error lands on a uniformly random bit of the page.
-            let x = ((self.rng.next_u64() as u128 * bits as u128) >> 64) as u64;
+            let persists = i < drawn.persistent;
+            let rng = match (&mut place, persists) {
+                (Some(p), true) => p,
+                _ => &mut self.rng,
+            };
+            let x = ((rng.next_u64() as u128 * bits as u128) >> 64) as u64;
             if x < h {
                 k_header += 1;
             } else if x < h + r {
@@ -316,7 +352,9 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             } else if x < h + r + q {
                 k_pprof += 1;
             } else {
-                per[((x - h - r - q) / c) as usize] += 1;
+                let s = ((x - h - r - q) / c) as usize;
+                per[s] += 1;
+                kept[s] += persists as u64;
             }
         }
         let (record, mut corrected, layout) =
@@ -358,13 +396,23 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 let n = if k == 0 && !damaged {
                     0
                 } else {
+                    if kept[s] > 0 {
+                        flip(
+                            &mut drawn.sector_bits(s),
+                            sector,
+                            layout.sector_size * 8,
+                            parity,
+                            layout.parity_bits,
+                            kept[s],
+                        );
+                    }
                     flip(
                         &mut self.rng,
                         sector,
                         layout.sector_size * 8,
                         parity,
                         layout.parity_bits,
-                        k,
+                        k - kept[s],
                     );
                     match code.decode(sector, parity) {
                         Ok(n) => n,

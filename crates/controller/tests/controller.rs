@@ -556,3 +556,63 @@ fn pprof_codeword_round_trips_corrects_and_fails_safe() {
         }
     }
 }
+
+/// Persistent errors: with the whole rate in the cells, every read of a program sees the
+/// same errors (bytes mode: the same corrected count, data intact); with none, reads vary.
+/// A new program of the page draws new cells' errors. `page_bits` draws over fewer bits.
+#[test]
+fn persistent_errors_repeat_across_reads_and_page_bits_shrink_the_draw() {
+    let reads = |persistent: f64, page_bits: Option<u64>, mode: PayloadMode| {
+        let cfg = ControllerConfig {
+            seed: 5,
+            mode,
+            ..ControllerConfig::default()
+        };
+        let mut c = Controller::new(chip("tiny-mlc"), ConstantRber(3e-4), cfg).unwrap();
+        c.set_error_draw(controller::ErrorDraw {
+            page_bits,
+            persistent,
+        })
+        .unwrap();
+        let p = page(c.chip(), 2, 0);
+        let d = if mode == PayloadMode::Bytes {
+            data(4096, 9)
+        } else {
+            Vec::new()
+        };
+        let rec = OobRecord::new(0, 0, PageKind::User(DataClass::NORMAL));
+        c.program(Nanos::ZERO, p, &d, rec, 12).unwrap();
+        let mut out = vec![0u8; d.len()];
+        let got: Vec<u32> = (0..40)
+            .map(|i| match c.read(Nanos::from_ms(i), p, &mut out).unwrap() {
+                PageRead::Data(info) => {
+                    assert_eq!(out, d);
+                    info.corrected
+                }
+                PageRead::Erased { .. } => panic!("erased"),
+            })
+            .collect();
+        let risk = c.last_read_risk().expect("decoded");
+        assert!(risk.p >= 0.0 && risk.p <= 1.0);
+        got
+    };
+    for mode in [PayloadMode::Bytes, PayloadMode::Digest] {
+        let kept = reads(1.0, None, mode);
+        assert!(kept[0] > 0, "{kept:?}");
+        assert!(kept.iter().all(|&k| k == kept[0]), "{mode:?}: {kept:?}");
+        let fresh = reads(0.0, None, mode);
+        assert!(fresh.iter().any(|&k| k != fresh[0]), "{mode:?}: {fresh:?}");
+        let mixed = reads(0.5, None, mode);
+        assert!(mixed.iter().any(|&k| k != mixed[0]), "{mode:?}: {mixed:?}");
+        // ~10 errors per read over the page's ~34,000 bits; ~0.3 over 1,000.
+        let small: u32 = reads(0.0, Some(1000), mode).iter().sum();
+        let full: u32 = fresh.iter().sum();
+        assert!(small * 10 < full, "{small} vs {full}");
+    }
+    let mut c = ctl("tiny-mlc", ConstantRber(0.0), 1);
+    let bad = controller::ErrorDraw {
+        page_bits: None,
+        persistent: 1.5,
+    };
+    assert!(c.set_error_draw(bad).is_err());
+}

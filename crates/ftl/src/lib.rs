@@ -576,6 +576,11 @@ pub trait Ftl {
     }
     /// The controller's ECC statistics.
     fn ecc_stats(&self) -> controller::EccStats;
+    /// The analytic failure probability of the last page the controller decoded (a
+    /// simulator's measurement; see `controller::Controller::last_read_risk`).
+    fn last_read_risk(&self) -> Option<controller::ReadRisk> {
+        None
+    }
     /// P/E cycles of every block (flat index).
     fn erase_counts(&self) -> &[u32];
 }

@@ -417,6 +417,27 @@ pub fn sample_page_errors<M: ErrorModel + ?Sized>(
     sample_bit_errors(rng, bits, model.rber(page))
 }
 
+/// The Binomial(`bits`, `rate`) error count at quantile `u` ∈ [0, 1): the smallest k whose
+/// cumulative probability reaches `u`. For a fixed `u` the count never falls as `rate`
+/// grows, so a page's persistent errors (`u` fixed per programmed page) only accumulate as
+/// it ages. Above a mean of 500 errors (far past any code's reach) it is the mean, rounded.
+pub fn errors_at_quantile(u: f64, bits: u64, rate: f64) -> u64 {
+    if bits == 0 || rate <= 0.0 {
+        return 0;
+    }
+    if rate >= 1.0 {
+        return bits;
+    }
+    if bits as f64 * rate > 500.0 {
+        return libm::round(bits as f64 * rate) as u64;
+    }
+    let log_p0 = bits as f64 * ln_1m(rate);
+    if u < 1.0 + log_p0 - 1e-12 {
+        return 0;
+    }
+    invert(u, bits, rate, log_p0)
+}
+
 /// Inversion of the Binomial(bits, rber) distribution at the uniform draw `u`, with
 /// `log_p0` = ln P(0): the smallest k whose cumulative probability reaches `u`.
 fn invert(u: f64, bits: u64, rber: f64, log_p0: f64) -> u64 {
@@ -585,6 +606,27 @@ mod tests {
             assert_eq!(a.next_u64(), b.next_u64());
         }
         assert!(nonzero > 1000, "{nonzero}");
+    }
+
+    #[test]
+    fn quantile_counts_grow_with_the_rate_and_have_the_binomial_mean() {
+        let bits = 70_000u64;
+        let mut sum = 0u64;
+        let n = 20_000;
+        for i in 0..n {
+            let u = (i as f64 + 0.5) / n as f64;
+            let mut last = 0;
+            for rate in [1e-6, 1e-5, 4e-5, 8e-5, 1e-3, 1e-2] {
+                let k = errors_at_quantile(u, bits, rate);
+                assert!(k >= last, "u {u} rate {rate}: {k} < {last}");
+                last = k;
+            }
+            sum += errors_at_quantile(u, bits, 4e-5);
+        }
+        let mean = sum as f64 / n as f64;
+        assert!((mean - 2.8).abs() < 0.05, "mean {mean}");
+        assert_eq!(errors_at_quantile(0.3, bits, 0.0), 0);
+        assert_eq!(errors_at_quantile(0.3, 0, 0.5), 0);
     }
 
     #[test]

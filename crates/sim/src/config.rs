@@ -15,6 +15,8 @@
 //! [errors]
 //! model = "flares"            # "none", "constant" (with rber), "flares", "ap"
 //! msb_ratio = 0.5             # AP's σ (default 0.5 with "ap", else 1)
+//! page_bits = 8640            # draw a page's errors over this many bits (AP Table 1's N)
+//! persistent = 0.0            # share of the RBER that persists in the cells across reads
 //! [ftl]
 //! scheme = "page"
 //! [ftl.page]
@@ -117,6 +119,13 @@ pub struct ErrorSection {
     /// The chip's RBER over the model's (default 1): a chip that departs from the model an
     /// ECC-strength policy relies on (`nand::Scaled`; > 0).
     pub scale: f64,
+    /// Draw a page's errors over this many bits instead of its real size, then spread them
+    /// over its real bits (`controller::ErrorDraw`): AP Table 1 counts the 8640-byte page as
+    /// N = 8640 bits. Unset: the page's real bits.
+    pub page_bits: Option<u64>,
+    /// Share of the RBER that persists in a page's cells across its reads, in [0, 1]
+    /// (`controller::ErrorDraw`; default 0: every read draws afresh).
+    pub persistent: f64,
 }
 
 impl ErrorSection {
@@ -138,6 +147,8 @@ impl Default for ErrorSection {
             msb_ratio: None,
             read_disturb: 0.0,
             scale: 1.0,
+            page_bits: None,
+            persistent: 0.0,
         }
     }
 }
@@ -629,6 +640,11 @@ impl ExperimentConfig {
         let mut ctl = Controller::new(chip, model, ccfg).map_err(|e| format!("controller: {e}"))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.
         ctl.set_crc32c(crc32c::crc32c);
+        ctl.set_error_draw(controller::ErrorDraw {
+            page_bits: self.errors.page_bits,
+            persistent: self.errors.persistent,
+        })
+        .map_err(|e| format!("errors: {e}"))?;
         ctl.adopt_codes(self.controller.sector_size, codes);
         let vol = scheme
             .format(ctl, Nanos::ZERO)
@@ -662,6 +678,12 @@ impl ExperimentConfig {
         }
         if !(e.scale > 0.0 && e.scale.is_finite()) {
             return bad("scale", e.scale);
+        }
+        if !(0.0..=1.0).contains(&e.persistent) {
+            return bad("persistent", e.persistent);
+        }
+        if e.page_bits == Some(0) {
+            return bad("page_bits", 0.0);
         }
         let base: Box<dyn ErrorModel + Send> = match e.model {
             ModelKind::None => Box::new(ConstantRber(0.0)),

@@ -774,6 +774,10 @@ macro_rules! substrate_ftl_methods {
             *self.s.controller().stats()
         }
 
+        fn last_read_risk(&self) -> Option<controller::ReadRisk> {
+            self.s.controller().last_read_risk()
+        }
+
         fn erase_counts(&self) -> &[u32] {
             &self.s.erase
         }

@@ -461,14 +461,20 @@ impl Engine {
     fn read_page(&mut self, now: Nanos, lpn: u64) -> Result<(), SimError> {
         let l = Lpn::checked(lpn, self.logical).expect("engine keeps pages in range");
         let critical = self.class_of(lpn, DataClass::NORMAL).critical;
-        if critical {
+        let decodes = if critical {
             self.metrics.critical_reads += 1;
-        }
+            self.ftl.ecc_stats().page_decodes
+        } else {
+            0
+        };
         let r = if self.bytes_mode {
             self.ftl.read(now, l, &mut self.buf)
         } else {
             self.ftl.read(now, l, &mut [])
         };
+        if critical {
+            self.note_critical_risk(decodes, r.is_err());
+        }
         match r {
             Ok(()) => {
                 if self.bytes_mode {
@@ -494,6 +500,24 @@ impl Engine {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Books a critical read that decoded exactly one page (`decodes`: the controller's
+    /// decode count before it) beside the error model's failure probability for it.
+    fn note_critical_risk(&mut self, decodes: u64, failed: bool) {
+        if self.ftl.ecc_stats().page_decodes != decodes + 1 {
+            return;
+        }
+        let Some(risk) = self.ftl.last_read_risk() else {
+            return;
+        };
+        let c = &mut self.metrics.critical_risk;
+        c.decodes += 1;
+        c.failures += failed as u64;
+        c.lsb += risk.lsb as u64;
+        c.expected += risk.p;
+        c.expected_lsb += risk.p_lsb;
+        c.expected_msb += risk.p_msb;
     }
 
     /// Serves one request dispatched at `at`; returns its completion time.

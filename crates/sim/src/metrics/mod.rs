@@ -5,6 +5,7 @@
 use crate::request::ReqKind;
 use hdrhistogram::Histogram;
 use nand::Nanos;
+use serde::Serialize;
 
 mod counters;
 mod export;
@@ -71,6 +72,9 @@ pub struct Metrics {
     pub critical_reads: u64,
     /// Critical pages that could not be read (AP's "uncorrectable critical page errors").
     pub critical_read_errors: u64,
+    /// The analytic side of the critical reads that decoded one page (see
+    /// [`CriticalRisk`]).
+    pub critical_risk: CriticalRisk,
     /// Queued non-critical writes served ahead of a critical write to fill the LSB slot it
     /// skips (AP's request feedback).
     pub request_feedbacks: u64,
@@ -90,6 +94,27 @@ pub struct Metrics {
     pub last_arrival: Nanos,
 }
 
+/// Host reads of critical pages served by exactly one page decode (a read of a lost page
+/// decodes nothing; Meta-Cure's replica read is a second decode): their failures beside the
+/// failure probability the error model gives each at its page's age, kind and strength
+/// (`controller::ReadRisk`), summed; and the same as if every one had been an LSB page,
+/// or an MSB page — AP's σ bound on what placement can gain.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct CriticalRisk {
+    /// Reads counted.
+    pub decodes: u64,
+    /// Of which uncorrectable.
+    pub failures: u64,
+    /// Of which from LSB pages.
+    pub lsb: u64,
+    /// Σ of their failure probabilities: the expected failure count.
+    pub expected: f64,
+    /// Σ as LSB pages.
+    pub expected_lsb: f64,
+    /// Σ as MSB pages.
+    pub expected_msb: f64,
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Metrics {
@@ -105,6 +130,7 @@ impl Default for Metrics {
             read_errors: 0,
             critical_reads: 0,
             critical_read_errors: 0,
+            critical_risk: CriticalRisk::default(),
             request_feedbacks: 0,
             verified_reads: 0,
             mismatches: 0,

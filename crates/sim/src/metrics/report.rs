@@ -85,12 +85,58 @@ pub struct HostStats {
     pub critical_pages_read: u64,
     /// Critical pages that could not be read back (uncorrectable).
     pub critical_read_errors: u64,
+    /// The critical reads that decoded one page, beside the error model's analytic
+    /// failure probability (absent when no critical page was read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_risk: Option<CriticalRiskReport>,
     /// Queued non-critical writes served ahead of a critical write (AP's request feedback).
     pub request_feedbacks: u64,
     /// Reads checked against the written data (bytes mode).
     pub verified_reads: u64,
     /// Reads that returned other data than written (must be 0).
     pub mismatches: u64,
+}
+
+/// `host.critical_risk`: critical reads that decoded one page, their failures, and what
+/// the error model expects of them (see [`crate::metrics::CriticalRisk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CriticalRiskReport {
+    /// Reads counted.
+    pub decodes: u64,
+    /// Of which uncorrectable.
+    pub failures: u64,
+    /// Share of them served from LSB pages.
+    pub lsb_share: f64,
+    /// Expected failures: the sum of each read's analytic failure probability.
+    pub expected: f64,
+    /// Mean failure probability per read (`expected / decodes`).
+    pub failure_probability: f64,
+    /// Expected failures had every one been an LSB page.
+    pub expected_lsb: f64,
+    /// Expected failures had every one been an MSB page.
+    pub expected_msb: f64,
+    /// `expected_lsb / expected_msb`: the most any placement can gain at these pages' ages
+    /// (every page moved from LSB to MSB); 1 on SLC, `NaN`-free (0 when nothing can fail).
+    pub lsb_bound: f64,
+}
+
+impl CriticalRiskReport {
+    fn of(r: &crate::metrics::CriticalRisk) -> Option<Self> {
+        (r.decodes > 0).then(|| CriticalRiskReport {
+            decodes: r.decodes,
+            failures: r.failures,
+            lsb_share: r.lsb as f64 / r.decodes as f64,
+            expected: r.expected,
+            failure_probability: r.expected / r.decodes as f64,
+            expected_lsb: r.expected_lsb,
+            expected_msb: r.expected_msb,
+            lsb_bound: if r.expected_msb > 0.0 {
+                r.expected_lsb / r.expected_msb
+            } else {
+                0.0
+            },
+        })
+    }
 }
 
 /// NAND-side counts: operations by cause, and every scalar counter the FTL keeps.
@@ -488,6 +534,7 @@ impl Report {
                 read_errors: m.read_errors,
                 critical_pages_read: m.critical_reads,
                 critical_read_errors: m.critical_read_errors,
+                critical_risk: CriticalRiskReport::of(&m.critical_risk),
                 request_feedbacks: m.request_feedbacks,
                 verified_reads: m.verified_reads,
                 mismatches: m.mismatches,
