@@ -78,6 +78,12 @@ pub(crate) struct TrendFile {
     /// Relative tolerance of the magnitude check against the paper's ratio (default
     /// [`DEFAULT_MAGNITUDE`]).
     magnitude: Option<f64>,
+    /// `kind = "wins"` with `count`: a metric holding each cell's expected count under an
+    /// analytic model; the per-point table shows the ratio it predicts.
+    expected: Option<String>,
+    /// `kind = "wins"` with `count`: a metric bounding the ratio at each point (taken at
+    /// the loser), shown per point with the paper's ratio checked against it.
+    bound: Option<String>,
 }
 
 /// Two values within this relative difference are a tie unless a trend says otherwise.
@@ -205,6 +211,10 @@ pub struct Trend {
     pub paper: Option<(f64, String)>,
     /// Relative tolerance of the magnitude check against the paper.
     pub magnitude: f64,
+    /// A count comparison's analytic expected-count metric (see the file's `expected`).
+    pub expected: Option<String>,
+    /// A count comparison's bound metric (see the file's `bound`).
+    pub bound: Option<String>,
 }
 
 /// A plot: a metric over an axis, one series per value of another axis.
@@ -458,6 +468,14 @@ impl Scope<'_> {
                     "{what}: paper = RATIO applies to kind = \"wins\" or \"beats\""
                 )));
             }
+            for m in [&t.expected, &t.bound].into_iter().flatten() {
+                self.metric(&what, m)?;
+                if !(count && matches!(kind, TrendKind::Wins { .. })) {
+                    return Err(self.err(format!(
+                        "{what}: expected / bound = {m:?} apply to kind = \"wins\" with count = true"
+                    )));
+                }
+            }
             if let Some(why) = &t.by_construction {
                 if why.trim().is_empty() {
                     return Err(self.err(format!(
@@ -475,6 +493,8 @@ impl Scope<'_> {
                 by_construction: t.by_construction.clone(),
                 paper,
                 magnitude,
+                expected: t.expected.clone(),
+                bound: t.bound.clone(),
             });
         }
         Ok(trends)

@@ -158,6 +158,11 @@ pub fn markdown(r: &Results, plots: &[(String, String)]) -> String {
                     .join(", ")
             );
         }
+        for v in verdicts.iter().filter(|v| v.table.is_some()) {
+            let _ = writeln!(s, "### Per point: {}\n", v.claim);
+            s.push_str(v.table.as_deref().unwrap_or_default());
+            s.push('\n');
+        }
     }
     if !m.published.is_empty() {
         s.push_str("## Beside the published values\n\n");

@@ -12,7 +12,7 @@
 //! | `same direction, smaller by X×` / `larger by X×` | holds, but the effect (ratio − 1) is X times smaller / larger than the paper's |
 //! | `partly` | no loss, but some points are ties (or inconclusive) |
 //! | `tie` | every point a tie (0 against 0 included) |
-//! | `inconclusive` | no loss, but some counted ratio's 95 % interval holds 1 |
+//! | `inconclusive` | no loss, but some counted ratio's 95 % interval holds 1, or neither side of a counted point has 30 events |
 //! | `smaller by X×` / `larger by X×` | a value against a published one, outside the tolerance on one side |
 //! | `contradicts` | the effect goes the other way than the paper's |
 //! | `does NOT hold` | some point is a loss |
@@ -94,6 +94,8 @@ pub struct Verdict {
     pub paper: Option<(f64, String)>,
     /// Who wins where, by how much, ties, intervals.
     pub detail: String,
+    /// A count comparison's per-point table (Markdown).
+    pub table: Option<String>,
 }
 
 impl Verdict {
@@ -178,7 +180,23 @@ struct Compared {
     /// Events at this point (counts only): the loser's and the winner's, oriented as
     /// `ratio` is (numerator first), with their exposures (cells).
     events: Option<Events>,
+    /// What the per-point table shows beside the ratio (count comparisons).
+    extra: PointExtra,
 }
+
+/// A counted point's other columns: the ratio an analytic model predicts, the bound on
+/// it, and the paper's ratio at the point.
+#[derive(Default, Clone, Copy)]
+struct PointExtra {
+    analytic: Option<f64>,
+    bound: Option<f64>,
+    paper: Option<f64>,
+}
+
+/// Events a counted point needs on its larger side to enter a verdict: below it the point
+/// is `inconclusive`, whatever its ratio (a ratio of two counts under 30 spans a factor of
+/// about 2 or more at 95 %).
+pub const MIN_EVENTS: u64 = 30;
 
 /// Classifies one point: `w` (claimed winner) against `l`, each a mean over `nw` / `nl`
 /// cells.
@@ -205,6 +223,15 @@ fn classify(
         Better::Lower => (sl, nl as f64, sw, nw as f64),
         Better::Higher => (sw, nw as f64, sl, nl as f64),
     });
+    if t.count && sw.max(sl) < MIN_EVENTS {
+        // Too few events on either side to tell a ratio (0 against 0 included): no
+        // evidence either way.
+        return (
+            if ratio.is_nan() { 1.0 } else { ratio },
+            PointOutcome::Inconclusive,
+            events,
+        );
+    }
     if ties(w, l, t.tie) {
         return (
             if ratio.is_nan() { 1.0 } else { ratio },
@@ -431,12 +458,16 @@ fn describe_points(
     if t.count {
         let few: Vec<&str> = pts
             .iter()
-            .filter(|p| p.events.is_some_and(|(a, _, b, _)| a + b < 10))
+            .filter(|p| p.events.is_some_and(|(a, _, b, _)| a.max(b) < MIN_EVENTS))
             .map(|p| p.at.as_str())
             .collect();
         let _ = write!(d, "; counts with exact 95 % intervals");
         if !few.is_empty() {
-            let _ = write!(d, "; fewer than 10 events at {}", few.join(", "));
+            let _ = write!(
+                d,
+                "; fewer than {MIN_EVENTS} events on either side (inconclusive) at {}",
+                few.join(", ")
+            );
         }
     }
     let at = |o: PointOutcome| {
@@ -446,12 +477,16 @@ fn describe_points(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if unsure > 0 {
-        let _ = write!(
-            d,
-            "; interval holds 1 at {}",
-            at(PointOutcome::Inconclusive)
-        );
+    let held: Vec<&str> = pts
+        .iter()
+        .filter(|p| {
+            p.outcome == PointOutcome::Inconclusive
+                && p.events.is_none_or(|(a, _, b, _)| a.max(b) >= MIN_EVENTS)
+        })
+        .map(|p| p.at.as_str())
+        .collect();
+    if unsure > 0 && !held.is_empty() {
+        let _ = write!(d, "; interval holds 1 at {}", held.join(", "));
     }
     if lost > 0 {
         let _ = write!(d, "; loses at {}", at(PointOutcome::Loss));
@@ -498,6 +533,7 @@ pub fn verdicts(r: &Results) -> Vec<Verdict> {
 
 fn verdict(r: &Results, t: &Trend) -> Verdict {
     let m = &r.matrix;
+    let mut table = None;
     let (outcome, magnitude, ours, paper, mut detail) = match &t.kind {
         TrendKind::Wins {
             axis,
@@ -516,11 +552,22 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                 let (ratio, outcome, events) = classify(t, *better, *slack, w, nw, l, nl);
                 let pw = published_at(m, &with(&p, axis, winner), &t.metric);
                 let pl = published_at(m, &with(&p, axis, loser), &t.metric);
+                let oriented = |w: f64, l: f64| match better {
+                    Better::Lower => l / w,
+                    Better::Higher => w / l,
+                };
+                let mut extra = PointExtra::default();
+                if let Some(e) = &t.expected {
+                    let ew = mean_at(r, &with(&p, axis, winner), e).0;
+                    let el = mean_at(r, &with(&p, axis, loser), e).0;
+                    extra.analytic = ew.zip(el).map(|(w, l)| oriented(w, l));
+                }
+                if let Some(b) = &t.bound {
+                    extra.bound = mean_at(r, &with(&p, axis, loser), b).0;
+                }
                 if let (Some(pw), Some(pl)) = (pw, pl) {
-                    let pr = match better {
-                        Better::Lower => pl / pw,
-                        Better::Higher => pw / pl,
-                    };
+                    let pr = oriented(pw, pl);
+                    extra.paper = Some(pr);
                     if pr.is_finite() && pr > 0.0 && ratio.is_finite() && ratio > 0.0 {
                         theirs.push(pr);
                         ours_on_paper.push(ratio);
@@ -543,6 +590,7 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                     ratio,
                     outcome,
                     events,
+                    extra,
                 });
             }
             let paper_pts = (!theirs.is_empty()).then(|| {
@@ -553,7 +601,21 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                 )
             });
             let (w, l) = (show(winner), show(loser));
-            compare(t, &w, &l, *better, *slack, &pts, paper_pts)
+            let mut folded = compare(t, &w, &l, *better, *slack, &pts, paper_pts);
+            if t.count {
+                let (tab, above) = point_table(&w, &l, *better, &pts);
+                table = Some(tab);
+                if !above.is_empty() {
+                    let _ = write!(
+                        folded.4,
+                        "; the paper's ratio exceeds the bound at {} of {} points ({})",
+                        above.len(),
+                        pts.iter().filter(|p| p.extra.paper.is_some()).count(),
+                        above.join(", ")
+                    );
+                }
+            }
+            folded
         }
         TrendKind::Beats { than, better } => {
             let mut pts = Vec::new();
@@ -567,6 +629,7 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                     ratio,
                     outcome,
                     events,
+                    extra: PointExtra::default(),
                 });
             }
             compare(t, &t.metric, than, *better, 0.0, &pts, None)
@@ -591,7 +654,54 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
         ours,
         paper,
         detail,
+        table,
     }
+}
+
+/// A count comparison's per-point table (events on each side, our ratio with its 95 %
+/// interval, the analytic ratio and bound where the trend names them, the paper's ratio,
+/// the point's outcome), and the points where the paper's ratio exceeds the bound.
+fn point_table(winner: &str, loser: &str, better: Better, pts: &[Compared]) -> (String, Vec<String>) {
+    let (num, den) = match better {
+        Better::Lower => (loser, winner),
+        Better::Higher => (winner, loser),
+    };
+    let opt = |x: Option<f64>| x.map_or("–".to_string(), fmt_num);
+    let mut s = format!(
+        "| point | {num} events | {den} events | ours ({num} / {den}) | 95 % interval | analytic | bound | paper | point's verdict |\n|---|---:|---:|---:|---|---:|---:|---:|---|\n"
+    );
+    let mut above = Vec::new();
+    for p in pts {
+        let (a, b, interval) = match p.events {
+            Some((a, ea, b, eb)) => {
+                let (lo, hi) = poisson_ratio_interval(a, ea, b, eb);
+                (a.to_string(), b.to_string(), format!("{}–{}", fmt_num(lo), fmt_num(hi)))
+            }
+            None => ("–".into(), "–".into(), "–".into()),
+        };
+        let e = p.extra;
+        let over = matches!((e.paper, e.bound), (Some(x), Some(b)) if b > 0.0 && x > b);
+        if over {
+            above.push(p.at.clone());
+        }
+        let _ = writeln!(
+            s,
+            "| {} | {a} | {b} | {} | {interval} | {} | {} | {}{} | {} |",
+            p.at,
+            fmt_num(p.ratio),
+            opt(e.analytic),
+            opt(e.bound),
+            opt(e.paper),
+            if over { " (above the bound)" } else { "" },
+            match p.outcome {
+                PointOutcome::Win => "win",
+                PointOutcome::Tie => "tie",
+                PointOutcome::Loss => "loss",
+                PointOutcome::Inconclusive => "inconclusive",
+            }
+        );
+    }
+    (s, above)
 }
 
 mod kinds;

@@ -42,6 +42,8 @@ fn trend(count: bool) -> Trend {
         by_construction: None,
         paper: None,
         magnitude: 0.25,
+        expected: None,
+        bound: None,
     }
 }
 
@@ -52,6 +54,7 @@ fn point(t: &Trend, w: f64, l: f64) -> Compared {
         ratio,
         outcome,
         events,
+        extra: PointExtra::default(),
     }
 }
 
@@ -96,4 +99,21 @@ fn a_paper_ratio_inside_the_counts_interval_matches() {
     t.paper = Some((500.0, "made up".into()));
     let (_, mag, ..) = conclude(&t, String::new(), 0.0, &pts, None);
     assert!(matches!(mag, Some(Magnitude::Smaller(_))));
+}
+
+#[test]
+fn counts_under_thirty_on_both_sides_are_inconclusive() {
+    let t = trend(true);
+    // 0 against 0 is no evidence for a count, not a tie.
+    assert_eq!(point(&t, 0.0, 0.0).outcome, PointOutcome::Inconclusive);
+    // 29 against 0 would exclude 1, but rests on too few events.
+    assert_eq!(point(&t, 0.0, 29.0).outcome, PointOutcome::Inconclusive);
+    assert_eq!(point(&t, 0.0, 30.0).outcome, PointOutcome::Win);
+    // The claimed winner's side counts as well: 40 against 5 is a loss.
+    assert_eq!(point(&t, 40.0, 5.0).outcome, PointOutcome::Loss);
+    let pts = [point(&t, 0.0, 0.0), point(&t, 2.0, 38.0)];
+    assert_eq!(outcome_of(&t, &pts), Outcome::Partly);
+    let (_, _, _, _, d) = conclude(&t, String::new(), 0.0, &pts, None);
+    assert!(d.contains("fewer than 30 events"), "{d}");
+    assert!(!d.contains("interval holds 1"), "{d}");
 }
