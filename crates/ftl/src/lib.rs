@@ -55,7 +55,7 @@ pub mod victim;
 
 pub use block::{BlockFtl, BlockFtlConfig};
 pub use dftl::{DftlConfig, DftlFtl, MemoryBudget, MetaMode};
-pub use page::{MountFailure, PageFtl, PageFtlConfig, WearLevelConfig, MAX_REPLICAS};
+pub use page::{MountFailure, PageFtl, PageFtlConfig, ReplicaReads, WearLevelConfig, MAX_REPLICAS};
 pub use policy::{flares, Policies};
 pub use recovery::{RecoveryKind, RecoveryReport};
 pub use rtblock::{GftlBuffer, RtBlockConfig, RtBlockFtl, RtKind};

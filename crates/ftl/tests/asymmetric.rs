@@ -480,3 +480,56 @@ fn dense_critical_victims_do_not_loop_gc() {
     assert!(c.placement_lapses > 0, "{c:?}");
     assert!(c.placement_pads > 0, "{c:?}");
 }
+
+/// Meta-Cure's read path as the AP paper describes it (`replica_reads = "always"`): every
+/// critical read also reads each replica (charged, counted), while `on-failure` reads none
+/// when the primary decodes. Non-critical reads never touch replicas.
+#[test]
+fn meta_cure_always_reads_the_replicas_of_critical_pages() {
+    for (mode, expect_all) in [
+        (ftl::ReplicaReads::OnFailure, false),
+        (ftl::ReplicaReads::Always, true),
+    ] {
+        let s = SchemeConfig::Page(PageFtlConfig {
+            over_provisioning: 0.4,
+            replicas: 1,
+            replica_reads: mode,
+            ..Default::default()
+        });
+        let mut cfg = ChipConfig::preset("tiny-mlc-4die").unwrap();
+        cfg.reliability.wear_fail_rate = 0.0;
+        cfg.reliability.wear_fail_growth = 0.0;
+        let ctl = Controller::new(
+            Chip::ram(cfg).unwrap(),
+            ConstantRber(0.0),
+            ControllerConfig::default(),
+        )
+        .unwrap();
+        let mut dev = s.format(ctl, Nanos::ZERO).unwrap();
+        let n = dev.logical_pages();
+        let ps = dev.page_size();
+        for l in 0..64u64 {
+            let class = if critical(l, n) {
+                DataClass::CRITICAL
+            } else {
+                DataClass::NORMAL
+            };
+            let d = vec![l as u8; ps];
+            dev.write_with(Nanos(l), Lpn::checked(l, n).unwrap(), &d, class)
+                .unwrap();
+        }
+        let mut buf = vec![0u8; ps];
+        let mut critical_reads = 0;
+        for l in 0..64u64 {
+            dev.read(Nanos(100 + l), Lpn::checked(l, n).unwrap(), &mut buf)
+                .unwrap();
+            assert!(buf.iter().all(|&b| b == l as u8), "lpn {l} {mode:?}");
+            critical_reads += critical(l, n) as u64;
+        }
+        let c = *dev.counters();
+        assert!(critical_reads > 10);
+        let want = if expect_all { critical_reads } else { 0 };
+        assert_eq!(c.replica_reads, want, "{mode:?}");
+        assert_eq!(c.replica_rescues, 0, "{mode:?}");
+    }
+}

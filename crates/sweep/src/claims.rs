@@ -393,21 +393,41 @@ impl Scope<'_> {
                     });
                 }
             };
+            let point_of = |c: &Cell| -> Point {
+                self.axes
+                    .iter()
+                    .zip(&c.axes)
+                    .filter(|(a, _)| !a.average)
+                    .map(|(_, kv)| kv.clone())
+                    .collect()
+            };
             match (p.value, &p.formula) {
-                (Some(v), None) => add(&at, v),
+                (Some(v), None) => {
+                    // A value the paper gives once for points this matrix splits further
+                    // (along an axis the paper did not vary, such as a modelling choice):
+                    // the same value at each of them, in cell order.
+                    let mut pts: Vec<Point> = Vec::new();
+                    for c in &matched {
+                        let k = point_of(c);
+                        if !pts.contains(&k) {
+                            pts.push(k);
+                        }
+                    }
+                    if pts.len() == 1 {
+                        add(&at, v);
+                    } else {
+                        for k in &pts {
+                            add(k, v);
+                        }
+                    }
+                }
                 (None, Some(name)) => {
                     // One entry per group of matched cells (the non-averaged axes).
                     let mut groups: BTreeMap<Vec<String>, (Point, f64)> = BTreeMap::new();
                     for c in matched {
                         let v = crate::analytic::evaluate(name, &c.config)
                             .map_err(|m| self.err(format!("{what}: formula = {name:?}: {m}")))?;
-                        let key: Vec<(String, Value)> = self
-                            .axes
-                            .iter()
-                            .zip(&c.axes)
-                            .filter(|(a, _)| !a.average)
-                            .map(|(_, kv)| kv.clone())
-                            .collect();
+                        let key = point_of(c);
                         groups
                             .entry(key.iter().map(|(_, v)| v.to_string()).collect())
                             .or_insert((key, v));

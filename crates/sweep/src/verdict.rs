@@ -661,7 +661,12 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
 /// A count comparison's per-point table (events on each side, our ratio with its 95 %
 /// interval, the analytic ratio and bound where the trend names them, the paper's ratio,
 /// the point's outcome), and the points where the paper's ratio exceeds the bound.
-fn point_table(winner: &str, loser: &str, better: Better, pts: &[Compared]) -> (String, Vec<String>) {
+fn point_table(
+    winner: &str,
+    loser: &str,
+    better: Better,
+    pts: &[Compared],
+) -> (String, Vec<String>) {
     let (num, den) = match better {
         Better::Lower => (loser, winner),
         Better::Higher => (winner, loser),
@@ -675,7 +680,11 @@ fn point_table(winner: &str, loser: &str, better: Better, pts: &[Compared]) -> (
         let (a, b, interval) = match p.events {
             Some((a, ea, b, eb)) => {
                 let (lo, hi) = poisson_ratio_interval(a, ea, b, eb);
-                (a.to_string(), b.to_string(), format!("{}–{}", fmt_num(lo), fmt_num(hi)))
+                (
+                    a.to_string(),
+                    b.to_string(),
+                    format!("{}–{}", fmt_num(lo), fmt_num(hi)),
+                )
             }
             None => ("–".into(), "–".into(), "–".into()),
         };

@@ -329,6 +329,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             pending_trims: Vec::new(),
             critical: Vec::new(),
             replicas: replica::Replicas::new(),
+            replica_buf: Vec::new(),
             recovery: None,
             rt: None,
             alpha,

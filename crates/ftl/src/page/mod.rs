@@ -76,7 +76,7 @@ use nand::hint::prefetch;
 use nand::{ErrorModel, Lpn, Nanos, PhysAddr, Storage};
 
 pub use crate::substrate::WearLevelConfig;
-pub use config::PageFtlConfig;
+pub use config::{PageFtlConfig, ReplicaReads};
 pub use replica::MAX_REPLICAS;
 
 /// Page rewrites per die per idle-time `tick` (bounds one call's work).
@@ -130,6 +130,8 @@ pub struct PageFtl<S: Storage, M: ErrorModel> {
     critical: Vec<u64>,
     /// Meta-Cure's replica sets (empty unless `replicas` > 0).
     replicas: replica::Replicas,
+    /// Buffer for replica reads whose data are discarded (`ReplicaReads::Always`).
+    replica_buf: Vec<u8>,
     /// What the last mount did.
     pub(crate) recovery: Option<crate::RecoveryReport>,
     /// WAO-GC's bounds (real-time pacing only), checked when the volume is sized.
@@ -426,6 +428,9 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
             Sensed::Data(info) => {
                 self.s
                     .read_feedback(now, phys, info.corrected, false, Some(&info));
+                if self.cfg.replica_reads == ReplicaReads::Always {
+                    self.read_every_replica(now, l, data.len())?;
+                }
                 Ok(())
             }
             Sensed::Erased | Sensed::Failed => {

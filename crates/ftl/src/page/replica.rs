@@ -146,6 +146,40 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(false)
     }
 
+    /// Meta-Cure's read of every replica of `lpn` beside a primary that decoded
+    /// ([`ReplicaReads::Always`](super::ReplicaReads::Always)): each read charged and
+    /// counted, its data (`len` bytes: the read's buffer size) discarded — the primary
+    /// answered.
+    pub(crate) fn read_every_replica(
+        &mut self,
+        now: Nanos,
+        lpn: u64,
+        len: usize,
+    ) -> Result<(), FtlError> {
+        let Some(set) = self.replicas.get(&(lpn as u32)) else {
+            return Ok(());
+        };
+        let mut scratch = core::mem::take(&mut self.replica_buf);
+        scratch.resize(len, 0);
+        for p in set.pages.clone() {
+            self.s.counters_mut().replica_reads += 1;
+            match self
+                .s
+                .sense(now, p, Sense::Page(&mut scratch), Cause::Host)?
+                .0
+            {
+                Sensed::Data(info) => {
+                    self.s
+                        .read_feedback(now, p, info.corrected, false, Some(&info));
+                }
+                Sensed::Erased => {}
+                Sensed::Failed => self.s.read_feedback(now, p, 0, true, None),
+            }
+        }
+        self.replica_buf = scratch;
+        Ok(())
+    }
+
     /// GC moved replica `src` of `lpn` to `dst`. `false` if `src` is no replica of it.
     pub(crate) fn moved_replica(&mut self, lpn: u64, src: u32, dst: u32) -> bool {
         let Some(set) = self.replicas.get_mut(&(lpn as u32)) else {
