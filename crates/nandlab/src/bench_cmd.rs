@@ -203,7 +203,7 @@ fn phases(
 
 fn precondition(engine: &mut Engine) -> Result<f64> {
     let t = Instant::now();
-    engine.precondition(true, 3.0, 0.02, 7)?;
+    engine.precondition(true, 3.0, 0.02, 1.0, 7)?;
     Ok(t.elapsed().as_secs_f64())
 }
 

@@ -165,6 +165,10 @@ pub struct PreconditionSection {
     pub max_overwrite: f64,
     /// Stop when a window's WAF is within this fraction of the previous window's.
     pub tolerance: f64,
+    /// Share of the volume preconditioned, from its start (default 1): the rest stays
+    /// unwritten, free space GC can use — a benchmark's test file on an otherwise empty
+    /// volume. In (0, 1].
+    pub footprint: f64,
 }
 
 impl Default for PreconditionSection {
@@ -174,6 +178,7 @@ impl Default for PreconditionSection {
             fill: true,
             max_overwrite: 2.0,
             tolerance: 0.02,
+            footprint: 1.0,
         }
     }
 }
@@ -432,6 +437,10 @@ impl ExperimentConfig {
         }
         if self.load.device_queue == Some(0) {
             errs.push("load.device_queue: 0 must be at least 1".into());
+        }
+        let f = self.precondition.footprint;
+        if !(f > 0.0 && f <= 1.0) {
+            errs.push(format!("precondition.footprint: {f} must be in (0, 1]"));
         }
         let chip_cfg = toml::to_string(&self.chip)
             .map_err(|e| format!("chip: {e}"))

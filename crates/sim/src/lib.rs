@@ -77,6 +77,7 @@ impl Experiment {
                 p.fill,
                 p.max_overwrite,
                 p.tolerance,
+                p.footprint,
                 self.config.seed ^ 0x9E37,
             )?;
         }

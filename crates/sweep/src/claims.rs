@@ -84,6 +84,10 @@ pub(crate) struct TrendFile {
     /// `kind = "wins"` with `count`: a metric bounding the ratio at each point (taken at
     /// the loser), shown per point with the paper's ratio checked against it.
     bound: Option<String>,
+    /// `kind = "wins"`: points where this metric is above 0 on either side are left out
+    /// of the comparison and listed (e.g. `nand.lost_pages`: a cost measured where data
+    /// were lost measures the loss).
+    exclude_if: Option<String>,
 }
 
 /// Two values within this relative difference are a tie unless a trend says otherwise.
@@ -215,6 +219,9 @@ pub struct Trend {
     pub expected: Option<String>,
     /// A count comparison's bound metric (see the file's `bound`).
     pub bound: Option<String>,
+    /// Points where this metric is above 0 on either side are left out (see the file's
+    /// `exclude_if`).
+    pub exclude_if: Option<String>,
 }
 
 /// A plot: a metric over an axis, one series per value of another axis.
@@ -496,6 +503,14 @@ impl Scope<'_> {
                     )));
                 }
             }
+            if let Some(m) = &t.exclude_if {
+                self.metric(&what, m)?;
+                if !matches!(kind, TrendKind::Wins { .. }) {
+                    return Err(self.err(format!(
+                        "{what}: exclude_if = {m:?} applies to kind = \"wins\""
+                    )));
+                }
+            }
             if let Some(why) = &t.by_construction {
                 if why.trim().is_empty() {
                     return Err(self.err(format!(
@@ -515,6 +530,7 @@ impl Scope<'_> {
                 magnitude,
                 expected: t.expected.clone(),
                 bound: t.bound.clone(),
+                exclude_if: t.exclude_if.clone(),
             });
         }
         Ok(trends)

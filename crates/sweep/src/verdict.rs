@@ -545,7 +545,19 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
             let mut pts = Vec::new();
             let (mut ours_on_paper, mut theirs) = (Vec::new(), Vec::new());
             let mut sources: Vec<String> = Vec::new();
+            let mut excluded = Vec::new();
             for p in points(m, &[axis], &t.at) {
+                if let Some(x) = &t.exclude_if {
+                    let above = |side: &toml::Value| {
+                        mean_at(r, &with(&p, axis, side), x)
+                            .0
+                            .is_some_and(|v| v > 0.0)
+                    };
+                    if above(winner) || above(loser) {
+                        excluded.push(label(&p));
+                        continue;
+                    }
+                }
                 let (w, nw, _) = mean_at(r, &with(&p, axis, winner), &t.metric);
                 let (l, nl, _) = mean_at(r, &with(&p, axis, loser), &t.metric);
                 let (Some(w), Some(l)) = (w, l) else { continue };
@@ -602,6 +614,14 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
             });
             let (w, l) = (show(winner), show(loser));
             let mut folded = compare(t, &w, &l, *better, *slack, &pts, paper_pts);
+            if !excluded.is_empty() {
+                let _ = write!(
+                    folded.4,
+                    "; left out, {} above 0: {}",
+                    t.exclude_if.as_deref().unwrap_or_default(),
+                    excluded.join(", ")
+                );
+            }
             if t.count {
                 let (tab, above) = point_table(&w, &l, *better, &pts);
                 table = Some(tab);

@@ -386,22 +386,25 @@ impl Engine {
         self.timeline.die_busy()
     }
 
-    /// Brings the device to steady state without timing: writes every logical page once
-    /// (if `fill`), then overwrites uniformly random pages in windows of a quarter of the
-    /// volume until the write amplification of a window is within `tolerance` of the
-    /// previous one, or `max_overwrite` × the volume has been written. Returns the pages
-    /// written.
+    /// Brings the device to steady state without timing: writes every logical page of the
+    /// first `footprint` share of the volume once (if `fill`), then overwrites uniformly
+    /// random pages of it in windows of a quarter of the volume until the write
+    /// amplification of a window is within `tolerance` of the previous one, or
+    /// `max_overwrite` × the volume has been written. The rest of the volume stays
+    /// unwritten. Returns the pages written.
     pub fn precondition(
         &mut self,
         fill: bool,
         max_overwrite: f64,
         tolerance: f64,
+        footprint: f64,
         seed: u64,
     ) -> Result<u64, SimError> {
         let mut written = 0;
         let mut t = self.clock;
+        let span = ((self.logical as f64 * footprint.clamp(0.0, 1.0)) as u64).max(1);
         if fill {
-            for lpn in 0..self.logical {
+            for lpn in 0..span {
                 self.write_page(t, lpn, DataClass::NORMAL)?;
                 written += 1;
                 t += Nanos::from_us(1);
@@ -420,7 +423,7 @@ impl Engine {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let lpn = ((x as u128 * self.logical as u128) >> 64) as u64;
+                let lpn = ((x as u128 * span as u128) >> 64) as u64;
                 self.write_page(t, lpn, DataClass::NORMAL)?;
                 t += Nanos::from_us(1);
                 self.ops.clear();

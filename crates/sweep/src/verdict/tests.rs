@@ -44,6 +44,7 @@ fn trend(count: bool) -> Trend {
         magnitude: 0.25,
         expected: None,
         bound: None,
+        exclude_if: None,
     }
 }
 
