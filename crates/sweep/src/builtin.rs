@@ -15,6 +15,10 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("ap.toml", include_str!("../../../experiments/ap.toml")),
     (
+        "ap-persistent.toml",
+        include_str!("../../../experiments/ap-persistent.toml"),
+    ),
+    (
         "ap-base.toml",
         include_str!("../../../experiments/ap-base.toml"),
     ),
@@ -150,6 +154,7 @@ const MATRICES: &[&str] = &[
     "waf",
     "ap-table1",
     "ap",
+    "ap-persistent",
     "ap-io",
     "ap-sensor",
     "ap-traces",
@@ -178,6 +183,7 @@ const MATRICES: &[&str] = &[
 /// estimate is a separate matrix because its axis is the chip, not the workload).
 pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
+        "ap" => &["ap-persistent"],
         "dcr" => &["dcr-capacity", "dcr-real"],
         "flares" => &["flares-setups", "flares-alg2"],
         "waogc" => &["waogc-table1", "waogc-traces"],

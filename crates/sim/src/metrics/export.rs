@@ -68,6 +68,7 @@ impl Report {
             .collect();
         example.offered_iops = Some(0.0);
         example.recovery = Some(RecoveryStats::default());
+        example.host.critical_risk = Some(super::report::CriticalRiskReport::default());
         example.metrics().into_keys().collect()
     }
 }

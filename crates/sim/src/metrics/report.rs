@@ -99,7 +99,7 @@ pub struct HostStats {
 
 /// `host.critical_risk`: critical reads that decoded one page, their failures, and what
 /// the error model expects of them (see [`crate::metrics::CriticalRisk`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct CriticalRiskReport {
     /// Reads counted.
     pub decodes: u64,
