@@ -326,8 +326,11 @@ fn conclude(
     paper_pts: Option<(f64, f64, String)>,
 ) -> Folded {
     let outcome = Tally::of(pts).outcome(slack);
+    // (Counted points too small to tell a ratio stay out of the mean: 0 against 0 is no
+    // ratio of 1.)
     let finite: Vec<f64> = pts
         .iter()
+        .filter(|p| !(t.count && p.outcome == PointOutcome::Inconclusive))
         .map(|p| p.ratio)
         .filter(|r| r.is_finite() && *r > 0.0)
         .collect();
@@ -448,9 +451,10 @@ fn describe_points(
             .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
         let _ = write!(
             d,
-            "; by {}× (geometric mean of {} points; {}×–{}×)",
+            "; by {}× (geometric mean of {} {}points; {}×–{}×)",
             fmt_num(g),
             finite.len(),
+            if t.count { "conclusive " } else { "" },
             fmt_num(lo),
             fmt_num(hi)
         );
@@ -580,7 +584,11 @@ fn verdict(r: &Results, t: &Trend) -> Verdict {
                 if let (Some(pw), Some(pl)) = (pw, pl) {
                     let pr = oriented(pw, pl);
                     extra.paper = Some(pr);
-                    if pr.is_finite() && pr > 0.0 && ratio.is_finite() && ratio > 0.0 {
+                    // (A counted point too small to tell a ratio is no measurement to set beside
+                    // the paper's: the magnitude uses the conclusive points only.)
+                    let conclusive = outcome != PointOutcome::Inconclusive || !t.count;
+                    if conclusive && pr.is_finite() && pr > 0.0 && ratio.is_finite() && ratio > 0.0
+                    {
                         theirs.push(pr);
                         ours_on_paper.push(ratio);
                         let at = with(&p, axis, winner);

@@ -15,6 +15,7 @@ pub(super) fn monotone(r: &Results, t: &Trend, axis: &str, direction: Direction)
     let a = m.axis(axis).expect("validated");
     let mut series = Vec::new();
     let mut bad = Vec::new();
+    let mut empty = Vec::new();
     for p in points(m, &[axis], &t.at) {
         let ys: Vec<(String, f64)> = a
             .values
@@ -26,6 +27,11 @@ pub(super) fn monotone(r: &Results, t: &Trend, axis: &str, direction: Direction)
             })
             .collect();
         if ys.len() < 2 {
+            continue;
+        }
+        if t.count && ys.iter().all(|(_, y)| *y == 0.0) {
+            // A count with no event anywhere along the axis: no evidence either way.
+            empty.push(label(&p));
             continue;
         }
         // Never the other way (a plateau, such as a count at its floor of zero, is
@@ -66,16 +72,21 @@ pub(super) fn monotone(r: &Results, t: &Trend, axis: &str, direction: Direction)
         Direction::Increasing => "increases",
         Direction::Decreasing => "decreases",
     };
-    checked(
-        bad.is_empty(),
-        format!(
-            "{} {word} along {axis} in {}/{} series ({})",
-            t.metric,
-            series.len() - bad.len(),
-            series.len(),
-            series.join("; ")
-        ),
-    )
+    let mut d = format!(
+        "{} {word} along {axis} in {}/{} series ({})",
+        t.metric,
+        series.len() - bad.len(),
+        series.len(),
+        series.join("; ")
+    );
+    if !empty.is_empty() {
+        let _ = write!(
+            d,
+            "; no event anywhere along {axis} (left out): {}",
+            empty.join(", ")
+        );
+    }
+    checked(bad.is_empty(), d)
 }
 
 /// `kind = "at_most"`: every point's highest replicate at most its limit (a value, or
