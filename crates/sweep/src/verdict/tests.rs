@@ -118,3 +118,22 @@ fn counts_under_thirty_on_both_sides_are_inconclusive() {
     assert!(d.contains("fewer than 30 events"), "{d}");
     assert!(!d.contains("interval holds 1"), "{d}");
 }
+
+#[test]
+fn the_point_table_flags_a_paper_ratio_above_the_bound() {
+    let t = trend(true);
+    let mut a = point(&t, 10.0, 80.0);
+    a.extra = PointExtra {
+        analytic: Some(7.5),
+        bound: Some(16.0),
+        paper: Some(60.0),
+    };
+    let mut b = point(&t, 0.0, 0.0);
+    b.extra.paper = Some(4.0);
+    let (table, above) = point_table("AP", "BL", Better::Lower, &[a, b]);
+    assert_eq!(above, vec!["10 vs 80".to_string()]);
+    assert!(table.contains("| 10 vs 80 | 80 | 10 | 8 |"), "{table}");
+    assert!(table.contains("60 (above the bound) | win |"), "{table}");
+    assert!(table.contains("| 0 vs 0 | 0 | 0 |"), "{table}");
+    assert!(table.contains("| – | – | 4 | inconclusive |"), "{table}");
+}
