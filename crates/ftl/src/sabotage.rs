@@ -1,7 +1,9 @@
-//! Deliberate bugs, for testing the crash harness itself (feature `sabotage`; never part of
-//! a product build). A harness that stops catching any of these has lost its teeth; the
-//! self-test in `crates/sim/tests/harness_self_test.rs` swaps each in and requires the
-//! harness to report contract violations.
+//! Deliberate bugs, for testing the crash harness and the verdicts themselves (feature
+//! `sabotage`; never part of a product build). A harness that stops catching any of these
+//! has lost its teeth; the self-test in `crates/sim/tests/harness_self_test.rs` swaps each
+//! recovery and GC bug in and requires the harness to report contract violations, and
+//! `crates/sim/tests/flares_zone_sabotage.rs` swaps in the broken zone rule and requires
+//! the `flares-alg2` comparison to fail.
 
 /// Which bug the FTL carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -22,4 +24,7 @@ pub enum Sabotage {
     /// RAM (a cut then loses the trim and the newer version it discarded: the older one
     /// comes back).
     EraseBeforeTrimLog,
+    /// FLARES's Alg. 2 ignores the errors its window measured (the projection is the
+    /// model's alone, whatever MIX says): a chip worse than the model is never flagged.
+    ZoneIgnoresMeasuredErrors,
 }

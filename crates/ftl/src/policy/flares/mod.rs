@@ -126,6 +126,10 @@ pub struct FlaresConfig {
     /// upper end). 64 keeps them at ~100 KiB for t up to 50; chips that cycle fast relative
     /// to their wear curve (test chips) want finer rows.
     pub pe_step: u32,
+    /// A deliberate bug (test builds with the `sabotage` feature only).
+    #[cfg(feature = "sabotage")]
+    #[serde(skip)]
+    pub sabotage: crate::sabotage::Sabotage,
 }
 
 impl Default for FlaresConfig {
@@ -144,6 +148,8 @@ impl Default for FlaresConfig {
             model: FlaresRber::default(),
             scrub_pages: 4096,
             pe_step: PE_STEP,
+            #[cfg(feature = "sabotage")]
+            sabotage: crate::sabotage::Sabotage::None,
         }
     }
 }
@@ -581,6 +587,12 @@ impl FlaresCore {
         let meas =
             (p.errc as f64 / self.tables.page_bits as f64) / window - self.tables.rber_rd(pe, ret);
         let model = self.tables.rber_wr(pe);
+        #[cfg(feature = "sabotage")]
+        let meas = if c.sabotage == crate::sabotage::Sabotage::ZoneIgnoresMeasuredErrors {
+            model
+        } else {
+            meas
+        };
         let avg = c.mix * meas + (1.0 - c.mix) * model;
         let proj = avg + c.model.retention_part(pe as f64, c.req_ret_hours);
         let (need, beyond) = self.tables.p_for(proj);
