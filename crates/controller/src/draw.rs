@@ -23,6 +23,12 @@
 //!   rescue a page only through the read-noise part. (A persistent and a read-noise error
 //!   on the same bit cancel; at these rates that is a negligible event.)
 //!
+//! - **`block_sigma`** and **`step_hours` / `step_factor`**: a chip that departs from the
+//!   model an ECC-strength policy relies on in ways a single scale factor cannot express —
+//!   blocks that differ (a log-normal factor per block, mean 1) and a retention step (the
+//!   rate multiplied once a page's data pass an age). FLARES's measured-error path is
+//!   tested against both (`reproduce flares`, part `flares-alg2`).
+//!
 //! Only page decodes ([`Controller::read`](crate::Controller::read), relocation reads)
 //! apply the options; record-only recovery scans and subpage reads keep the default draw.
 
@@ -32,17 +38,30 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
 /// The error-draw options (see the module docs). The default is the fresh draw over the
-/// page's real bits.
+/// page's real bits at the model's rate.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ErrorDraw {
     /// Draw a page's errors over this many bits instead of its real size (`None`: real).
     pub page_bits: Option<u64>,
     /// Share of the rate that persists in the page's cells across reads, in [0, 1].
     pub persistent: f64,
+    /// Block-to-block variation of the rate: each block's rate is the model's times
+    /// exp(σ·z − σ²/2), z a standard normal fixed per block (a hash of the controller's
+    /// seed and the block's address), so the mean factor is 1 and σ the spread of its
+    /// logarithm. 0: every block is the model.
+    pub block_sigma: f64,
+    /// A retention step: pages whose data are older than this many hours see the rate
+    /// times [`step_factor`](Self::step_factor) (a chip whose charge loss accelerates past
+    /// a point the model does not know). `None`: no step.
+    pub step_hours: Option<f64>,
+    /// The rate's factor past the retention step (above 0).
+    pub step_factor: f64,
 }
 
 impl ErrorDraw {
-    /// Whether the options are valid: `page_bits` above 0, `persistent` in [0, 1].
+    /// Whether the options are valid: `page_bits` above 0, `persistent` in [0, 1],
+    /// `block_sigma` in [0, 3], a step at a finite non-negative age with a positive
+    /// factor.
     pub fn validate(&self) -> Result<(), &'static str> {
         if self.page_bits == Some(0) {
             return Err("page_bits must be above 0");
@@ -50,7 +69,45 @@ impl ErrorDraw {
         if !(0.0..=1.0).contains(&self.persistent) {
             return Err("persistent must be in [0, 1]");
         }
+        if !(0.0..=3.0).contains(&self.block_sigma) {
+            return Err("block_sigma must be in [0, 3]");
+        }
+        if let Some(h) = self.step_hours {
+            if !(h.is_finite() && h >= 0.0) {
+                return Err("step_hours must be a finite number of hours, 0 or more");
+            }
+            if !(self.step_factor.is_finite() && self.step_factor > 0.0) {
+                return Err("step_factor must be above 0");
+            }
+        }
         Ok(())
+    }
+
+    /// Whether the draw departs from the model's rate (block variation or a step).
+    pub(crate) fn scales(&self) -> bool {
+        self.block_sigma > 0.0 || self.step_hours.is_some()
+    }
+
+    /// The factor on the model's rate for a page of block `block` (its flat address bits)
+    /// whose data are `age` old.
+    pub(crate) fn factor(&self, seed: u64, block: u64, age: &PageAge) -> f64 {
+        let mut f = 1.0;
+        if self.block_sigma > 0.0 {
+            let mut rng =
+                ChaCha8Rng::seed_from_u64(seed ^ 0xB10C ^ block.wrapping_mul(0x9E37_79B9));
+            let unit =
+                |r: &mut ChaCha8Rng| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            let (u1, u2) = (unit(&mut rng), unit(&mut rng));
+            let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * core::f64::consts::PI * u2);
+            let s = self.block_sigma;
+            f *= libm::exp(s * z - s * s / 2.0);
+        }
+        if let Some(h) = self.step_hours {
+            if age.retention.0 as f64 >= h * 3.6e12 {
+                f *= self.step_factor;
+            }
+        }
+        f
     }
 }
 
@@ -59,6 +116,8 @@ impl ErrorDraw {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LastDecode {
     pub age: PageAge,
+    /// The rate's factor from the error-draw options (1: the model's rate).
+    pub factor: f64,
     /// Bits each codeword's errors are drawn over (the codeword's share of the draw).
     pub codeword_bits: f64,
     pub codewords: u32,
@@ -88,7 +147,7 @@ impl LastDecode {
             let age = PageAge { kind, ..self.age };
             let cw = ecc::reliability::prob_more_than(
                 libm::round(self.codeword_bits) as u64,
-                model.rber(&age),
+                (model.rber(&age) * self.factor).min(1.0),
                 self.t as u64,
             );
             -libm::expm1(self.codewords as f64 * libm::log1p(-cw.min(1.0 - 1e-300)))
@@ -155,9 +214,10 @@ pub(crate) fn draw_persistent<M: ErrorModel + ?Sized>(
     age: &PageAge,
     bits: u64,
     f: f64,
+    factor: f64,
     seed: u64,
 ) -> Drawn {
-    let rate = model.rber(age);
+    let rate = (model.rber(age) * factor).min(1.0);
     let mut page = ChaCha8Rng::seed_from_u64(seed ^ 0x5045_5253_4953_54);
     let u = (page.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
     Drawn {

@@ -8,7 +8,7 @@ use crate::layout::{self, majority, Layout, HEADER_BYTES, RECORD_BYTES, RECORD_T
 use crate::{
     Controller, CtlError, OobRecord, PageKind, PageRead, PayloadMode, ReadInfo, MAX_SECTORS,
 };
-use nand::rber::{sample_page_errors, ErrorModel};
+use nand::rber::{sample_bit_errors, sample_page_errors, ErrorModel};
 use nand::{Nanos, OpTiming, PhysAddr, Storage};
 use rand_core::RngCore;
 
@@ -285,9 +285,16 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         // The draw covers the page's bits, or the count the error-draw options set (its
         // errors then spread over the real bits); part of it may persist in the cells.
         let drawn_over = self.draw.page_bits.unwrap_or(bits);
+        let factor = if self.draw.scales() {
+            self.draw
+                .factor(self.cfg.seed, addr.block_addr().raw(), &age)
+        } else {
+            1.0
+        };
         self.stats.page_decodes += 1;
         self.last_decode = Some(LastDecode {
             age,
+            factor,
             codeword_bits: c as f64 * drawn_over as f64 / bits as f64,
             codewords: stored.sectors as u32,
             t: stored.t,
@@ -300,8 +307,19 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 &age,
                 drawn_over,
                 self.draw.persistent,
+                factor,
                 seed,
             )
+        } else if factor != 1.0 {
+            Drawn {
+                persistent: 0,
+                fresh: sample_bit_errors(
+                    &mut self.rng,
+                    drawn_over,
+                    (self.model.rber(&age) * factor).min(1.0),
+                ),
+                seed: 0,
+            }
         } else {
             Drawn {
                 persistent: 0,

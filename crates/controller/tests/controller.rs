@@ -572,6 +572,7 @@ fn persistent_errors_repeat_across_reads_and_page_bits_shrink_the_draw() {
         c.set_error_draw(controller::ErrorDraw {
             page_bits,
             persistent,
+            ..Default::default()
         })
         .unwrap();
         let p = page(c.chip(), 2, 0);
@@ -611,8 +612,69 @@ fn persistent_errors_repeat_across_reads_and_page_bits_shrink_the_draw() {
     }
     let mut c = ctl("tiny-mlc", ConstantRber(0.0), 1);
     let bad = controller::ErrorDraw {
-        page_bits: None,
         persistent: 1.5,
+        ..Default::default()
     };
+    assert!(c.set_error_draw(bad).is_err());
+}
+
+/// Block variation gives blocks different rates (the same block the same factor every
+/// read); a retention step multiplies the rate once a page's data pass its age.
+#[test]
+fn block_variation_and_a_retention_step_scale_the_rate() {
+    let mean_errors = |draw: controller::ErrorDraw, block: u32, at: Nanos| {
+        let cfg = ControllerConfig {
+            seed: 11,
+            mode: PayloadMode::Digest,
+            ..ControllerConfig::default()
+        };
+        let mut c = Controller::new(chip("tiny-mlc"), ConstantRber(5e-5), cfg).unwrap();
+        c.set_error_draw(draw).unwrap();
+        let p = page(c.chip(), block, 0);
+        let rec = OobRecord::new(0, 0, PageKind::User(DataClass::NORMAL));
+        c.program(Nanos::ZERO, p, &[], rec, 12).unwrap();
+        let n = 400;
+        let total: u32 = (0..n)
+            .map(|_| match c.read(at, p, &mut []).unwrap() {
+                PageRead::Data(info) => info.corrected,
+                PageRead::Erased { .. } => panic!("erased"),
+            })
+            .sum();
+        total as f64 / n as f64
+    };
+    let plain = controller::ErrorDraw::default();
+    let base = mean_errors(plain, 3, Nanos::from_secs(1));
+    // ~1.7 errors per read over the page's ~34,500 bits at 5e-5.
+    assert!((base - 1.73).abs() < 0.25, "{base}");
+    let varied = controller::ErrorDraw {
+        block_sigma: 1.0,
+        ..Default::default()
+    };
+    let per_block: Vec<f64> = (1..7)
+        .map(|b| mean_errors(varied, b, Nanos::from_secs(1)) / base)
+        .collect();
+    let (lo, hi) = per_block
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    assert!(hi / lo > 2.0, "{per_block:?}");
+    assert_eq!(
+        mean_errors(varied, 2, Nanos::from_secs(1)),
+        mean_errors(varied, 2, Nanos::from_secs(1))
+    );
+    let step = controller::ErrorDraw {
+        step_hours: Some(10.0),
+        step_factor: 4.0,
+        ..Default::default()
+    };
+    let before = mean_errors(step, 3, Nanos::from_secs(9 * 3600)) / base;
+    let after = mean_errors(step, 3, Nanos::from_secs(11 * 3600)) / base;
+    assert!((before - 1.0).abs() < 0.2, "{before}");
+    assert!((after - 4.0).abs() < 0.6, "{after}");
+    let bad = controller::ErrorDraw {
+        step_hours: Some(1.0),
+        step_factor: 0.0,
+        ..Default::default()
+    };
+    let mut c = ctl("tiny-mlc", ConstantRber(0.0), 1);
     assert!(c.set_error_draw(bad).is_err());
 }

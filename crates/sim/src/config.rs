@@ -17,6 +17,9 @@
 //! msb_ratio = 0.5             # AP's σ (default 0.5 with "ap", else 1)
 //! page_bits = 8640            # draw a page's errors over this many bits (AP Table 1's N)
 //! persistent = 0.0            # share of the RBER that persists in the cells across reads
+//! block_sigma = 0.0           # per-block log-normal spread of the RBER (mean factor 1)
+//! step_hours = 4380.0         # a retention step: pages older than this see the RBER ×
+//! step_factor = 4.0           #   step_factor
 //! [ftl]
 //! scheme = "page"
 //! [ftl.page]
@@ -126,6 +129,14 @@ pub struct ErrorSection {
     /// Share of the RBER that persists in a page's cells across its reads, in [0, 1]
     /// (`controller::ErrorDraw`; default 0: every read draws afresh).
     pub persistent: f64,
+    /// Block-to-block variation: each block's RBER is the model's times a log-normal
+    /// factor of mean 1 whose logarithm has this spread (`controller::ErrorDraw`; 0: none).
+    pub block_sigma: f64,
+    /// A retention step: pages older than this many hours see the RBER times
+    /// `step_factor` (`controller::ErrorDraw`; unset: no step).
+    pub step_hours: Option<f64>,
+    /// The RBER's factor past the retention step (default 1).
+    pub step_factor: f64,
 }
 
 impl ErrorSection {
@@ -149,6 +160,9 @@ impl Default for ErrorSection {
             scale: 1.0,
             page_bits: None,
             persistent: 0.0,
+            block_sigma: 0.0,
+            step_hours: None,
+            step_factor: 1.0,
         }
     }
 }
@@ -652,6 +666,9 @@ impl ExperimentConfig {
         ctl.set_error_draw(controller::ErrorDraw {
             page_bits: self.errors.page_bits,
             persistent: self.errors.persistent,
+            block_sigma: self.errors.block_sigma,
+            step_hours: self.errors.step_hours,
+            step_factor: self.errors.step_factor,
         })
         .map_err(|e| format!("errors: {e}"))?;
         ctl.adopt_codes(self.controller.sector_size, codes);
@@ -693,6 +710,17 @@ impl ExperimentConfig {
         }
         if e.page_bits == Some(0) {
             return bad("page_bits", 0.0);
+        }
+        if !(0.0..=3.0).contains(&e.block_sigma) {
+            return bad("block_sigma", e.block_sigma);
+        }
+        if let Some(h) = e.step_hours {
+            if !(h.is_finite() && h >= 0.0) {
+                return bad("step_hours", h);
+            }
+        }
+        if !(e.step_factor.is_finite() && e.step_factor > 0.0) {
+            return bad("step_factor", e.step_factor);
         }
         let base: Box<dyn ErrorModel + Send> = match e.model {
             ModelKind::None => Box::new(ConstantRber(0.0)),

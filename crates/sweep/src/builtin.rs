@@ -51,6 +51,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../experiments/flares-alg2.toml"),
     ),
     (
+        "flares-chips.toml",
+        include_str!("../../../experiments/flares-chips.toml"),
+    ),
+    (
         "flares-fig5.toml",
         include_str!("../../../experiments/flares-fig5.toml"),
     ),
@@ -161,6 +165,7 @@ const MATRICES: &[&str] = &[
     "flares",
     "flares-setups",
     "flares-alg2",
+    "flares-chips",
     "flares-fig5",
     "flares-refresh",
     "recovery",
@@ -185,7 +190,7 @@ pub fn companions(name: &str) -> &'static [&'static str] {
     match name {
         "ap" => &["ap-persistent"],
         "dcr" => &["dcr-capacity", "dcr-real"],
-        "flares" => &["flares-setups", "flares-alg2"],
+        "flares" => &["flares-setups", "flares-alg2", "flares-chips"],
         "waogc" => &["waogc-table1", "waogc-traces"],
         "spftl" => &["spftl-random", "spftl-traces"],
         "combined" => &["combined-traces", "combined-spftl"],
