@@ -218,7 +218,7 @@ pub(crate) fn draw_persistent<M: ErrorModel + ?Sized>(
     seed: u64,
 ) -> Drawn {
     let rate = (model.rber(age) * factor).min(1.0);
-    let mut page = ChaCha8Rng::seed_from_u64(seed ^ 0x5045_5253_4953_54);
+    let mut page = ChaCha8Rng::seed_from_u64(seed ^ 0x0050_4552_5349_5354);
     let u = (page.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
     Drawn {
         persistent: errors_at_quantile(u, bits, f * rate),
