@@ -77,7 +77,7 @@ impl ErrorDraw {
                 return Err("step_hours must be a finite number of hours, 0 or more");
             }
             if !(self.step_factor.is_finite() && self.step_factor > 0.0) {
-                return Err("step_factor must be above 0");
+                return Err("step_factor must be above 0 with a step");
             }
         }
         Ok(())

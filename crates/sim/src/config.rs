@@ -140,6 +140,17 @@ pub struct ErrorSection {
 }
 
 impl ErrorSection {
+    /// The controller's error-draw options these keys set.
+    pub fn draw(&self) -> controller::ErrorDraw {
+        controller::ErrorDraw {
+            page_bits: self.page_bits,
+            persistent: self.persistent,
+            block_sigma: self.block_sigma,
+            step_hours: self.step_hours,
+            step_factor: self.step_factor,
+        }
+    }
+
     /// AP's σ in effect: `msb_ratio`, or its default (0.5 with the `ap` model, else 1).
     pub fn sigma(&self) -> f64 {
         self.msb_ratio.unwrap_or(if self.model == ModelKind::Ap {
@@ -663,14 +674,8 @@ impl ExperimentConfig {
         let mut ctl = Controller::new(chip, model, ccfg).map_err(|e| format!("controller: {e}"))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.
         ctl.set_crc32c(crc32c::crc32c);
-        ctl.set_error_draw(controller::ErrorDraw {
-            page_bits: self.errors.page_bits,
-            persistent: self.errors.persistent,
-            block_sigma: self.errors.block_sigma,
-            step_hours: self.errors.step_hours,
-            step_factor: self.errors.step_factor,
-        })
-        .map_err(|e| format!("errors: {e}"))?;
+        ctl.set_error_draw(self.errors.draw())
+            .map_err(|e| format!("errors: {e}"))?;
         ctl.adopt_codes(self.controller.sector_size, codes);
         let vol = scheme
             .format(ctl, Nanos::ZERO)
@@ -705,23 +710,9 @@ impl ExperimentConfig {
         if !(e.scale > 0.0 && e.scale.is_finite()) {
             return bad("scale", e.scale);
         }
-        if !(0.0..=1.0).contains(&e.persistent) {
-            return bad("persistent", e.persistent);
-        }
-        if e.page_bits == Some(0) {
-            return bad("page_bits", 0.0);
-        }
-        if !(0.0..=3.0).contains(&e.block_sigma) {
-            return bad("block_sigma", e.block_sigma);
-        }
-        if let Some(h) = e.step_hours {
-            if !(h.is_finite() && h >= 0.0) {
-                return bad("step_hours", h);
-            }
-        }
-        if !(e.step_factor.is_finite() && e.step_factor > 0.0) {
-            return bad("step_factor", e.step_factor);
-        }
+        e.draw()
+            .validate()
+            .map_err(|m| SimError::Config(format!("errors.{m}")))?;
         let base: Box<dyn ErrorModel + Send> = match e.model {
             ModelKind::None => Box::new(ConstantRber(0.0)),
             ModelKind::Constant => Box::new(ConstantRber(e.rber)),

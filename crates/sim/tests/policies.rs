@@ -370,6 +370,35 @@ fn error_scale_out_of_range_names_the_key() {
     }
 }
 
+/// The error-draw keys out of range are refused by name; `precondition.footprint` too.
+#[test]
+fn error_draw_and_footprint_out_of_range_name_the_key() {
+    let base = experiment_text("bad", 1, "[errors]\nmodel = \"flares\"\n");
+    for (key, extra) in [
+        ("errors.persistent", "persistent = 1.5"),
+        ("errors.page_bits", "page_bits = 0"),
+        ("errors.block_sigma", "block_sigma = -1.0"),
+        ("errors.step_hours", "step_hours = -3.0"),
+        ("errors.step_factor", "step_hours = 3.0\nstep_factor = 0.0"),
+    ] {
+        let t = base.replace(
+            "model = \"flares\"",
+            &format!("model = \"flares\"\n{extra}"),
+        );
+        let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
+            .and_then(|c| c.build(Path::new(".")))
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains(key), "{key}: {e}");
+    }
+    let t = format!("{base}[precondition]\nfootprint = 0.0\n");
+    let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
+        .and_then(|c| c.build(Path::new(".")))
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("precondition.footprint"), "{e}");
+}
+
 /// AP's bad input: σ outside (0, 1], MSB placement on a single-level chip.
 #[test]
 fn ap_configuration_errors_name_the_key() {
