@@ -331,6 +331,8 @@ pub struct Controller<S: Storage = RamStorage, M: ErrorModel = nand::ConstantRbe
     draw: ErrorDraw,
     /// The last page decoded (see [`Controller::last_read_risk`]).
     last_decode: Option<draw::LastDecode>,
+    /// Whether decodes are remembered for [`Controller::last_read_risk`].
+    track_risk: bool,
 }
 
 pub use draw::{ErrorDraw, ReadRisk};
@@ -379,6 +381,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             last_program: None,
             draw: ErrorDraw::default(),
             last_decode: None,
+            track_risk: false,
             sub_layouts: Vec::new(),
             pprof_code: None,
             pprof_enc: None,
@@ -416,9 +419,20 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         Ok(())
     }
 
+    /// Remember each page decode for [`last_read_risk`](Self::last_read_risk) (off by
+    /// default: the simulator turns it on when it measures critical reads).
+    pub fn track_read_risk(&mut self, on: bool) {
+        self.track_risk = on;
+        if !on {
+            self.last_decode = None;
+        }
+    }
+
     /// The analytic failure probability of the last page this controller decoded, at its
     /// age and strength under the error model (and as an LSB and as an MSB page of the same
-    /// age); `None` before the first decode. A simulator's measurement, not firmware.
+    /// age); `None` before the first decode or without
+    /// [`track_read_risk`](Self::track_read_risk). A simulator's measurement, not
+    /// firmware.
     pub fn last_read_risk(&self) -> Option<ReadRisk> {
         self.last_decode.map(|d| d.risk(&self.model))
     }

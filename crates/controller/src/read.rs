@@ -292,13 +292,15 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             1.0
         };
         self.stats.page_decodes += 1;
-        self.last_decode = Some(LastDecode {
-            age,
-            factor,
-            codeword_bits: c as f64 * drawn_over as f64 / bits as f64,
-            codewords: stored.sectors as u32,
-            t: stored.t,
-        });
+        if self.track_risk {
+            self.last_decode = Some(LastDecode {
+                age,
+                factor,
+                codeword_bits: c as f64 * drawn_over as f64 / bits as f64,
+                codewords: stored.sectors as u32,
+                t: stored.t,
+            });
+        }
         let drawn = if self.draw.persistent > 0.0 {
             let seed = page_seed(self.cfg.seed, addr, &st);
             draw_persistent(

@@ -575,6 +575,7 @@ fn persistent_errors_repeat_across_reads_and_page_bits_shrink_the_draw() {
             ..Default::default()
         })
         .unwrap();
+        c.track_read_risk(true);
         let p = page(c.chip(), 2, 0);
         let d = if mode == PayloadMode::Bytes {
             data(4096, 9)

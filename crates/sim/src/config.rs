@@ -674,6 +674,8 @@ impl ExperimentConfig {
         let mut ctl = Controller::new(chip, model, ccfg).map_err(|e| format!("controller: {e}"))?;
         // The same Castagnoli CRC, with the CPU's instructions where it has them.
         ctl.set_crc32c(crc32c::crc32c);
+        // Critical reads are measured against the model's failure probability.
+        ctl.track_read_risk(!self.hints.critical.is_empty());
         ctl.set_error_draw(self.errors.draw())
             .map_err(|e| format!("errors: {e}"))?;
         ctl.adopt_codes(self.controller.sector_size, codes);
