@@ -354,6 +354,14 @@ queue_depth = 8
 }
 
 /// A chip's departure from its error model (`[errors] scale`) must be a positive factor.
+/// The error building the experiment `text` gives (parse or build).
+fn refused(text: &str) -> String {
+    ExperimentConfig::from_toml_str(text, "bad.toml")
+        .and_then(|c| c.build(Path::new(".")))
+        .expect_err("refused")
+        .to_string()
+}
+
 #[test]
 fn error_scale_out_of_range_names_the_key() {
     let base = experiment_text("bad", 1, "[errors]\nmodel = \"flares\"\n");
@@ -362,10 +370,7 @@ fn error_scale_out_of_range_names_the_key() {
             "model = \"flares\"",
             &format!("model = \"flares\"\nscale = {scale}"),
         );
-        let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
-            .and_then(|c| c.build(Path::new(".")))
-            .expect_err("refused")
-            .to_string();
+        let e = refused(&t);
         assert!(e.contains("errors.scale"), "{e}");
     }
 }
@@ -385,17 +390,11 @@ fn error_draw_and_footprint_out_of_range_name_the_key() {
             "model = \"flares\"",
             &format!("model = \"flares\"\n{extra}"),
         );
-        let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
-            .and_then(|c| c.build(Path::new(".")))
-            .expect_err("refused")
-            .to_string();
+        let e = refused(&t);
         assert!(e.contains(key), "{key}: {e}");
     }
     let t = format!("{base}[precondition]\nfootprint = 0.0\n");
-    let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
-        .and_then(|c| c.build(Path::new(".")))
-        .expect_err("refused")
-        .to_string();
+    let e = refused(&t);
     assert!(e.contains("precondition.footprint"), "{e}");
 }
 
@@ -408,18 +407,12 @@ fn ap_configuration_errors_name_the_key() {
             "model = \"ap\"",
             &format!("model = \"ap\"\nmsb_ratio = {sigma}"),
         );
-        let e = ExperimentConfig::from_toml_str(&t, "bad.toml")
-            .and_then(|c| c.build(Path::new(".")))
-            .expect_err("refused")
-            .to_string();
+        let e = refused(&t);
         let shown = sigma.parse::<f64>().unwrap().to_string();
         assert!(e.contains("errors.msb_ratio") && e.contains(&shown), "{e}");
     }
     let t = "name = \"bad\"\nseed = 1\n[chip]\npreset = \"tiny-slc\"\n[ftl.page]\necc_t = 2\nplacement = \"msb-critical\"\n";
-    let e = ExperimentConfig::from_toml_str(t, "bad.toml")
-        .and_then(|c| c.build(Path::new(".")))
-        .expect_err("refused")
-        .to_string();
+    let e = refused(t);
     assert!(
         e.contains("msb-critical") && e.contains("single-level"),
         "{e}"
