@@ -55,6 +55,11 @@ pub struct BenchArgs {
     /// default) skips it.
     #[arg(long, default_value_t = 0)]
     combined_mib: u64,
+    /// The combined comparison's second device with this `[ftl]` section instead of the
+    /// combined profile (TOML text, e.g. `[ftl.combined]` keys that take one technique out):
+    /// what each part of the profile costs.
+    #[arg(long, value_name = "TOML")]
+    combined_ftl: Option<String>,
     /// Instead: the recovery benchmark (full scan vs checkpoint + roll-forward, simulated
     /// recovery time) on chips of these sizes in MiB.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_missing_value = "128,512,2048,8192,32768")]
@@ -250,7 +255,14 @@ fn combined_vs_page(a: &BenchArgs) -> Result<()> {
     let plain = device_with(cap, false, 0.35, "\"fixed\"")?;
     // The profile's own over-provisioning: a fixed 0.35 is below what its bound needs
     // from 512 MiB on (the young-block budget grows with the map).
-    let combined = device_ftl(cap, false, "[ftl]\nscheme = \"combined\"\n")?;
+    let ftl = a
+        .combined_ftl
+        .clone()
+        .unwrap_or_else(|| "[ftl]\nscheme = \"combined\"\n".into());
+    if a.combined_ftl.is_some() {
+        println!("second device's [ftl]: {}", ftl.replace('\n', " "));
+    }
+    let combined = device_ftl(cap, false, &ftl)?;
     side_by_side(
         a.small_requests,
         [plain, combined],
