@@ -353,18 +353,10 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             }));
         }
         let mut per = [0u64; MAX_SECTORS];
-        // Of which persistent (placed by the page's own stream, the same every read).
-        let mut kept = [0u64; MAX_SECTORS];
         let (mut k_header, mut k_record, mut k_pprof) = (0, 0, 0);
-        let mut place = (drawn.persistent > 0).then(|| drawn.placement());
-        for i in 0..total {
-            // Each error lands on a uniformly random bit of the page.
-            let persists = i < drawn.persistent;
-            let rng = match (&mut place, persists) {
-                (Some(p), true) => p,
-                _ => &mut self.rng,
-            };
-            let x = ((rng.next_u64() as u128 * bits as u128) >> 64) as u64;
+        // Which region an error at page bit `x` lands in (its sector's index past the
+        // metadata regions).
+        let mut land = |x: u64| -> Option<usize> {
             if x < h {
                 k_header += 1;
             } else if x < h + r {
@@ -374,9 +366,31 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             } else {
                 let s = ((x - h - r - q) / c) as usize;
                 per[s] += 1;
-                kept[s] += persists as u64;
+                return Some(s);
             }
-        }
+            None
+        };
+        // Of the sectors' errors, the persistent ones (placed by the page's own stream,
+        // the same every read); empty when nothing persists.
+        let mut kept_all;
+        let kept: &[u64] = if drawn.persistent == 0 {
+            for _ in 0..total {
+                // Each error lands on a uniformly random bit of the page.
+                land(((self.rng.next_u64() as u128 * bits as u128) >> 64) as u64);
+            }
+            &[]
+        } else {
+            kept_all = [0u64; MAX_SECTORS];
+            let mut place = drawn.placement();
+            for i in 0..total {
+                let persists = i < drawn.persistent;
+                let rng = if persists { &mut place } else { &mut self.rng };
+                if let Some(s) = land(((rng.next_u64() as u128 * bits as u128) >> 64) as u64) {
+                    kept_all[s] += persists as u64;
+                }
+            }
+            &kept_all
+        };
         let (record, mut corrected, layout) =
             self.decode_header_and_record(addr, spare, k_header, k_record, damaged)?;
         let pprof = self.decode_pprof(spare, &layout, k_pprof, damaged);
@@ -416,14 +430,15 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                 let n = if k == 0 && !damaged {
                     0
                 } else {
-                    if kept[s] > 0 {
+                    let ks = kept.get(s).copied().unwrap_or(0);
+                    if ks > 0 {
                         flip(
                             &mut drawn.sector_bits(s),
                             sector,
                             layout.sector_size * 8,
                             parity,
                             layout.parity_bits,
-                            kept[s],
+                            ks,
                         );
                     }
                     flip(
@@ -432,7 +447,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                         layout.sector_size * 8,
                         parity,
                         layout.parity_bits,
-                        k - kept[s],
+                        k - ks,
                     );
                     match code.decode(sector, parity) {
                         Ok(n) => n,
