@@ -152,9 +152,13 @@ impl LastDecode {
             );
             -libm::expm1(self.codewords as f64 * libm::log1p(-cw.min(1.0 - 1e-300)))
         };
-        let p = at(self.age.kind);
-        let p_lsb = at(BitKind::Lsb);
-        let p_msb = at(BitKind::Msb);
+        let (p_lsb, p_msb) = (at(BitKind::Lsb), at(BitKind::Msb));
+        // The page's own kind is one of the two on MLC (and LSB on SLC): no third tail.
+        let p = match self.age.kind {
+            BitKind::Lsb => p_lsb,
+            BitKind::Msb => p_msb,
+            k => at(k),
+        };
         ReadRisk {
             lsb: self.age.kind == BitKind::Lsb,
             p,

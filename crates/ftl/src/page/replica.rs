@@ -131,19 +131,32 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             return Ok(false);
         };
         for p in set.pages.clone() {
-            self.s.counters_mut().replica_reads += 1;
+            if self.read_replica(now, p, data)? {
+                self.s.counters_mut().replica_rescues += 1;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// One charged, counted read of replica page `p` into `data`, with its ECC read
+    /// feedback; whether it decoded.
+    fn read_replica(&mut self, now: Nanos, p: u32, data: &mut [u8]) -> Result<bool, FtlError> {
+        self.s.counters_mut().replica_reads += 1;
+        Ok(
             match self.s.sense(now, p, Sense::Page(data), Cause::Host)?.0 {
                 Sensed::Data(info) => {
                     self.s
                         .read_feedback(now, p, info.corrected, false, Some(&info));
-                    self.s.counters_mut().replica_rescues += 1;
-                    return Ok(true);
+                    true
                 }
-                Sensed::Erased => {}
-                Sensed::Failed => self.s.read_feedback(now, p, 0, true, None),
-            }
-        }
-        Ok(false)
+                Sensed::Erased => false,
+                Sensed::Failed => {
+                    self.s.read_feedback(now, p, 0, true, None);
+                    false
+                }
+            },
+        )
     }
 
     /// Meta-Cure's read of every replica of `lpn` beside a primary that decoded
@@ -161,23 +174,15 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         };
         let mut scratch = core::mem::take(&mut self.replica_buf);
         scratch.resize(len, 0);
+        let mut r = Ok(());
         for p in set.pages.clone() {
-            self.s.counters_mut().replica_reads += 1;
-            match self
-                .s
-                .sense(now, p, Sense::Page(&mut scratch), Cause::Host)?
-                .0
-            {
-                Sensed::Data(info) => {
-                    self.s
-                        .read_feedback(now, p, info.corrected, false, Some(&info));
-                }
-                Sensed::Erased => {}
-                Sensed::Failed => self.s.read_feedback(now, p, 0, true, None),
+            if let Err(e) = self.read_replica(now, p, &mut scratch) {
+                r = Err(e);
+                break;
             }
         }
         self.replica_buf = scratch;
-        Ok(())
+        r
     }
 
     /// GC moved replica `src` of `lpn` to `dst`. `false` if `src` is no replica of it.
