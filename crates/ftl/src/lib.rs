@@ -59,7 +59,7 @@ pub use page::{MountFailure, PageFtl, PageFtlConfig, ReplicaReads, WearLevelConf
 pub use policy::{flares, Policies};
 pub use recovery::{RecoveryKind, RecoveryReport};
 pub use rtblock::{GftlBuffer, RtBlockConfig, RtBlockFtl, RtKind};
-pub use scheme::{BoxedVolume, SchemeConfig, SchemeKind, Volume};
+pub use scheme::{BoxedVolume, SchemeConfig, SchemeKind, Volume, PACK_SPARE_FROM_PAGES};
 pub use substrate::region::meta_tag_name;
 pub use victim::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
 

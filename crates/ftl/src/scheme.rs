@@ -279,6 +279,13 @@ impl SchemeKind {
     }
 }
 
+/// Chips of this many pages or more get a packed digest-mode store
+/// ([`SchemeConfig::digest_storage`]): 2²⁶ pages (256 GiB of 4 KiB pages), where the
+/// spare prefixes alone would take 2 GiB. Below it the simulator keeps the faster
+/// unpacked slots: packing costs about a third of the NAND operations per second
+/// (a parity and a check recomputed per program and per read; docs/performance.md).
+pub const PACK_SPARE_FROM_PAGES: u64 = 1 << 26;
+
 /// Every scheme by name, with its settings.
 ///
 /// In an experiment file: `[ftl] scheme = "page"` and the scheme's table (`[ftl.page]`).
@@ -494,8 +501,19 @@ impl SchemeConfig {
 
     /// A digest-mode store for `chip` (a spare prefix of each page) that keeps the pages of
     /// [`keep_whole_blocks`](SchemeConfig::keep_whole_blocks) whole; blocks that join or
-    /// leave the region later are switched by the scheme itself.
+    /// leave the region later are switched by the scheme itself. On a chip of
+    /// [`PACK_SPARE_FROM_PAGES`] pages or more the spare prefixes are packed
+    /// ([`digest_storage_packed`](SchemeConfig::digest_storage_packed)).
     pub fn digest_storage(&self, chip: &ChipConfig) -> nand::RamStorage {
+        let pack = chip.geometry.total_pages() >= PACK_SPARE_FROM_PAGES;
+        self.digest_storage_packed(chip, pack)
+    }
+
+    /// [`digest_storage`](SchemeConfig::digest_storage), its spare prefixes packed or not
+    /// as `pack` says. Packing ([`controller::layout::RecordPacker`]: 16 bytes a page
+    /// instead of 32, for the schemes without FLARES's PPROF codeword) never changes a
+    /// result; it trades the simulator's time for its memory.
+    pub fn digest_storage_packed(&self, chip: &ChipConfig, pack: bool) -> nand::RamStorage {
         let g = chip.geometry;
         let mut mask = alloc::vec![false; g.total_blocks() as usize];
         for b in self.keep_whole_blocks(chip) {
@@ -509,6 +527,12 @@ impl SchemeConfig {
             }
             _ => controller::layout::DIGEST_SPARE_BYTES,
         };
-        nand::RamStorage::digest(&g, prefix).with_full_blocks(&g, mask)
+        let store = nand::RamStorage::digest(&g, prefix).with_full_blocks(&g, mask);
+        if pack && prefix == controller::layout::DIGEST_SPARE_BYTES {
+            let packer = controller::layout::RecordPacker::new().expect("the record code is valid");
+            store.with_packer(alloc::sync::Arc::new(packer))
+        } else {
+            store
+        }
     }
 }

@@ -32,10 +32,10 @@ use crate::config::ChipConfig;
 use crate::error::{NandError, StorageError};
 use crate::fault::{self, rng_for, stream, CutEffect, CutMode, CutRecord, CutTarget, TornFill};
 use crate::geometry::{CellType, Geometry};
+use crate::pagetable::PageTable;
 use crate::pairing::{BitKind, PairingTable};
 use crate::state::*;
 use crate::time::Nanos;
-use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 use rand_core::RngCore;
@@ -190,7 +190,7 @@ pub struct Chip<S: Storage = RamStorage> {
     config: ChipConfig,
     pairing: PairingTable,
     blocks: Vec<BlockMeta>,
-    pages: Vec<Option<Box<[PageMeta]>>>,
+    pages: PageTable,
     storage: S,
     powered: bool,
     ops: u64,
@@ -230,7 +230,7 @@ impl<S: Storage> Chip<S> {
         let g = config.geometry;
         let pairing = PairingTable::new(config.layout, config.cell, g.pages_per_block)?;
         let n = g.total_blocks() as usize;
-        let mut pages: Vec<Option<Box<[PageMeta]>>> = vec![None; n];
+        let mut pages = PageTable::new(n, g.pages_per_block);
         let blocks = match storage.stored_state()? {
             Some(state) => {
                 if state.blocks.len() != n {
@@ -238,11 +238,7 @@ impl<S: Storage> Chip<S> {
                 }
                 let ppb = g.pages_per_block as u64;
                 for (index, meta) in state.pages {
-                    let b = (index / ppb) as usize;
-                    let slot = pages[b].get_or_insert_with(|| {
-                        vec![PageMeta::default(); ppb as usize].into_boxed_slice()
-                    });
-                    slot[(index % ppb) as usize] = meta;
+                    pages.set((index / ppb) as usize, (index % ppb) as u32, &meta);
                 }
                 state.blocks
             }
@@ -295,6 +291,12 @@ impl<S: Storage> Chip<S> {
     /// Operation counters.
     pub fn counters(&self) -> &OpCounters {
         &self.counters
+    }
+
+    /// Pages whose program time the packed page table keeps in its side table (their
+    /// block's 32-bit offsets could not hold it): memory accounting of huge chips.
+    pub fn page_times_aside(&self) -> usize {
+        self.pages.spilled()
     }
 
     /// The storage backend, mutably (tools: an image's clock record).
@@ -414,16 +416,15 @@ impl<S: Storage> Chip<S> {
     }
 
     fn page_meta(&self, bi: usize, page: u32) -> PageMeta {
-        self.pages[bi]
-            .as_ref()
-            .map(|p| p[page as usize])
-            .unwrap_or_default()
+        self.pages.get(bi, page)
     }
 
-    fn page_meta_mut(&mut self, bi: usize, page: u32) -> &mut PageMeta {
-        let ppb = self.config.geometry.pages_per_block as usize;
-        &mut self.pages[bi].get_or_insert_with(|| vec![PageMeta::default(); ppb].into_boxed_slice())
-            [page as usize]
+    /// Applies `f` to page `page` of block `bi`'s state; returns the new state.
+    fn update_page(&mut self, bi: usize, page: u32, f: impl FnOnce(&mut PageMeta)) -> PageMeta {
+        let mut m = self.pages.get(bi, page);
+        f(&mut m);
+        self.pages.set(bi, page, &m);
+        m
     }
 
     /// Status of a block.
@@ -740,8 +741,8 @@ impl<S: Storage> Chip<S> {
             return;
         }
         let pi = block as u64 * ppb as u64 + page as u64;
-        if let Some(Some(p)) = self.pages.get(block) {
-            crate::hint::prefetch(p, page as usize);
+        if self.pages.has_block(block) {
+            self.pages.prefetch(block, page);
             self.storage.prefetch(pi);
             if data {
                 self.storage.prefetch_data(pi);
@@ -762,7 +763,7 @@ impl<S: Storage> Chip<S> {
         if self.register != Some(pi) {
             return Err(NandError::NotInRegister(addr));
         }
-        if self.page_meta(bi, page).is_erased() {
+        if self.pages.is_erased(bi, page) {
             data.fill(0xFF);
             return Ok(());
         }
@@ -784,9 +785,7 @@ impl<S: Storage> Chip<S> {
         self.save_block(bi)?;
         let mut m = self.page_meta(bi, page);
         if !m.is_erased() {
-            let slot = self.page_meta_mut(bi, page);
-            slot.reads = slot.reads.saturating_add(1);
-            m = *slot;
+            m = self.update_page(bi, page, |m| m.reads = m.reads.saturating_add(1));
             self.storage.save_page(pi, &m)?;
         }
         Ok(m)
@@ -842,7 +841,7 @@ impl<S: Storage> Chip<S> {
         spare: &[u8],
     ) -> Result<OpTiming, NandError> {
         let (fbi, fpage, fpi) = self.locate(from)?;
-        if self.page_meta(fbi, fpage).is_erased() {
+        if self.pages.is_erased(fbi, fpage) {
             return Err(NandError::CopyFromErased(from));
         }
         if self.register != Some(fpi) {
@@ -971,7 +970,7 @@ impl<S: Storage> Chip<S> {
             if let Some(lower) = self
                 .pairing
                 .lower_pages(page)
-                .find(|&q| self.page_meta(bi, q).is_erased())
+                .find(|&q| self.pages.is_erased(bi, q))
             {
                 return Err(NandError::LowerPageNotProgrammed { page: addr, lower });
             }
@@ -1001,7 +1000,7 @@ impl<S: Storage> Chip<S> {
         }
         check_len("spare", spare.len(), slen)?;
         // `check_program` leaves the page's current image in `buf` for a partial program.
-        let fresh = self.page_meta(bi, page).is_erased();
+        let fresh = self.pages.is_erased(bi, page);
         self.check_program(addr, (bi, page, pi), prog)?;
         // The whole-page program of an erased page without a fault needs no merge buffer;
         // every other path starts from the page's current image (erased = all ones).
@@ -1127,11 +1126,7 @@ impl<S: Storage> Chip<S> {
         {
             return Ok(None);
         }
-        let programmed = |q: u32| {
-            self.pages[bi]
-                .as_ref()
-                .is_some_and(|p| !p[q as usize].is_erased())
-        };
+        let programmed = |q: u32| !self.pages.is_erased(bi, q);
         if programmed(page)
             || self.config.cell != CellType::Slc
                 && self.pairing.lower_pages(page).any(|q| !programmed(q))
@@ -1223,19 +1218,19 @@ impl<S: Storage> Chip<S> {
         prog: Prog,
         damaged: bool,
     ) -> Result<(), NandError> {
-        let m = self.page_meta_mut(bi, page);
-        m.programs = m.programs.saturating_add(1);
-        m.programmed_at = now;
-        m.reads = 0;
-        if damaged {
-            m.flags |= PAGE_DAMAGED;
-        } else {
-            m.flags &= !PAGE_DAMAGED;
-        }
-        if let Prog::Subpage(s) = prog {
-            m.subpages |= 1 << s;
-        }
-        let m = *m;
+        let m = self.update_page(bi, page, |m| {
+            m.programs = m.programs.saturating_add(1);
+            m.programmed_at = now;
+            m.reads = 0;
+            if damaged {
+                m.flags |= PAGE_DAMAGED;
+            } else {
+                m.flags &= !PAGE_DAMAGED;
+            }
+            if let Prog::Subpage(s) = prog {
+                m.subpages |= 1 << s;
+            }
+        });
         self.storage.save_page(pi, &m)?;
         let b = &mut self.blocks[bi];
         b.next_page = b.next_page.max(page + 1);
@@ -1260,7 +1255,7 @@ impl<S: Storage> Chip<S> {
         page: u32,
         rng: &mut rand_chacha::ChaCha8Rng,
     ) -> Result<(), NandError> {
-        if self.page_meta(bi, page).is_erased() {
+        if self.pages.is_erased(bi, page) {
             return Ok(());
         }
         let pi = bi as u64 * self.config.geometry.pages_per_block as u64 + page as u64;
@@ -1271,9 +1266,7 @@ impl<S: Storage> Chip<S> {
         let start = fault::below(rng, (n - len) as u64 + 1) as usize;
         rng.fill_bytes(&mut buf[start..start + len]);
         self.storage.write(pi, &buf)?;
-        let m = self.page_meta_mut(bi, page);
-        m.flags |= PAGE_DAMAGED;
-        let m = *m;
+        let m = self.update_page(bi, page, |m| m.flags |= PAGE_DAMAGED);
         Ok(self.storage.save_page(pi, &m)?)
     }
 
@@ -1324,7 +1317,7 @@ impl<S: Storage> Chip<S> {
         let first = bi as u64 * ppb as u64;
         self.storage.discard(first, ppb)?;
         self.storage.reset_pages(first, ppb)?;
-        self.pages[bi] = None;
+        self.pages.clear(bi);
         let b = &mut self.blocks[bi];
         b.erase_count = b.erase_count.saturating_add(1);
         b.flags &= !FLAG_NEEDS_ERASE;
@@ -1352,7 +1345,7 @@ impl<S: Storage> Chip<S> {
         let mut buf = vec![0u8; self.buf.len()];
         let mut noise = vec![0u8; self.buf.len()];
         for page in 0..ppb {
-            if self.page_meta(bi, page).is_erased() {
+            if self.pages.is_erased(bi, page) {
                 continue;
             }
             let pi = bi as u64 * ppb as u64 + page as u64;
@@ -1362,9 +1355,7 @@ impl<S: Storage> Chip<S> {
                 *c |= r;
             }
             self.storage.write(pi, &buf)?;
-            let m = self.page_meta_mut(bi, page);
-            m.flags |= PAGE_DAMAGED;
-            let m = *m;
+            let m = self.update_page(bi, page, |m| m.flags |= PAGE_DAMAGED);
             self.storage.save_page(pi, &m)?;
             damaged += 1;
         }

@@ -45,6 +45,7 @@ pub mod error;
 pub mod fault;
 pub mod geometry;
 pub mod hint;
+mod pagetable;
 pub mod pairing;
 pub mod pattern;
 pub mod rber;

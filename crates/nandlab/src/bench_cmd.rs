@@ -391,6 +391,12 @@ fn big_device(a: &BenchArgs) -> Result<()> {
             m * 1048576.0 / pages
         );
     }
+    let chip = big.engine.volume().controller().chip();
+    println!(
+        "aside       {} program times beside the packed page table, {} spare prefixes kept verbatim (no compact form)",
+        chip.page_times_aside(),
+        chip.storage().verbatim_pages()
+    );
     if let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
         // The binary's allocator asks for huge pages on large tables (see `hugepages`).
         println!("huge pages  transparent huge pages: {}", thp.trim());

@@ -7,6 +7,27 @@
 mod ram;
 pub use ram::RamStorage;
 
+/// A lossless compact form of the spare bytes a digest-mode [`RamStorage`] keeps per page
+/// ([`RamStorage::with_packer`]).
+///
+/// The storage knows nothing of what the bytes mean; whoever writes them (the controller,
+/// which lays out the spare area) knows which of them follow from the others — a checksum,
+/// a parity, a header repeated three times — and supplies a packer that drops them. Bytes
+/// without a compact form (a torn program's noise, a field too wide for the form) are
+/// kept verbatim beside the slots, so the store reads back exactly what was programmed
+/// either way: packing changes memory and time, never a result.
+pub trait SparePacker: core::fmt::Debug + Send + Sync {
+    /// Bytes of the compact form (less than the kept bytes, for a packer to pay).
+    fn packed_len(&self) -> usize;
+    /// Writes the compact form of `kept` (the kept spare prefix) into `out`
+    /// ([`packed_len`](SparePacker::packed_len) bytes) and returns true, or returns false
+    /// when `kept` has none. A compact form is never all 0xFF bytes (the store's mark for
+    /// bytes kept verbatim), and [`unpack`](SparePacker::unpack) of it gives `kept` back.
+    fn pack(&self, kept: &[u8], out: &mut [u8]) -> bool;
+    /// The kept bytes whose compact form is `packed`, into `kept`.
+    fn unpack(&self, packed: &[u8], kept: &mut [u8]);
+}
+
 #[cfg(feature = "std")]
 mod file;
 #[cfg(feature = "std")]

@@ -1,7 +1,9 @@
-use super::{copy_through_buffer, Storage};
+use super::{copy_through_buffer, SparePacker, Storage};
 use crate::error::StorageError;
 use crate::geometry::Geometry;
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use strength_reduce::StrengthReducedU64;
@@ -19,14 +21,22 @@ use strength_reduce::StrengthReducedU64;
 /// the first `keep` bytes of each page's spare area are kept; the data area reads back as
 /// zeros and the rest of the spare as erased (0xFF). The chip's rules, timing and wear are
 /// unchanged; callers identify page contents by records they keep in that spare prefix.
+/// With a [`SparePacker`] ([`RamStorage::with_packer`]) each page's slot holds that
+/// prefix's compact form instead.
 #[derive(Debug, Clone)]
 pub struct RamStorage {
     page_size: usize,
     /// Spare bytes kept per page in the block buffers: the whole spare area, or a prefix of
     /// it in digest mode.
     kept: usize,
-    /// Distance between two pages' kept bytes in a block buffer ([`stride`]).
+    /// Bytes of a page's slot: `kept`, or the packer's compact form of them.
+    slot_len: usize,
+    /// Distance between two pages' slots in a block buffer ([`stride`]).
     stride: usize,
+    /// The compact form of the kept bytes, if any.
+    packer: Option<Arc<dyn SparePacker>>,
+    /// Kept bytes without a compact form, by flat page index (their slot is all 0xFF).
+    verbatim: BTreeMap<u64, Box<[u8]>>,
     /// The data areas (whole-page mode); `None` in digest mode, where they read as zeros.
     frames: Option<Frames>,
     pages_per_block: u64,
@@ -42,6 +52,9 @@ pub struct RamStorage {
     /// Blocks kept whole in digest mode (an FTL's metadata region), with their storage.
     full: Option<(Vec<bool>, Box<RamStorage>)>,
 }
+
+/// Longest compact form a [`SparePacker`] may use.
+const MAX_PACKED: usize = 64;
 
 /// Block buffers kept for reuse after erases.
 const POOL: usize = 64;
@@ -127,7 +140,10 @@ impl RamStorage {
         RamStorage {
             page_size: geometry.page_size as usize,
             kept,
+            slot_len: kept,
             stride: stride(kept),
+            packer: None,
+            verbatim: BTreeMap::new(),
             frames: None,
             pages_per_block: geometry.pages_per_block as u64,
             ppb_div: StrengthReducedU64::new(geometry.pages_per_block as u64),
@@ -144,11 +160,13 @@ impl RamStorage {
     /// real bytes while user data keeps only its spare prefix.
     pub fn with_full_blocks(mut self, geometry: &Geometry, mask: Vec<bool>) -> Self {
         if self.frames.is_none() {
-            // Its frame index grows with the highest page it stores (the kept blocks are
-            // few; a whole-chip index would cost 4 bytes per page of a huge chip).
+            // Its frame index holds the pages it stores only (the kept blocks are few, and
+            // they may sit anywhere on the chip: an index up to the highest would cost 4
+            // bytes per page of a huge chip).
             let mut whole = RamStorage::new(geometry);
             if let Some(f) = whole.frames.as_mut() {
                 f.of = Vec::new();
+                f.sparse = Some(BTreeMap::new());
                 // A few blocks' pages: chunks of one huge page, not thousands of frames
                 // allocated (and copied with the store) for a handful written.
                 f.chunk = (WHOLE_CHUNK_BYTES / f.page_size.max(1)).clamp(1, CHUNK);
@@ -156,6 +174,25 @@ impl RamStorage {
             self.full = Some((mask, Box::new(whole)));
         }
         self
+    }
+
+    /// Keeps each page's spare prefix in `packer`'s compact form (digest mode only, and
+    /// only if the form is shorter; call it before anything is stored).
+    pub fn with_packer(mut self, packer: Arc<dyn SparePacker>) -> Self {
+        assert_eq!(self.stored_pages, 0, "a packer is set on an empty store");
+        let n = packer.packed_len();
+        if self.frames.is_none() && n < self.kept && n <= MAX_PACKED {
+            self.slot_len = n;
+            self.stride = stride(n);
+            self.pool.clear();
+            self.packer = Some(packer);
+        }
+        self
+    }
+
+    /// Pages whose kept bytes had no compact form (kept verbatim beside the slots).
+    pub fn verbatim_pages(&self) -> usize {
+        self.verbatim.len()
     }
 
     /// The whole-page store of `page`'s block, when that block is kept whole.
@@ -208,7 +245,7 @@ impl RamStorage {
 
     /// Bytes a written page holds: its data area (whole-page mode) and its kept spare.
     fn kept_per_page(&self) -> usize {
-        self.kept + self.frames.as_ref().map_or(0, |_| self.page_size)
+        self.slot_len + self.frames.as_ref().map_or(0, |_| self.page_size)
     }
 
     fn split(&self, page: u64) -> (usize, usize) {
@@ -225,7 +262,7 @@ impl RamStorage {
         let blk =
             self.blocks[b].get_or_insert_with(|| pool.pop().unwrap_or_else(|| SlotBuf::new(size)));
         let at = p * self.stride;
-        &mut blk.slots_mut()[at..at + self.kept]
+        &mut blk.slots_mut()[at..at + self.slot_len]
     }
 
     fn count(&mut self, b: usize) {
@@ -235,23 +272,56 @@ impl RamStorage {
 }
 
 impl RamStorage {
-    /// The kept bytes of page `p` of block `b` (`None` if the block holds nothing).
+    /// The slot of page `p` of block `b` (`None` if the block holds nothing).
     fn stored(&self, (b, p): (usize, usize)) -> Option<&[u8]> {
         self.blocks[b]
             .as_ref()
-            .map(|blk| &blk.slots()[p * self.stride..p * self.stride + self.kept])
+            .map(|blk| &blk.slots()[p * self.stride..p * self.stride + self.slot_len])
     }
 
-    /// The spare area as read back from the kept bytes `src`.
-    fn spare_from(&self, src: &[u8], spare: &mut [u8]) {
-        spare[..self.kept].copy_from_slice(src);
+    /// The spare area of page `p` of block `b` as read back from its kept bytes; false (and
+    /// nothing written) if the block holds nothing.
+    fn load_spare(&self, (b, p): (usize, usize), spare: &mut [u8]) -> bool {
+        let Some(src) = self.stored((b, p)) else {
+            return false;
+        };
+        let kept = &mut spare[..self.kept];
+        match &self.packer {
+            None => kept.copy_from_slice(src),
+            Some(_) if src.iter().all(|&x| x == 0xFF) => {
+                let pi = b as u64 * self.pages_per_block + p as u64;
+                kept.copy_from_slice(&self.verbatim[&pi]);
+            }
+            Some(pk) => pk.unpack(src, kept),
+        }
         spare[self.kept..].fill(0xFF);
+        true
     }
 
     /// Stores the spare area of page `p` of block `b` (its kept prefix).
     fn put_spare(&mut self, at: (usize, usize), spare: &[u8]) {
-        let kept = self.kept;
-        self.slot(at).copy_from_slice(&spare[..kept]);
+        let kept = &spare[..self.kept];
+        match &self.packer {
+            None => self.slot(at).copy_from_slice(kept),
+            Some(pk) => {
+                let mut packed = [0u8; MAX_PACKED];
+                let packed = &mut packed[..self.slot_len];
+                let pi = at.0 as u64 * self.pages_per_block + at.1 as u64;
+                if pk.pack(kept, packed) {
+                    debug_assert!(
+                        packed.iter().any(|&x| x != 0xFF),
+                        "a compact form is all 0xFF"
+                    );
+                    self.slot(at).copy_from_slice(packed);
+                    if !self.verbatim.is_empty() {
+                        self.verbatim.remove(&pi);
+                    }
+                } else {
+                    self.verbatim.insert(pi, kept.into());
+                    self.slot(at).fill(0xFF);
+                }
+            }
+        }
         // A block's pages are programmed in order (the chip's rule), so its next program
         // writes the next slot. Dozens of blocks fill at once, too many streams for the
         // CPU's own prefetcher: without the hint, every program whose slot starts a new
@@ -268,7 +338,7 @@ impl RamStorage {
         if let Some(Some(blk)) = self.blocks.get(b) {
             let at = p * self.stride;
             crate::hint::prefetch(blk.slots(), at);
-            crate::hint::prefetch(blk.slots(), at + self.kept.saturating_sub(1));
+            crate::hint::prefetch(blk.slots(), at + self.slot_len.saturating_sub(1));
         }
     }
 }
@@ -289,12 +359,11 @@ impl Storage for RamStorage {
         if let Some(f) = self.full_at(at.0) {
             return f.read_split(page, data, spare);
         }
-        let Some(src) = self.stored(at) else {
+        if !self.load_spare(at, spare) {
             data.fill(0xFF);
             spare.fill(0xFF);
             return Ok(());
-        };
-        self.spare_from(src, spare);
+        }
         match &self.frames {
             Some(f) => f.read(page, data),
             None => data.fill(0),
@@ -312,9 +381,8 @@ impl Storage for RamStorage {
         if let Some(f) = self.full_at(at.0) {
             return f.read_spare(page, _page_size, spare);
         }
-        match self.stored(at) {
-            Some(src) => self.spare_from(src, spare),
-            None => spare.fill(0xFF),
+        if !self.load_spare(at, spare) {
+            spare.fill(0xFF);
         }
         Ok(())
     }
@@ -405,6 +473,9 @@ impl Storage for RamStorage {
         }
         self.stored_pages -= self.written[b] as u64;
         self.written[b] = 0;
+        while let Some((&pi, _)) = self.verbatim.range(first..first + count as u64).next() {
+            self.verbatim.remove(&pi);
+        }
         Ok(())
     }
 }
@@ -414,8 +485,12 @@ impl Storage for RamStorage {
 #[derive(Debug)]
 struct Frames {
     page_size: usize,
-    /// Frame of each flat page index (`NONE` while the page holds no data).
+    /// Frame of each flat page index (`NONE` while the page holds no data); empty when
+    /// `sparse` indexes the frames instead.
     of: Vec<u32>,
+    /// Frame of each page that has one, for a store that keeps a few blocks of a large
+    /// chip (a digest-mode chip's whole blocks).
+    sparse: Option<BTreeMap<u64, u32>>,
     /// Frame memory, `chunk` frames per allocation.
     chunks: Vec<Box<[u8]>>,
     /// Frames per allocation: [`CHUNK`], or fewer for a store that keeps a few blocks.
@@ -455,6 +530,7 @@ impl Clone for Frames {
         Frames {
             page_size: self.page_size,
             of: self.of.clone(),
+            sparse: self.sparse.clone(),
             chunks,
             chunk: self.chunk,
             refs: self.refs.clone(),
@@ -468,6 +544,7 @@ impl Frames {
         Frames {
             page_size: geometry.page_size as usize,
             of: vec![NONE; geometry.total_pages() as usize],
+            sparse: None,
             chunks: Vec::new(),
             chunk: CHUNK,
             refs: Vec::new(),
@@ -518,30 +595,34 @@ impl Frames {
         f
     }
 
-    /// `page`'s entry of the frame index, growing the index to hold it (a lazily sized
-    /// index: the whole-block store of a digest-mode chip).
+    /// Points `page` at frame `f` (`NONE`: at none).
     #[inline]
-    fn slot(&mut self, page: u64) -> &mut u32 {
-        let i = page as usize;
-        if i >= self.of.len() {
-            self.of.resize(i + 1, NONE);
+    fn set(&mut self, page: u64, f: u32) {
+        match &mut self.sparse {
+            Some(m) if f == NONE => {
+                m.remove(&page);
+            }
+            Some(m) => {
+                m.insert(page, f);
+            }
+            None => self.of[page as usize] = f,
         }
-        &mut self.of[i]
     }
 
     /// `page`'s frame (`NONE`: none).
     #[inline]
     fn frame_of(&self, page: u64) -> u32 {
-        self.of.get(page as usize).copied().unwrap_or(NONE)
+        match &self.sparse {
+            Some(m) => m.get(&page).copied().unwrap_or(NONE),
+            None => self.of.get(page as usize).copied().unwrap_or(NONE),
+        }
     }
 
     /// Drops `page`'s reference to its frame, if it has one.
     fn release(&mut self, page: u64) {
-        if page as usize >= self.of.len() {
-            return;
-        }
-        let f = core::mem::replace(&mut self.of[page as usize], NONE);
+        let f = self.frame_of(page);
         if f != NONE {
+            self.set(page, NONE);
             self.refs[f as usize] -= 1;
             if self.refs[f as usize] == 0 {
                 self.free.push(f);
@@ -562,7 +643,7 @@ impl Frames {
         if f == NONE || self.refs[f as usize] > 1 {
             self.release(page);
             f = self.take();
-            *self.slot(page) = f;
+            self.set(page, f);
         }
         f
     }
@@ -582,7 +663,7 @@ impl Frames {
         } else {
             self.release(page);
             self.refs[f as usize] += 1;
-            *self.slot(page) = f;
+            self.set(page, f);
         }
     }
 }
