@@ -288,18 +288,19 @@ pub struct OobRecord {
 /// [`RecordPacker::PACKED_BYTES`] (see [`nand::backend::SparePacker`]).
 ///
 /// Of the 32 bytes, the header repeats `t` three times beside the layout version, the
-/// record's check and the record's parity follow from the record, and a logical page or a
-/// sequence number below 2⁴⁰ has three zero bytes each. What is left:
+/// record's check and the record's parity follow from the record, a digest-mode page's
+/// data CRC is 0 (it carries no data), and a sequence number below 2⁴⁸ has two zero bytes.
+/// What is left:
 ///
 /// ```text
-/// packed: | t | kind | lpn (40 bits, LE) | seq (40 bits, LE) | crc (LE) |
-///           0    1     2..7               7..12               12..16
+/// packed: | t | kind | lpn (LE) | seq (48 bits, LE) |
+///           0    1     2..10      10..16
 /// ```
 ///
-/// A page whose bytes are anything else (a torn program's noise, a replica's record with
-/// its version in the high bits, an id of 2⁴⁰ or more) has no compact form and is kept
-/// verbatim by the store: `pack` rebuilds the 32 bytes from the form and accepts it only if
-/// they are the bytes given, so the store always reads back what was programmed.
+/// A page whose bytes are anything else (a torn program's noise, a nonzero CRC, a newer
+/// layout) has no compact form and is kept verbatim by the store: `pack` rebuilds the 32
+/// bytes from the form and accepts it only if they are the bytes given, so the store
+/// always reads back what was programmed.
 #[derive(Debug, Clone)]
 pub struct RecordPacker {
     enc: ecc::FixedEncoder<RECORD_BYTES>,
@@ -318,18 +319,6 @@ impl RecordPacker {
     }
 }
 
-/// The low 40 bits of `v`, little-endian.
-fn put40(out: &mut [u8], v: u64) {
-    out.copy_from_slice(&v.to_le_bytes()[..5]);
-}
-
-/// A 40-bit little-endian value.
-fn get40(b: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    w[..5].copy_from_slice(b);
-    u64::from_le_bytes(w)
-}
-
 impl nand::backend::SparePacker for RecordPacker {
     fn packed_len(&self) -> usize {
         Self::PACKED_BYTES
@@ -340,19 +329,13 @@ impl nand::backend::SparePacker for RecordPacker {
             return false;
         }
         let rec = &kept[HEADER_BYTES..HEADER_BYTES + RECORD_BYTES];
-        let (lpn, seq) = (
-            u64::from_le_bytes(rec[0..8].try_into().expect("8 bytes")),
-            u64::from_le_bytes(rec[8..16].try_into().expect("8 bytes")),
-        );
         // A 0xFF `t` byte is not a strength: it keeps the form from being all 0xFF.
-        if kept[0] == 0xFF || lpn >> 40 != 0 || seq >> 40 != 0 {
+        if kept[0] == 0xFF || rec[14..16] != [0, 0] {
             return false;
         }
         out[0] = kept[0];
         out[1] = rec[16];
-        put40(&mut out[2..7], lpn);
-        put40(&mut out[7..12], seq);
-        out[12..16].copy_from_slice(&rec[20..24]);
+        out[2..16].copy_from_slice(&rec[0..14]);
         let mut back = [0u8; DIGEST_SPARE_BYTES];
         self.unpack(out, &mut back);
         back[..] == *kept
@@ -361,12 +344,11 @@ impl nand::backend::SparePacker for RecordPacker {
     fn unpack(&self, packed: &[u8], kept: &mut [u8]) {
         let t = packed[0];
         kept[..HEADER_BYTES].copy_from_slice(&[t, t, t, LAYOUT_VERSION]);
+        // lpn, seq's low 48 bits; seq's high bytes and the CRC stay zero.
         let mut r = [0u8; RECORD_BYTES];
-        r[0..8].copy_from_slice(&get40(&packed[2..7]).to_le_bytes());
-        r[8..16].copy_from_slice(&get40(&packed[7..12]).to_le_bytes());
+        r[0..14].copy_from_slice(&packed[2..16]);
         r[16] = packed[1];
         r[17] = t;
-        r[20..24].copy_from_slice(&packed[12..16]);
         let check = OobRecord::check(&r);
         r[18..20].copy_from_slice(&check.to_le_bytes());
         let parity = self.enc.parity(&r).to_be_bytes();

@@ -289,8 +289,13 @@ impl RamStorage {
         match &self.packer {
             None => kept.copy_from_slice(src),
             Some(_) if src.iter().all(|&x| x == 0xFF) => {
+                // (No entry: a page not written since the erase, whose slot holds a reused
+                // buffer's stale bytes. The chip never reads one; it reads as erased.)
                 let pi = b as u64 * self.pages_per_block + p as u64;
-                kept.copy_from_slice(&self.verbatim[&pi]);
+                match self.verbatim.get(&pi) {
+                    Some(v) => kept.copy_from_slice(v),
+                    None => kept.fill(0xFF),
+                }
             }
             Some(pk) => pk.unpack(src, kept),
         }
