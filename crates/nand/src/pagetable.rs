@@ -1,15 +1,17 @@
-//! The chip's per-page state ([`PageMeta`]) held in 12 bytes a page instead of 16.
+//! The chip's per-page state ([`PageMeta`]) held in 8 bytes a page instead of 16.
 //!
 //! A page's program time is the one wide field. Pages of a block are programmed in order
 //! after the block's first program, so each block keeps a base time (its first program
-//! since the erase) and each page the offset from it in nanoseconds, in 48 bits: 78 hours.
-//! Reads since the program take 16 bits. A page whose state does not fit (a block filled
-//! over more than 78 simulated hours, 65,535 reads of one page) is kept whole in a side
-//! table, so every [`PageTable::get`] returns exactly what [`PageTable::set`] stored: the
-//! packing changes memory, never a result. On a 1 TiB chip (268 M pages) the 4 bytes saved
-//! per page are 1 GiB.
+//! since the erase) and each page the offset from it in nanoseconds, in 40 bits: 18
+//! minutes. Reads since the program take 16 bits; the program count (7 bits) and the
+//! damage flag share a byte. Subpage masks exist only in SP blocks, which keep a row of
+//! them beside. A page whose state does not fit (a block filled over more than 18
+//! simulated minutes, 65,535 reads of one page, 127 partial programs) is kept whole in a
+//! side table, so every [`PageTable::get`] returns exactly what [`PageTable::set`] stored:
+//! the packing changes memory, never a result. On a 1 TiB chip (268 M pages) the 8 bytes
+//! saved per page are 2 GiB.
 
-use crate::state::PageMeta;
+use crate::state::{PageMeta, PAGE_DAMAGED};
 use crate::time::Nanos;
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -22,20 +24,22 @@ struct Packed {
     /// Low and high bits of the offset `at`: 0, programmed at time zero (or never); else
     /// the program time is the block's base plus `at − 1` nanoseconds.
     at_lo: u32,
-    at_hi: u16,
     /// Reads since the program; [`SPILLED`]: the whole state is in the side table.
     reads: u16,
-    /// As [`PageMeta::programs`] (also for a spilled page: erased pages are told apart
-    /// without a look-up).
-    programs: u8,
-    flags: u8,
-    subpages: u16,
+    at_hi: u8,
+    /// [`PageMeta::programs`] (low 7 bits; also for a spilled page, so that erased pages
+    /// are told apart without a look-up) and [`PAGE_DAMAGED`] (the high bit).
+    programs_damaged: u8,
 }
 
 /// `Packed::reads` of a page whose state is in the side table.
 const SPILLED: u16 = u16::MAX;
-/// Offsets up to this fit `at` (48 bits, one value for time zero).
-const MAX_AT: u64 = (1 << 48) - 1;
+/// Offsets up to this fit `at` (40 bits, one value for time zero).
+const MAX_AT: u64 = (1 << 40) - 1;
+/// `Packed::programs_damaged`'s damage bit.
+const DAMAGED_BIT: u8 = 0x80;
+/// Program counts up to this fit.
+const MAX_PROGRAMS: u8 = 0x7F;
 
 /// The chip's page states, block by block; a block's records are allocated at its first
 /// program and freed by its erase.
@@ -43,6 +47,8 @@ const MAX_AT: u64 = (1 << 48) - 1;
 pub(crate) struct PageTable {
     ppb: usize,
     blocks: Vec<Option<Box<[Packed]>>>,
+    /// Subpage masks of the blocks that have one (SP blocks).
+    subpages: Vec<Option<Box<[u16]>>>,
     /// Each block's base time: its first nonzero program time since the erase.
     base: Vec<u64>,
     /// States that do not fit [`Packed`], by flat page index.
@@ -58,6 +64,7 @@ impl PageTable {
         PageTable {
             ppb: ppb as usize,
             blocks: vec![None; blocks],
+            subpages: vec![None; blocks],
             base: vec![NO_BASE; blocks],
             spilled: BTreeMap::new(),
         }
@@ -84,9 +91,13 @@ impl PageTable {
         PageMeta {
             programmed_at: Nanos(programmed_at),
             reads: p.reads as u32,
-            programs: p.programs,
-            flags: p.flags,
-            subpages: p.subpages,
+            programs: p.programs_damaged & MAX_PROGRAMS,
+            flags: if p.programs_damaged & DAMAGED_BIT != 0 {
+                PAGE_DAMAGED
+            } else {
+                0
+            },
+            subpages: self.subpages[bi].as_ref().map_or(0, |s| s[page as usize]),
         }
     }
 
@@ -95,7 +106,7 @@ impl PageTable {
     pub(crate) fn is_erased(&self, bi: usize, page: u32) -> bool {
         self.blocks[bi]
             .as_ref()
-            .is_none_or(|b| b[page as usize].programs == 0)
+            .is_none_or(|b| b[page as usize].programs_damaged & MAX_PROGRAMS == 0)
     }
 
     /// Stores the state of page `page` of block `bi`.
@@ -111,20 +122,31 @@ impl PageTable {
             _ => None,
         };
         let reads = u16::try_from(m.reads).ok().filter(|&r| r != SPILLED);
+        let flags_fit = m.flags & !PAGE_DAMAGED == 0;
+        let programs = m.programs.min(MAX_PROGRAMS);
+        let damaged = if m.flags & PAGE_DAMAGED != 0 {
+            DAMAGED_BIT
+        } else {
+            0
+        };
         let pi = self.flat(bi, page);
         let ppb = self.ppb;
+        if m.subpages != 0 || self.subpages[bi].is_some() {
+            self.subpages[bi].get_or_insert_with(|| vec![0; ppb].into())[page as usize] =
+                m.subpages;
+        }
         let slot = &mut self.blocks[bi].get_or_insert_with(|| vec![Packed::default(); ppb].into())
             [page as usize];
         let was_spilled = slot.reads == SPILLED;
-        let fits = at.zip(reads);
+        let fits = at
+            .zip(reads)
+            .filter(|_| flags_fit && m.programs <= MAX_PROGRAMS);
         let (at, reads) = fits.unwrap_or((0, SPILLED));
         *slot = Packed {
             at_lo: at as u32,
-            at_hi: (at >> 32) as u16,
+            at_hi: (at >> 32) as u8,
             reads,
-            programs: m.programs,
-            flags: m.flags,
-            subpages: m.subpages,
+            programs_damaged: programs | damaged,
         };
         if fits.is_none() {
             self.spilled.insert(pi, *m);
@@ -136,6 +158,7 @@ impl PageTable {
 
     /// Erases block `bi`'s page states (every page reads as erased again).
     pub(crate) fn clear(&mut self, bi: usize) {
+        self.subpages[bi] = None;
         if self.blocks[bi].take().is_some() {
             let first = self.flat(bi, 0);
             let last = first + self.ppb as u64;
@@ -180,15 +203,15 @@ mod tests {
     }
 
     #[test]
-    fn twelve_bytes_a_page() {
-        assert_eq!(core::mem::size_of::<Packed>(), 12);
+    fn eight_bytes_a_page() {
+        assert_eq!(core::mem::size_of::<Packed>(), 8);
     }
 
     /// Every value round-trips: near the base, far after it, before it, zero; a spilled
     /// page rewritten near the base leaves the side table; an erase empties it.
     #[test]
     fn states_round_trip_exactly() {
-        let mut t = PageTable::new(3, 8);
+        let mut t = PageTable::new(3, 16);
         assert!(t.is_erased(1, 0));
         assert_eq!(t.get(1, 0), PageMeta::default());
         let base = 5_000_000_000_000u64;
@@ -199,6 +222,29 @@ mod tests {
             (3, meta(base + MAX_AT, 2)),
             (4, meta(base + (1 << 40), u32::MAX)),
             (7, meta(base + 3, 65_534)),
+            (
+                8,
+                PageMeta {
+                    programs: 127,
+                    ..meta(base + 4, 0)
+                },
+            ),
+            (
+                9,
+                PageMeta {
+                    programs: 128,
+                    flags: 0,
+                    subpages: 0,
+                    ..meta(base + 4, 0)
+                },
+            ),
+            (
+                10,
+                PageMeta {
+                    flags: 2,
+                    ..meta(base + 4, 0)
+                },
+            ),
             (5, meta(base - 1, 3)),
             (6, meta(0, 4)),
         ];
@@ -209,17 +255,24 @@ mod tests {
             assert_eq!(t.get(1, *p), *m, "page {p}");
             assert!(!t.is_erased(1, *p));
         }
-        assert_eq!(t.spilled(), 3, "pages 3 (late), 4 (reads), 5 (early)");
+        assert_eq!(
+            t.spilled(),
+            5,
+            "pages 3 (late), 4 (reads), 5 (early), 9 (programs), 10 (flags)"
+        );
         t.set(1, 4, &meta(base + 9, 0));
-        assert_eq!(t.spilled(), 2);
+        assert_eq!(t.spilled(), 4);
         assert_eq!(t.get(1, 4), meta(base + 9, 0));
         t.set(1, 7, &meta(base + 3, 65_535));
         assert_eq!(t.get(1, 7), meta(base + 3, 65_535));
-        assert_eq!(t.spilled(), 3);
+        assert_eq!(t.spilled(), 5);
+        // Subpage masks only where some page has one; an erase drops them.
+        assert!(t.subpages[1].is_some() && t.subpages[0].is_none());
         assert_eq!(t.get(1, 4), meta(base + 9, 0));
-        assert!(t.is_erased(0, 0) && t.is_erased(2, 7));
+        assert!(t.is_erased(0, 0) && t.is_erased(2, 15));
         t.clear(1);
         assert_eq!(t.spilled(), 0);
+        assert!(t.subpages[1].is_none());
         assert!(t.is_erased(1, 0) && !t.has_block(1));
         // A new base after the erase.
         t.set(1, 0, &meta(7, 0));

@@ -60,6 +60,15 @@ pub struct BenchArgs {
     /// what each part of the profile costs.
     #[arg(long, value_name = "TOML")]
     combined_ftl: Option<String>,
+    /// The large device's `[controller] pack_spare`: `auto` packs each page's spare prefix
+    /// on chips of 2^26 pages or more (256 GiB here), `always`, `never`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pack_spare: String,
+    /// Capacity of the packed-vs-unpacked comparison device in MiB (digest mode, the page
+    /// FTL; `pack_spare` always against never, side by side: what packing costs per
+    /// simulated operation); 0 (the default) skips it.
+    #[arg(long, default_value_t = 0)]
+    pack_mib: u64,
     /// Instead: the recovery benchmark (full scan vs checkpoint + roll-forward, simulated
     /// recovery time) on chips of these sizes in MiB.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_missing_value = "128,512,2048,8192,32768")]
@@ -77,11 +86,19 @@ fn device(capacity: u64, bytes_mode: bool, op: f64) -> Result<sim::Experiment> {
 /// The benchmark device with ECC-strength policy `ecc` (a TOML value for `ftl.page.ecc`).
 fn device_with(capacity: u64, bytes_mode: bool, op: f64, ecc: &str) -> Result<sim::Experiment> {
     let ftl = format!("[ftl.page]\nover_provisioning = {op}\necc_t = 8\necc = {ecc}\n");
-    device_ftl(capacity, bytes_mode, &ftl)
+    device_ftl(capacity, bytes_mode, &ftl, "auto")
+}
+
+/// The benchmark device (fixed t = 8, over-provisioning `op`) with `[controller]
+/// pack_spare = pack`.
+fn device_packed(capacity: u64, op: f64, pack: &str) -> Result<sim::Experiment> {
+    let ftl = format!("[ftl.page]\nover_provisioning = {op}\necc_t = 8\necc = \"fixed\"\n");
+    device_ftl(capacity, false, &ftl, pack)
 }
 
 /// The benchmark device with `ftl` as its `[ftl]` tables (TOML).
-fn device_ftl(capacity: u64, bytes_mode: bool, ftl: &str) -> Result<sim::Experiment> {
+/// `pack` is `[controller] pack_spare`.
+fn device_ftl(capacity: u64, bytes_mode: bool, ftl: &str, pack: &str) -> Result<sim::Experiment> {
     // 8 × 4 × 2 planes of 256-page blocks of 4 KiB: 64 MiB per block across the device.
     let per_block_row = 8 * 4 * 2 * 256 * 4096u64;
     let blocks = (capacity / per_block_row).max(8);
@@ -100,6 +117,7 @@ pages_per_block = 256
 [controller]
 mode = "{}"
 sector_size = 512
+pack_spare = "{pack}"
 [errors]
 model = "flares"
 {ftl}
@@ -240,7 +258,41 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if a.combined_mib > 0 {
         combined_vs_page(&a)?;
     }
+    if a.pack_mib > 0 {
+        packed_vs_unpacked(&a)?;
+    }
     Ok(())
+}
+
+/// A packed digest-mode store against an unpacked one on one device size, side by side:
+/// what packing the spare prefixes costs per simulated chip operation, and what it saves.
+fn packed_vs_unpacked(a: &BenchArgs) -> Result<()> {
+    let cap = a.pack_mib << 20;
+    println!(
+        "\n== packed vs unpacked spare prefixes, {} MiB digest-mode device (page FTL, fixed t = 8)",
+        a.pack_mib
+    );
+    let plain = device_packed(cap, 0.25, "never")?;
+    let packed = device_packed(cap, 0.25, "always")?;
+    let bytes = |e: &sim::Experiment| {
+        e.engine
+            .volume()
+            .controller()
+            .chip()
+            .storage()
+            .block_bytes()
+    };
+    println!(
+        "slots       {} bytes per block unpacked, {} packed",
+        bytes(&plain),
+        bytes(&packed)
+    );
+    side_by_side(
+        a.small_requests,
+        [plain, packed],
+        ["unpacked", "packed"],
+        "packed/unpacked",
+    )
 }
 
 /// The combined profile against the plain page-level FTL (fixed t = 8, foreground GC) on
@@ -262,7 +314,7 @@ fn combined_vs_page(a: &BenchArgs) -> Result<()> {
     if a.combined_ftl.is_some() {
         println!("second device's [ftl]: {}", ftl.replace('\n', " "));
     }
-    let combined = device_ftl(cap, false, &ftl)?;
+    let combined = device_ftl(cap, false, &ftl, "auto")?;
     side_by_side(
         a.small_requests,
         [plain, combined],
@@ -353,7 +405,8 @@ fn big_device(a: &BenchArgs) -> Result<()> {
         "== steady-state simulator throughput, digest mode, {} GiB page-mapped device",
         a.capacity_gib
     );
-    let mut big = device(cap, false, 0.125).context("building the benchmark device")?;
+    let mut big =
+        device_packed(cap, 0.125, &a.pack_spare).context("building the benchmark device")?;
     println!(
         "device      {} pages of 4 KiB, {} logical; preconditioning…",
         big.chip.geometry.total_pages(),

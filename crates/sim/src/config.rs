@@ -74,6 +74,35 @@ pub struct ControllerSection {
     /// BCH decode engines per channel (`controller::ControllerConfig::ecc_engines`; 0:
     /// decodes unconstrained).
     pub ecc_engines: u32,
+    /// Digest mode: whether the chip's store keeps each page's spare prefix packed
+    /// (`controller::layout::RecordPacker`, half the bytes, about a third fewer simulated
+    /// operations per second; never a different result).
+    pub pack_spare: PackSpare,
+}
+
+/// `[controller] pack_spare`: a digest-mode store's packing of spare prefixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PackSpare {
+    /// On chips of `ftl::PACK_SPARE_FROM_PAGES` pages or more (2²⁶: 256 GiB of 4 KiB
+    /// pages), where memory, not time, limits a run.
+    #[default]
+    Auto,
+    /// Always (memory first).
+    Always,
+    /// Never (time first).
+    Never,
+}
+
+impl PackSpare {
+    /// Whether a chip of `pages` pages gets a packed store.
+    pub fn packs(self, pages: u64) -> bool {
+        match self {
+            PackSpare::Auto => pages >= ftl::PACK_SPARE_FROM_PAGES,
+            PackSpare::Always => true,
+            PackSpare::Never => false,
+        }
+    }
 }
 
 impl Default for ControllerSection {
@@ -85,6 +114,7 @@ impl Default for ControllerSection {
             map_update_ns: crate::engine::DEFAULT_MAP_UPDATE.0,
             pairing_lookup_ns: crate::engine::DEFAULT_PAIRING_LOOKUP.0,
             ecc_engines: ControllerConfig::default().ecc_engines,
+            pack_spare: PackSpare::Auto,
         }
     }
 }
@@ -654,7 +684,8 @@ impl ExperimentConfig {
             RamStorage::new(&g)
         } else {
             // The blocks the scheme reads back as data (its checkpoint region) keep real bytes.
-            scheme.digest_storage(chip_cfg)
+            let pack = self.controller.pack_spare.packs(g.total_pages());
+            scheme.digest_storage_packed(chip_cfg, pack)
         };
         let mut chip = Chip::new(chip_cfg.clone(), storage).map_err(|e| format!("chip: {e}"))?;
         if let Some(a) = self.aging {
