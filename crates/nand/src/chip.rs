@@ -785,7 +785,7 @@ impl<S: Storage> Chip<S> {
         self.save_block(bi)?;
         let mut m = self.page_meta(bi, page);
         if !m.is_erased() {
-            m = self.update_page(bi, page, |m| m.reads = m.reads.saturating_add(1));
+            m = self.pages.count_read(bi, page);
             self.storage.save_page(pi, &m)?;
         }
         Ok(m)

@@ -46,16 +46,32 @@ const MAX_PROGRAMS: u8 = 0x7F;
 #[derive(Debug, Clone)]
 pub(crate) struct PageTable {
     ppb: usize,
-    blocks: Vec<Option<Box<[Packed]>>>,
-    /// Subpage masks of the blocks that have one (SP blocks).
-    subpages: Vec<Option<Box<[u16]>>>,
-    /// Each block's base time: its first nonzero program time since the erase.
-    base: Vec<u64>,
+    /// One row per block: a page's look-up touches its block's row and its record only.
+    rows: Vec<Row>,
     /// States that do not fit [`Packed`], by flat page index.
     spilled: BTreeMap<u64, PageMeta>,
 }
 
-/// `PageTable::base` of a block that has no base yet.
+/// A block's page states.
+#[derive(Debug, Clone)]
+struct Row {
+    /// The pages' records (`None` until the first program after an erase).
+    pages: Option<Box<[Packed]>>,
+    /// The base time: the block's first nonzero program time since the erase.
+    base: u64,
+    /// The pages' subpage masks (an SP block's; `None` elsewhere).
+    subpages: Option<Box<[u16]>>,
+}
+
+impl Row {
+    const EMPTY: Row = Row {
+        pages: None,
+        base: NO_BASE,
+        subpages: None,
+    };
+}
+
+/// `Row::base` of a block that has no base yet.
 const NO_BASE: u64 = u64::MAX;
 
 impl PageTable {
@@ -63,9 +79,7 @@ impl PageTable {
     pub(crate) fn new(blocks: usize, ppb: u32) -> Self {
         PageTable {
             ppb: ppb as usize,
-            blocks: vec![None; blocks],
-            subpages: vec![None; blocks],
-            base: vec![NO_BASE; blocks],
+            rows: vec![Row::EMPTY; blocks],
             spilled: BTreeMap::new(),
         }
     }
@@ -75,9 +89,10 @@ impl PageTable {
     }
 
     /// The state of page `page` of block `bi`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, bi: usize, page: u32) -> PageMeta {
-        let Some(p) = self.blocks[bi].as_ref().map(|b| b[page as usize]) else {
+        let row = &self.rows[bi];
+        let Some(p) = row.pages.as_ref().map(|b| b[page as usize]) else {
             return PageMeta::default();
         };
         if p.reads == SPILLED {
@@ -86,7 +101,7 @@ impl PageTable {
         let at = p.at_lo as u64 | (p.at_hi as u64) << 32;
         let programmed_at = match at {
             0 => 0,
-            d => self.base[bi] + (d - 1),
+            d => row.base + (d - 1),
         };
         PageMeta {
             programmed_at: Nanos(programmed_at),
@@ -97,25 +112,30 @@ impl PageTable {
             } else {
                 0
             },
-            subpages: self.subpages[bi].as_ref().map_or(0, |s| s[page as usize]),
+            subpages: row.subpages.as_ref().map_or(0, |s| s[page as usize]),
         }
     }
 
     /// Whether page `page` of block `bi` is erased (cheaper than [`get`](Self::get)).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_erased(&self, bi: usize, page: u32) -> bool {
-        self.blocks[bi]
+        self.rows[bi]
+            .pages
             .as_ref()
             .is_none_or(|b| b[page as usize].programs_damaged & MAX_PROGRAMS == 0)
     }
 
     /// Stores the state of page `page` of block `bi`.
+    #[inline]
     pub(crate) fn set(&mut self, bi: usize, page: u32, m: &PageMeta) {
         let t = m.programmed_at.0;
-        if t != 0 && self.base[bi] == NO_BASE {
-            self.base[bi] = t;
+        let pi = self.flat(bi, page);
+        let ppb = self.ppb;
+        let row = &mut self.rows[bi];
+        if t != 0 && row.base == NO_BASE {
+            row.base = t;
         }
-        let base = self.base[bi];
+        let base = row.base;
         let at = match t {
             0 => Some(0),
             t if t >= base && t - base < MAX_AT => Some(t - base + 1),
@@ -129,14 +149,12 @@ impl PageTable {
         } else {
             0
         };
-        let pi = self.flat(bi, page);
-        let ppb = self.ppb;
-        if m.subpages != 0 || self.subpages[bi].is_some() {
-            self.subpages[bi].get_or_insert_with(|| vec![0; ppb].into())[page as usize] =
-                m.subpages;
+        if m.subpages != 0 || row.subpages.is_some() {
+            row.subpages.get_or_insert_with(|| vec![0; ppb].into())[page as usize] = m.subpages;
         }
-        let slot = &mut self.blocks[bi].get_or_insert_with(|| vec![Packed::default(); ppb].into())
-            [page as usize];
+        let slot = &mut row
+            .pages
+            .get_or_insert_with(|| vec![Packed::default(); ppb].into())[page as usize];
         let was_spilled = slot.reads == SPILLED;
         let fits = at
             .zip(reads)
@@ -156,28 +174,45 @@ impl PageTable {
         debug_assert_eq!(self.get(bi, page), *m, "page state packs losslessly");
     }
 
+    /// Counts a read of page `page` of block `bi` (a programmed page): its reads since the
+    /// program, saturating, as [`set`](Self::set) of the incremented state would; returns
+    /// the new state.
+    #[inline]
+    pub(crate) fn count_read(&mut self, bi: usize, page: u32) -> PageMeta {
+        if let Some(p) = self.rows[bi].pages.as_mut().map(|b| &mut b[page as usize]) {
+            // In place while the count stays below the spill mark.
+            if p.reads < SPILLED - 1 {
+                p.reads += 1;
+                return self.get(bi, page);
+            }
+        }
+        let mut m = self.get(bi, page);
+        m.reads = m.reads.saturating_add(1);
+        self.set(bi, page, &m);
+        m
+    }
+
     /// Erases block `bi`'s page states (every page reads as erased again).
     pub(crate) fn clear(&mut self, bi: usize) {
-        self.subpages[bi] = None;
-        if self.blocks[bi].take().is_some() {
+        let row = core::mem::replace(&mut self.rows[bi], Row::EMPTY);
+        if row.pages.is_some() {
             let first = self.flat(bi, 0);
             let last = first + self.ppb as u64;
             while let Some((&pi, _)) = self.spilled.range(first..last).next() {
                 self.spilled.remove(&pi);
             }
         }
-        self.base[bi] = NO_BASE;
     }
 
     /// Whether block `bi` holds any page state (some page programmed since its erase).
     pub(crate) fn has_block(&self, bi: usize) -> bool {
-        self.blocks.get(bi).is_some_and(|b| b.is_some())
+        self.rows.get(bi).is_some_and(|r| r.pages.is_some())
     }
 
     /// Hints the CPU to load page `page` of block `bi`'s record.
     #[inline]
     pub(crate) fn prefetch(&self, bi: usize, page: u32) {
-        if let Some(Some(p)) = self.blocks.get(bi) {
+        if let Some(Row { pages: Some(p), .. }) = self.rows.get(bi) {
             crate::hint::prefetch(p, page as usize);
         }
     }
@@ -266,13 +301,22 @@ mod tests {
         t.set(1, 7, &meta(base + 3, 65_535));
         assert_eq!(t.get(1, 7), meta(base + 3, 65_535));
         assert_eq!(t.spilled(), 5);
+        // Reads counted in place up to the spill mark, then beside.
+        t.set(1, 11, &meta(base + 5, 65_533));
+        assert_eq!(t.count_read(1, 11), meta(base + 5, 65_534));
+        assert_eq!(t.spilled(), 5);
+        assert_eq!(t.count_read(1, 11), meta(base + 5, 65_535));
+        assert_eq!(t.spilled(), 6);
+        assert_eq!(t.count_read(1, 11), meta(base + 5, 65_536));
+        assert_eq!(t.get(1, 11), meta(base + 5, 65_536));
+        t.set(1, 11, &meta(base + 5, 0));
         // Subpage masks only where some page has one; an erase drops them.
-        assert!(t.subpages[1].is_some() && t.subpages[0].is_none());
+        assert!(t.rows[1].subpages.is_some() && t.rows[0].subpages.is_none());
         assert_eq!(t.get(1, 4), meta(base + 9, 0));
         assert!(t.is_erased(0, 0) && t.is_erased(2, 15));
         t.clear(1);
         assert_eq!(t.spilled(), 0);
-        assert!(t.subpages[1].is_none());
+        assert!(t.rows[1].subpages.is_none());
         assert!(t.is_erased(1, 0) && !t.has_block(1));
         // A new base after the erase.
         t.set(1, 0, &meta(7, 0));
