@@ -282,8 +282,9 @@ impl SchemeKind {
 /// Chips of this many pages or more get a packed digest-mode store
 /// ([`SchemeConfig::digest_storage`]): 2²⁶ pages (256 GiB of 4 KiB pages), where the
 /// spare prefixes alone would take 2 GiB. Below it the simulator keeps the faster
-/// unpacked slots: packing costs about a third of the NAND operations per second
-/// (a parity and a check recomputed per program and per read; docs/performance.md).
+/// unpacked slots: packing costs about a tenth of the NAND operations per second on a
+/// 1 GiB device (`nandlab bench --pack-mib 1024`: 0.88× random writes, 0.91× 70/30; a
+/// parity and a check recomputed per program and per read; docs/performance.md).
 pub const PACK_SPARE_FROM_PAGES: u64 = 1 << 26;
 
 /// Every scheme by name, with its settings.

@@ -75,7 +75,7 @@ pub struct ControllerSection {
     /// decodes unconstrained).
     pub ecc_engines: u32,
     /// Digest mode: whether the chip's store keeps each page's spare prefix packed
-    /// (`controller::layout::RecordPacker`, half the bytes, about a third fewer simulated
+    /// (`controller::layout::RecordPacker`, half the bytes, about a tenth fewer simulated
     /// operations per second; never a different result).
     pub pack_spare: PackSpare,
 }
