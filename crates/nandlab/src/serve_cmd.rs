@@ -105,6 +105,23 @@ pub struct ServeArgs {
     /// Record every request into this file as blkparse text (see the module docs).
     #[arg(long)]
     record_trace: Option<PathBuf>,
+    /// `none` (the default): a reply goes out as soon as the host has served its request,
+    /// so clients feel the host's speed (the flash's time is only booked, see SIGUSR1's
+    /// statistics). `emulate`: each reply is held until the simulated device completes the
+    /// request — its operations placed on the simulator's per-die, per-channel and
+    /// per-decoder timelines, shared by all connections, GC and checkpoints included —
+    /// anchored to the wall clock; the statistics then carry each reply's lag behind it.
+    #[arg(long, value_enum, default_value = "none")]
+    timing: Timing,
+}
+
+/// `--timing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Timing {
+    /// Replies as soon as served.
+    None,
+    /// Replies at the simulated device's completion.
+    Emulate,
 }
 
 /// The `--record-trace` writer: blkparse text lines, one per request.
@@ -219,6 +236,62 @@ pub struct Volume {
     /// Idle-time hook calls that reported work, and errors it returned.
     idle_ticks: u64,
     idle_errors: u64,
+    /// `--timing emulate`: the device's timelines and the replies' lag.
+    emulation: Option<Emulation>,
+}
+
+/// `--timing emulate`: the per-die, per-channel and per-decoder timelines the simulator's
+/// engine uses (`ftl::timeline::Timeline`, one model), shared by every connection through
+/// the volume; each call's device operations are placed on them at the simulated time of
+/// the call, and the call's completion (the last operation's end) is reported back, in
+/// wall-clock time, to hold the reply until then.
+struct Emulation {
+    timeline: ftl::timeline::Timeline,
+    /// The latest completion of the operations issued since `Export::timing_start`.
+    call_done: Option<Nanos>,
+    /// Each held reply's lag (reply sent − completion), µs.
+    lag_us: hdrhistogram::Histogram<u64>,
+    /// Replies sent later than [`LAG_WARN`] after their completion.
+    behind: u64,
+    /// When the last "behind" warning was printed.
+    warned: Option<Instant>,
+}
+
+/// A reply this late makes the emulation say it is behind (the host does not keep up).
+const LAG_WARN: Duration = Duration::from_millis(1);
+/// At most one "behind" warning per this long.
+const LAG_WARN_EVERY: Duration = Duration::from_secs(10);
+
+impl Emulation {
+    fn new(vol: &Vol) -> Self {
+        let ctl = vol.controller();
+        let g = *ctl.chip().geometry();
+        Emulation {
+            timeline: ftl::timeline::Timeline::new(
+                g.total_dies() as usize,
+                g.channels as usize,
+                ctl.config().ecc_engines,
+            ),
+            call_done: None,
+            lag_us: hdrhistogram::Histogram::new(3).expect("3 significant digits"),
+            behind: 0,
+            warned: None,
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let h = &self.lag_us;
+        serde_json::json!({
+            "replies": h.len(),
+            "lag_us": {
+                "mean": if h.is_empty() { 0.0 } else { h.mean() },
+                "p99": h.value_at_quantile(0.99),
+                "max": h.max(),
+            },
+            "behind": self.behind,
+            "behind_threshold_us": LAG_WARN.as_micros() as u64,
+        })
+    }
 }
 
 /// Simulated service time of one kind of page operation: the operations a call issued,
@@ -258,6 +331,7 @@ impl Volume {
             last_request: Instant::now(),
             idle_ticks: 0,
             idle_errors: 0,
+            emulation: None,
         };
         // What format or mount did is not a host request's.
         v.drain(None);
@@ -265,9 +339,16 @@ impl Volume {
     }
 
     /// Drains the FTL's operation log; for a page read (`Some(0)`) or write (`Some(1)`)
-    /// books their time.
+    /// books their time. With timing emulation the operations go on the device's
+    /// timelines at the current simulated time.
     fn drain(&mut self, kind: Option<usize>) {
         self.vol.take_ops(&mut self.ops);
+        if let Some(em) = self.emulation.as_mut() {
+            if !self.ops.is_empty() {
+                let end = em.timeline.schedule(&self.ops, self.t);
+                em.call_done = Some(em.call_done.map_or(end, |d| d.max(end)));
+            }
+        }
         if let Some(k) = kind {
             let ns: u64 = self
                 .ops
@@ -282,10 +363,23 @@ impl Volume {
         self.ops.clear();
     }
 
+    /// The simulated time of a call: the wall clock since the start, at least a step past
+    /// the last call's (1 µs; 1 ns with timing emulation, whose simulated time must not
+    /// run ahead of the wall clock).
     fn tick(&mut self) -> Nanos {
         let wall = self.base + Nanos(self.started.elapsed().as_nanos() as u64);
-        self.t = (self.t + Nanos::from_us(1)).max(wall);
+        let step = if self.emulation.is_some() {
+            Nanos(1)
+        } else {
+            Nanos::from_us(1)
+        };
+        self.t = (self.t + step).max(wall);
         self.t
+    }
+
+    /// The wall-clock instant of simulated time `t`.
+    fn wall_of(&self, t: Nanos) -> Instant {
+        self.started + Duration::from_nanos(t.0.saturating_sub(self.base.0))
     }
 
     fn lpn(&self, l: u64) -> Result<Lpn, u32> {
@@ -483,6 +577,7 @@ impl Volume {
                 "min": self.vol.erase_counts().iter().min(),
             },
             "idle": { "calls_with_work": self.idle_ticks, "errors": self.idle_errors },
+            "emulation": self.emulation.as_ref().map(Emulation::json),
         })
     }
 }
@@ -611,6 +706,37 @@ impl Export for Volume {
         self.check()?;
         self.sync()
     }
+
+    fn timing_start(&mut self) {
+        if let Some(em) = self.emulation.as_mut() {
+            em.call_done = None;
+        }
+    }
+
+    fn timing_end(&mut self) -> Option<Instant> {
+        let done = self.emulation.as_mut()?.call_done.take()?;
+        Some(self.wall_of(done))
+    }
+
+    fn timing_lag(&mut self, lag: Duration) {
+        let Some(em) = self.emulation.as_mut() else {
+            return;
+        };
+        em.lag_us.saturating_record(lag.as_micros() as u64);
+        if lag > LAG_WARN {
+            em.behind += 1;
+            if em.warned.is_none_or(|t| t.elapsed() >= LAG_WARN_EVERY) {
+                em.warned = Some(Instant::now());
+                eprintln!(
+                    "WARNING: --timing emulate is behind: a reply went out {:.2} ms after the simulated device completed its request ({} of {} replies more than {} µs late so far); the host cannot serve this load in real time",
+                    lag.as_secs_f64() * 1e3,
+                    em.behind,
+                    em.lag_us.len(),
+                    LAG_WARN.as_micros()
+                );
+            }
+        }
+    }
 }
 
 /// Warns when the server listens beyond the loopback interface without authenticated
@@ -679,6 +805,9 @@ pub fn run(a: ServeArgs) -> Result<()> {
     };
     let recovered = vol.recovery_report().cloned();
     let mut volume = Volume::new(vol, now);
+    if a.timing == Timing::Emulate {
+        volume.emulation = Some(Emulation::new(&volume.vol));
+    }
     if let Some(p) = &a.record_trace {
         volume.recorder = Some(Recorder::create(p)?);
     }
@@ -696,6 +825,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         tls,
         handshake_timeout: Duration::from_secs(a.handshake_timeout),
         stall_timeout: Duration::from_secs(a.stall_timeout),
+        emulate: a.timing == Timing::Emulate,
     });
     let budget = Arc::new(nbd::Budget::new((a.buffer_memory << 20) as usize));
     let active = Arc::new(AtomicUsize::new(0));
@@ -725,6 +855,9 @@ pub fn run(a: ServeArgs) -> Result<()> {
             ))
             .unwrap_or_default()
     );
+    if a.timing == Timing::Emulate {
+        println!("timing: emulated (each reply held until the simulated device completes its request; SIGUSR1 prints the replies' lag)");
+    }
     use std::io::Write;
     std::io::stdout().flush()?;
     let (mut idle_pass, mut idle_busy) = (Instant::now(), true);

@@ -4,6 +4,8 @@
 use super::{CHUNK, REPLY_FLAG_DONE, REPLY_TYPE_ERROR, SIMPLE_REPLY_MAGIC, STRUCTURED_REPLY_MAGIC};
 use std::io::{self, BufReader, IoSlice, Read, Write};
 use std::net::TcpStream;
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
 
 /// The connection: plain TCP (reads buffered, so a request header is one system call, not
 /// six), or TLS over it after STARTTLS (rustls buffers the plaintext itself).
@@ -18,17 +20,42 @@ use std::net::TcpStream;
 /// queue, so their replies batch too, without a copy. A reply is never held while the
 /// server waits for the client, so a client that waits for replies before sending more
 /// cannot stall. The queue holds at most [`CORK_LIMIT`] bytes plus one reply.
+///
+/// With replies held ([`set_hold`](Conn::set_hold): `serve --timing emulate`) nothing is
+/// written while a request is served: its whole reply stays in the queue, and the
+/// transmission loop takes it ([`take_queued`](Conn::take_queued)) to send when the
+/// simulated device completes the request ([`write_now`](Conn::write_now)).
 pub(super) enum Conn {
     /// Plain TCP, and the replies queued (a reply with a payload larger than
     /// [`QUEUED_PAYLOAD`] goes out at once, with the queue before it, in one vectored
     /// write: payloads are not copied).
-    Plain(BufReader<TcpStream>, Vec<u8>),
+    Plain(BufReader<TcpStream>, Queue),
     /// The stream, and the replies queued: rustls makes a record (and a system call) per
     /// write, so queued replies go in as one.
     Tls(
         Box<rustls::StreamOwned<rustls::ServerConnection, BufSock>>,
-        Vec<u8>,
+        Queue,
     ),
+}
+
+/// Replies queued for one write, and whether they are held (see [`Conn`]).
+#[derive(Debug, Default)]
+pub(super) struct Queue {
+    bytes: Vec<u8>,
+    hold: bool,
+}
+
+impl Deref for Queue {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.bytes
+    }
+}
+
+impl DerefMut for Queue {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.bytes
+    }
 }
 
 /// Bytes of queued replies that make [`Conn::send`] write them out at once.
@@ -82,7 +109,7 @@ impl Conn {
         let total: usize = parts.iter().map(|p| p.len()).sum();
         match self {
             Conn::Plain(s, queued) => {
-                if total <= SMALL_REPLY && queued.len() + total <= CORK_LIMIT {
+                if queued.hold || total <= SMALL_REPLY && queued.len() + total <= CORK_LIMIT {
                     for p in parts {
                         queued.extend_from_slice(p);
                     }
@@ -99,7 +126,7 @@ impl Conn {
                 for p in parts {
                     queued.extend_from_slice(p);
                 }
-                if queued.len() >= CORK_LIMIT {
+                if queued.len() >= CORK_LIMIT && !queued.hold {
                     self.flush_replies()?;
                 }
                 Ok(())
@@ -119,7 +146,7 @@ impl Conn {
         fill: impl FnOnce(&mut [u8]) -> Result<(), u32>,
     ) -> io::Result<Result<(), u32>> {
         debug_assert!(head.len() + n <= CORK_LIMIT);
-        if self.queue().len() + head.len() + n > CORK_LIMIT {
+        if self.queue().len() + head.len() + n > CORK_LIMIT && !self.queue().hold {
             self.flush_replies()?;
         }
         let queued = self.queue();
@@ -133,10 +160,80 @@ impl Conn {
         Ok(Ok(()))
     }
 
-    fn queue(&mut self) -> &mut Vec<u8> {
+    fn queue(&mut self) -> &mut Queue {
         match self {
             Conn::Plain(_, q) | Conn::Tls(_, q) => q,
         }
+    }
+
+    /// Holds replies in the queue (see [`Conn`]); `false` writes them as usual again.
+    pub(super) fn set_hold(&mut self, hold: bool) {
+        self.queue().hold = hold;
+    }
+
+    /// The queued replies, taken out of the queue.
+    pub(super) fn take_queued(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.queue().bytes)
+    }
+
+    /// Writes `bytes` (whole replies) now, after anything queued.
+    pub(super) fn write_now(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.flush_replies()?;
+        match self {
+            Conn::Plain(s, _) => s.get_mut().write_all(bytes),
+            Conn::Tls(t, _) => {
+                t.write_all(bytes)?;
+                t.flush()
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the client to send something; whether it did (or a whole
+    /// request header is buffered already).
+    pub(super) fn wait_readable(&mut self, timeout: Duration) -> io::Result<bool> {
+        if self.buffered()? >= HEADER {
+            return Ok(true);
+        }
+        let mut fd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(self.tcp()),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // Nanosecond resolution: a held reply may be due in microseconds.
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: one valid pollfd and a valid timespec for the call's duration; no mask.
+        let n = unsafe { libc::ppoll(&mut fd, 1, &ts, std::ptr::null()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::Interrupted => Ok(false),
+                _ => Err(e),
+            };
+        }
+        Ok(n > 0)
+    }
+
+    /// Request bytes at hand without a system call (under TLS, the bytes already received
+    /// decrypted first).
+    fn buffered(&mut self) -> io::Result<usize> {
+        Ok(match self {
+            Conn::Plain(s, _) => s.buffer().len(),
+            Conn::Tls(t, _) => {
+                let t = &mut **t;
+                let mut state = t.conn.process_new_packets().map_err(tls_error)?;
+                while state.plaintext_bytes_to_read() < HEADER
+                    && !t.sock.0.buffer().is_empty()
+                    && t.conn.wants_read()
+                {
+                    t.conn.read_tls(&mut t.sock)?;
+                    state = t.conn.process_new_packets().map_err(tls_error)?;
+                }
+                state.plaintext_bytes_to_read()
+            }
+        })
     }
 
     /// Writes the queued replies out now.
@@ -156,7 +253,7 @@ impl Conn {
                     queued.clear();
                 }
                 if queued.capacity() > 2 * CHUNK.max(CORK_LIMIT) {
-                    *queued = Vec::new(); // a whole-payload reply: do not keep its size
+                    queued.bytes = Vec::new(); // a whole-payload reply: do not keep its size
                 }
                 Ok(())
             }
@@ -167,22 +264,7 @@ impl Conn {
     /// (then the next request is read without waiting for the client). Under TLS the
     /// bytes already received are decrypted first (no system call) to find out.
     pub(super) fn flush_if_idle(&mut self) -> io::Result<()> {
-        let ready = match self {
-            Conn::Plain(s, _) => s.buffer().len(),
-            Conn::Tls(t, _) => {
-                let t = &mut **t;
-                let mut state = t.conn.process_new_packets().map_err(tls_error)?;
-                while state.plaintext_bytes_to_read() < HEADER
-                    && !t.sock.0.buffer().is_empty()
-                    && t.conn.wants_read()
-                {
-                    t.conn.read_tls(&mut t.sock)?;
-                    state = t.conn.process_new_packets().map_err(tls_error)?;
-                }
-                state.plaintext_bytes_to_read()
-            }
-        };
-        if ready < HEADER {
+        if self.buffered()? < HEADER {
             self.flush_replies()?;
         }
         Ok(())
@@ -320,7 +402,10 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (server, _) = l.accept().unwrap();
-        (Conn::Plain(BufReader::new(server), Vec::new()), client)
+        (
+            Conn::Plain(BufReader::new(server), Queue::default()),
+            client,
+        )
     }
 
     /// A reply whose payload fails to fill leaves the queue as it was; the queue is written

@@ -221,7 +221,7 @@ fn starttls(mut conn: Conn, cfg: &ServerConfig, refused: bool) -> io::Result<(Co
     while t.conn.is_handshaking() {
         t.conn.complete_io(&mut t.sock)?;
     }
-    Ok((Conn::Tls(Box::new(t), Vec::new()), false))
+    Ok((Conn::Tls(Box::new(t), conn::Queue::default()), false))
 }
 
 /// NBD_OPT_LIST: this server's one export.

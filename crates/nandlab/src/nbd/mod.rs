@@ -41,10 +41,13 @@ pub mod tls;
 
 use conn::{chunk, chunk_header, drain, error_chunk, protocol, simple_header, simple_reply, Conn};
 use handshake::{handshake, Handshake};
+use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, BufReader, Read};
 use std::net::TcpStream;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Handshake magics.
 const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -181,6 +184,16 @@ pub trait Export {
     /// Allocation from `offset` (in range) on: runs of (bytes, allocated) covering at most
     /// `len` bytes and at least one, at most `max` runs. Unallocated bytes read as zeros.
     fn extents(&mut self, offset: u64, len: u64, max: usize) -> Result<Vec<(u32, bool)>, u32>;
+    /// Timing emulation ([`ServerConfig::emulate`]): starts collecting the completion time
+    /// of the device operations the calls that follow issue, up to [`timing_end`](Export::timing_end).
+    fn timing_start(&mut self) {}
+    /// When (wall clock) the emulated device completes the operations issued since
+    /// [`timing_start`](Export::timing_start); `None` without emulation or without one.
+    fn timing_end(&mut self) -> Option<Instant> {
+        None
+    }
+    /// A reply held for its request's completion went out `lag` after it.
+    fn timing_lag(&mut self, _lag: Duration) {}
 }
 
 /// Buffer memory shared by every connection: a request that needs a whole payload at once
@@ -254,6 +267,87 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// Longest a reply may wait for the client to take it before the connection is dropped.
     pub stall_timeout: Duration,
+    /// Timing emulation: each reply is held until the export says its request completes
+    /// ([`Export::timing_end`]), while the connection goes on serving the requests after it.
+    pub emulate: bool,
+}
+
+/// Replies held until their requests complete (timing emulation), soonest first; each
+/// with its sequence number, so that replies due at the same time keep their order.
+#[derive(Default)]
+struct HeldReplies {
+    replies: BinaryHeap<Reverse<(Instant, u64, Vec<u8>)>>,
+    seq: u64,
+}
+
+impl HeldReplies {
+    /// Holds `reply` (whole replies' bytes) until `due`.
+    fn hold(&mut self, due: Instant, reply: Vec<u8>) {
+        if !reply.is_empty() {
+            self.seq += 1;
+            self.replies.push(Reverse((due, self.seq, reply)));
+        }
+    }
+
+    /// Sends every reply due by now in one write, and reports each one's lag.
+    fn release_due<F>(&mut self, conn: &mut Conn, with: &mut F) -> io::Result<()>
+    where
+        F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+    {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let mut lags = Vec::new();
+        while let Some(Reverse((due, _, _))) = self.replies.peek() {
+            if *due > now {
+                break;
+            }
+            let Reverse((due, _, bytes)) = self.replies.pop().expect("peeked");
+            out.extend_from_slice(&bytes);
+            lags.push(due);
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        conn.write_now(&out)?;
+        let sent = Instant::now();
+        let _ = with(&mut |e| {
+            for due in &lags {
+                e.timing_lag(sent.saturating_duration_since(*due));
+            }
+            Ok(())
+        });
+        Ok(())
+    }
+
+    /// Sends due replies until the client has sent something (or nothing is held: the
+    /// caller then waits for the client as usual).
+    fn wait_for_request<F>(&mut self, conn: &mut Conn, with: &mut F) -> io::Result<()>
+    where
+        F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+    {
+        loop {
+            self.release_due(conn, with)?;
+            let Some(Reverse((due, _, _))) = self.replies.peek() else {
+                return Ok(());
+            };
+            let wait = due.saturating_duration_since(Instant::now());
+            if conn.wait_readable(wait)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sends every held reply at its time (the connection is closing).
+    fn release_all<F>(&mut self, conn: &mut Conn, with: &mut F) -> io::Result<()>
+    where
+        F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
+    {
+        while let Some(Reverse((due, _, _))) = self.replies.peek() {
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            self.release_due(conn, with)?;
+        }
+        Ok(())
+    }
 }
 
 /// Serves one connection: handshake (bounded by the configured timeout), then requests
@@ -271,7 +365,10 @@ where
     tcp.set_read_timeout(Some(cfg.handshake_timeout))?;
     tcp.set_write_timeout(Some(cfg.handshake_timeout))?;
     let deadline = std::time::Instant::now() + cfg.handshake_timeout;
-    let plain = Conn::Plain(BufReader::with_capacity(64 << 10, tcp), Vec::new());
+    let plain = Conn::Plain(
+        BufReader::with_capacity(64 << 10, tcp),
+        conn::Queue::default(),
+    );
     let (mut conn, st) = match handshake(plain, cfg, deadline)? {
         (c, Handshake::Transmit(st)) => (c, st),
         (_, Handshake::Done) => return Ok(()),
@@ -282,22 +379,69 @@ where
     conn.tcp().set_write_timeout(Some(cfg.stall_timeout))?;
     let mut piece = vec![0u8; CHUNK];
     let mut header = [0u8; 28];
+    if !cfg.emulate {
+        let result = transmit(
+            &mut conn,
+            cfg,
+            &st,
+            budget,
+            &mut with,
+            &mut piece,
+            &mut header,
+            None,
+        );
+        // Replies still queued (a disconnect, or a protocol error after requests that were
+        // served) go out before the connection closes.
+        let flushed = conn.flush_replies();
+        return result.and(flushed);
+    }
+    // Timing emulation: every call on the export reports when the device completes what it
+    // issued; a request's reply is held until the latest of its calls' completions.
+    let done: Cell<Option<Instant>> = Cell::new(None);
+    let mut timed = |op: &mut dyn FnMut(&mut dyn Export) -> Result<(), u32>| {
+        with(&mut |e: &mut dyn Export| {
+            e.timing_start();
+            let r = op(e);
+            if let Some(t) = e.timing_end() {
+                done.set(Some(done.get().map_or(t, |d| d.max(t))));
+            }
+            r
+        })
+    };
+    conn.set_hold(true);
+    // A held reply is due to the microsecond: no timer slack on this thread's waits (the
+    // kernel's default lets a 10 µs wait end up to 50 µs late).
+    // SAFETY: PR_SET_TIMERSLACK takes a value and changes only this thread's slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+    let mut held = HeldReplies::default();
     let result = transmit(
         &mut conn,
         cfg,
         &st,
         budget,
-        &mut with,
+        &mut timed,
         &mut piece,
         &mut header,
+        Some((&done, &mut held)),
     );
-    // Replies still queued (a disconnect, or a protocol error after requests that were
-    // served) go out before the connection closes.
+    // Held replies go out at their times before the connection closes (a disconnect, or a
+    // protocol error after requests that were served).
+    let last = conn.take_queued();
+    held.hold(done.take().unwrap_or_else(Instant::now), last);
+    let released = held.release_all(&mut conn, &mut timed);
     let flushed = conn.flush_replies();
-    result.and(flushed)
+    result.and(released).and(flushed)
 }
 
-/// The transmission phase's request loop (replies corked: see [`Conn`]).
+/// A connection's timing emulation state in [`transmit`]: the latest completion the
+/// current request's calls reported, and the replies held.
+type Emulation<'a> = Option<(&'a Cell<Option<Instant>>, &'a mut HeldReplies)>;
+
+/// The transmission phase's request loop (replies corked: see [`Conn`]; with timing
+/// emulation, held until their requests complete).
+#[allow(clippy::too_many_arguments)]
 fn transmit<F>(
     conn: &mut Conn,
     cfg: &ServerConfig,
@@ -306,13 +450,23 @@ fn transmit<F>(
     with: &mut F,
     piece: &mut [u8],
     header: &mut [u8; 28],
+    mut emulation: Emulation<'_>,
 ) -> io::Result<()>
 where
     F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
 {
     let size = cfg.size;
     loop {
-        conn.flush_if_idle()?;
+        match emulation.as_mut() {
+            Some((done, held)) => {
+                // The previous request's reply, held until its completion (at once if it
+                // issued no device operation).
+                let reply = conn.take_queued();
+                held.hold(done.take().unwrap_or_else(Instant::now), reply);
+                held.wait_for_request(conn, with)?;
+            }
+            None => conn.flush_if_idle()?,
+        }
         // The whole header in one read: under TLS each read is a pass through rustls's
         // buffers, not a copy out of ours.
         conn.read_exact(header)?;
