@@ -42,6 +42,11 @@ pub struct RunArgs {
     /// blkparse: which events are requests — Q (queued), D (issued) or C (completed).
     #[arg(long, requires = "trace", value_parser = ["Q", "D", "C"])]
     blkparse_action: Option<String>,
+    /// A trace (same format and options) replayed after preconditioning and before
+    /// --trace, without measuring it: the state the first part of a recorded session
+    /// leaves (e.g. `serve --record-trace` split at the start of the measured job).
+    #[arg(long, requires = "trace")]
+    warmup_trace: Option<PathBuf>,
     /// Override the seed.
     #[arg(long)]
     seed: Option<u64>,
@@ -172,6 +177,15 @@ pub fn run(a: RunArgs) -> Result<()> {
             e
         }
     })?;
+    if let (Some(w), Some(t)) = (&a.warmup_trace, &exp.config.trace) {
+        let opts = sim::TraceOptions {
+            wrap: t.wrap,
+            device: t.device.clone(),
+            blkparse_action: t.blkparse_action,
+            ..sim::TraceOptions::new(exp.engine.capacity())
+        };
+        exp.warmup = Some(Box::new(sim::TraceReader::open(w, t.format, &opts)?));
+    }
     let bar = progress_bar(a.quiet);
     if let Some(b) = &bar {
         b.set_message("preconditioning");

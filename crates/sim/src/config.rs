@@ -417,6 +417,9 @@ pub struct Experiment {
     pub mode: LoadMode,
     /// What `fit` chose, in words (`None` without it).
     pub fit_note: Option<String>,
+    /// Requests replayed after preconditioning and before `source`, not measured (the
+    /// state a recorded trace's first part leaves: `nandlab run --warmup-trace`).
+    pub warmup: Option<Box<dyn RequestSource>>,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -594,6 +597,7 @@ impl ExperimentConfig {
             source,
             mode,
             fit_note,
+            warmup: None,
         })
     }
 

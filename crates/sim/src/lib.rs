@@ -81,6 +81,10 @@ impl Experiment {
                 self.config.seed ^ 0x9E37,
             )?;
         }
+        if let Some(w) = self.warmup.as_mut() {
+            self.engine.run(&mut **w, self.mode, &mut |_| {})?;
+            self.engine.reset_metrics();
+        }
         let baseline = self.engine.counters();
         let ecc_baseline = self.engine.ftl().ecc_stats();
         let busy0: u64 = self.engine.die_busy().iter().map(|t| t.0).sum();

@@ -272,6 +272,9 @@ pub struct ServerConfig {
     pub emulate: bool,
 }
 
+/// How long before a held reply is due its connection stops sleeping and polls.
+const SPIN: Duration = Duration::from_micros(100);
+
 /// Replies held until their requests complete (timing emulation), soonest first; each
 /// with its sequence number, so that replies due at the same time keep their order.
 #[derive(Default)]
@@ -330,8 +333,11 @@ impl HeldReplies {
             let Some(Reverse((due, _, _))) = self.replies.peek() else {
                 return Ok(());
             };
+            // Sleep until shortly before the reply is due, then poll without sleeping: a
+            // wake-up from a sleep comes tens of microseconds late on a virtual machine.
             let wait = due.saturating_duration_since(Instant::now());
-            if conn.wait_readable(wait)? {
+            let sleep = wait.saturating_sub(SPIN);
+            if conn.wait_readable(sleep)? {
                 return Ok(());
             }
         }

@@ -678,6 +678,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Forgets the metrics so far (a warm-up's requests are not measured); the clock,
+    /// the device and its timelines go on.
+    pub fn reset_metrics(&mut self) {
+        self.metrics = Metrics::default();
+    }
+
     /// FTL counters now.
     pub fn counters(&self) -> FtlCounters {
         *self.ftl.counters()

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# CI stage: `nandlab serve --timing emulate` validated against the simulator. fio (nbd
+# engine) runs fixed jobs on an emulated volume while the server records the trace; the
+# trace is split at the pauses between the jobs and each measured job is replayed with
+# `nandlab run` (same chip, FTL and error model; the jobs before it replayed unmeasured as
+# its warm-up), and fio's latency distribution per op type must match the replay's: median
+# and p99 within 10 %. It also prints the emulated random-read IOPS at queue depth 1 and
+# 32 beside the simulator's closed-loop IOPS for the same reads, the replies' lag behind
+# the simulated completions, and the server's CPU time per request.
+# Usage: scripts/emulate-stage.sh [path/to/nandlab] [--quick]
+set -euo pipefail
+NANDLAB=${1:-target/release/nandlab}
+NANDLAB=$(realpath "$NANDLAB")
+quick=${2:-}
+root=$(realpath "$(dirname "$0")/..")
+. "$(dirname "$0")/nbd-common.sh"
+have fio && fio --enghelp 2>/dev/null | grep -qw nbd || fail "fio with the nbd engine is required"
+secs=8
+[ "$quick" = --quick ] && secs=4
+fill_mib=16
+
+echo "== emulate stage: $NANDLAB on $url (jobs of $secs s)"
+cd "$work"
+# tiny-mlc, 1024 blocks per plane, the page-level FTL; no bit errors (serve's model).
+start_server "$work/emu.chip" --create tiny-mlc --blocks-per-plane 1024 \
+  --ftl "$root/examples/ftl/page.toml" --timing emulate --record-trace "$work/rec.blktrace"
+sed 's/^/   /' "$work/serve.out"
+grep -q '^timing: emulated' "$work/serve.out" || fail "the server does not say it emulates timing"
+cpu() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
+fio_job() { # name, then fio options; JSON result in $work/NAME.json
+  local name=$1; shift
+  timeout 120 fio --name="$name" --ioengine=nbd --uri="$url" --output-format=json "$@" \
+    >"$work/$name.raw" 2>"$work/$name.err" || { cat "$work/$name.err"; fail "fio $name"; }
+  sed -n '/^{/,$p' "$work/$name.raw" >"$work/$name.json"
+  sleep 1 # a pause: the trace is split at pauses longer than half a second
+}
+fio_job fill --rw=write --bs=128k --size=${fill_mib}m --iodepth=4 --end_fsync=1
+cpu0=$(cpu)
+fio_job mix --rw=randrw --rwmixread=70 --bs=4k --size=${fill_mib}m --iodepth=8 \
+  --runtime=$secs --time_based --randseed=3
+fio_job qd1 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=1 --runtime=$secs --time_based --randseed=5
+fio_job qd32 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=32 --runtime=$secs --time_based --randseed=7
+cpu1=$(cpu)
+kill -USR1 "$server_pid"; sleep 0.5
+grep '^{' "$work/serve.err" | head -1 >"$work/stats.json" || fail "no SIGUSR1 statistics"
+# Durability is unchanged by held replies: verified writes (fsync at the end), SIGKILL,
+# a restart with timing on, and every block verifies.
+vjob=(--name=v --ioengine=nbd --uri="$url" --rw=randwrite --bs=4k --offset=$((fill_mib * 2))m --size=4M
+      --iodepth=8 --verify=crc32c --verify_fatal=1 --randrepeat=1 --randseed=9 --end_fsync=1)
+timeout 120 fio "${vjob[@]}" --do_verify=1 >"$work/v1.log" 2>&1 || { tail -20 "$work/v1.log"; fail "fio write+verify"; }
+stop_server KILL
+start_server "$work/emu.chip" --timing emulate
+timeout 120 fio "${vjob[@]}" --verify_only >"$work/v2.log" 2>&1 || { tail -20 "$work/v2.log"; fail "fio verify after SIGKILL (timing emulated)"; }
+stop_server TERM
+echo "   SIGKILL with timing emulated: every fsynced block verified after the restart"
+
+# The replay's experiment: the image's chip and FTL, serve's controller and error model.
+cat >"$work/replay.toml" <<EOF
+name = "serve --timing emulate, replayed"
+[chip]
+preset = "tiny-mlc"
+[chip.geometry]
+blocks_per_plane = 1024
+[controller]
+mode = "bytes"
+[errors]
+model = "none"
+$(cat "$root/examples/ftl/page.toml")
+[precondition]
+enabled = false
+[workload]
+requests = 1
+EOF
+
+python3 - "$work" "$NANDLAB" "$cpu0" "$cpu1" "$fill_mib" <<'PY' || fail "emulated latencies differ from the simulator's"
+import json, subprocess, sys
+work, nandlab, cpu0, cpu1, fill_mib = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+lines = open(f"{work}/rec.blktrace").read().splitlines()
+# Split at pauses over half a second: fill, mix, qd1, qd32.
+phases, cur, prev = [], [], None
+for l in lines:
+    t = float(l.split()[3])
+    if prev is not None and t - prev > 0.5:
+        phases.append(cur); cur = []
+    cur.append(l); prev = t
+phases.append(cur)
+names = ["fill", "mix", "qd1", "qd32"]  # (then the durability check's writes)
+if len(phases) < len(names):
+    sys.exit(f"expected {len(names)} phases in the trace, found {len(phases)}")
+def fio(name):
+    t = open(f"{work}/{name}.json").read()
+    return json.loads(t[t.index("{"):])["jobs"][0]
+def replay(i):
+    open(f"{work}/warm{i}.blktrace", "w").write("\n".join(sum(phases[:i], [])) + "\n")
+    open(f"{work}/meas{i}.blktrace", "w").write("\n".join(phases[i]) + "\n")
+    subprocess.run([nandlab, "run", "--config", f"{work}/replay.toml", "--trace", f"{work}/meas{i}.blktrace",
+                    "--warmup-trace", f"{work}/warm{i}.blktrace", "--format", "blkparse",
+                    "--json", f"{work}/replay{i}.json", "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    return json.load(open(f"{work}/replay{i}.json"))
+bad = 0
+print(f"   {'job':5} {'op':5} {'count':>7} | {'fio p50':>9} {'sim p50':>9} {'diff':>6} | {'fio p99':>9} {'sim p99':>9} {'diff':>6}")
+for i, name in enumerate(names[1:], 1):
+    f, r = fio(name), replay(i)
+    lat = r["latency"]
+    for op in ("read", "write"):
+        if f[op]["total_ios"] == 0:
+            continue
+        c = f[op]["clat_ns"]["percentile"]
+        s = lat[op]
+        fp50, fp99 = c["50.000000"] / 1e3, c["99.000000"] / 1e3
+        sp50, sp99 = s["p50_us"], s["p99_us"]
+        d50, d99 = sp50 / fp50 - 1, sp99 / fp99 - 1
+        ok = abs(d50) <= 0.10 and abs(d99) <= 0.10
+        bad += not ok
+        print(f"   {name:5} {op:5} {f[op]['total_ios']:>7} | {fp50:>7.0f}µs {sp50:>7.0f}µs {d50:>+6.1%} | {fp99:>7.0f}µs {sp99:>7.0f}µs {d99:>+6.1%}{'' if ok else '  <- off by more than 10 %'}")
+# Random-read IOPS: emulated (fio) beside the simulator's closed loop over the same filled
+# region of a fresh volume (filled by preconditioning, no overwrites).
+logical = replay_logical = json.load(open(f"{work}/replay1.json"))["logical_bytes"]
+frac = fill_mib * 2**20 / logical
+base = open(f"{work}/replay.toml").read().split("[precondition]")[0]
+for qd, name in ((1, "qd1"), (32, "qd32")):
+    cfg = base + f"""[precondition]
+fill = true
+max_overwrite = 0.0
+footprint = {frac}
+[workload]
+requests = 20000
+read_pct = 100.0
+random_pct = 100.0
+size = [4096]
+footprint = {frac}
+[load]
+mode = "closed"
+queue_depth = {qd}
+"""
+    open(f"{work}/iops{qd}.toml", "w").write(cfg)
+    subprocess.run([nandlab, "run", "--config", f"{work}/iops{qd}.toml", "--json", f"{work}/iops{qd}.json", "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL)
+    sim_iops = json.load(open(f"{work}/iops{qd}.json"))["iops"]
+    emu_iops = fio(name)["read"]["iops"]
+    print(f"   random 4 KiB reads, queue depth {qd:2}: emulated {emu_iops:6.0f} IOPS, simulated {sim_iops:6.0f} IOPS ({emu_iops / sim_iops:.3f}x)")
+st = json.load(open(f"{work}/stats.json"))
+em = st["emulation"]
+reqs = sum(fio(n)["read"]["total_ios"] + fio(n)["write"]["total_ios"] for n in names[1:])
+print(f"   replies {em['replies']}: lag mean {em['lag_us']['mean']:.0f} µs, p99 {em['lag_us']['p99']} µs, max {em['lag_us']['max']} µs; {em['behind']} more than {em['behind_threshold_us']} µs late")
+print(f"   server CPU: {(cpu1 - cpu0) * 10 / max(reqs, 1) * 1000:.1f} µs per request over the measured jobs ({reqs} requests)")
+sys.exit(1 if bad else 0)
+PY
+echo "   ok"
