@@ -249,6 +249,9 @@ struct Emulation {
     timeline: ftl::timeline::Timeline,
     /// The latest completion of the operations issued since `Export::timing_start`.
     call_done: Option<Nanos>,
+    /// The simulated time the current request reached the device (its header's arrival),
+    /// at which its operations are placed; `None`: when they are issued.
+    ready: Option<Nanos>,
     /// Each held reply's lag (reply sent − completion), µs.
     lag_us: hdrhistogram::Histogram<u64>,
     /// Replies sent later than [`LAG_WARN`] after their completion.
@@ -273,6 +276,7 @@ impl Emulation {
                 ctl.config().ecc_engines,
             ),
             call_done: None,
+            ready: None,
             lag_us: hdrhistogram::Histogram::new(3).expect("3 significant digits"),
             behind: 0,
             warned: None,
@@ -345,7 +349,8 @@ impl Volume {
         self.vol.take_ops(&mut self.ops);
         if let Some(em) = self.emulation.as_mut() {
             if !self.ops.is_empty() {
-                let end = em.timeline.schedule(&self.ops, self.t);
+                let ready = em.ready.map_or(self.t, |r| r.min(self.t));
+                let end = em.timeline.schedule(&self.ops, ready);
                 em.call_done = Some(em.call_done.map_or(end, |d| d.max(end)));
             }
         }
@@ -375,6 +380,11 @@ impl Volume {
         };
         self.t = (self.t + step).max(wall);
         self.t
+    }
+
+    /// The simulated time of wall-clock instant `at`.
+    fn sim_of(&self, at: Instant) -> Nanos {
+        self.base + Nanos(at.saturating_duration_since(self.started).as_nanos() as u64)
     }
 
     /// The wall-clock instant of simulated time `t`.
@@ -707,9 +717,11 @@ impl Export for Volume {
         self.sync()
     }
 
-    fn timing_start(&mut self) {
+    fn timing_start(&mut self, arrival: Option<Instant>) {
+        let ready = arrival.map(|a| self.sim_of(a));
         if let Some(em) = self.emulation.as_mut() {
             em.call_done = None;
+            em.ready = ready;
         }
     }
 

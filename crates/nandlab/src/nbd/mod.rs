@@ -185,8 +185,11 @@ pub trait Export {
     /// `len` bytes and at least one, at most `max` runs. Unallocated bytes read as zeros.
     fn extents(&mut self, offset: u64, len: u64, max: usize) -> Result<Vec<(u32, bool)>, u32>;
     /// Timing emulation ([`ServerConfig::emulate`]): starts collecting the completion time
-    /// of the device operations the calls that follow issue, up to [`timing_end`](Export::timing_end).
-    fn timing_start(&mut self) {}
+    /// of the device operations the calls that follow issue, up to
+    /// [`timing_end`](Export::timing_end); they belong to a request whose header arrived at
+    /// `arrival` (when the device gets it: the host's own time serving it is not the
+    /// device's).
+    fn timing_start(&mut self, _arrival: Option<Instant>) {}
     /// When (wall clock) the emulated device completes the operations issued since
     /// [`timing_start`](Export::timing_start); `None` without emulation or without one.
     fn timing_end(&mut self) -> Option<Instant> {
@@ -403,12 +406,13 @@ where
     }
     // Timing emulation: every call on the export reports when the device completes what it
     // issued; a request's reply is held until the latest of its calls' completions.
-    let done: Cell<Option<Instant>> = Cell::new(None);
+    let timing = Timing::default();
     let mut timed = |op: &mut dyn FnMut(&mut dyn Export) -> Result<(), u32>| {
         with(&mut |e: &mut dyn Export| {
-            e.timing_start();
+            e.timing_start(timing.arrival.get());
             let r = op(e);
             if let Some(t) = e.timing_end() {
+                let done = &timing.done;
                 done.set(Some(done.get().map_or(t, |d| d.max(t))));
             }
             r
@@ -430,20 +434,29 @@ where
         &mut timed,
         &mut piece,
         &mut header,
-        Some((&done, &mut held)),
+        Some((&timing, &mut held)),
     );
     // Held replies go out at their times before the connection closes (a disconnect, or a
     // protocol error after requests that were served).
     let last = conn.take_queued();
-    held.hold(done.take().unwrap_or_else(Instant::now), last);
+    held.hold(timing.done.take().unwrap_or_else(Instant::now), last);
     let released = held.release_all(&mut conn, &mut timed);
     let flushed = conn.flush_replies();
     result.and(released).and(flushed)
 }
 
-/// A connection's timing emulation state in [`transmit`]: the latest completion the
-/// current request's calls reported, and the replies held.
-type Emulation<'a> = Option<(&'a Cell<Option<Instant>>, &'a mut HeldReplies)>;
+/// A connection's timing emulation in [`transmit`]: the current request's arrival and the
+/// latest completion its calls reported, and the replies held.
+type Emulation<'a> = Option<(&'a Timing, &'a mut HeldReplies)>;
+
+/// The current request's times (timing emulation).
+#[derive(Default)]
+struct Timing {
+    /// When its header arrived.
+    arrival: Cell<Option<Instant>>,
+    /// The latest completion its calls reported.
+    done: Cell<Option<Instant>>,
+}
 
 /// The transmission phase's request loop (replies corked: see [`Conn`]; with timing
 /// emulation, held until their requests complete).
@@ -464,11 +477,11 @@ where
     let size = cfg.size;
     loop {
         match emulation.as_mut() {
-            Some((done, held)) => {
+            Some((timing, held)) => {
                 // The previous request's reply, held until its completion (at once if it
                 // issued no device operation).
                 let reply = conn.take_queued();
-                held.hold(done.take().unwrap_or_else(Instant::now), reply);
+                held.hold(timing.done.take().unwrap_or_else(Instant::now), reply);
                 held.wait_for_request(conn, with)?;
             }
             None => conn.flush_if_idle()?,
@@ -476,6 +489,9 @@ where
         // The whole header in one read: under TLS each read is a pass through rustls's
         // buffers, not a copy out of ours.
         conn.read_exact(header)?;
+        if let Some((timing, _)) = emulation.as_ref() {
+            timing.arrival.set(Some(Instant::now()));
+        }
         let be = |at: usize, n: usize| {
             header[at..at + n]
                 .iter()
