@@ -110,7 +110,8 @@ pub struct ServeArgs {
     /// statistics). `emulate`: each reply is held until the simulated device completes the
     /// request — its operations placed on the simulator's per-die, per-channel and
     /// per-decoder timelines, shared by all connections, GC and checkpoints included —
-    /// anchored to the wall clock; the statistics then carry each reply's lag behind it.
+    /// anchored to the wall clock; the statistics then carry each reply's lag behind it
+    /// and each request's time on the device (SIGUSR2 starts them again).
     #[arg(long, value_enum, default_value = "none")]
     timing: Timing,
 }
@@ -254,10 +255,19 @@ struct Emulation {
     ready: Option<Nanos>,
     /// Each held reply's lag (reply sent − completion), µs.
     lag_us: hdrhistogram::Histogram<u64>,
+    /// Each request's time on the emulated device (completion − arrival), µs: what a
+    /// client would measure on a host that added nothing.
+    device_us: hdrhistogram::Histogram<u64>,
     /// Replies sent later than [`LAG_WARN`] after their completion.
     behind: u64,
     /// When the last "behind" warning was printed.
     warned: Option<Instant>,
+}
+
+/// A histogram of microseconds from 1 µs to an hour (3 significant digits; a longer time
+/// is counted as an hour).
+fn micros() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
 }
 
 /// A reply this late makes the emulation say it is behind (the host does not keep up).
@@ -277,21 +287,27 @@ impl Emulation {
             ),
             call_done: None,
             ready: None,
-            lag_us: hdrhistogram::Histogram::new(3).expect("3 significant digits"),
+            lag_us: micros(),
+            device_us: micros(),
             behind: 0,
             warned: None,
         }
     }
 
     fn json(&self) -> serde_json::Value {
-        let h = &self.lag_us;
-        serde_json::json!({
-            "replies": h.len(),
-            "lag_us": {
+        let stats = |h: &hdrhistogram::Histogram<u64>| {
+            serde_json::json!({
                 "mean": if h.is_empty() { 0.0 } else { h.mean() },
+                "p50": h.value_at_quantile(0.5),
                 "p99": h.value_at_quantile(0.99),
+                "p999": h.value_at_quantile(0.999),
                 "max": h.max(),
-            },
+            })
+        };
+        serde_json::json!({
+            "replies": self.lag_us.len(),
+            "device_us": stats(&self.device_us),
+            "lag_us": stats(&self.lag_us),
             "behind": self.behind,
             "behind_threshold_us": LAG_WARN.as_micros() as u64,
         })
@@ -730,10 +746,11 @@ impl Export for Volume {
         Some(self.wall_of(done))
     }
 
-    fn timing_lag(&mut self, lag: Duration) {
+    fn timing_reply(&mut self, device: Duration, lag: Duration) {
         let Some(em) = self.emulation.as_mut() else {
             return;
         };
+        em.device_us.saturating_record(device.as_micros() as u64);
         em.lag_us.saturating_record(lag.as_micros() as u64);
         if lag > LAG_WARN {
             em.behind += 1;
@@ -852,6 +869,8 @@ pub fn run(a: ServeArgs) -> Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&dump))?;
+    let reset = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR2, Arc::clone(&reset))?;
     println!(
         "serving {} ({} bytes, {}-byte blocks) on {}{}",
         a.image.display(),
@@ -877,6 +896,14 @@ pub fn run(a: ServeArgs) -> Result<()> {
         if idle_busy || idle_pass.elapsed() >= IDLE_RECHECK {
             idle_pass = Instant::now();
             idle_busy = volume.lock().expect("volume lock").idle_work();
+        }
+        if reset.swap(false, Ordering::Relaxed) {
+            // The emulation's reply statistics start again (a benchmark's measured phase).
+            if let Some(em) = volume.lock().expect("volume lock").emulation.as_mut() {
+                em.lag_us.reset();
+                em.device_us.reset();
+                em.behind = 0;
+            }
         }
         if dump.swap(false, Ordering::Relaxed) {
             let v = volume.lock().expect("volume lock");

@@ -195,8 +195,9 @@ pub trait Export {
     fn timing_end(&mut self) -> Option<Instant> {
         None
     }
-    /// A reply held for its request's completion went out `lag` after it.
-    fn timing_lag(&mut self, _lag: Duration) {}
+    /// A reply held for its request's completion went out `lag` after it; the device took
+    /// `device` from the request's arrival to its completion.
+    fn timing_reply(&mut self, _device: Duration, _lag: Duration) {}
 }
 
 /// Buffer memory shared by every connection: a request that needs a whole payload at once
@@ -282,16 +283,18 @@ const SPIN: Duration = Duration::from_micros(100);
 /// with its sequence number, so that replies due at the same time keep their order.
 #[derive(Default)]
 struct HeldReplies {
-    replies: BinaryHeap<Reverse<(Instant, u64, Vec<u8>)>>,
+    /// (due, sequence number, the request's arrival, the reply's bytes).
+    replies: BinaryHeap<Reverse<(Instant, u64, Instant, Vec<u8>)>>,
     seq: u64,
 }
 
 impl HeldReplies {
-    /// Holds `reply` (whole replies' bytes) until `due`.
-    fn hold(&mut self, due: Instant, reply: Vec<u8>) {
+    /// Holds `reply` (whole replies' bytes) of a request that arrived at `arrival` until
+    /// `due`.
+    fn hold(&mut self, arrival: Instant, due: Instant, reply: Vec<u8>) {
         if !reply.is_empty() {
             self.seq += 1;
-            self.replies.push(Reverse((due, self.seq, reply)));
+            self.replies.push(Reverse((due, self.seq, arrival, reply)));
         }
     }
 
@@ -303,13 +306,13 @@ impl HeldReplies {
         let now = Instant::now();
         let mut out = Vec::new();
         let mut lags = Vec::new();
-        while let Some(Reverse((due, _, _))) = self.replies.peek() {
+        while let Some(Reverse((due, ..))) = self.replies.peek() {
             if *due > now {
                 break;
             }
-            let Reverse((due, _, bytes)) = self.replies.pop().expect("peeked");
+            let Reverse((due, _, arrival, bytes)) = self.replies.pop().expect("peeked");
             out.extend_from_slice(&bytes);
-            lags.push(due);
+            lags.push((arrival, due));
         }
         if out.is_empty() {
             return Ok(());
@@ -317,8 +320,11 @@ impl HeldReplies {
         conn.write_now(&out)?;
         let sent = Instant::now();
         let _ = with(&mut |e| {
-            for due in &lags {
-                e.timing_lag(sent.saturating_duration_since(*due));
+            for (arrival, due) in &lags {
+                e.timing_reply(
+                    due.saturating_duration_since(*arrival),
+                    sent.saturating_duration_since(*due),
+                );
             }
             Ok(())
         });
@@ -333,7 +339,7 @@ impl HeldReplies {
     {
         loop {
             self.release_due(conn, with)?;
-            let Some(Reverse((due, _, _))) = self.replies.peek() else {
+            let Some(Reverse((due, ..))) = self.replies.peek() else {
                 return Ok(());
             };
             // Sleep until shortly before the reply is due, then poll without sleeping: a
@@ -351,7 +357,7 @@ impl HeldReplies {
     where
         F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
     {
-        while let Some(Reverse((due, _, _))) = self.replies.peek() {
+        while let Some(Reverse((due, ..))) = self.replies.peek() {
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
             self.release_due(conn, with)?;
         }
@@ -439,7 +445,9 @@ where
     // Held replies go out at their times before the connection closes (a disconnect, or a
     // protocol error after requests that were served).
     let last = conn.take_queued();
-    held.hold(timing.done.take().unwrap_or_else(Instant::now), last);
+    let now = Instant::now();
+    let arrival = timing.arrival.take().unwrap_or(now);
+    held.hold(arrival, timing.done.take().unwrap_or(now), last);
     let released = held.release_all(&mut conn, &mut timed);
     let flushed = conn.flush_replies();
     result.and(released).and(flushed)
@@ -481,7 +489,9 @@ where
                 // The previous request's reply, held until its completion (at once if it
                 // issued no device operation).
                 let reply = conn.take_queued();
-                held.hold(timing.done.take().unwrap_or_else(Instant::now), reply);
+                let now = Instant::now();
+                let arrival = timing.arrival.get().unwrap_or(now);
+                held.hold(arrival, timing.done.take().unwrap_or(now), reply);
                 held.wait_for_request(conn, with)?;
             }
             None => conn.flush_if_idle()?,
