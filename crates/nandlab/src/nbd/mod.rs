@@ -283,10 +283,12 @@ const SPIN: Duration = Duration::from_micros(100);
 /// with its sequence number, so that replies due at the same time keep their order.
 #[derive(Default)]
 struct HeldReplies {
-    /// (due, sequence number, the request's arrival, the reply's bytes).
-    replies: BinaryHeap<Reverse<(Instant, u64, Instant, Vec<u8>)>>,
+    replies: BinaryHeap<Reverse<HeldReply>>,
     seq: u64,
 }
+
+/// A held reply: when it is due, its sequence number, its request's arrival, its bytes.
+type HeldReply = (Instant, u64, Instant, Vec<u8>);
 
 impl HeldReplies {
     /// Holds `reply` (whole replies' bytes) of a request that arrived at `arrival` until
