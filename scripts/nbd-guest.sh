@@ -32,6 +32,11 @@
 #   sqlite (WAL, synchronous=FULL, a transaction per statement), dbench, sensor (a logger
 #   with rotation), copy (a tree copied and the original removed), bonnie (bonnie++).
 #   REALFS="postmark sqlite" picks some (how traces/realfs was made).
+#        scripts/nbd-guest.sh path/to/nandlab --emulated-sqlite [REPORT.md]
+#   SQLite in the guest (WAL, synchronous=FULL, a transaction per statement, each timed by
+#   sqlite3's own `.timer`) on a full device under `serve --timing emulate`: WAO-GC against
+#   pure page-level GC on k9k8g08u0b; the program's own latencies beside each scheme's
+#   bound (with REPORT.md, written there as Markdown).
 #        scripts/nbd-guest.sh path/to/nandlab --discard-only
 #   Only the last stage: mkfs.ext4 and a discard-mounted workload on the default profile
 #   and on the page FTL, their mkfs wall times compared.
@@ -48,6 +53,7 @@ case "${2:-}" in
   --live-waogc) capture_mode=live; if [ -n "${3:-}" ]; then capture=$(realpath -m "$3"); fi ;;
   --capture-realfs) capture=$(realpath -m "$3"); capture_mode=realfs ;;
   --discard-only) capture_mode=discard ;;
+  --emulated-sqlite) capture_mode=emu-sqlite; if [ -n "${3:-}" ]; then capture=$(realpath -m "$3"); fi ;;
 esac
 root=$(realpath "$(dirname "$0")/..")
 for t in qemu-system-x86_64 busybox cpio dpkg-deb mke2fs apt-get; do
@@ -109,6 +115,10 @@ if [ "$capture_mode" = realfs ]; then
     progs+=("$(command -v "$t")")
   done
   mkdir -p "$rd/usr/share/dbench"; cp /usr/share/dbench/client.txt "$rd/usr/share/dbench/"
+fi
+if [ "$capture_mode" = emu-sqlite ]; then
+  have sqlite3 || fail "--emulated-sqlite needs sqlite3 (apt-get install sqlite3)"
+  progs+=("$(command -v sqlite3)")
 fi
 if [ "$capture_mode" = dcr-real ] || [ "$capture_mode" = waogc-real ]; then
   for t in postmark bonnie++ fio; do
@@ -341,6 +351,30 @@ elif [ "$mode" = waogc ] || [ "$mode" = waogc-real ] || [ "$mode" = churn ]; the
   fi
   umount /mnt || bad umount
   ok "$mode"
+elif [ "$mode" = emu-sqlite ]; then
+  # The whole device written first (every later write needs GC), ext4 made without a
+  # discard (which would empty it again) and mounted without one, then SQLite: WAL,
+  # synchronous=FULL, every statement its own transaction, each timed by sqlite3 itself.
+  dd if=/dev/zero of=/dev/vda bs=1M 2>/dev/null; sync
+  /sbin/mke2fs -q -F -t ext4 -E nodiscard /dev/vda || bad mkfs
+  mount -t ext4 /dev/vda /mnt || bad mount
+  { echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+    echo "CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v TEXT); CREATE INDEX tk ON t(k);"
+    echo ".timer on"
+    r=77; i=1
+    while [ $i -le 1500 ]; do
+      rnd; echo "INSERT INTO t(k, v) VALUES($r, '$r-$i-sensor-reading-payload-$((r % 9973))');"
+      if [ $((i % 4)) = 0 ]; then rnd; echo "UPDATE t SET v = 'u$r' WHERE id = $(( 1 + r % i ));"; fi
+      i=$((i + 1))
+    done; } >/tmp/load.sql
+  /sbin/sqlite3 /mnt/db.sqlite </tmp/load.sql >/tmp/times.out 2>&1 || bad sqlite
+  # "Run Time: real 0.003 user ... sys ...": the statements' wall times, in µs.
+  sed -n 's/^Run Time: real \([0-9.]*\).*/\1/p' /tmp/times.out | awk '{printf "%d\n", $1 * 1000000}' | sort -n >/tmp/us
+  n=$(wc -l </tmp/us)
+  at() { sed -n "$(( ($1 * n + 999) / 1000 ))p" /tmp/us; }
+  echo "GUEST-SQLITE-US n=$n p50=$(at 500) p99=$(at 990) p999=$(at 999) max=$(tail -1 /tmp/us)"
+  umount /mnt || bad umount
+  ok "$mode"
 elif [ "${mode#rf-}" != "$mode" ]; then
   # Real programs on ext4 as a user runs them: mkfs discards the whole disk, the file
   # system is mounted with -o discard (deleted files' blocks are trimmed at once).
@@ -517,6 +551,46 @@ if [ "$capture_mode" = waogc ] || [ "$capture_mode" = waogc-real ]; then
   grep -E "GUEST-MARK" "$work/console.log" | tr '\n' ' '; echo
   echo "   $(grep -c ' Q ' "$capture") requests recorded in $capture ($((SECONDS - t0)) s)"
   grep "shut down cleanly" "$work/serve.err" | tail -1
+  exit 0
+fi
+if [ "$capture_mode" = emu-sqlite ]; then
+  echo "-- SQLite in the guest on a full device, serve --timing emulate: WAO-GC against pure page-level (k9k8g08u0b, 128 blocks per plane)"
+  rows=()
+  for scheme in wao-gc pure; do
+    rm -f "$work/disk.chip" "$work/disk.chip.ftl.toml"
+    start_server "$work/disk.chip" --create k9k8g08u0b --blocks-per-plane 128 --ftl "$root/examples/realtime/$scheme.toml" --timing emulate
+    t0=$SECONDS; GUEST_TIMEOUT=3000 boot emu-sqlite 4096
+    kill -USR1 "$server_pid"; sleep 0.5
+    stats=$(grep '^{' "$work/serve.err" | tail -1)
+    stop_server TERM
+    times=$(sed -n 's/.*GUEST-SQLITE-US \(.*\)/\1/p' "$work/console.log" | tr -d '\r')
+    row=$(python3 -c '
+import json, sys
+s, scheme, times = json.loads(sys.argv[1]), sys.argv[2], dict(kv.split("=") for kv in sys.argv[3].split())
+b, em = s.get("latency_bound") or {}, s["emulation"]
+print("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %d / %d |" % (scheme, times["n"],
+    *(int(times[k]) / 1e3 for k in ("p50", "p99", "p999", "max")), em["device_us"]["max"] / 1e3,
+    b.get("write_ns", 0) / 1e6, "%.2f" % s["waf"], em["lag_us"]["p99"], em["lag_us"]["max"]))' "$stats" "$scheme" "$times")
+    rows+=("$row")
+    echo "   $row ($((SECONDS - t0)) s)"
+  done
+  if [ -n "$capture" ]; then
+    mkdir -p "$(dirname "$capture")"
+    { echo "# SQLite in a Linux guest on an emulated full device: WAO-GC against pure page-level"
+      echo
+      echo "Generated by \`scripts/nbd-guest.sh NANDLAB --emulated-sqlite REPORT\` (commit \`$(git -C "$root" rev-parse --short HEAD)\`, $(date -u +%F)); do not edit by hand."
+      echo "A Linux guest (qemu TCG) has its disk on \`nandlab serve --timing emulate\` (k9k8g08u0b, 128 blocks per"
+      echo "plane, each scheme's FTL file from \`examples/realtime/\`). It writes the whole disk, makes ext4 without a"
+      echo "discard, and runs SQLite (WAL, synchronous=FULL, each statement its own transaction: 1,500 inserts and"
+      echo "375 updates) timing every statement with sqlite3's own \`.timer\` (millisecond resolution). The guest's"
+      echo "CPU is emulated, so its own time per statement is large; the schemes differ in what the device adds."
+      echo
+      echo "| scheme | statements | p50 (ms) | p99 | p99.9 | max | device max (ms) | write bound (ms) | WAF | lag p99 / max (µs) |"
+      echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+      printf '%s\n' "${rows[@]}"
+    } >"$capture"
+    echo "   written: $capture"
+  fi
   exit 0
 fi
 if [ "$capture_mode" = live ]; then

@@ -293,9 +293,9 @@ impl<S: Storage> Chip<S> {
         &self.counters
     }
 
-    /// Pages whose program time the packed page table keeps in its side table (their
-    /// block's 32-bit offsets could not hold it): memory accounting of huge chips.
-    pub fn page_times_aside(&self) -> usize {
+    /// Pages whose state the packed page table keeps whole in its side table (it did not
+    /// fit the packed form): memory accounting of huge chips.
+    pub fn page_states_aside(&self) -> usize {
         self.pages.spilled()
     }
 

@@ -446,8 +446,8 @@ fn big_device(a: &BenchArgs) -> Result<()> {
     }
     let chip = big.engine.volume().controller().chip();
     println!(
-        "aside       {} program times beside the packed page table, {} spare prefixes kept verbatim (no compact form)",
-        chip.page_times_aside(),
+        "aside       {} page states kept whole beside the packed page table, {} spare prefixes kept verbatim (no compact form)",
+        chip.page_states_aside(),
         chip.storage().verbatim_pages()
     );
     if let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
