@@ -595,7 +595,8 @@ print("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %d / %d |" % (
       echo "375 updates) timing every statement with sqlite3's own \`.timer\` (millisecond resolution). The guest's"
       echo "CPU is emulated, so its own time per statement is large; the schemes differ in what the device adds."
       echo "The server's columns (device, lag) cover the SQLite run alone: its statistics restart (SIGUSR2) when the"
-      echo "guest has written the disk and made the file system."
+      echo "guest has written the disk and made the file system. The write bound is per page; a request (an ext4"
+      echo "journal commit, a WAL append) is several pages, so its device time can be several bounds."
       echo
       echo "| scheme | statements | p50 (ms) | p99 | p99.9 | max | device max (ms) | write bound (ms) | WAF | lag p99 / max (µs) |"
       echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
