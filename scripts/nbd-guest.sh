@@ -618,7 +618,10 @@ print("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | %.2f / %.2f / %.2f 
       echo
       echo "The simulator's columns replay the trace the server recorded (\`nandlab run --warmup-trace\`: what came"
       echo "before SQLite replayed unmeasured): its requests' write and flush p99 and its slowest request, beside the"
-      echo "emulation's device time per request (p99 / max over all of SQLite's requests)."
+      echo "emulation's device time per request (p99 / max over all of SQLite's requests). The two run the FTL's"
+      echo "idle-time work at different moments (the server after 200 ms without a request, the simulator in its idle"
+      echo "gaps), so their FTL states drift apart: which flushes write a checkpoint (WAO-GC's flush bound is 48.7 ms)"
+      echo "differs between them, and so can the slowest request."
       echo
       echo "| scheme | statements | p50 (ms) | p99 | p99.9 | max | emulated device p99 / max (ms) | simulator write p99 / flush p99 / max (ms) | write bound (ms) | WAF | lag p99 / max (µs) |"
       echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
