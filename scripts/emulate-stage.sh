@@ -8,6 +8,9 @@
 # 32 beside the simulator's closed-loop IOPS for the same reads, the replies' lag behind
 # the simulated completions, and the server's CPU time per request.
 # Usage: scripts/emulate-stage.sh [path/to/nandlab] [--quick]
+# EMU_PRESET (tiny-mlc), EMU_BLOCKS (1024 blocks per plane) and EMU_FTL (an FTL file,
+# examples/ftl/page.toml; `default` for serve's default, the combined profile) pick the
+# volume. (With the combined profile the replay does not match yet: see docs/emulation.md.)
 set -euo pipefail
 NANDLAB=${1:-target/release/nandlab}
 NANDLAB=$(realpath "$NANDLAB")
@@ -21,9 +24,15 @@ fill_mib=16
 
 echo "== emulate stage: $NANDLAB on $url (jobs of $secs s)"
 cd "$work"
-# tiny-mlc, 1024 blocks per plane, the page-level FTL; no bit errors (serve's model).
-start_server "$work/emu.chip" --create tiny-mlc --blocks-per-plane 1024 \
-  --ftl "$root/examples/ftl/page.toml" --timing emulate --record-trace "$work/rec.blktrace"
+# tiny-mlc, 1024 blocks per plane, the page-level FTL unless EMU_* say otherwise; no bit
+# errors (serve's model).
+preset=${EMU_PRESET:-tiny-mlc}
+blocks=${EMU_BLOCKS:-1024}
+ftl=(--ftl "${EMU_FTL:-$root/examples/ftl/page.toml}")
+[ "${EMU_FTL:-}" = default ] && ftl=()
+echo "   volume: $preset, $blocks blocks per plane, FTL ${EMU_FTL:-examples/ftl/page.toml}"
+start_server "$work/emu.chip" --create "$preset" --blocks-per-plane "$blocks" \
+  "${ftl[@]}" --timing emulate --record-trace "$work/rec.blktrace"
 sed 's/^/   /' "$work/serve.out"
 grep -q '^timing: emulated' "$work/serve.out" || fail "the server does not say it emulates timing"
 cpu() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
@@ -58,14 +67,14 @@ echo "   SIGKILL with timing emulated: every fsynced block verified after the re
 cat >"$work/replay.toml" <<EOF
 name = "serve --timing emulate, replayed"
 [chip]
-preset = "tiny-mlc"
+preset = "$preset"
 [chip.geometry]
-blocks_per_plane = 1024
+blocks_per_plane = $blocks
 [controller]
 mode = "bytes"
 [errors]
 model = "none"
-$(cat "$root/examples/ftl/page.toml")
+$(cat "$work/emu.chip.ftl.toml")
 [precondition]
 enabled = false
 [workload]
