@@ -64,22 +64,7 @@ stop_server TERM
 echo "   SIGKILL with timing emulated: every fsynced block verified after the restart"
 
 # The replay's experiment: the image's chip and FTL, serve's controller and error model.
-cat >"$work/replay.toml" <<EOF
-name = "serve --timing emulate, replayed"
-[chip]
-preset = "$preset"
-[chip.geometry]
-blocks_per_plane = $blocks
-[controller]
-mode = "bytes"
-[errors]
-model = "none"
-$(cat "$work/emu.chip.ftl.toml")
-[precondition]
-enabled = false
-[workload]
-requests = 1
-EOF
+replay_toml "$preset" "$blocks" "$work/emu.chip.ftl.toml" >"$work/replay.toml"
 
 python3 - "$work" "$NANDLAB" "$cpu0" "$cpu1" "$fill_mib" <<'PY' || fail "emulated latencies differ from the simulator's"
 import json, subprocess, sys

@@ -37,3 +37,13 @@ stop_server() {
   kill "-$1" "$server_pid"
   wait "$server_pid" 2>/dev/null || [ "$1" = KILL ] || fail "unclean exit after SIG$1"
 }
+
+# replay_toml PRESET BLOCKS_PER_PLANE FTL_FILE: an experiment that replays what a server
+# on that image saw (its chip and FTL file; serve's controller and error model, no
+# preconditioning), for `nandlab run --trace`.
+replay_toml() {
+  printf '[chip]\npreset = "%s"\n[chip.geometry]\nblocks_per_plane = %s\n' "$1" "$2"
+  printf '[controller]\nmode = "bytes"\n[errors]\nmodel = "none"\n'
+  cat "$3"
+  printf '[precondition]\nenabled = false\n[workload]\nrequests = 1\n'
+}

@@ -583,9 +583,7 @@ cut = max(i for i in range(1, len(lines)) if float(lines[i].split()[3]) - float(
 open(f"{sys.argv[2]}/warm.blktrace", "w").write("\n".join(lines[:cut]) + "\n")
 open(f"{sys.argv[2]}/meas.blktrace", "w").write("\n".join(lines[cut:]) + "\n")
 PY
-    { printf '[chip]\npreset = "k9k8g08u0b"\n[chip.geometry]\nblocks_per_plane = 128\n[controller]\nmode = "bytes"\n[errors]\nmodel = "none"\n'
-      cat "$root/examples/realtime/$scheme.toml"
-      printf '[precondition]\nenabled = false\n[workload]\nrequests = 1\n'; } >"$work/replay.toml"
+    replay_toml k9k8g08u0b 128 "$root/examples/realtime/$scheme.toml" >"$work/replay.toml"
     "$NANDLAB" run --config "$work/replay.toml" --trace "$work/meas.blktrace" --warmup-trace "$work/warm.blktrace" \
       --format blkparse --json "$work/replay.json" --quiet >/dev/null || fail "$scheme: replay"
     row=$(python3 -c '

@@ -343,7 +343,7 @@ impl nand::backend::SparePacker for RecordPacker {
 
     fn unpack(&self, packed: &[u8], kept: &mut [u8]) {
         let t = packed[0];
-        kept[..HEADER_BYTES].copy_from_slice(&[t, t, t, LAYOUT_VERSION]);
+        kept[..HEADER_BYTES].copy_from_slice(&crate::header(t as u32));
         // lpn, seq's low 48 bits; seq's high bytes and the CRC stay zero.
         let mut r = [0u8; RECORD_BYTES];
         r[0..14].copy_from_slice(&packed[2..16]);

@@ -783,11 +783,11 @@ impl<S: Storage> Chip<S> {
         let b = &mut self.blocks[bi];
         b.reads_since_erase = b.reads_since_erase.saturating_add(1);
         self.save_block(bi)?;
-        let mut m = self.page_meta(bi, page);
-        if !m.is_erased() {
-            m = self.pages.count_read(bi, page);
-            self.storage.save_page(pi, &m)?;
+        if self.pages.is_erased(bi, page) {
+            return Ok(self.page_meta(bi, page));
         }
+        let m = self.pages.count_read(bi, page);
+        self.storage.save_page(pi, &m)?;
         Ok(m)
     }
 

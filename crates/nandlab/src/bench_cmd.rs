@@ -83,17 +83,20 @@ fn device(capacity: u64, bytes_mode: bool, op: f64) -> Result<sim::Experiment> {
     device_with(capacity, bytes_mode, op, "\"fixed\"")
 }
 
-/// The benchmark device with ECC-strength policy `ecc` (a TOML value for `ftl.page.ecc`).
-fn device_with(capacity: u64, bytes_mode: bool, op: f64, ecc: &str) -> Result<sim::Experiment> {
-    let ftl = format!("[ftl.page]\nover_provisioning = {op}\necc_t = 8\necc = {ecc}\n");
-    device_ftl(capacity, bytes_mode, &ftl, "auto")
+/// The page FTL's `[ftl]` tables: over-provisioning `op`, t = 8, ECC-strength policy `ecc`
+/// (a TOML value for `ftl.page.ecc`).
+fn page_ftl(op: f64, ecc: &str) -> String {
+    format!("[ftl.page]\nover_provisioning = {op}\necc_t = 8\necc = {ecc}\n")
 }
 
-/// The benchmark device (fixed t = 8, over-provisioning `op`) with `[controller]
-/// pack_spare = pack`.
+/// The benchmark device with ECC-strength policy `ecc`.
+fn device_with(capacity: u64, bytes_mode: bool, op: f64, ecc: &str) -> Result<sim::Experiment> {
+    device_ftl(capacity, bytes_mode, &page_ftl(op, ecc), "auto")
+}
+
+/// The digest-mode benchmark device (fixed t = 8) with `[controller] pack_spare = pack`.
 fn device_packed(capacity: u64, op: f64, pack: &str) -> Result<sim::Experiment> {
-    let ftl = format!("[ftl.page]\nover_provisioning = {op}\necc_t = 8\necc = \"fixed\"\n");
-    device_ftl(capacity, false, &ftl, pack)
+    device_ftl(capacity, false, &page_ftl(op, "\"fixed\""), pack)
 }
 
 /// The benchmark device with `ftl` as its `[ftl]` tables (TOML).

@@ -165,8 +165,7 @@ impl RamStorage {
             // bytes per page of a huge chip).
             let mut whole = RamStorage::new(geometry);
             if let Some(f) = whole.frames.as_mut() {
-                f.of = Vec::new();
-                f.sparse = Some(BTreeMap::new());
+                f.of = FrameIndex::Sparse(BTreeMap::new());
                 // A few blocks' pages: chunks of one huge page, not thousands of frames
                 // allocated (and copied with the store) for a handful written.
                 f.chunk = (WHOLE_CHUNK_BYTES / f.page_size.max(1)).clamp(1, CHUNK);
@@ -437,16 +436,17 @@ impl Storage for RamStorage {
         let (b, p) = self.split(page);
         self.prefetch_slot(b, p);
         if let Some(f) = &self.frames {
-            crate::hint::prefetch(&f.of, page as usize);
+            if let FrameIndex::Dense(of) = &f.of {
+                crate::hint::prefetch(of, page as usize);
+            }
         }
     }
 
     fn prefetch_data(&self, page: u64) {
         if let Some(f) = &self.frames {
-            if let Some(&n) = f.of.get(page as usize) {
-                if n != NONE {
-                    crate::hint::prefetch_lines(f.bytes(n));
-                }
+            let n = f.frame_of(page);
+            if n != NONE {
+                crate::hint::prefetch_lines(f.bytes(n));
             }
         }
     }
@@ -490,12 +490,8 @@ impl Storage for RamStorage {
 #[derive(Debug)]
 struct Frames {
     page_size: usize,
-    /// Frame of each flat page index (`NONE` while the page holds no data); empty when
-    /// `sparse` indexes the frames instead.
-    of: Vec<u32>,
-    /// Frame of each page that has one, for a store that keeps a few blocks of a large
-    /// chip (a digest-mode chip's whole blocks).
-    sparse: Option<BTreeMap<u64, u32>>,
+    /// Each page's frame.
+    of: FrameIndex,
     /// Frame memory, `chunk` frames per allocation.
     chunks: Vec<Box<[u8]>>,
     /// Frames per allocation: [`CHUNK`], or fewer for a store that keeps a few blocks.
@@ -504,6 +500,16 @@ struct Frames {
     refs: Vec<u32>,
     /// Frames referred to by no page.
     free: Vec<u32>,
+}
+
+/// Which frame each page holds.
+#[derive(Debug, Clone)]
+enum FrameIndex {
+    /// Per flat page index (`NONE` while the page holds no data): a whole-page chip.
+    Dense(Vec<u32>),
+    /// The pages that have a frame only: a store that keeps a few blocks of a large chip
+    /// (a digest-mode chip's whole blocks, which may sit anywhere on it).
+    Sparse(BTreeMap<u64, u32>),
 }
 
 /// No frame.
@@ -535,7 +541,6 @@ impl Clone for Frames {
         Frames {
             page_size: self.page_size,
             of: self.of.clone(),
-            sparse: self.sparse.clone(),
             chunks,
             chunk: self.chunk,
             refs: self.refs.clone(),
@@ -548,8 +553,7 @@ impl Frames {
     fn new(geometry: &Geometry) -> Self {
         Frames {
             page_size: geometry.page_size as usize,
-            of: vec![NONE; geometry.total_pages() as usize],
-            sparse: None,
+            of: FrameIndex::Dense(vec![NONE; geometry.total_pages() as usize]),
             chunks: Vec::new(),
             chunk: CHUNK,
             refs: Vec::new(),
@@ -603,23 +607,23 @@ impl Frames {
     /// Points `page` at frame `f` (`NONE`: at none).
     #[inline]
     fn set(&mut self, page: u64, f: u32) {
-        match &mut self.sparse {
-            Some(m) if f == NONE => {
+        match &mut self.of {
+            FrameIndex::Sparse(m) if f == NONE => {
                 m.remove(&page);
             }
-            Some(m) => {
+            FrameIndex::Sparse(m) => {
                 m.insert(page, f);
             }
-            None => self.of[page as usize] = f,
+            FrameIndex::Dense(of) => of[page as usize] = f,
         }
     }
 
     /// `page`'s frame (`NONE`: none).
     #[inline]
     fn frame_of(&self, page: u64) -> u32 {
-        match &self.sparse {
-            Some(m) => m.get(&page).copied().unwrap_or(NONE),
-            None => self.of.get(page as usize).copied().unwrap_or(NONE),
+        match &self.of {
+            FrameIndex::Sparse(m) => m.get(&page).copied().unwrap_or(NONE),
+            FrameIndex::Dense(of) => of.get(page as usize).copied().unwrap_or(NONE),
         }
     }
 
