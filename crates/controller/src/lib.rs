@@ -538,12 +538,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
             self.clean_ecc.resize(t as usize + 1, Nanos::ZERO);
         }
         // Decode time of a page read without errors: the record and every sector clean.
+        let pprof = self.pprof_decode_time(0);
         let lat = &self.cfg.latency;
-        let pprof = if self.pprof_code.is_some() {
-            lat.decode(layout::PPROF_DATA_BYTES, layout::PPROF_T, 0)
-        } else {
-            Nanos::ZERO
-        };
         self.clean_ecc[t as usize] = lat.decode(RECORD_BYTES, RECORD_T, 0)
             + pprof
             + lat.decode_sectors(l.sector_size, l.sectors, t, 0);
@@ -556,12 +552,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
     /// [`layout`](Controller::layout) does.
     pub fn worst_decode(&mut self, t: u32) -> Result<Nanos, CtlError> {
         let l = self.layout(t)?;
+        let pprof = self.pprof_decode_time(layout::PPROF_T);
         let lat = &self.cfg.latency;
-        let pprof = if self.pprof_code.is_some() {
-            lat.decode(layout::PPROF_DATA_BYTES, layout::PPROF_T, layout::PPROF_T)
-        } else {
-            Nanos::ZERO
-        };
         Ok(lat.decode(RECORD_BYTES, RECORD_T, RECORD_T)
             + pprof
             + lat.decode_sectors(l.sector_size, l.sectors, l.t, l.t * l.sectors as u32))

@@ -69,6 +69,19 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         Ok(())
     }
 
+    /// Decoder time of the PPROF codeword holding `errors` errors (zero when pages carry
+    /// none). Every path that decodes the codeword charges it: the clean shortcut, the
+    /// decoding path, the spare-only read of a recovery scan and the worst-case bound.
+    pub(crate) fn pprof_decode_time(&self, errors: u32) -> Nanos {
+        if self.pprof_code.is_some() {
+            self.cfg
+                .latency
+                .decode(layout::PPROF_DATA_BYTES, layout::PPROF_T, errors)
+        } else {
+            Nanos::ZERO
+        }
+    }
+
     /// Injects `k` errors into the PPROF codeword of a page at layout `l` and decodes it.
     /// `None` (counted in `pprof_failures` when the page has one): no codeword, or it did
     /// not decode, or it names another strength than the page's header.

@@ -115,6 +115,7 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                     let regions = self.meta_regions();
                     split_errors(&mut self.rng, &self.model, &age, &regions, &mut counts);
                     let failed = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, RECORD_T);
+                    let pprof_ns = self.pprof_decode_time(counts[2] as u32);
                     self.decode_header_and_record(addr, &mut spare, counts[0], counts[1], damaged)
                         .map_err(|e| e.timed(timing, failed))
                         .map(|(record, corrected, layout)| {
@@ -123,7 +124,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
                                 record,
                                 corrected,
                                 timing,
-                                ecc: self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected),
+                                ecc: self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected)
+                                    + pprof_ns,
                                 pprof,
                             })
                         })
@@ -397,7 +399,8 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         // (The record names the same strength, or decoding failed above.)
         let kind = Some(record.kind);
         let t = layout.t;
-        let mut ecc = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected);
+        let mut ecc = self.cfg.latency.decode(RECORD_BYTES, RECORD_T, corrected)
+            + self.pprof_decode_time(k_pprof as u32);
         let mut max_cw = corrected;
         self.stats.reads += 1;
         if digest {

@@ -679,3 +679,50 @@ fn block_variation_and_a_retention_step_scale_the_rate() {
     let mut c = ctl("tiny-mlc", ConstantRber(0.0), 1);
     assert!(c.set_error_draw(bad).is_err());
 }
+
+/// The PPROF codeword's decode is charged on every path that decodes it: a read the
+/// error model left clean (the shortcut), a read decoded in full (here forced by
+/// `verify_stored`) and a spare-only read of a recovery scan all cost the PPROF
+/// decode more with the codeword than without, by the same amount.
+#[test]
+fn pprof_decode_is_charged_on_every_read_path() {
+    let read = |pprof: bool, verify_stored: bool| {
+        let mut c = Controller::new(
+            chip("tiny-mlc"),
+            ConstantRber(0.0),
+            ControllerConfig {
+                verify_stored,
+                ..ControllerConfig::default()
+            },
+        )
+        .unwrap();
+        if pprof {
+            c.enable_pprof().unwrap();
+        }
+        let p = page(c.chip(), 1, 0);
+        let rec = OobRecord::new(3, 1, PageKind::User(DataClass::NORMAL));
+        c.program(Nanos::ZERO, p, &data(4096, 5), rec, 8).unwrap();
+        let mut out = vec![0u8; 4096];
+        let PageRead::Data(full) = c.read(Nanos::from_ms(1), p, &mut out).unwrap() else {
+            panic!("erased")
+        };
+        let PageRead::Data(spare) = c.read_record(Nanos::from_ms(2), p).unwrap() else {
+            panic!("erased")
+        };
+        (full.ecc, spare.ecc)
+    };
+    let l = EccLatency::default();
+    let pprof = l.decode(
+        controller::layout::PPROF_DATA_BYTES,
+        controller::layout::PPROF_T,
+        0,
+    );
+    for verify in [false, true] {
+        let (full_off, spare_off) = read(false, verify);
+        let (full_on, spare_on) = read(true, verify);
+        assert_eq!(full_on, full_off + pprof, "full read, verify_stored {verify}");
+        assert_eq!(spare_on, spare_off + pprof, "spare read, verify_stored {verify}");
+    }
+    // Clean shortcut and full decode agree when errors do not weigh on the time.
+    assert_eq!(read(true, false).0, read(true, true).0);
+}
