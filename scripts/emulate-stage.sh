@@ -10,7 +10,7 @@
 # Usage: scripts/emulate-stage.sh [path/to/nandlab] [--quick]
 # EMU_PRESET (tiny-mlc), EMU_BLOCKS (1024 blocks per plane) and EMU_FTL (an FTL file,
 # examples/ftl/page.toml; `default` for serve's default, the combined profile) pick the
-# volume. (With the combined profile the replay does not match yet: see docs/emulation.md.)
+# volume. The replays give the FTL idle time as serve does (after 0.2 s without a request).
 set -euo pipefail
 NANDLAB=${1:-target/release/nandlab}
 NANDLAB=$(realpath "$NANDLAB")
@@ -93,6 +93,8 @@ def replay(i):
     open(f"{work}/meas{i}.blktrace", "w").write("\n".join(phases[i]) + "\n")
     subprocess.run([nandlab, "run", "--config", f"{work}/replay.toml", "--trace", f"{work}/meas{i}.blktrace",
                     "--warmup-trace", f"{work}/warm{i}.blktrace", "--format", "blkparse",
+                    # serve's idle policy: the FTL's idle-time work after 0.2 s without a request
+                    "--idle-after", "0.2",
                     "--json", f"{work}/replay{i}.json", "--quiet"], check=True, stdout=subprocess.DEVNULL)
     return json.load(open(f"{work}/replay{i}.json"))
 bad = 0

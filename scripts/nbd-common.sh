@@ -11,7 +11,8 @@ cleanup() {
   for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
   # A libnbd certificate folder a stage made for fio (see nbd-stage.sh), never one it found.
   if [ -n "$made_pki" ]; then rm -rf "$made_pki"; rmdir /etc/pki 2>/dev/null || true; fi
-  rm -rf "$work"
+  # NBD_KEEP_WORK=DIR keeps the work folder there for a look after the run.
+  if [ -n "${NBD_KEEP_WORK:-}" ]; then rm -rf "$NBD_KEEP_WORK"; mv "$work" "$NBD_KEEP_WORK"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 fail() { echo "FAILED: $*" >&2; exit 1; }

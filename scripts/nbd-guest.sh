@@ -585,7 +585,7 @@ open(f"{sys.argv[2]}/meas.blktrace", "w").write("\n".join(lines[cut:]) + "\n")
 PY
     replay_toml k9k8g08u0b 128 "$root/examples/realtime/$scheme.toml" >"$work/replay.toml"
     "$NANDLAB" run --config "$work/replay.toml" --trace "$work/meas.blktrace" --warmup-trace "$work/warm.blktrace" \
-      --format blkparse --json "$work/replay.json" --quiet >/dev/null || fail "$scheme: replay"
+      --format blkparse --idle-after 0.2 --json "$work/replay.json" --quiet >/dev/null || fail "$scheme: replay"
     row=$(python3 -c '
 import json, sys
 s, scheme, times = json.loads(sys.argv[1]), sys.argv[2], dict(kv.split("=") for kv in sys.argv[3].split())
@@ -616,10 +616,10 @@ print("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f / %.2f | %.2f / %.2f / %.2f 
       echo
       echo "The simulator's columns replay the trace the server recorded (\`nandlab run --warmup-trace\`: what came"
       echo "before SQLite replayed unmeasured): its requests' write and flush p99 and its slowest request, beside the"
-      echo "emulation's device time per request (p99 / max over all of SQLite's requests). The two run the FTL's"
-      echo "idle-time work at different moments (the server after 200 ms without a request, the simulator in its idle"
-      echo "gaps), so their FTL states drift apart: which flushes write a checkpoint (WAO-GC's flush bound is 48.7 ms)"
-      echo "differs between them, and so can the slowest request."
+      echo "emulation's device time per request (p99 / max over all of SQLite's requests). Both give the FTL idle"
+      echo "time after 200 ms without a request (the replay with \`--idle-after 0.2\`); the server's idle work starts"
+      echo "on the wall clock, the replay's at the trace's times, so which flushes write a checkpoint (WAO-GC's flush"
+      echo "bound is 48.7 ms) can still differ between them, and so can the slowest request."
       echo
       echo "| scheme | statements | p50 (ms) | p99 | p99.9 | max | emulated device p99 / max (ms) | simulator write p99 / flush p99 / max (ms) | write bound (ms) | WAF | lag p99 / max (µs) |"
       echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

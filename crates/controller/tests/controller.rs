@@ -720,8 +720,16 @@ fn pprof_decode_is_charged_on_every_read_path() {
     for verify in [false, true] {
         let (full_off, spare_off) = read(false, verify);
         let (full_on, spare_on) = read(true, verify);
-        assert_eq!(full_on, full_off + pprof, "full read, verify_stored {verify}");
-        assert_eq!(spare_on, spare_off + pprof, "spare read, verify_stored {verify}");
+        assert_eq!(
+            full_on,
+            full_off + pprof,
+            "full read, verify_stored {verify}"
+        );
+        assert_eq!(
+            spare_on,
+            spare_off + pprof,
+            "spare read, verify_stored {verify}"
+        );
     }
     // Clean shortcut and full decode agree when errors do not weigh on the time.
     assert_eq!(read(true, false).0, read(true, true).0);

@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// leaves (e.g. `serve --record-trace` split at the start of the measured job).
     #[arg(long, requires = "trace")]
     warmup_trace: Option<PathBuf>,
+    /// Seconds without a request after which the FTL gets idle time until the next one
+    /// arrives (`[trace] idle_after_s`; `serve` waits 0.2 s). Default: no idle periods.
+    #[arg(long, requires = "trace")]
+    idle_after: Option<f64>,
     /// Override the seed.
     #[arg(long)]
     seed: Option<u64>,
@@ -136,6 +140,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                 _ => sim::BlkAction::Q,
             },
             repeat: a.repeat,
+            idle_after_s: a.idle_after,
         });
         cfg.load.mode = sim::config::LoadKind::Open;
         if a.config.is_none() {
@@ -180,10 +185,29 @@ pub fn run(a: RunArgs) -> Result<()> {
     if let (Some(w), Some(t)) = (&a.warmup_trace, &exp.config.trace) {
         let opts = sim::TraceOptions {
             wrap: t.wrap,
+            fit: t.fit,
             device: t.device.clone(),
             blkparse_action: t.blkparse_action,
             ..sim::TraceOptions::new(exp.engine.capacity())
         };
+        // The parts of one recording: the measured part continues the warm-up's times
+        // (the gap between them is idle like any other) when it starts after it ended.
+        let opts = sim::TraceOptions {
+            idle_after: t.idle_after_s.map(|s| nand::Nanos((s * 1e9) as u64)),
+            ..opts
+        };
+        let warm = sim::TraceReader::span(w, t.format, &opts)?;
+        let measured = sim::TraceReader::span(&t.path, t.format, &opts)?;
+        if let (Some(warm), Some(m), 1) = (warm, measured, t.repeat) {
+            if m.first >= warm.last {
+                let opts = sim::TraceOptions {
+                    resume: Some(warm),
+                    ..opts.clone()
+                };
+                exp.source = Box::new(sim::TraceReader::open(&t.path, t.format, &opts)?);
+                exp.warmup_continues = true;
+            }
+        }
         exp.warmup = Some(Box::new(sim::TraceReader::open(w, t.format, &opts)?));
     }
     let bar = progress_bar(a.quiet);

@@ -100,7 +100,7 @@ fn run_is_deterministic_and_writes_reports() {
     assert_eq!(v["host"]["mismatches"], 0);
     assert!(std::fs::read_to_string(&c)
         .unwrap()
-        .starts_with("key,value\n"));
+        .starts_with("key,value,unit\n"));
     // A different seed gives a different run.
     let o = nandlab(&[
         "run",

@@ -265,6 +265,11 @@ pub struct TraceSection {
     /// writes less than the chip holds.
     #[serde(default = "one")]
     pub repeat: u32,
+    /// Seconds without a request after which the FTL gets idle time until the next one
+    /// arrives (its background hook: GC, erases, scrubs, checkpoint steps), as `nandlab
+    /// serve` gives it after 0.2 s; unset: a trace has no idle periods.
+    #[serde(default)]
+    pub idle_after_s: Option<f64>,
 }
 
 fn one() -> u32 {
@@ -420,6 +425,9 @@ pub struct Experiment {
     /// Requests replayed after preconditioning and before `source`, not measured (the
     /// state a recorded trace's first part leaves: `nandlab run --warmup-trace`).
     pub warmup: Option<Box<dyn RequestSource>>,
+    /// The measured source's arrivals continue the warm-up's: both count from the time the
+    /// warm-up began (the parts of one recorded trace; see `trace::Resume`).
+    pub warmup_continues: bool,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -526,8 +534,16 @@ impl ExperimentConfig {
             fit: t.fit,
             device: t.device.clone(),
             blkparse_action: t.blkparse_action,
+            idle_after: t.idle_after_s.map(|s| Nanos((s * 1e9) as u64)),
             ..crate::trace::TraceOptions::new(0)
         });
+        if let Some(s) = self.trace.as_ref().and_then(|t| t.idle_after_s) {
+            if !(0.0..1e9).contains(&s) {
+                errs.push(format!(
+                    "trace.idle_after_s = {s}: expected a number of seconds, 0 or more"
+                ));
+            }
+        }
         let mut fit_note = None;
         let ftl = match (&self.trace, &trace_path, &trace_opts) {
             (Some(t), Some(path), Some(opts)) if t.fit => {
@@ -598,6 +614,7 @@ impl ExperimentConfig {
             mode,
             fit_note,
             warmup: None,
+            warmup_continues: false,
         })
     }
 

@@ -23,7 +23,7 @@ pub use config::{Experiment, ExperimentConfig};
 pub use engine::{Background, Engine, Fifo, LoadMode, Progress, Scheduler};
 pub use metrics::{Metrics, Report, ReportInput};
 pub use request::{ReqKind, Request};
-pub use trace::{BlkAction, TraceFormat, TraceOptions, TraceReader};
+pub use trace::{BlkAction, Resume, TraceFormat, TraceOptions, TraceReader};
 pub use workload::{RequestSource, Synthetic, SyntheticConfig};
 
 use thiserror::Error;
@@ -81,14 +81,19 @@ impl Experiment {
                 self.config.seed ^ 0x9E37,
             )?;
         }
+        let mut base = self.engine.clock();
         if let Some(w) = self.warmup.as_mut() {
             self.engine.run(&mut **w, self.mode, &mut |_| {})?;
             self.engine.reset_metrics();
         }
+        if !(self.warmup.is_some() && self.warmup_continues) {
+            base = self.engine.clock();
+        }
         let baseline = self.engine.counters();
         let ecc_baseline = self.engine.ftl().ecc_stats();
         let busy0: u64 = self.engine.die_busy().iter().map(|t| t.0).sum();
-        self.engine.run(&mut *self.source, self.mode, progress)?;
+        self.engine
+            .run_from(base, &mut *self.source, self.mode, progress)?;
         let counters = self.engine.counters();
         let ftl = self.engine.ftl();
         let mut report = Report::build(ReportInput {

@@ -93,6 +93,32 @@ pub struct TraceOptions {
     /// `None`: the first one seen; [`ALL_DEVICES`]: all of them, merged into one address
     /// space (explicitly).
     pub device: Option<String>,
+    /// A gap between two requests longer than this is a host idle period: the FTL's
+    /// background hook runs from this long after the earlier request until the later one
+    /// arrives (as `nandlab serve` gives a volume idle time after
+    /// [`SERVE_IDLE_AFTER`] without requests). `None`: the trace has no idle periods,
+    /// only arrivals.
+    pub idle_after: Option<Nanos>,
+    /// This trace is the later part of one recording whose earlier part was replayed
+    /// first (`nandlab run --warmup-trace`): its times count from the earlier part's first
+    /// request, and the gap between the parts is idle like any other.
+    pub resume: Option<Resume>,
+}
+
+/// How long `nandlab serve` waits without a request before it gives the FTL idle time; a
+/// replay of a trace it recorded uses the same (`[trace] idle_after_s`).
+pub const SERVE_IDLE_AFTER: Nanos = Nanos(200_000_000);
+
+/// Where the earlier part of a recording began and ended: the raw trace times (ns) of
+/// its first and last requests ([`TraceReader::span`]). A later part that starts before
+/// the earlier one ended is not its continuation: its times count from its own first
+/// request, as without `resume`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    /// Raw time of the earlier part's first request.
+    pub first: u64,
+    /// Raw time of its last request.
+    pub last: u64,
 }
 
 impl TraceOptions {
@@ -104,6 +130,8 @@ impl TraceOptions {
             fit: false,
             blkparse_action: BlkAction::Q,
             device: None,
+            idle_after: None,
+            resume: None,
         }
     }
 }
@@ -175,6 +203,8 @@ pub struct TraceReader {
     opts: TraceOptions,
     origin: Option<u64>,
     last: Nanos,
+    /// Arrival of the previous request (the gap before the next one may be idle).
+    prev: Option<Nanos>,
     device: Option<String>,
     pending: VecDeque<Request>,
     counts: Counts,
@@ -225,6 +255,7 @@ impl TraceReader {
             opts: opts.clone(),
             origin: None,
             last: Nanos::ZERO,
+            prev: None,
             device: opts.device.clone(),
             pending: VecDeque::new(),
             counts: Counts::default(),
@@ -259,6 +290,36 @@ impl TraceReader {
             }
         }
         Ok(e)
+    }
+
+    /// The raw times (ns) of the first and last requests `opts` replays from the trace
+    /// (`None` if it has none): what a later part of the same recording resumes from.
+    pub fn span(
+        path: &Path,
+        format: TraceFormat,
+        opts: &TraceOptions,
+    ) -> Result<Option<Resume>, SimError> {
+        let unbounded = TraceOptions {
+            capacity: u64::MAX,
+            wrap: false,
+            fit: false,
+            resume: None,
+            ..opts.clone()
+        };
+        let mut r = TraceReader::open(path, format, &unbounded)?;
+        while let Some(q) = r.next_request() {
+            q?;
+        }
+        Ok(r.origin.map(|first| Resume {
+            first,
+            last: first + r.last.0,
+        }))
+    }
+
+    /// Whether this trace continues an earlier part's times (`opts.resume` applied: its
+    /// first request came after the earlier part's last). Known once a request was read.
+    pub fn resumed(&self) -> bool {
+        matches!((self.origin, self.opts.resume), (Some(o), Some(r)) if o == r.first)
     }
 
     /// What the replay skipped, clamped, folded or split, in words (empty if nothing).
@@ -511,16 +572,19 @@ impl TraceReader {
         kind: ReqKind,
         offset: u64,
         len: u64,
+        idle_before: Nanos,
     ) -> Result<(), SimError> {
         let cap = self.opts.capacity;
-        let push = |me: &mut TraceReader, offset, len| {
+        // (The idle period goes before the first piece only.)
+        let mut idle = Some(idle_before);
+        let mut push = |me: &mut TraceReader, offset, len| {
             me.pending.push_back(Request {
                 arrival,
                 kind,
                 offset,
                 len,
                 class: ftl::DataClass::NORMAL,
-                idle_before: Nanos::ZERO,
+                idle_before: idle.take().unwrap_or(Nanos::ZERO),
             })
         };
         if kind == ReqKind::Flush {
@@ -650,6 +714,14 @@ impl RequestSource for TraceReader {
                 self.counts.other_devices += 1;
                 continue;
             }
+            if self.origin.is_none() {
+                // The later part of a recording counts from the earlier part's start.
+                if let Some(r) = self.opts.resume.filter(|r| parsed.time >= r.last) {
+                    self.origin = Some(r.first);
+                    self.prev = Some(Nanos(r.last - r.first));
+                    self.last = Nanos(r.last - r.first);
+                }
+            }
             let origin = *self.origin.get_or_insert(parsed.time);
             let since = parsed.time.saturating_sub(origin);
             if since as f64 > MAX_TRACE_SECONDS * 1e9 {
@@ -667,14 +739,21 @@ impl RequestSource for TraceReader {
                 arrival = self.last;
             }
             self.last = arrival;
+            // A long enough gap since the previous request is idle time for the FTL.
+            let mut idle = match (self.opts.idle_after, self.prev) {
+                (Some(after), Some(prev)) => arrival.saturating_sub(prev + after),
+                _ => Nanos::ZERO,
+            };
+            self.prev = Some(arrival);
             for (kind, offset, len) in parsed.reqs {
                 if kind != ReqKind::Flush && len == 0 {
                     self.counts.zero_length += 1;
                     continue;
                 }
-                if let Err(e) = self.place(arrival, kind, offset, len) {
+                if let Err(e) = self.place(arrival, kind, offset, len, idle) {
                     return Some(Err(e));
                 }
+                idle = Nanos::ZERO;
             }
         }
     }

@@ -57,13 +57,42 @@ fn same_seed_gives_an_identical_json_report() {
     assert!(r.ecc.corrected_bits > 0);
     assert!(r.nand.counter("gc_victims") > 0);
     assert!(r.latency["write"].p99_us >= r.latency["write"].p50_us);
-    // The CSV holds the same numbers.
+    // The CSV holds the same numbers, each with its unit.
     let csv = r.to_csv();
-    assert!(csv.contains(&format!("waf,{}", r.waf)), "{csv}");
+    assert!(csv.starts_with("key,value,unit\n"), "{csv}");
+    assert!(csv.contains(&format!("waf,{},ratio\n", r.waf)), "{csv}");
     assert!(
-        csv.contains(&format!("nand.meta_bytes,{}", r.nand.counter("meta_bytes"))),
+        csv.contains(&format!(
+            "nand.meta_bytes,{},bytes\n",
+            r.nand.counter("meta_bytes")
+        )),
         "{csv}"
     );
+    assert!(csv.contains("latency.write.p99_us,"), "{csv}");
+    for (key, unit) in [
+        ("latency.write.p99_us", "us"),
+        ("iops", "requests/s"),
+        ("sim_seconds", "s"),
+        ("host.pages_written", "count"),
+        ("ecc.corrected_bits", "bits"),
+        ("ecc.max_codeword_errors", "bits"),
+        ("host.read_errors", "count"),
+        ("setup.device.timing.erase_ns", "ns"),
+        ("setup.device.geometry.page_size", "bytes"),
+        ("throughput_mib_s", "MiB/s"),
+    ] {
+        assert_eq!(sim::metrics::unit_of(key), unit, "{key}");
+    }
+    // Every line has three fields; words are `text`.
+    assert!(csv.contains("setup.device.cell,\"mlc\",text\n"), "{csv}");
+    // The chip as numbers, for scripts; settings, not metrics.
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    let d = &v["setup"]["device"];
+    assert_eq!(d["cell"], "mlc");
+    assert_eq!(d["geometry"]["blocks_per_plane"], 64);
+    assert_eq!(d["geometry"]["page_size"], 4096);
+    assert!(d["timing"]["program_msb_ns"].as_u64().unwrap() > 0);
+    assert!(!r.metrics().keys().any(|k| k.starts_with("setup.device")));
     // Flushes wrote checkpoints: whole 4 KiB pages of metadata, the meta programs that are
     // not padding.
     assert!(r.nand.counter("checkpoints") > 0);

@@ -639,3 +639,53 @@ fn repeated_passes_and_page_requests() {
         ]
     );
 }
+
+/// `idle_after`: a gap longer than it is idle time before the later request, from that
+/// long after the earlier one (as `nandlab serve` gives its volume); shorter gaps and
+/// traces without the option have none. `resume`: a later part of one recording counts
+/// from the earlier part's first request, and the gap between the parts is idle too.
+#[test]
+fn idle_gaps_and_resumed_parts() {
+    let part1 = "8,0 0 1 10.000000000 1 Q W 0 + 8 [x]\n\
+                 8,0 0 2 10.100000000 1 Q W 8 + 8 [x]\n\
+                 8,0 0 3 11.000000000 1 Q R 0 + 8 [x]\n";
+    let part2 = "8,0 0 4 12.500000000 1 Q R 8 + 8 [x]\n";
+    let ms = |n: u64| nand::Nanos(n * 1_000_000);
+    let none = read_all(part1, TraceFormat::Blkparse, GB, false).unwrap();
+    assert!(none.iter().all(|r| r.idle_before == nand::Nanos::ZERO));
+    let opts = TraceOptions {
+        idle_after: Some(ms(200)),
+        ..TraceOptions::new(GB)
+    };
+    let (r, _) = read_with(part1.as_bytes(), TraceFormat::Blkparse, &opts).unwrap();
+    let idle: Vec<_> = r.iter().map(|x| x.idle_before).collect();
+    // 100 ms is not idle; 900 ms is, from 200 ms after the earlier request.
+    assert_eq!(idle, vec![nand::Nanos::ZERO, nand::Nanos::ZERO, ms(700)]);
+    // The later part alone counts from its own first request.
+    let (alone, _) = read_with(part2.as_bytes(), TraceFormat::Blkparse, &opts).unwrap();
+    assert_eq!(
+        (alone[0].arrival, alone[0].idle_before),
+        (nand::Nanos::ZERO, nand::Nanos::ZERO)
+    );
+    // Resumed, it counts from the earlier part's start, after a 1.5 s gap (1.3 s idle).
+    let resume = sim::Resume {
+        first: 10_000_000_000,
+        last: 11_000_000_000,
+    };
+    let resumed = TraceOptions {
+        resume: Some(resume),
+        ..opts.clone()
+    };
+    let (r2, _) = read_with(part2.as_bytes(), TraceFormat::Blkparse, &resumed).unwrap();
+    assert_eq!((r2[0].arrival, r2[0].idle_before), (ms(2500), ms(1300)));
+    // A "later" part that starts before the earlier one ended is not resumed.
+    let early = TraceOptions {
+        resume: Some(sim::Resume {
+            first: 10_000_000_000,
+            last: 13_000_000_000,
+        }),
+        ..opts.clone()
+    };
+    let (r3, _) = read_with(part2.as_bytes(), TraceFormat::Blkparse, &early).unwrap();
+    assert_eq!(r3[0].arrival, nand::Nanos::ZERO);
+}

@@ -11,8 +11,9 @@ use ftl::FtlError;
 use nand::{Lpn, Nanos};
 use std::time::{Duration, Instant};
 
-/// No request for this long, and the FTL gets idle time (see the module docs).
-pub(super) const IDLE_AFTER: Duration = Duration::from_millis(200);
+/// No request for this long, and the FTL gets idle time (see the module docs); a replay
+/// of a recorded trace with `--idle-after 0.2` does the same.
+pub(super) const IDLE_AFTER: Duration = Duration::from_nanos(sim::trace::SERVE_IDLE_AFTER.0);
 /// Idle-time calls per pass of the accept loop (the lock is released between passes).
 pub(super) const IDLE_TICKS: usize = 16;
 

@@ -26,6 +26,12 @@ impl ExperimentConfig {
                 g.spare_size
             ),
             raw_bytes: g.capacity_bytes(),
+            device: Some(crate::metrics::Device {
+                name: chip.name.clone(),
+                cell: chip.cell,
+                geometry: *g,
+                timing: chip.timing,
+            }),
             ftl: format!(
                 "{}: {}",
                 self.ftl.scheme_config().name(),

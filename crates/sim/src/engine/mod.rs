@@ -658,7 +658,20 @@ impl Engine {
         mode: LoadMode,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<(), SimError> {
-        let base = self.clock;
+        self.run_from(self.clock, source, mode, progress)
+    }
+
+    /// [`run`](Engine::run) with arrivals counted from `base` rather than from now: a
+    /// trace that continues an earlier part's times (whose run started at `base`). An
+    /// arrival already past is served when the device is free.
+    pub fn run_from(
+        &mut self,
+        base: Nanos,
+        source: &mut dyn RequestSource,
+        mode: LoadMode,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), SimError> {
+        debug_assert!(base <= self.clock, "arrivals count from the past or now");
         let mut source = Lookahead::new(source);
         let done = match mode {
             LoadMode::OpenLoop if self.slots.is_some() => {

@@ -13,15 +13,19 @@ impl Report {
         serde_json::to_string_pretty(self).expect("report serialises")
     }
 
-    /// `key,value` lines (nested keys joined with dots).
+    /// `key,value,unit` lines (nested keys joined with dots; the unit of each number as
+    /// [`unit_of`] names it, `text` for words).
     pub fn to_csv(&self) -> String {
-        let mut out = String::from("key,value\n");
+        let mut out = String::from("key,value,unit\n");
         self.leaves(&mut |key, v| match v {
             serde_json::Value::String(s) => {
-                let _ = writeln!(out, "{key},\"{}\"", s.replace('"', "\"\""));
+                let _ = writeln!(out, "{key},\"{}\",text", s.replace('"', "\"\""));
+            }
+            serde_json::Value::Number(_) => {
+                let _ = writeln!(out, "{key},{v},{}", unit_of(key));
             }
             other => {
-                let _ = writeln!(out, "{key},{other}");
+                let _ = writeln!(out, "{key},{other},");
             }
         });
         out
@@ -39,7 +43,7 @@ impl Report {
     pub fn metrics(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
         self.leaves(&mut |key, v| {
-            if key.starts_with("config.") {
+            if key.starts_with("config.") || key.starts_with("setup.device.") {
                 return; // settings, not measurements
             }
             if let serde_json::Value::Number(n) = v {
@@ -70,6 +74,33 @@ impl Report {
         example.recovery = Some(RecoveryStats::default());
         example.host.critical_risk = Some(super::report::CriticalRiskReport::default());
         example.metrics().into_keys().collect()
+    }
+}
+
+/// The unit of a report's number by its dotted name: `us`, `ns`, `ps/byte`, `s`, `bytes`,
+/// `MiB/s`, `requests/s`, `ops/s`, `fraction` (0..=1), `ratio` (a quotient of like
+/// quantities), `bits`, or `count` (events, pages, blocks, requests, cycles).
+pub fn unit_of(key: &str) -> &'static str {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    let under = |what: &str| key.split('.').any(|s| s == what);
+    match last {
+        _ if last.ends_with("_us") => "us",
+        _ if last.ends_with("_ns") => "ns",
+        _ if last.ends_with("_ps_per_byte") => "ps/byte",
+        "sim_seconds" | "service_s" => "s",
+        _ if last.ends_with("_mib_s") => "MiB/s",
+        "iops" | "offered_iops" => "requests/s",
+        _ if last.starts_with("flash_ops_per") => "ops/s",
+        "bytes" | "page_size" | "spare_size" => "bytes",
+        _ if last.ends_with("_bytes") => "bytes",
+        _ if last.ends_with("_rate") || last.starts_with("share") => "fraction",
+        "space_utilisation" | "mix" | "u_lambda" => "fraction",
+        "waf" | "waf_per_byte" | "refresh_wa" | "nwi" | "mean_t" | "alpha" | "per_host_byte" => {
+            "ratio"
+        }
+        _ if last.ends_with("_bits") || (last.ends_with("_errors") && under("ecc")) => "bits",
+        // (`wear.mean`, `wear.max`, … summarise erase counts.)
+        _ => "count",
     }
 }
 

@@ -12,6 +12,7 @@ mod export;
 mod report;
 
 pub(crate) use export::json_leaves;
+pub use export::unit_of;
 pub use report::*;
 
 /// One distribution of times (ns): a histogram, the exact sum and the exact largest value.

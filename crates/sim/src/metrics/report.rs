@@ -260,6 +260,9 @@ pub struct Setup {
     pub chip: String,
     /// Raw capacity in bytes (data areas).
     pub raw_bytes: u64,
+    /// The chip as numbers, for scripts: what `chip` says in words, and its timing.
+    /// Settings, not measurements: not among [`Report::metrics`].
+    pub device: Option<Device>,
     /// The FTL and its policies.
     pub ftl: String,
     /// The bit error model.
@@ -268,6 +271,22 @@ pub struct Setup {
     pub load: String,
     /// The synthetic workload's parameters, or the trace replayed.
     pub workload: String,
+}
+
+/// The chip a report ran on, as numbers (`setup.device` in the JSON form): cell type,
+/// geometry (`page_size` and `spare_size` in bytes) and timing (`*_ns` in nanoseconds,
+/// `transfer_ps_per_byte` in picoseconds per byte on the channel).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Device {
+    /// The chip's preset or name.
+    pub name: String,
+    /// `slc`, `mlc` or `tlc`.
+    pub cell: nand::CellType,
+    /// Channels, dies per channel, planes per die, blocks per plane, pages per block,
+    /// page and spare bytes, subpages per page.
+    pub geometry: nand::Geometry,
+    /// Array and bus times.
+    pub timing: nand::Timing,
 }
 
 /// The report of a run: everything DESIGN.md's "metrics every run reports" that applies.
