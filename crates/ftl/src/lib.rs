@@ -61,7 +61,9 @@ pub use recovery::{RecoveryKind, RecoveryReport};
 pub use rtblock::{GftlBuffer, RtBlockConfig, RtBlockFtl, RtKind};
 pub use scheme::{BoxedVolume, SchemeConfig, SchemeKind, Volume, PACK_SPARE_FROM_PAGES};
 pub use substrate::region::meta_tag_name;
-pub use victim::{ApWeighted, Candidate, CostBenefit, Greedy, VictimKind, VictimPolicy};
+pub use victim::{
+    ApWeighted, Candidate, CostBenefit, Greedy, SelectContext, VictimKind, VictimPolicy,
+};
 
 use controller::CtlError;
 pub use controller::{DataClass, Temperature};

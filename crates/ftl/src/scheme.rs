@@ -9,6 +9,7 @@
 //! kernel's `volume_kernel!` line implements from its own `mapping`, `free_blocks` and
 //! `verify`). A new scheme is a new variant here and one such line; no consumer changes.
 
+use crate::policy::Registry;
 use crate::recovery::{RecoveryKind, RecoveryReport};
 use crate::{
     BlockFtl, BlockFtlConfig, DftlConfig, DftlFtl, Ftl, FtlError, Invariant, MetaMode,
@@ -348,8 +349,20 @@ impl SchemeConfig {
         ctl: Controller<S, M>,
         now: Nanos,
     ) -> Result<BoxedVolume<S, M>, FtlError> {
+        self.format_in(ctl, now, &Registry::default())
+    }
+
+    /// [`format`](SchemeConfig::format) with the page-level kernel's victim and placement
+    /// policies resolved in `registry` (policies of your own; the other kernels have no
+    /// such slots and ignore it).
+    pub fn format_in<S: Storage + Send + 'static, M: ErrorModel + Send + 'static>(
+        &self,
+        ctl: Controller<S, M>,
+        now: Nanos,
+        registry: &Registry,
+    ) -> Result<BoxedVolume<S, M>, FtlError> {
         match *self {
-            SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::format(ctl, cfg, now)?)),
+            SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::format_in(ctl, cfg, now, registry)?)),
             SchemeConfig::Block(cfg) => Ok(Box::new(BlockFtl::format(ctl, cfg, now)?)),
             SchemeConfig::Gftl(cfg) => {
                 Ok(Box::new(RtBlockFtl::format(ctl, RtKind::Gftl, cfg, now)?))
@@ -369,7 +382,7 @@ impl SchemeConfig {
             SchemeConfig::Combined(cfg) => {
                 let mut ctl = ctl;
                 let cfg = crate::combined::fit(cfg, &mut ctl)?;
-                Ok(Box::new(PageFtl::format(ctl, cfg, now)?))
+                Ok(Box::new(PageFtl::format_in(ctl, cfg, now, registry)?))
             }
         }
     }
@@ -383,6 +396,17 @@ impl SchemeConfig {
         self.try_mount(ctl, now).map_err(|f| f.error)
     }
 
+    /// [`mount`](SchemeConfig::mount) with policies resolved in `registry` (see
+    /// [`format_in`](SchemeConfig::format_in)).
+    pub fn mount_in<S: Storage + Send + 'static, M: ErrorModel + Send + 'static>(
+        &self,
+        ctl: Controller<S, M>,
+        now: Nanos,
+        registry: &Registry,
+    ) -> Result<BoxedVolume<S, M>, FtlError> {
+        self.try_mount_in(ctl, now, registry).map_err(|f| f.error)
+    }
+
     /// Like [`mount`](SchemeConfig::mount), but a failed mount hands the controller back
     /// (to power the chip on again after a cut during recovery, or to inspect it).
     pub fn try_mount<S: Storage + Send + 'static, M: ErrorModel + Send + 'static>(
@@ -390,8 +414,20 @@ impl SchemeConfig {
         ctl: Controller<S, M>,
         now: Nanos,
     ) -> Result<BoxedVolume<S, M>, Box<MountFailure<S, M>>> {
+        self.try_mount_in(ctl, now, &Registry::default())
+    }
+
+    /// [`try_mount`](SchemeConfig::try_mount) with policies resolved in `registry`.
+    pub fn try_mount_in<S: Storage + Send + 'static, M: ErrorModel + Send + 'static>(
+        &self,
+        ctl: Controller<S, M>,
+        now: Nanos,
+        registry: &Registry,
+    ) -> Result<BoxedVolume<S, M>, Box<MountFailure<S, M>>> {
         match *self {
-            SchemeConfig::Page(cfg) => Ok(Box::new(PageFtl::try_mount(ctl, cfg, now)?)),
+            SchemeConfig::Page(cfg) => {
+                Ok(Box::new(PageFtl::try_mount_in(ctl, cfg, now, registry)?))
+            }
             SchemeConfig::Block(cfg) => Ok(Box::new(BlockFtl::try_mount(ctl, cfg, now)?)),
             SchemeConfig::Gftl(cfg) => Ok(Box::new(RtBlockFtl::try_mount(
                 ctl,
@@ -420,7 +456,7 @@ impl SchemeConfig {
             SchemeConfig::Combined(cfg) => {
                 let mut ctl = ctl;
                 match crate::combined::fit(cfg, &mut ctl) {
-                    Ok(cfg) => Ok(Box::new(PageFtl::try_mount(ctl, cfg, now)?)),
+                    Ok(cfg) => Ok(Box::new(PageFtl::try_mount_in(ctl, cfg, now, registry)?)),
                     Err(error) => Err(MountFailure::boxed(error, ctl)),
                 }
             }

@@ -4,6 +4,7 @@
 //! scheduler can run it all at once (foreground), in bounded slices between requests
 //! (partial GC) or in idle time. What is pluggable here is the choice of victim.
 
+use crate::policy::PolicyName;
 use nand::Nanos;
 use serde::{Deserialize, Serialize};
 
@@ -115,9 +116,10 @@ impl VictimPolicy for ApWeighted {
     }
 }
 
-/// The victim policies by name, for configuration files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// The victim policies by name, for configuration files: the built-in ones, or a name a
+/// [`Registry`](crate::policy::Registry) resolves (`"greedy"`, `"cost-benefit"`,
+/// `"ap-weighted"`, or any other valid name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VictimKind {
     /// [`Greedy`].
     #[default]
@@ -126,15 +128,62 @@ pub enum VictimKind {
     CostBenefit,
     /// [`ApWeighted`].
     ApWeighted,
+    /// A policy registered under this name.
+    Named(PolicyName),
 }
 
 impl VictimKind {
-    /// The policy object.
-    pub fn policy(self) -> alloc::boxed::Box<dyn VictimPolicy> {
+    const BUILTIN: [(&'static str, VictimKind); 3] = [
+        ("greedy", VictimKind::Greedy),
+        ("cost-benefit", VictimKind::CostBenefit),
+        ("ap-weighted", VictimKind::ApWeighted),
+    ];
+
+    /// The built-in policy of this name.
+    pub fn builtin_named(name: &str) -> Option<VictimKind> {
+        Self::BUILTIN.iter().find(|b| b.0 == name).map(|b| b.1)
+    }
+
+    /// The name configurations give.
+    pub fn name(&self) -> &str {
         match self {
-            VictimKind::Greedy => alloc::boxed::Box::new(Greedy),
-            VictimKind::CostBenefit => alloc::boxed::Box::new(CostBenefit),
-            VictimKind::ApWeighted => alloc::boxed::Box::new(ApWeighted),
+            VictimKind::Named(n) => n.as_str(),
+            k => {
+                Self::BUILTIN
+                    .iter()
+                    .find(|b| b.1 == *k)
+                    .expect("built in")
+                    .0
+            }
+        }
+    }
+
+    /// The built-in policy object (`None` for a registered name: see
+    /// [`Registry::victim`](crate::policy::Registry::victim)).
+    pub fn builtin(self) -> Option<alloc::boxed::Box<dyn VictimPolicy>> {
+        match self {
+            VictimKind::Greedy => Some(alloc::boxed::Box::new(Greedy)),
+            VictimKind::CostBenefit => Some(alloc::boxed::Box::new(CostBenefit)),
+            VictimKind::ApWeighted => Some(alloc::boxed::Box::new(ApWeighted)),
+            VictimKind::Named(_) => None,
+        }
+    }
+}
+
+impl Serialize for VictimKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for VictimKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = alloc::string::String::deserialize(d)?;
+        match VictimKind::builtin_named(&s) {
+            Some(k) => Ok(k),
+            None => PolicyName::new(&s)
+                .map(VictimKind::Named)
+                .map_err(serde::de::Error::custom),
         }
     }
 }

@@ -402,6 +402,11 @@ pub struct ExperimentConfig {
     /// A recovery after the run (`[recovery] after_run`).
     #[serde(default)]
     pub recovery: RecoverySection,
+    /// Victim and placement policies of your own that `[ftl]` may name beside the
+    /// built-in ones (not part of the file: a program that registers policies sets it
+    /// before [`build`](ExperimentConfig::build)).
+    #[serde(skip)]
+    pub registry: ftl::policy::Registry,
 }
 
 fn default_name() -> String {
@@ -478,6 +483,7 @@ impl ExperimentConfig {
             load: LoadSection::default(),
             report: ReportSection::default(),
             recovery: RecoverySection::default(),
+            registry: ftl::policy::Registry::default(),
         }
     }
 
@@ -732,7 +738,7 @@ impl ExperimentConfig {
             .map_err(|e| format!("errors: {e}"))?;
         ctl.adopt_codes(self.controller.sector_size, codes);
         let vol = scheme
-            .format(ctl, Nanos::ZERO)
+            .format_in(ctl, Nanos::ZERO, &self.registry)
             .map_err(|e| format!("ftl.{}: {e}", scheme.name()))?;
         let (_, built) = vol.controller().built_codes();
         if built.len() > codes.len() {

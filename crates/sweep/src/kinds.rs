@@ -94,10 +94,15 @@ impl Kind {
     }
 
     /// Checks a cell's configuration without running it.
-    pub fn check(self, config: &toml::Table, base_dir: &Path) -> Result<(), String> {
+    pub fn check(
+        self,
+        config: &toml::Table,
+        base_dir: &Path,
+        registry: &ftl::policy::Registry,
+    ) -> Result<(), String> {
         match self {
             Kind::Experiment => {
-                let cfg = experiment_config(config)?;
+                let cfg = experiment_config(config, registry)?;
                 // Building formats the device and opens the trace: everything that can be
                 // wrong with the configuration shows here, before any cell runs.
                 cfg.build(base_dir).map(drop).map_err(|e| e.to_string())
@@ -110,10 +115,15 @@ impl Kind {
     }
 
     /// Runs a cell.
-    pub fn run(self, config: &toml::Table, base_dir: &Path) -> Result<Metrics, String> {
+    pub fn run(
+        self,
+        config: &toml::Table,
+        base_dir: &Path,
+        registry: &ftl::policy::Registry,
+    ) -> Result<Metrics, String> {
         match self {
             Kind::Experiment => {
-                let cfg = experiment_config(config)?;
+                let cfg = experiment_config(config, registry)?;
                 let mut exp = cfg.build(base_dir).map_err(|e| e.to_string())?;
                 let report = exp.run(&mut |_| {}).map_err(|e| e.to_string())?;
                 if report.host.mismatches > 0 {
@@ -137,8 +147,13 @@ impl Kind {
     }
 }
 
-fn experiment_config(config: &toml::Table) -> Result<sim::ExperimentConfig, String> {
-    from_table(config)
+fn experiment_config(
+    config: &toml::Table,
+    registry: &ftl::policy::Registry,
+) -> Result<sim::ExperimentConfig, String> {
+    let mut cfg: sim::ExperimentConfig = from_table(config)?;
+    cfg.registry = registry.clone();
+    Ok(cfg)
 }
 
 /// A cell's configuration as `T` (unknown keys and wrong types named by the error).

@@ -259,6 +259,8 @@ pub struct Matrix {
     pub plots: Vec<Plot>,
     /// The cells.
     pub cells: Vec<Cell>,
+    /// Policies of your own the cells' `[ftl]` may name ([`Matrix::load_with`]).
+    pub registry: ftl::policy::Registry,
     /// CRC-64 over the name, the quick flag and every cell's fingerprint.
     pub fingerprint: u64,
 }
@@ -321,6 +323,17 @@ impl Matrix {
     /// Loads, expands and validates the matrix at `source` (the `--quick` expansion when
     /// `quick`). Every cell's configuration is checked by its kind; nothing runs.
     pub fn load(source: &Source, quick: bool) -> Result<Matrix, SweepError> {
+        Self::load_with(source, quick, ftl::policy::Registry::default())
+    }
+
+    /// [`load`](Matrix::load) for a program that registers victim or placement policies
+    /// of its own: the cells may name them (an axis `victim = ["greedy", "mine"]`), and
+    /// they are checked and run with them.
+    pub fn load_with(
+        source: &Source,
+        quick: bool,
+        registry: ftl::policy::Registry,
+    ) -> Result<Matrix, SweepError> {
         let (text, file) = source.read(None)?;
         let f: MatrixFile = parse_toml(&text, &file)?;
         let err = |message: String| SweepError::Matrix {
@@ -341,7 +354,7 @@ impl Matrix {
         // Every cell's configuration must be valid for its kind.
         for c in &cells {
             f.kind
-                .check(&c.config, &base_dir)
+                .check(&c.config, &base_dir, &registry)
                 .map_err(|m| err(format!("cell {} ({}): {m}", c.index, c.label())))?;
         }
         let scope = crate::claims::Scope {
@@ -378,6 +391,7 @@ impl Matrix {
             plots,
             fingerprint: CRC64.checksum(fp.as_bytes()),
             cells,
+            registry,
         })
     }
 

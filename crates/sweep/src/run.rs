@@ -145,7 +145,9 @@ pub fn run_cells(
 /// Runs one cell; a run-time error or a panic is the cell's outcome, not the sweep's.
 pub fn run_one(matrix: &Matrix, cell: &Cell) -> CellOutcome {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        matrix.kind.run(&cell.config, &matrix.base_dir)
+        matrix
+            .kind
+            .run(&cell.config, &matrix.base_dir, &matrix.registry)
     }));
     match r {
         Ok(Ok(mut metrics)) => {

@@ -440,7 +440,9 @@ fn ap_table1_measurement_counts_real_decoder_failures() {
     let mut t = toml::Table::new();
     t.insert("rber".into(), toml::Value::Float(8e-5));
     t.insert("pages".into(), toml::Value::Integer(20_000));
-    let m = sweep::kinds::Kind::ApTable1.run(&t, Path::new("")).unwrap();
+    let m = sweep::kinds::Kind::ApTable1
+        .run(&t, Path::new(""), &Default::default())
+        .unwrap();
     let f = m["lsb_failures"];
     let expected = m["lsb_expected"] * 20_000.0;
     assert!(
@@ -449,7 +451,9 @@ fn ap_table1_measurement_counts_real_decoder_failures() {
     );
     assert!(m["msb_failures"] < f);
     t.insert("t".into(), toml::Value::Integer(8));
-    let m = sweep::kinds::Kind::ApTable1.run(&t, Path::new("")).unwrap();
+    let m = sweep::kinds::Kind::ApTable1
+        .run(&t, Path::new(""), &Default::default())
+        .unwrap();
     assert_eq!(m["lsb_failures"], 0.0);
 }
 
@@ -466,18 +470,27 @@ fn dcr_cells_check_their_parameters_and_recover_both_ways() {
     let i = toml::Value::Integer;
     let kind = sweep::kinds::Kind::Dcr;
     let e = kind
-        .check(&cell(&[("workload", s("nethack"))]), Path::new(""))
+        .check(
+            &cell(&[("workload", s("nethack"))]),
+            Path::new(""),
+            &Default::default(),
+        )
         .unwrap_err();
     assert!(e.contains("workload") && e.contains("postmark"), "{e}");
     let e = kind
         .check(
             &cell(&[("workload", s("bonnie")), ("crash_pct", i(0))]),
             Path::new(""),
+            &Default::default(),
         )
         .unwrap_err();
     assert!(e.contains("crash_pct"), "{e}");
     let e = kind
-        .check(&cell(&[("workload", s("ext2-bonnie"))]), Path::new(""))
+        .check(
+            &cell(&[("workload", s("ext2-bonnie"))]),
+            Path::new(""),
+            &Default::default(),
+        )
         .unwrap_err();
     assert!(e.contains("trace"), "{e}");
     // A synthetic file copy on a 256 MiB chip: two blocks updated, DCR faster.
@@ -485,6 +498,7 @@ fn dcr_cells_check_their_parameters_and_recover_both_ways() {
         .run(
             &cell(&[("workload", s("filecopy2")), ("capacity_mib", i(256))]),
             Path::new(""),
+            &Default::default(),
         )
         .unwrap();
     assert_eq!(m["updated_blocks"], 2.0);
@@ -503,6 +517,7 @@ fn dcr_cells_check_their_parameters_and_recover_both_ways() {
                 ("trace_disk_bytes", i(401178624)),
             ]),
             Path::new(""),
+            &Default::default(),
         )
         .unwrap();
     assert_eq!(m["updated_blocks"], 188.0);

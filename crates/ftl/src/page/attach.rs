@@ -3,12 +3,24 @@
 //! the good blocks (UBI's "attach" concern).
 
 use super::*;
+use crate::policy::Registry;
 
 impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     /// Formats the chip behind `ctl` (erasing every good block that holds data) and builds an
     /// empty volume.
     pub fn format(ctl: Controller<S, M>, cfg: PageFtlConfig, now: Nanos) -> Result<Self, FtlError> {
-        Self::empty(ctl, cfg)?.format_chip(now)
+        Self::format_in(ctl, cfg, now, &Registry::default())
+    }
+
+    /// [`format`](PageFtl::format) with the victim and placement policies the configuration
+    /// names resolved in `registry` (policies of your own; the built-in names as always).
+    pub fn format_in(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+        registry: &Registry,
+    ) -> Result<Self, FtlError> {
+        Self::empty(ctl, cfg, registry)?.format_chip(now)
     }
 
     /// [`format`](PageFtl::format) with `store` as the map store instead of the RAM map.
@@ -19,7 +31,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         store: Box<dyn MapStore<S, M>>,
         now: Nanos,
     ) -> Result<Self, FtlError> {
-        let mut ftl = Self::empty(ctl, cfg)?;
+        let mut ftl = Self::empty(ctl, cfg, &Registry::default())?;
         ftl.map = MapSlot::Other(store);
         ftl.format_chip(now)
     }
@@ -58,6 +70,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Self::try_mount(ctl, cfg, now).map_err(|f| f.error)
     }
 
+    /// [`mount`](PageFtl::mount) with the policies resolved in `registry` (see
+    /// [`format_in`](PageFtl::format_in)).
+    pub fn mount_in(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+        registry: &Registry,
+    ) -> Result<Self, FtlError> {
+        Self::try_mount_in(ctl, cfg, now, registry).map_err(|f| f.error)
+    }
+
     /// Like [`mount`](PageFtl::mount), but a failed mount hands the controller back (to
     /// power the chip on again after a cut during recovery, or to inspect it).
     pub fn try_mount(
@@ -65,12 +88,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         cfg: PageFtlConfig,
         now: Nanos,
     ) -> Result<Self, Box<MountFailure<S, M>>> {
+        Self::try_mount_in(ctl, cfg, now, &Registry::default())
+    }
+
+    /// [`try_mount`](PageFtl::try_mount) with the policies resolved in `registry`.
+    pub fn try_mount_in(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        now: Nanos,
+        registry: &Registry,
+    ) -> Result<Self, Box<MountFailure<S, M>>> {
         match cfg.recovery {
             crate::RecoveryKind::FullScan => {
-                Self::try_mount_with(ctl, cfg, now, &recovery::FullScan)
+                Self::try_mount_with(ctl, cfg, now, &recovery::FullScan, registry)
             }
             crate::RecoveryKind::RollForward => {
-                Self::try_mount_with(ctl, cfg, now, &recovery::RollForward)
+                Self::try_mount_with(ctl, cfg, now, &recovery::RollForward, registry)
             }
         }
     }
@@ -81,12 +114,17 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         cfg: PageFtlConfig,
         now: Nanos,
         procedure: &R,
+        registry: &Registry,
     ) -> Result<Self, Box<MountFailure<S, M>>> {
         let mut ctl = ctl;
-        if let Err(error) = Self::check_config(&mut ctl, &cfg) {
+        let chosen = match Chosen::resolve(&cfg, registry) {
+            Ok(c) => c,
+            Err(error) => return Err(MountFailure::boxed(error, ctl)),
+        };
+        if let Err(error) = Self::check_config(&mut ctl, &cfg, &chosen) {
             return Err(MountFailure::boxed(error, ctl));
         }
-        let mut ftl = Self::empty_checked(ctl, cfg);
+        let mut ftl = Self::empty_checked(ctl, cfg, chosen);
         let recovered = procedure.recover(&mut ftl, now).and_then(|report| {
             if ftl.cfg.gc_pacing.shares_destination() {
                 // The blocks are known now (bad ones included): the bound for this chip.
@@ -108,16 +146,22 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         ftl.mounted(recovered, true)
     }
 
-    pub(super) fn empty(ctl: Controller<S, M>, cfg: PageFtlConfig) -> Result<Self, FtlError> {
+    pub(super) fn empty(
+        ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        registry: &Registry,
+    ) -> Result<Self, FtlError> {
         let mut ctl = ctl;
-        Self::check_config(&mut ctl, &cfg)?;
-        Ok(Self::empty_checked(ctl, cfg))
+        let chosen = Chosen::resolve(&cfg, registry)?;
+        Self::check_config(&mut ctl, &cfg, &chosen)?;
+        Ok(Self::empty_checked(ctl, cfg, chosen))
     }
 
     /// Rejects configurations this FTL cannot run with on `ctl`'s chip.
     pub(super) fn check_config(
         ctl: &mut Controller<S, M>,
         cfg: &PageFtlConfig,
+        chosen: &Chosen,
     ) -> Result<(), FtlError> {
         if !(cfg.over_provisioning > 0.0 && cfg.over_provisioning < 1.0) {
             return Err(FtlError::Config(format!(
@@ -140,12 +184,10 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
                 cfg.replicas
             )));
         }
-        if cfg.placement.policy().protects_critical()
-            && ctl.chip().config().cell == nand::CellType::Slc
-        {
+        if chosen.placement.protects_critical() && ctl.chip().config().cell == nand::CellType::Slc {
             return Err(FtlError::Config(format!(
                 "placement = \"{}\" keeps critical pages in MSB pages, but chip {} is single-level (it has no MSB pages)",
-                cfg.placement.policy().name(),
+                chosen.placement.name(),
                 ctl.chip().config().name
             )));
         }
@@ -253,7 +295,11 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         Ok(())
     }
 
-    pub(super) fn empty_checked(mut ctl: Controller<S, M>, cfg: PageFtlConfig) -> Self {
+    pub(super) fn empty_checked(
+        mut ctl: Controller<S, M>,
+        cfg: PageFtlConfig,
+        chosen: Chosen,
+    ) -> Self {
         let geo = *ctl.chip().geometry();
         // `check_config` has refused a real-time pacing whose α is 0.
         let alpha = if cfg.gc_pacing.is_real_time() {
@@ -272,7 +318,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             sabotage: cfg.sabotage,
         };
         let policies = Policies {
-            placement: cfg.placement.policy(),
+            placement: chosen.placement,
             ecc: match cfg.ecc {
                 crate::policy::EccKind::Fixed => Box::new(FixedStrength(cfg.ecc_t)),
                 crate::policy::EccKind::Flares(f) => Box::new(crate::flares::FlaresStrength::new(
@@ -287,7 +333,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             pacing: cfg.gc_pacing.policy(alpha),
             copy_order: cfg.copy_order.policy(),
         };
-        let mut s = Substrate::new(ctl, scfg, cfg.victim.policy(), policies);
+        let mut s = Substrate::new(ctl, scfg, chosen.victim, policies);
         s.sp_region = cfg.meta_writer == crate::policy::MetaWriterKind::Subpage;
         let writer = crate::substrate::meta::writer_for(cfg.meta_writer, &s);
         let mut region = Region::new(cfg.region_blocks(&chip_cfg), writer);
@@ -415,5 +461,21 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             self.critical[last] &= (1u64 << (logical % 64)) - 1;
         }
         Ok(())
+    }
+}
+
+/// The victim and placement objects a configuration names, resolved before anything is
+/// built (an unknown name fails the format or mount with a configuration error).
+pub(super) struct Chosen {
+    victim: Box<dyn crate::VictimPolicy>,
+    placement: Box<dyn crate::policy::Placement>,
+}
+
+impl Chosen {
+    fn resolve(cfg: &PageFtlConfig, registry: &Registry) -> Result<Chosen, FtlError> {
+        Ok(Chosen {
+            victim: registry.victim(cfg.victim)?,
+            placement: registry.placement(cfg.placement)?,
+        })
     }
 }

@@ -11,6 +11,9 @@
 //! | copy order | [`CopyOrder`] | [`Ascending`] | [`Asymmetric`] (AP) |
 //! | recovery | `Recovery` (chosen by [`RecoveryKind`](crate::RecoveryKind)) | roll-forward | full scan |
 //!
+//! Victim and placement policies of your own register by name in a [`Registry`] passed to
+//! the calls that build a volume; configurations then name them like the built-in ones.
+//!
 //! Every trait is object safe and `Send`; policies hold no clock and no global RNG (what
 //! they need is passed in), so schemes stay deterministic.
 
@@ -21,7 +24,9 @@ use serde::{Deserialize, Serialize};
 
 pub mod flares;
 mod pacing;
+mod registry;
 pub use pacing::*;
+pub use registry::{PlacementFactory, PolicyName, Registry, VictimFactory, MAX_POLICY_NAME};
 
 /// A physical slot a frontier offers to the next program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -577,8 +582,7 @@ impl CopyOrderKind {
 }
 
 /// Placement policies by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PlacementKind {
     /// [`Striped`].
     #[default]
@@ -587,15 +591,62 @@ pub enum PlacementKind {
     HintStreams,
     /// [`MsbCritical`].
     MsbCritical,
+    /// A policy registered under this name ([`Registry`]).
+    Named(PolicyName),
 }
 
 impl PlacementKind {
-    /// The policy object.
-    pub fn policy(self) -> Box<dyn Placement> {
+    const BUILTIN: [(&'static str, PlacementKind); 3] = [
+        ("striped", PlacementKind::Striped),
+        ("hint-streams", PlacementKind::HintStreams),
+        ("msb-critical", PlacementKind::MsbCritical),
+    ];
+
+    /// The built-in policy of this name.
+    pub fn builtin_named(name: &str) -> Option<PlacementKind> {
+        Self::BUILTIN.iter().find(|b| b.0 == name).map(|b| b.1)
+    }
+
+    /// The name configurations give.
+    pub fn name(&self) -> &str {
         match self {
-            PlacementKind::Striped => Box::new(Striped::default()),
-            PlacementKind::HintStreams => Box::new(HintStreams::default()),
-            PlacementKind::MsbCritical => Box::new(MsbCritical::default()),
+            PlacementKind::Named(n) => n.as_str(),
+            k => {
+                Self::BUILTIN
+                    .iter()
+                    .find(|b| b.1 == *k)
+                    .expect("built in")
+                    .0
+            }
+        }
+    }
+
+    /// The built-in policy object (`None` for a registered name: see
+    /// [`Registry::placement`]).
+    pub fn builtin(self) -> Option<Box<dyn Placement>> {
+        match self {
+            PlacementKind::Striped => Some(Box::new(Striped::default())),
+            PlacementKind::HintStreams => Some(Box::new(HintStreams::default())),
+            PlacementKind::MsbCritical => Some(Box::new(MsbCritical::default())),
+            PlacementKind::Named(_) => None,
+        }
+    }
+}
+
+impl Serialize for PlacementKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for PlacementKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = alloc::string::String::deserialize(d)?;
+        match PlacementKind::builtin_named(&s) {
+            Some(k) => Ok(k),
+            None => PolicyName::new(&s)
+                .map(PlacementKind::Named)
+                .map_err(serde::de::Error::custom),
         }
     }
 }

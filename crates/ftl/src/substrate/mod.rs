@@ -497,12 +497,12 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// calls but the substrate's shared paths (program, read, erase, region) consult.
     pub fn block_level(ctl: Controller<S, M>, cfg: SubstrateConfig) -> Self {
         let policies = Policies {
-            placement: crate::policy::PlacementKind::Striped.policy(),
+            placement: Box::new(crate::policy::Striped::default()),
             ecc: Box::new(crate::policy::FixedStrength(cfg.ecc_t)),
             pacing: crate::policy::PacingKind::Foreground.policy(0),
             copy_order: crate::policy::CopyOrderKind::Ascending.policy(),
         };
-        Substrate::new(ctl, cfg, crate::VictimKind::Greedy.policy(), policies)
+        Substrate::new(ctl, cfg, Box::new(crate::Greedy), policies)
     }
 
     /// A substrate over `ctl` with every block `Bad` until format or mount says otherwise.

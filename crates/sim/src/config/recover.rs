@@ -32,7 +32,7 @@ impl Experiment {
         let (sector, codes) = vol.controller().built_codes();
         ctl.adopt_codes(sector, codes);
         let scheme = self.config.ftl.scheme_config();
-        let mounted = scheme.mount(ctl, self.engine.clock())?;
+        let mounted = scheme.mount_in(ctl, self.engine.clock(), &self.config.registry)?;
         let r = mounted.recovery_report().ok_or_else(|| {
             SimError::Config(format!(
                 "recovery.after_run: scheme {} reports no recovery",
