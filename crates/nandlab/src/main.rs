@@ -54,6 +54,45 @@ enum Command {
     /// The BCH codec (Linux lib/bch.c compatible) and the reliability calculator.
     #[command(subcommand)]
     Ecc(ecc_cmd::EccCommand),
+    /// Print every subcommand's help as Markdown (docs/guide/cli-reference.md is this
+    /// output; a test keeps it current).
+    #[command(hide = true)]
+    CliReference,
+}
+
+/// Every command's long help, depth first, as the guide's CLI reference.
+fn cli_reference() -> String {
+    use clap::CommandFactory;
+    fn walk(cmd: &mut clap::Command, path: &str, out: &mut String) {
+        if cmd.is_hide_set() {
+            return;
+        }
+        let help = cmd.render_long_help().to_string();
+        out.push_str(&format!(
+            "## `{path}`\n\n```text\n{}\n```\n\n",
+            help.trim_end()
+        ));
+        let names: Vec<String> = cmd
+            .get_subcommands()
+            .filter(|s| s.get_name() != "help")
+            .map(|s| s.get_name().to_string())
+            .collect();
+        for n in names {
+            let sub = cmd.find_subcommand_mut(&n).expect("listed");
+            walk(sub, &format!("{path} {n}"), out);
+        }
+    }
+    let mut out = String::from(
+        "# CLI reference\n\nGenerated from the binary's own help (`nandlab cli-reference`); a \
+         test fails when this file and the binary differ (`NANDLAB_BLESS=1 cargo test -p \
+         nandlab --test cli cli_reference` rewrites it).\n\n",
+    );
+    let mut cmd = Cli::command();
+    cmd.build();
+    walk(&mut cmd, "nandlab", &mut out);
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
 }
 
 fn main() -> std::process::ExitCode {
@@ -78,6 +117,10 @@ fn main() -> std::process::ExitCode {
         Command::Ecc(cmd) => ecc_cmd::run(cmd),
         Command::Sweep(args) => sweep_cmd::sweep(args),
         Command::Reproduce(args) => sweep_cmd::reproduce(args),
+        Command::CliReference => {
+            print!("{}", cli_reference());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

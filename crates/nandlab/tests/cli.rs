@@ -737,3 +737,27 @@ fn the_default_profile_runs_unless_a_scheme_is_named() {
         "{e}"
     );
 }
+
+/// docs/guide/cli-reference.md is the binary's own help for every subcommand
+/// (`nandlab cli-reference`); `NANDLAB_BLESS=1` rewrites it.
+#[test]
+fn cli_reference_is_the_binarys_help() {
+    let o = nandlab(&["cli-reference"]);
+    assert!(o.status.success());
+    let now = String::from_utf8(o.stdout).unwrap();
+    assert!(now.contains("## `nandlab run`") && now.contains("## `nandlab volume format`"));
+    assert!(
+        !now.contains("## `nandlab cli-reference`"),
+        "hidden commands stay out"
+    );
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/cli-reference.md");
+    if std::env::var_os("NANDLAB_BLESS").is_some() {
+        std::fs::write(&path, &now).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == now,
+        "docs/guide/cli-reference.md differs from `nandlab cli-reference`: rerun with NANDLAB_BLESS=1"
+    );
+}

@@ -98,25 +98,39 @@ fn normalise(text: &str) -> String {
         .replace(" ×", "×")
 }
 
-/// Every number README.md or ARCHITECTURE.md quotes in a paragraph that cites a committed
-/// report (or the summary) is in one of the files that paragraph cites.
+/// Every number README.md, ARCHITECTURE.md, a page of the guide (`docs/guide/`) or a design
+/// note (`docs/design/`) quotes
+/// in a paragraph that cites a committed report (or the summary) is in one of the files
+/// that paragraph cites.
 #[test]
 fn numbers_quoted_for_reproductions_are_in_the_reports_they_cite() {
     let root = root();
     let mut checked = 0;
     let mut wrong = Vec::new();
-    for doc in ["README.md", "ARCHITECTURE.md"] {
+    let mut docs = vec!["README.md".to_string(), "ARCHITECTURE.md".to_string()];
+    for dir in ["docs/guide", "docs/design"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".md") {
+                docs.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    for doc in &docs {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();
-        // A paragraph, or one item of a list: the citations of one claim.
+        // A paragraph, or one item of a list: the citations of one claim, as the link
+        // targets name them from the document's folder (`docs/reproduce/…` from the root,
+        // `../reproduce/…` from the guide).
         for para in text.split("\n\n").flat_map(|p| p.split("\n- ")) {
             let cited: Vec<String> = para
-                .match_indices("docs/reproduce/")
+                .match_indices("reproduce/")
+                .filter(|(i, _)| para[..*i].ends_with("docs/") || para[..*i].ends_with("../"))
                 .filter_map(|(i, _)| {
                     let rest = &para[i..];
                     let end = rest.find([')', ']', ' ', '`', '\n']).unwrap_or(rest.len());
                     let path = &rest[..end];
                     (path.ends_with("report.md") || path.ends_with("SUMMARY.md"))
-                        .then(|| path.to_string())
+                        .then(|| format!("docs/{path}"))
                 })
                 .collect();
             if cited.is_empty() {

@@ -1,5 +1,5 @@
 //! The test tier: `NANDLAB_TEST_TIER=fast` runs the property tests at a tenth of their case
-//! counts (at least 16) for the inner loop; unset (README's command, CI) runs them in full.
+//! counts (at least 16) for the inner loop; unset (the full tier: README's command, CI) runs them in full.
 
 /// `full` cases, or a tenth of them in the fast tier.
 #[allow(dead_code)]
