@@ -456,6 +456,17 @@ pub enum FtlError {
     /// Configuration error.
     #[error("FTL configuration: {0}")]
     Config(alloc::string::String),
+    /// The chip holds a structure in a format version this build does not read (written
+    /// by a newer nandlab); nothing was changed.
+    #[error("cannot mount: the {what} is format version {version}; this build reads versions up to {newest} (FORMAT.md)")]
+    UnknownFormat {
+        /// Which structure.
+        what: &'static str,
+        /// The version found.
+        version: u32,
+        /// The newest version this build reads.
+        newest: u32,
+    },
     /// The controller or chip failed (power loss, …).
     #[error(transparent)]
     Controller(#[from] CtlError),

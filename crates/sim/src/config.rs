@@ -446,7 +446,44 @@ impl std::fmt::Debug for Experiment {
 impl ExperimentConfig {
     /// Parses an experiment file's text; `file` names it in errors.
     pub fn from_toml_str(text: &str, file: &str) -> Result<Self, SimError> {
-        toml::from_str(text).map_err(|e| SimError::Config(toml_error(&e, text, file)))
+        Self::from_toml_str_in(text, file, ftl::policy::Registry::default())
+    }
+
+    /// [`from_toml_str`](ExperimentConfig::from_toml_str) for a program with policies of
+    /// its own: the victim and placement names of `[ftl.page]` and `[ftl.combined]` must be
+    /// built in or in `registry` (an unknown one is an error naming the file and line),
+    /// and the experiment builds with them.
+    pub fn from_toml_str_in(
+        text: &str,
+        file: &str,
+        registry: ftl::policy::Registry,
+    ) -> Result<Self, SimError> {
+        let mut cfg: Self =
+            toml::from_str(text).map_err(|e| SimError::Config(toml_error(&e, text, file)))?;
+        for (section, c) in [("page", &cfg.ftl.page), ("combined", &cfg.ftl.combined)] {
+            let checks = [
+                ("victim", c.victim.name(), registry.victim(c.victim).err()),
+                (
+                    "placement",
+                    c.placement.name(),
+                    registry.placement(c.placement).err(),
+                ),
+            ];
+            for (key, name, err) in checks {
+                let Some(err) = err else { continue };
+                // The line that names it (the first `key = "name"`), for the message.
+                let quoted = format!("\"{name}\"");
+                let at = text
+                    .lines()
+                    .position(|l| l.trim_start().starts_with(key) && l.contains(&quoted))
+                    .map_or(file.to_string(), |i| format!("{file}:{}", i + 1));
+                return Err(SimError::Config(format!(
+                    "{at}: ftl.{section}.{key} = {quoted}: unknown policy ({err})"
+                )));
+            }
+        }
+        cfg.registry = registry;
+        Ok(cfg)
     }
 
     /// The built-in default experiment of `nandlab run`: a small MLC chip (AP's Micron

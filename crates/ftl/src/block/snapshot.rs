@@ -13,7 +13,16 @@ use alloc::vec::Vec;
 use nand::{ErrorModel, Storage};
 
 const MAGIC: &[u8; 4] = b"BKCP";
-const VERSION: u8 = 1;
+/// The snapshot format this build writes and reads (offset 4; see FORMAT.md).
+pub(crate) const VERSION: u8 = 1;
+
+/// The format version of a whole snapshot stream (its CRC checks and its magic is the
+/// block kernel's): what a mount reports when it is not one this build reads.
+pub(crate) fn stream_version(bytes: &[u8], crc: fn(&[u8]) -> u32) -> Option<u8> {
+    let n = bytes.len().checked_sub(4)?;
+    (n >= 5 && crc(&bytes[..n]).to_le_bytes() == bytes[n..] && &bytes[..4] == MAGIC)
+        .then(|| bytes[4])
+}
 /// Role codes.
 const FREE: u8 = 0;
 const PRIMARY: u8 = 1;

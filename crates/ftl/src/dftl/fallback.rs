@@ -131,6 +131,13 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 if r.seq <= seq || best.as_ref().is_some_and(|x| x.0 >= r.seq) {
                     break;
                 }
+                if let Some(v) = super::gxt::other_version(&buf) {
+                    return Err(FtlError::UnknownFormat {
+                        what: "GXT log",
+                        version: v as u32,
+                        newest: super::gxt::GXT_VERSION as u32,
+                    });
+                }
                 match super::gxt::decode_log(&buf, cells.len(), crc) {
                     Some((s, e)) if s == seq => {
                         best = Some((r.seq, e));

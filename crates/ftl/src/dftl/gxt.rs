@@ -38,6 +38,20 @@ use alloc::vec::Vec;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"GXT1");
 const LOG_MAGIC: u32 = u32::from_le_bytes(*b"GXL1");
+/// The GXT format version this build reads and writes (the magic's last character).
+pub(crate) const GXT_VERSION: u8 = 1;
+
+/// The version a GXT (`GXTn`) or GXT log (`GXLn`) names when it is not this build's: its
+/// magic's prefix matches and its digit differs. A mount stops on it: an older GXT would
+/// lose what the newer one holds.
+pub(crate) fn other_version(bytes: &[u8]) -> Option<u8> {
+    let m = bytes.get(..4)?;
+    ((m[..3] == *b"GXT" || m[..3] == *b"GXL")
+        && m[3].is_ascii_digit()
+        && m[3] != b'0' + GXT_VERSION)
+        .then(|| m[3] - b'0')
+}
+
 /// Bytes of a GXT log besides its entries.
 const LOG_FIXED: usize = 4 + 8 + 4 + 4;
 

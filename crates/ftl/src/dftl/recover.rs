@@ -691,6 +691,13 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
                 *damaged = true;
                 continue;
             }
+            if let Some(v) = super::gxt::other_version(&bytes) {
+                return Err(FtlError::UnknownFormat {
+                    what: "GXT",
+                    version: v as u32,
+                    newest: super::gxt::GXT_VERSION as u32,
+                });
+            }
             if let Some(x) = Gxt::decode(
                 &bytes,
                 &self.shape(),

@@ -72,8 +72,16 @@ pub(crate) struct Snapshot {
 /// written, possibly empty).
 const POLICY_TAG: u32 = 0x4652_5050; // "PPRF"
 
-/// Flag on the stored volume size: a paged map's section follows instead of the map.
-const PAGED_FLAG: u64 = 1 << 63;
+/// The snapshot format this build writes: the byte at offset 15 (see FORMAT.md, "Page
+/// kernel snapshot"). Version 0 is the format before the byte existed (offset 15 is 0x00,
+/// or 0x80 with a paged map); both are read.
+pub(crate) const FORMAT_VERSION: u8 = 1;
+/// The largest volume size the 48-bit field holds, in logical pages.
+const LOGICAL_MASK: u64 = (1 << 48) - 1;
+/// Flags byte (offset 14): a paged map's section follows instead of the map.
+const FLAG_PAGED: u8 = 1;
+/// Version 0's flag on the stored volume size: a paged map's section follows.
+const V0_PAGED: u64 = 1 << 63;
 
 /// Critical-page section encodings.
 const CRIT_RANGES: u32 = 0;
@@ -144,8 +152,13 @@ impl Parts<'_> {
         out.clear();
         out.reserve(40 + self.frontiers.len() * 16 + self.states.len() * 5 + self.l2p.len() * 4);
         out.extend_from_slice(&self.seq.to_le_bytes());
-        let flag = if self.paged.is_some() { PAGED_FLAG } else { 0 };
-        out.extend_from_slice(&(self.logical | flag).to_le_bytes());
+        debug_assert!(
+            self.logical <= LOGICAL_MASK,
+            "a volume of 2^48 pages or more"
+        );
+        let flags = if self.paged.is_some() { FLAG_PAGED } else { 0 };
+        let word = self.logical | (flags as u64) << 48 | (FORMAT_VERSION as u64) << 56;
+        out.extend_from_slice(&word.to_le_bytes());
         out.extend_from_slice(&(self.frontiers.len() as u32).to_le_bytes());
         out.extend_from_slice(&(self.states.len() as u32).to_le_bytes());
         for f in self.frontiers {
@@ -205,6 +218,19 @@ fn state_bytes(states: &[u8], slc: impl Iterator<Item = bool>) -> Vec<u8> {
         .collect()
 }
 
+/// The format version of a whole snapshot stream (its CRC checks and it is long enough to
+/// say): what a mount reports when it is not one this build reads.
+pub(crate) fn stream_version(bytes: &[u8], crc: fn(&[u8]) -> u32) -> Option<u8> {
+    let n = bytes.len().checked_sub(4)?;
+    if n < 16 || crc(&bytes[..n]).to_le_bytes() != bytes[n..] {
+        return None;
+    }
+    Some(match bytes[15] {
+        0 | 0x80 => 0,
+        v => v,
+    })
+}
+
 impl Snapshot {
     /// Serialises the snapshot, ending with a CRC32C of everything before it.
     #[cfg(test)]
@@ -237,8 +263,19 @@ impl Snapshot {
         }
         let mut r = Reader(&bytes[..n]);
         let seq = r.u64()?;
-        let stored = r.u64()?;
-        let logical = stored & !PAGED_FLAG;
+        let word = r.u64()?;
+        let (logical, paged_map) = match (word >> 56) as u8 {
+            // Version 0: the size in 63 bits, the paged flag in bit 63.
+            0 | 0x80 => (word & !V0_PAGED, word & V0_PAGED != 0),
+            FORMAT_VERSION => {
+                let flags = (word >> 48) as u8;
+                if flags & !FLAG_PAGED != 0 {
+                    return None;
+                }
+                (word & LOGICAL_MASK, flags & FLAG_PAGED != 0)
+            }
+            _ => return None,
+        };
         if r.u32()? as usize != dies || r.u32()? as usize != blocks {
             return None;
         }
@@ -253,7 +290,7 @@ impl Snapshot {
         for _ in 0..blocks {
             erase.push(r.u32()?);
         }
-        let (l2p, paged) = if stored & PAGED_FLAG != 0 {
+        let (l2p, paged) = if paged_map {
             (
                 Vec::new(),
                 Some(super::paged::PagedPart::decode(&mut r, logical)?),
@@ -528,9 +565,27 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub(crate) fn load_checkpoint(&mut self, now: Nanos) -> Result<Option<Loaded>, FtlError> {
         let crc = self.s.controller().crc32c_fn();
         let (ndies, nblocks) = (self.s.dies.len(), self.s.state.len());
+        // A generation of a format this build does not read stops the mount: falling back
+        // to an older generation would lose what the newer one holds.
+        let mut unknown = None;
         let loaded = self.region.load(&mut self.s, now, |body| {
+            match stream_version(body, crc) {
+                _ if unknown.is_some() => return None,
+                Some(v) if v > FORMAT_VERSION => {
+                    unknown = Some(v);
+                    return None;
+                }
+                _ => {}
+            }
             Snapshot::decode(body, ndies, nblocks, crc)
         })?;
+        if let Some(v) = unknown {
+            return Err(FtlError::UnknownFormat {
+                what: "page-kernel checkpoint",
+                version: v as u32,
+                newest: FORMAT_VERSION as u32,
+            });
+        }
         if loaded.is_none() && self.region.seen {
             return Err(FtlError::Corrupt(
                 "the checkpoint region is damaged: it holds checkpoint pages but no complete generation",
@@ -658,7 +713,7 @@ mod tests {
                 lid: vec![u32::MAX, 2, u32::MAX],
                 dirty: vec![(1, (0..128).collect()), (2, vec![7; 44])],
             }),
-            ..snap
+            ..snap.clone()
         };
         let bytes = paged.encode(crc);
         assert_eq!(Snapshot::decode(&bytes, 2, 4, crc), Some(paged.clone()));
@@ -675,5 +730,41 @@ mod tests {
         );
         nolog.paged.as_mut().unwrap().lid.push(0);
         assert_eq!(Snapshot::decode(&nolog.encode(crc), 2, 4, crc), None);
+
+        // The header word: the volume size in 48 bits, the flags (paged) at byte 14, the
+        // format version at byte 15.
+        let reseal = |mut b: Vec<u8>| {
+            let n = b.len() - 4;
+            let c = crc(&b[..n]);
+            b[n..].copy_from_slice(&c.to_le_bytes());
+            b
+        };
+        let plain = snap.encode(crc);
+        assert_eq!((plain[14], plain[15]), (0, FORMAT_VERSION));
+        assert_eq!(stream_version(&plain, crc), Some(FORMAT_VERSION));
+        assert_eq!(paged.encode(crc)[14], FLAG_PAGED);
+        // Version 0 (before the byte existed): 63-bit size, paged flag in bit 63.
+        let mut v0 = plain.clone();
+        v0[14] = 0;
+        v0[15] = 0;
+        let v0 = reseal(v0);
+        assert_eq!(stream_version(&v0, crc), Some(0));
+        assert_eq!(Snapshot::decode(&v0, 2, 4, crc), Some(snap.clone()));
+        let mut v0p = paged.encode(crc);
+        v0p[14] = 0;
+        v0p[15] = 0x80;
+        assert_eq!(
+            Snapshot::decode(&reseal(v0p), 2, 4, crc),
+            Some(paged.clone())
+        );
+        // A newer version, or unknown flags, is not parsed; the version is reported.
+        let mut v2 = plain.clone();
+        v2[15] = FORMAT_VERSION + 1;
+        let v2 = reseal(v2);
+        assert_eq!(stream_version(&v2, crc), Some(FORMAT_VERSION + 1));
+        assert_eq!(Snapshot::decode(&v2, 2, 4, crc), None);
+        let mut flags = plain.clone();
+        flags[14] = 2;
+        assert_eq!(Snapshot::decode(&reseal(flags), 2, 4, crc), None);
     }
 }

@@ -286,6 +286,14 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 // Not an anchor block (a volume formatted before anchors existed).
                 break;
             }
+            if page.len() >= 24 && page[..4] == ANCHOR_MAGIC && page[4] != VERSION {
+                // A newer build's anchor: its region list is not one this build can read.
+                return Err(FtlError::UnknownFormat {
+                    what: "checkpoint region's anchor record",
+                    version: page[4] as u32,
+                    newest: VERSION as u32,
+                });
+            }
             if let Some(found) = self.parse_anchor(sub, &page) {
                 return Ok((Some(found), unreadable));
             }

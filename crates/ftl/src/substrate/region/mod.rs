@@ -762,6 +762,14 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         if rec.kind != PageKind::Meta(CP_KIND) && rec.kind != PageKind::Meta(LOG_KIND) {
             return Ok(None);
         }
+        if page.len() >= HEADER && page[..4] == MAGIC && page[4] != VERSION {
+            // A checkpoint page of another format: a newer build's region.
+            return Err(FtlError::UnknownFormat {
+                what: "checkpoint region page",
+                version: page[4] as u32,
+                newest: VERSION as u32,
+            });
+        }
         Ok(PageHeader::read(page).filter(|h| {
             h.gen == rec.lpn
                 && h.index as u64 == rec.seq
