@@ -6,7 +6,6 @@
 
 use crate::policy::PolicyName;
 use nand::Nanos;
-use serde::{Deserialize, Serialize};
 
 /// A full block that GC could reclaim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,25 +138,6 @@ impl VictimKind {
         ("ap-weighted", VictimKind::ApWeighted),
     ];
 
-    /// The built-in policy of this name.
-    pub fn builtin_named(name: &str) -> Option<VictimKind> {
-        Self::BUILTIN.iter().find(|b| b.0 == name).map(|b| b.1)
-    }
-
-    /// The name configurations give.
-    pub fn name(&self) -> &str {
-        match self {
-            VictimKind::Named(n) => n.as_str(),
-            k => {
-                Self::BUILTIN
-                    .iter()
-                    .find(|b| b.1 == *k)
-                    .expect("built in")
-                    .0
-            }
-        }
-    }
-
     /// The built-in policy object (`None` for a registered name: see
     /// [`Registry::victim`](crate::policy::Registry::victim)).
     pub fn builtin(self) -> Option<alloc::boxed::Box<dyn VictimPolicy>> {
@@ -170,23 +150,7 @@ impl VictimKind {
     }
 }
 
-impl Serialize for VictimKind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-impl<'de> Deserialize<'de> for VictimKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = alloc::string::String::deserialize(d)?;
-        match VictimKind::builtin_named(&s) {
-            Some(k) => Ok(k),
-            None => PolicyName::new(&s)
-                .map(VictimKind::Named)
-                .map_err(serde::de::Error::custom),
-        }
-    }
-}
+crate::policy::named_kind!(VictimKind);
 
 #[cfg(test)]
 mod tests {

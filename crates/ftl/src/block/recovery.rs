@@ -116,27 +116,13 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
     let nblocks = ftl.blk.len();
     let ppb = ftl.ppb();
     let crc = ftl.s.controller().crc32c_fn();
-    // A generation of a format this build does not read stops the mount (an older one
-    // would lose what it holds).
-    let mut unknown = None;
-    let loaded = ftl.region.load(&mut ftl.s, now, |b| {
-        match super::snapshot::stream_version(b, crc) {
-            _ if unknown.is_some() => return None,
-            Some(v) if v != super::snapshot::VERSION => {
-                unknown = Some(v);
-                return None;
-            }
-            _ => {}
-        }
-        Snapshot::decode(b, nblocks, ppb, crc)
-    })?;
-    if let Some(v) = unknown {
-        return Err(FtlError::UnknownFormat {
-            what: "block-kernel checkpoint",
-            version: v as u32,
-            newest: super::snapshot::VERSION as u32,
-        });
-    }
+    let loaded = ftl.region.load_versioned(
+        &mut ftl.s,
+        now,
+        ("block-kernel checkpoint", super::snapshot::VERSION),
+        |b| super::snapshot::stream_version(b, crc),
+        |b| Snapshot::decode(b, nblocks, ppb, crc),
+    )?;
     let checkpoint_pages = mount_reads(ftl);
     let Some((snap, _)) = loaded else {
         return Err(FtlError::Corrupt(if ftl.region.seen {

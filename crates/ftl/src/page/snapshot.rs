@@ -565,27 +565,13 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub(crate) fn load_checkpoint(&mut self, now: Nanos) -> Result<Option<Loaded>, FtlError> {
         let crc = self.s.controller().crc32c_fn();
         let (ndies, nblocks) = (self.s.dies.len(), self.s.state.len());
-        // A generation of a format this build does not read stops the mount: falling back
-        // to an older generation would lose what the newer one holds.
-        let mut unknown = None;
-        let loaded = self.region.load(&mut self.s, now, |body| {
-            match stream_version(body, crc) {
-                _ if unknown.is_some() => return None,
-                Some(v) if v > FORMAT_VERSION => {
-                    unknown = Some(v);
-                    return None;
-                }
-                _ => {}
-            }
-            Snapshot::decode(body, ndies, nblocks, crc)
-        })?;
-        if let Some(v) = unknown {
-            return Err(FtlError::UnknownFormat {
-                what: "page-kernel checkpoint",
-                version: v as u32,
-                newest: FORMAT_VERSION as u32,
-            });
-        }
+        let loaded = self.region.load_versioned(
+            &mut self.s,
+            now,
+            ("page-kernel checkpoint", FORMAT_VERSION),
+            |body| stream_version(body, crc),
+            |body| Snapshot::decode(body, ndies, nblocks, crc),
+        )?;
         if loaded.is_none() && self.region.seen {
             return Err(FtlError::Corrupt(
                 "the checkpoint region is damaged: it holds checkpoint pages but no complete generation",

@@ -26,6 +26,7 @@ pub mod flares;
 mod pacing;
 mod registry;
 pub use pacing::*;
+pub(crate) use registry::named_kind;
 pub use registry::{PlacementFactory, PolicyName, Registry, VictimFactory, MAX_POLICY_NAME};
 
 /// A physical slot a frontier offers to the next program.
@@ -602,25 +603,6 @@ impl PlacementKind {
         ("msb-critical", PlacementKind::MsbCritical),
     ];
 
-    /// The built-in policy of this name.
-    pub fn builtin_named(name: &str) -> Option<PlacementKind> {
-        Self::BUILTIN.iter().find(|b| b.0 == name).map(|b| b.1)
-    }
-
-    /// The name configurations give.
-    pub fn name(&self) -> &str {
-        match self {
-            PlacementKind::Named(n) => n.as_str(),
-            k => {
-                Self::BUILTIN
-                    .iter()
-                    .find(|b| b.1 == *k)
-                    .expect("built in")
-                    .0
-            }
-        }
-    }
-
     /// The built-in policy object (`None` for a registered name: see
     /// [`Registry::placement`]).
     pub fn builtin(self) -> Option<Box<dyn Placement>> {
@@ -633,23 +615,7 @@ impl PlacementKind {
     }
 }
 
-impl Serialize for PlacementKind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-impl<'de> Deserialize<'de> for PlacementKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = alloc::string::String::deserialize(d)?;
-        match PlacementKind::builtin_named(&s) {
-            Some(k) => Ok(k),
-            None => PolicyName::new(&s)
-                .map(PlacementKind::Named)
-                .map_err(serde::de::Error::custom),
-        }
-    }
-}
+named_kind!(PlacementKind);
 
 /// ECC-strength policies by name (`ecc = "fixed"`: every page at `ecc_t`; or
 /// `ecc = { flares = { wsize = 100, mix = 0.5, … } }`: FLARES, with metadata pages at

@@ -82,6 +82,53 @@ impl<'de> Deserialize<'de> for PolicyName {
     }
 }
 
+/// The by-name parts of a policy-kind enum that has a `BUILTIN` table of (name, kind) and
+/// a `Named(PolicyName)` variant: `builtin_named`, `name`, and (de)serialisation as the
+/// name (a built-in one, else any valid name, resolved later by a [`Registry`]).
+macro_rules! named_kind {
+    ($kind:ident) => {
+        impl $kind {
+            /// The built-in policy of this name.
+            pub fn builtin_named(name: &str) -> Option<$kind> {
+                Self::BUILTIN.iter().find(|b| b.0 == name).map(|b| b.1)
+            }
+
+            /// The name configurations give.
+            pub fn name(&self) -> &str {
+                match self {
+                    $kind::Named(n) => n.as_str(),
+                    k => {
+                        Self::BUILTIN
+                            .iter()
+                            .find(|b| b.1 == *k)
+                            .expect("built in")
+                            .0
+                    }
+                }
+            }
+        }
+
+        impl serde::Serialize for $kind {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $kind {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <alloc::string::String as serde::Deserialize>::deserialize(d)?;
+                match $kind::builtin_named(&s) {
+                    Some(k) => Ok(k),
+                    None => $crate::policy::PolicyName::new(&s)
+                        .map($kind::Named)
+                        .map_err(serde::de::Error::custom),
+                }
+            }
+        }
+    };
+}
+pub(crate) use named_kind;
+
 /// Makes a victim policy.
 pub type VictimFactory = fn() -> Box<dyn VictimPolicy>;
 /// Makes a placement policy (a fresh one per volume: placements may keep state).

@@ -618,6 +618,38 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         Ok(true)
     }
 
+    /// [`load`](Region::load) for a scheme whose snapshot names its format version:
+    /// `version_of` reads it from a whole body (`None`: not a snapshot of this scheme). A
+    /// generation of a version above `newest` stops the mount with
+    /// [`FtlError::UnknownFormat`] naming `what`, rather than falling back to an older
+    /// generation, which would lose what the newer one holds.
+    pub fn load_versioned<T>(
+        &mut self,
+        sub: &mut Substrate<S, M>,
+        now: Nanos,
+        (what, newest): (&'static str, u8),
+        version_of: impl Fn(&[u8]) -> Option<u8>,
+        mut accept: impl FnMut(&[u8]) -> Option<T>,
+    ) -> Result<Option<(T, Vec<u8>)>, FtlError> {
+        let mut unknown = None;
+        let loaded = self.load(sub, now, |body| match version_of(body) {
+            _ if unknown.is_some() => None,
+            Some(v) if v > newest => {
+                unknown = Some(v);
+                None
+            }
+            _ => accept(body),
+        })?;
+        match unknown {
+            Some(v) => Err(FtlError::UnknownFormat {
+                what,
+                version: v as u32,
+                newest: newest as u32,
+            }),
+            None => Ok(loaded),
+        }
+    }
+
     /// Reads the newest complete generation that `accept` takes (it parses the body and
     /// checks it): the parsed body and the log's bytes. Positions the log after its last
     /// valid page. `None` if the region holds no such generation.
