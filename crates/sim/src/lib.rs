@@ -81,14 +81,17 @@ impl Experiment {
                 self.config.seed ^ 0x9E37,
             )?;
         }
-        let mut base = self.engine.clock();
+        let start = self.engine.clock();
         if let Some(w) = self.warmup.as_mut() {
             self.engine.run(&mut **w, self.mode, &mut |_| {})?;
             self.engine.reset_metrics();
         }
-        if !(self.warmup.is_some() && self.warmup_continues) {
-            base = self.engine.clock();
-        }
+        // The measured arrivals count from the warm-up's start when they continue it.
+        let base = if self.warmup.is_some() && self.warmup_continues {
+            start
+        } else {
+            self.engine.clock()
+        };
         let baseline = self.engine.counters();
         let ecc_baseline = self.engine.ftl().ecc_stats();
         let busy0: u64 = self.engine.die_busy().iter().map(|t| t.0).sum();

@@ -203,8 +203,6 @@ pub struct TraceReader {
     opts: TraceOptions,
     origin: Option<u64>,
     last: Nanos,
-    /// Arrival of the previous request (the gap before the next one may be idle).
-    prev: Option<Nanos>,
     device: Option<String>,
     pending: VecDeque<Request>,
     counts: Counts,
@@ -255,7 +253,6 @@ impl TraceReader {
             opts: opts.clone(),
             origin: None,
             last: Nanos::ZERO,
-            prev: None,
             device: opts.device.clone(),
             pending: VecDeque::new(),
             counts: Counts::default(),
@@ -314,12 +311,6 @@ impl TraceReader {
             first,
             last: first + r.last.0,
         }))
-    }
-
-    /// Whether this trace continues an earlier part's times (`opts.resume` applied: its
-    /// first request came after the earlier part's last). Known once a request was read.
-    pub fn resumed(&self) -> bool {
-        matches!((self.origin, self.opts.resume), (Some(o), Some(r)) if o == r.first)
     }
 
     /// What the replay skipped, clamped, folded or split, in words (empty if nothing).
@@ -715,13 +706,15 @@ impl RequestSource for TraceReader {
                 continue;
             }
             if self.origin.is_none() {
-                // The later part of a recording counts from the earlier part's start.
+                // The later part of a recording counts from the earlier part's start (its
+                // last request is this one's previous).
                 if let Some(r) = self.opts.resume.filter(|r| parsed.time >= r.last) {
                     self.origin = Some(r.first);
-                    self.prev = Some(Nanos(r.last - r.first));
                     self.last = Nanos(r.last - r.first);
                 }
             }
+            // `last` is the previous request's arrival once there is one.
+            let had_previous = self.origin.is_some();
             let origin = *self.origin.get_or_insert(parsed.time);
             let since = parsed.time.saturating_sub(origin);
             if since as f64 > MAX_TRACE_SECONDS * 1e9 {
@@ -738,13 +731,12 @@ impl RequestSource for TraceReader {
                 self.counts.backwards += 1;
                 arrival = self.last;
             }
-            self.last = arrival;
             // A long enough gap since the previous request is idle time for the FTL.
-            let mut idle = match (self.opts.idle_after, self.prev) {
-                (Some(after), Some(prev)) => arrival.saturating_sub(prev + after),
+            let mut idle = match self.opts.idle_after {
+                Some(after) if had_previous => arrival.saturating_sub(self.last + after),
                 _ => Nanos::ZERO,
             };
-            self.prev = Some(arrival);
+            self.last = arrival;
             for (kind, offset, len) in parsed.reqs {
                 if kind != ReqKind::Flush && len == 0 {
                     self.counts.zero_length += 1;

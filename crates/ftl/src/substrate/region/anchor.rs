@@ -55,11 +55,28 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
     }
 
     /// Parses an anchor record: its sequence number and block list, if it is whole and
-    /// names only distinct blocks of the chip other than the anchors.
-    fn parse_anchor(&self, sub: &Substrate<S, M>, page: &[u8]) -> Option<AnchorRecord> {
-        if page.len() < 24 || page[..4] != ANCHOR_MAGIC || page[4] != VERSION {
-            return None;
+    /// names only distinct blocks of the chip other than the anchors; an error if it is a
+    /// record of a version this build does not read (a newer build's region list).
+    fn parse_anchor(
+        &self,
+        sub: &Substrate<S, M>,
+        page: &[u8],
+    ) -> Result<Option<AnchorRecord>, FtlError> {
+        if page.len() < 24 || page[..4] != ANCHOR_MAGIC {
+            return Ok(None);
         }
+        if page[4] != VERSION {
+            return Err(FtlError::UnknownFormat {
+                what: "checkpoint region's anchor record",
+                version: page[4] as u32,
+                newest: VERSION as u32,
+            });
+        }
+        Ok(self.parse_anchor_record(sub, page))
+    }
+
+    /// [`parse_anchor`](Region::parse_anchor) of a record of this version.
+    fn parse_anchor_record(&self, sub: &Substrate<S, M>, page: &[u8]) -> Option<AnchorRecord> {
         let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
         let seq = u64::from_le_bytes(page[8..16].try_into().expect("8 bytes"));
         let n = u32_at(16) as usize;
@@ -286,15 +303,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
                 // Not an anchor block (a volume formatted before anchors existed).
                 break;
             }
-            if page.len() >= 24 && page[..4] == ANCHOR_MAGIC && page[4] != VERSION {
-                // A newer build's anchor: its region list is not one this build can read.
-                return Err(FtlError::UnknownFormat {
-                    what: "checkpoint region's anchor record",
-                    version: page[4] as u32,
-                    newest: VERSION as u32,
-                });
-            }
-            if let Some(found) = self.parse_anchor(sub, &page) {
+            if let Some(found) = self.parse_anchor(sub, &page)? {
                 return Ok((Some(found), unreadable));
             }
         }

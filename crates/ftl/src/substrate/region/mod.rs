@@ -215,14 +215,22 @@ impl PageHeader {
         page[28..32].fill(0);
     }
 
-    /// Parses a page's header; `None` if it is not a checkpoint page of this version.
-    pub fn read(page: &[u8]) -> Option<Self> {
-        if page.len() < HEADER || page[..4] != MAGIC || page[4] != VERSION {
-            return None;
+    /// Parses a page's header; `None` if it is not a checkpoint page, an error if it is
+    /// one of a version this build does not read (a newer build's region).
+    pub fn read(page: &[u8]) -> Result<Option<Self>, FtlError> {
+        if page.len() < HEADER || page[..4] != MAGIC {
+            return Ok(None);
+        }
+        if page[4] != VERSION {
+            return Err(FtlError::UnknownFormat {
+                what: "checkpoint region page",
+                version: page[4] as u32,
+                newest: VERSION as u32,
+            });
         }
         let kind = page[5];
         if kind > KIND_TRAILER {
-            return None;
+            return Ok(None);
         }
         let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
         let h = PageHeader {
@@ -233,7 +241,7 @@ impl PageHeader {
             body_pages: u32_at(20),
             len: u32_at(24),
         };
-        (h.len as usize <= page.len() - HEADER).then_some(h)
+        Ok((h.len as usize <= page.len() - HEADER).then_some(h))
     }
 }
 
@@ -794,15 +802,7 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         if rec.kind != PageKind::Meta(CP_KIND) && rec.kind != PageKind::Meta(LOG_KIND) {
             return Ok(None);
         }
-        if page.len() >= HEADER && page[..4] == MAGIC && page[4] != VERSION {
-            // A checkpoint page of another format: a newer build's region.
-            return Err(FtlError::UnknownFormat {
-                what: "checkpoint region page",
-                version: page[4] as u32,
-                newest: VERSION as u32,
-            });
-        }
-        Ok(PageHeader::read(page).filter(|h| {
+        Ok(PageHeader::read(page)?.filter(|h| {
             h.gen == rec.lpn
                 && h.index as u64 == rec.seq
                 && (rec.kind == PageKind::Meta(CP_KIND) || h.log)
