@@ -4,9 +4,12 @@
 # trace is split at the pauses between the jobs and each measured job is replayed with
 # `nandlab run` (same chip, FTL and error model; the jobs before it replayed unmeasured as
 # its warm-up), and fio's latency distribution per op type must match the replay's: median
-# and p99 within 10 % (the mixed job at queue depth 8, and random reads at 32). It also prints the emulated random-read IOPS at queue depth 1 and
-# 32 beside the simulator's closed-loop IOPS for the same reads, the replies' lag behind
-# the simulated completions, and the server's CPU time per request.
+# and p99 within 10 % (the mixed job at queue depth 8, and random reads at 32). A job in
+# which the server fell behind (its own lag statistics) is run again, at most twice; a
+# comparison that misses while the server fell behind and the hypervisor took CPU time
+# (steal) is reported NOT VALIDATED instead of failing (docs/emulation.md). It also prints the emulated random-read IOPS at queue depth 1 and 32 beside the
+# simulator's closed-loop IOPS for the same reads, each job's replies' lag behind the
+# simulated completions, and the server's CPU time per request.
 # Usage: scripts/emulate-stage.sh [path/to/nandlab] [--quick]
 # EMU_PRESET (tiny-mlc), EMU_BLOCKS (1024 blocks per plane) and EMU_FTL (an FTL file,
 # examples/ftl/page.toml; `default` for serve's default, the combined profile) pick the
@@ -41,17 +44,42 @@ fio_job() { # name, then fio options; JSON result in $work/NAME.json
   timeout 120 fio --name="$name" --ioengine=nbd --uri="$url" --output-format=json "$@" \
     >"$work/$name.raw" 2>"$work/$name.err" || { cat "$work/$name.err"; fail "fio $name"; }
   sed -n '/^{/,$p' "$work/$name.raw" >"$work/$name.json"
+  echo "$name" >>"$work/phases.txt"
   sleep 1 # a pause: the trace is split at pauses longer than half a second
 }
+steal() { awk '/^cpu /{print $9}' /proc/stat; } # ticks the hypervisor ran others on our CPUs
+# A measured job: SIGUSR2 before it starts the server's reply statistics again, SIGUSR1
+# after it prints them (the last JSON line of serve.err); beside them the CPU time the
+# hypervisor gave to other machines meanwhile (steal, /proc/stat), which the server cannot
+# make up for. Run again (at most three runs) when the server says it fell behind: more
+# than 0.1 % of the replies went out over 1 ms after their simulated completion. Every run
+# stays in the trace (a later run's warm-up replays the earlier ones); the comparison
+# takes a job's run with the fewest late replies.
+measured_job() { # name, then fio options
+  local name=$1 attempt s0; shift
+  for attempt in 1 2 3; do
+    kill -USR2 "$server_pid"; sleep 0.1
+    s0=$(steal)
+    fio_job "$name-run$attempt" "$@"
+    echo $(($(steal) - s0)) >"$work/$name-run$attempt.steal"
+    kill -USR1 "$server_pid"; sleep 0.5
+    grep '^{' "$work/serve.err" | tail -1 >"$work/$name-run$attempt.stats.json" || fail "no SIGUSR1 statistics"
+    python3 - "$work/$name-run$attempt.stats.json" <<'PY' && return 0
+import json, sys
+e = json.load(open(sys.argv[1]))["emulation"]
+sys.exit(0 if e["behind"] <= 0.001 * max(e["replies"], 1) else 1)
+PY
+    echo "   $name: the server fell behind in run $attempt"
+  done
+}
+: >"$work/phases.txt"
 fio_job fill --rw=write --bs=128k --size=${fill_mib}m --iodepth=4 --end_fsync=1
 cpu0=$(cpu)
-fio_job mix --rw=randrw --rwmixread=70 --bs=4k --size=${fill_mib}m --iodepth=8 \
+measured_job mix --rw=randrw --rwmixread=70 --bs=4k --size=${fill_mib}m --iodepth=8 \
   --runtime=$secs --time_based --randseed=3
-fio_job qd1 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=1 --runtime=$secs --time_based --randseed=5
-fio_job qd32 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=32 --runtime=$secs --time_based --randseed=7
+measured_job qd1 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=1 --runtime=$secs --time_based --randseed=5
+measured_job qd32 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=32 --runtime=$secs --time_based --randseed=7
 cpu1=$(cpu)
-kill -USR1 "$server_pid"; sleep 0.5
-grep '^{' "$work/serve.err" | head -1 >"$work/stats.json" || fail "no SIGUSR1 statistics"
 # Durability is unchanged by held replies: verified writes (fsync at the end), SIGKILL,
 # a restart with timing on, and every block verifies.
 vjob=(--name=v --ioengine=nbd --uri="$url" --rw=randwrite --bs=4k --offset=$((fill_mib * 2))m --size=4M
@@ -67,7 +95,7 @@ echo "   SIGKILL with timing emulated: every fsynced block verified after the re
 replay_toml "$preset" "$blocks" "$work/emu.chip.ftl.toml" >"$work/replay.toml"
 
 python3 - "$work" "$NANDLAB" "$cpu0" "$cpu1" "$fill_mib" <<'PY' || fail "emulated latencies differ from the simulator's"
-import json, subprocess, sys
+import json, os, subprocess, sys
 work, nandlab, cpu0, cpu1, fill_mib = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 lines = open(f"{work}/rec.blktrace").read().splitlines()
 # Split at pauses over half a second: fill, mix, qd1, qd32.
@@ -78,13 +106,19 @@ for l in lines:
         phases.append(cur); cur = []
     cur.append(l); prev = t
 phases.append(cur)
-names = ["fill", "mix", "qd1", "qd32"]  # (then the durability check's writes)
+# The runs in the order they ran: fill, then NAME-runN of mix, qd1 and qd32 (then the
+# durability check's writes); each job is compared on its run with the fewest late replies.
+names = open(f"{work}/phases.txt").read().split()
 # The jobs whose latencies must match: at queue depth 8 and 32 the device's time dominates.
 # At queue depth 1 each request also carries fio's and the loopback's round trip (about
-# 20 µs here) beside a 300 µs read: printed, not checked.
+# 20-60 µs here) beside a 300 µs read: printed, not checked.
 CHECKED = {"mix", "qd32"}
 if len(phases) < len(names):
     sys.exit(f"expected {len(names)} phases in the trace, found {len(phases)}")
+def stats(run):
+    return json.load(open(f"{work}/{run}.stats.json"))["emulation"]
+def steal_ms(run):
+    return int(open(f"{work}/{run}.steal").read()) * 10
 def fio(name):
     t = open(f"{work}/{name}.json").read()
     return json.loads(t[t.index("{"):])["jobs"][0]
@@ -97,11 +131,23 @@ def replay(i):
                     "--idle-after", "0.2",
                     "--json", f"{work}/replay{i}.json", "--quiet"], check=True, stdout=subprocess.DEVNULL)
     return json.load(open(f"{work}/replay{i}.json"))
-bad = 0
+# A job's runs and the one compared (fewest replies over the threshold late).
+runs = {}
+for i, run in enumerate(names[1:], 1):
+    runs.setdefault(run.split("-run")[0], []).append((i, run))
+chosen = {job: min(rs, key=lambda r: (stats(r[1])["behind"], r[0])) for job, rs in runs.items()}
+bad, noisy = 0, []
 print(f"   {'job':5} {'op':5} {'count':>7} | {'fio p50':>9} {'sim p50':>9} {'diff':>6} | {'fio p99':>9} {'sim p99':>9} {'diff':>6}")
-for i, name in enumerate(names[1:], 1):
-    f, r = fio(name), replay(i)
+for job, (i, run) in chosen.items():
+    f, r = fio(run), replay(i)
+    logical = r["logical_bytes"]
     lat = r["latency"]
+    e = stats(run)
+    # The server fell behind while the hypervisor ran other machines on this one's CPUs
+    # (steal over 1 % of their time during the run): this run's latencies are the host's,
+    # not the emulation's.
+    disturbed = (e["behind"] > 0.001 * max(e["replies"], 1)
+                 and steal_ms(run) >= 0.01 * os.cpu_count() * f["job_runtime"])
     for op in ("read", "write"):
         if f[op]["total_ios"] == 0:
             continue
@@ -111,15 +157,18 @@ for i, name in enumerate(names[1:], 1):
         sp50, sp99 = s["p50_us"], s["p99_us"]
         d50, d99 = sp50 / fp50 - 1, sp99 / fp99 - 1
         ok = abs(d50) <= 0.10 and abs(d99) <= 0.10
-        checked = name in CHECKED
-        bad += checked and not ok
-        note = "" if ok or not checked else "  <- off by more than 10 %"
-        if not checked:
+        note = ""
+        if job not in CHECKED:
             note = "  (not checked: the client's own round trip is part of fio's time, not the device's)"
-        print(f"   {name:5} {op:5} {f[op]['total_ios']:>7} | {fp50:>7.0f}µs {sp50:>7.0f}µs {d50:>+6.1%} | {fp99:>7.0f}µs {sp99:>7.0f}µs {d99:>+6.1%}{note}")
+        elif not ok and disturbed:
+            note = "  <- off by more than 10 %: NOT VALIDATED, the host was disturbed in every run"
+            noisy.append(job)
+        elif not ok:
+            note = "  <- off by more than 10 %"
+            bad += 1
+        print(f"   {job:5} {op:5} {f[op]['total_ios']:>7} | {fp50:>7.0f}µs {sp50:>7.0f}µs {d50:>+6.1%} | {fp99:>7.0f}µs {sp99:>7.0f}µs {d99:>+6.1%}{note}")
 # Random-read IOPS: emulated (fio) beside the simulator's closed loop over the same filled
 # region of a fresh volume (filled by preconditioning, no overwrites).
-logical = replay_logical = json.load(open(f"{work}/replay1.json"))["logical_bytes"]
 frac = fill_mib * 2**20 / logical
 base = open(f"{work}/replay.toml").read().split("[precondition]")[0]
 for qd, name in ((1, "qd1"), (32, "qd32")):
@@ -141,13 +190,17 @@ queue_depth = {qd}
     subprocess.run([nandlab, "run", "--config", f"{work}/iops{qd}.toml", "--json", f"{work}/iops{qd}.json", "--quiet"],
                    check=True, stdout=subprocess.DEVNULL)
     sim_iops = json.load(open(f"{work}/iops{qd}.json"))["iops"]
-    emu_iops = fio(name)["read"]["iops"]
+    emu_iops = fio(chosen[name][1])["read"]["iops"]
     print(f"   random 4 KiB reads, queue depth {qd:2}: emulated {emu_iops:6.0f} IOPS, simulated {sim_iops:6.0f} IOPS ({emu_iops / sim_iops:.3f}x)")
-st = json.load(open(f"{work}/stats.json"))
-em = st["emulation"]
-reqs = sum(fio(n)["read"]["total_ios"] + fio(n)["write"]["total_ios"] for n in names[1:])
-print(f"   replies {em['replies']}: lag mean {em['lag_us']['mean']:.0f} µs, p99 {em['lag_us']['p99']} µs, max {em['lag_us']['max']} µs; {em['behind']} more than {em['behind_threshold_us']} µs late")
+for job, rs in runs.items():
+    for i, run in rs:
+        e = stats(run)
+        mark = " (compared)" if chosen[job][1] == run else ""
+        print(f"   {run:9} {e['behind']:>5} of {e['replies']:>5} replies over {e['behind_threshold_us']} µs late, lag mean {e['lag_us']['mean']:.0f} µs, p99 {e['lag_us']['p99']} µs, max {e['lag_us']['max']} µs; steal {steal_ms(run)} ms{mark}")
+reqs = sum(fio(n)["read"]["total_ios"] + fio(n)["write"]["total_ios"] for n in names[1:])  # every run
 print(f"   server CPU: {(cpu1 - cpu0) * 10 / max(reqs, 1) * 1000:.1f} µs per request over the measured jobs ({reqs} requests)")
+if noisy:
+    print(f"   WARNING: {', '.join(sorted(set(noisy)))} not validated: in every run the server fell behind while the hypervisor gave this machine's CPU time to others (steal above); run the stage again on a quiet host")
 sys.exit(1 if bad else 0)
 PY
 echo "   ok"
