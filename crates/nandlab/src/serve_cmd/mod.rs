@@ -12,8 +12,10 @@
 //! its idle-time hook (`Ftl::tick`: FLARES's scrub and refresh rewrites, erases of
 //! collected blocks, the checkpoint's own scrub) under the volume lock, at most
 //! [`volume::IDLE_TICKS`] calls at a time, so a request that arrives meanwhile waits for one call
-//! at most; while the FTL reports more work it is called again every pass of the loop,
-//! otherwise once a second.
+//! at most. Every pass of the loop (at most 20 ms apart) asks, so idle time starts
+//! [`volume::IDLE_AFTER`] after the last request, as a replay with `--idle-after` gives it;
+//! once the FTL reports no more work it is asked again after [`volume::IDLE_RECHECK`], or
+//! [`volume::IDLE_AFTER`] after the next request.
 //!
 //! `--record-trace FILE` writes every well-formed data command, as the client sent it, as a
 //! blkparse text line (device `43,0`, the nbd major; action `Q`; time in seconds since the
@@ -43,11 +45,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use volume::Volume;
-
-/// Between passes that found no idle-time work.
-const IDLE_RECHECK: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -198,7 +197,7 @@ fn spawn_connection(
             let _guard = guard;
             let r = nbd::serve_connection(stream, &cfg, &budget, |op| {
                 let mut v = volume.lock().map_err(|_| nbd::EIO)?;
-                v.last_request = Instant::now();
+                v.requested();
                 op(&mut *v)
             });
             if let Err(e) = r {
@@ -291,12 +290,8 @@ pub fn run(a: ServeArgs) -> Result<()> {
     }
     use std::io::Write;
     std::io::stdout().flush()?;
-    let (mut idle_pass, mut idle_busy) = (Instant::now(), true);
     while !stop.load(Ordering::Relaxed) {
-        if idle_busy || idle_pass.elapsed() >= IDLE_RECHECK {
-            idle_pass = Instant::now();
-            idle_busy = volume.lock().expect("volume lock").idle_work();
-        }
+        volume.lock().expect("volume lock").idle_work();
         if reset.swap(false, Ordering::Relaxed) {
             // The emulation's reply statistics start again (a benchmark's measured phase).
             if let Some(em) = volume.lock().expect("volume lock").emulation.as_mut() {

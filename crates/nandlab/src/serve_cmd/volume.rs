@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 pub(super) const IDLE_AFTER: Duration = Duration::from_nanos(sim::trace::SERVE_IDLE_AFTER.0);
 /// Idle-time calls per pass of the accept loop (the lock is released between passes).
 pub(super) const IDLE_TICKS: usize = 16;
+/// After the FTL said it has no idle-time work, it is asked again this long later if no
+/// request came meanwhile (a request makes it due again [`IDLE_AFTER`] after it).
+pub(super) const IDLE_RECHECK: Duration = Duration::from_secs(1);
 
 /// What to do with a whole page: (volume, logical page, offset in the request's data).
 type WholePage<'a> = dyn FnMut(&mut Volume, u64, usize) -> Result<(), u32> + 'a;
@@ -43,7 +46,9 @@ pub(super) struct Volume {
     /// and flushes (index 0 to 3).
     service: [Service; 4],
     /// When the last request was served (idle time starts [`IDLE_AFTER`] later).
-    pub(super) last_request: Instant,
+    last_request: Instant,
+    /// When the FTL last said it had no idle-time work (`None`: a request came since).
+    idle_exhausted: Option<Instant>,
     /// Idle-time hook calls that reported work, and errors it returned.
     idle_ticks: u64,
     idle_errors: u64,
@@ -86,6 +91,7 @@ impl Volume {
             ops: Vec::new(),
             service: [Service::default(); 4],
             last_request: Instant::now(),
+            idle_exhausted: None,
             idle_ticks: 0,
             idle_errors: 0,
             emulation: None,
@@ -261,11 +267,23 @@ impl Volume {
             .map_err(|_| nbd::EIO)
     }
 
-    /// The FTL's idle-time hook, if no request came for [`IDLE_AFTER`]: at most
-    /// [`IDLE_TICKS`] calls, stopping when one reports no more work. Whether more remains.
-    /// An error is logged (the data path reports its own to the clients) and ends the pass.
+    /// A client's call: idle time starts again [`IDLE_AFTER`] from now.
+    pub(super) fn requested(&mut self) {
+        self.last_request = Instant::now();
+        self.idle_exhausted = None;
+    }
+
+    /// The FTL's idle-time hook, if no request came for [`IDLE_AFTER`] (and, once the FTL
+    /// said it had nothing to do, not again before [`IDLE_RECHECK`] unless a request came):
+    /// at most [`IDLE_TICKS`] calls, stopping when one reports no more work. Whether more
+    /// remains. An error is logged (the data path reports its own to the clients) and ends
+    /// the pass. Called on every pass of the accept loop, so idle time starts
+    /// [`IDLE_AFTER`] after the last request, as a replay with `--idle-after` gives it.
     pub(super) fn idle_work(&mut self) -> bool {
-        if self.closed || self.last_request.elapsed() < IDLE_AFTER {
+        if self.closed
+            || self.last_request.elapsed() < IDLE_AFTER
+            || self.idle_exhausted.is_some_and(|t| t.elapsed() < IDLE_RECHECK)
+        {
             return false;
         }
         for _ in 0..IDLE_TICKS {
@@ -274,9 +292,13 @@ impl Volume {
             self.drain(None);
             match r {
                 Ok(true) => self.idle_ticks += 1,
-                Ok(false) => return false,
+                Ok(false) => {
+                    self.idle_exhausted = Some(Instant::now());
+                    return false;
+                }
                 Err(e) => {
                     self.idle_errors += 1;
+                    self.idle_exhausted = Some(Instant::now());
                     eprintln!("idle-time work: {e}");
                     return false;
                 }
