@@ -7,8 +7,10 @@ url="nbd://127.0.0.1:$port"
 pids=()
 server_pid=""
 made_pki=""
+scratch="" # a folder outside $work a stage made (e.g. in /dev/shm), removed with it
 cleanup() {
   for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
   # A libnbd certificate folder a stage made for fio (see nbd-stage.sh), never one it found.
   if [ -n "$made_pki" ]; then rm -rf "$made_pki"; rmdir /etc/pki 2>/dev/null || true; fi
   # NBD_KEEP_WORK=DIR keeps the work folder there for a look after the run.

@@ -290,3 +290,35 @@ fn whole_export_discards_are_one_range_and_exact() {
     drop(c);
     srv.signal("-TERM");
 }
+
+/// `--timing emulate`: a reply waits for the emulated device (a 4 KiB write on tiny-mlc
+/// takes at least its 500 µs program on the wall clock), and a request that issues no
+/// device operation (a read of a page never written) completes on the device when it
+/// arrives: the host's time serving it is the reply's lag, not device time.
+#[test]
+fn emulated_replies_wait_for_the_device_and_host_time_is_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("emu.img");
+    let port = common::free_port();
+    let mut srv = Server::start_with(&image, true, port, &["--timing", "emulate"]);
+    let (mut c, size) = Client::connect(port);
+    let start = std::time::Instant::now();
+    assert_eq!(c.write(0, &bytes(4096, 1), false), 0);
+    let waited = start.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_micros(500),
+        "the write's reply came after {waited:?}, before its program completed"
+    );
+    // The reply statistics start again; then only reads of pages never written.
+    srv.kill_with("-USR2");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    for i in 0..20u64 {
+        let at = size / 2 + i * 4096;
+        assert_eq!(c.read(at, 4096), vec![0u8; 4096]);
+    }
+    drop(c);
+    let stats = shutdown_stats(&mut srv);
+    let em = &stats["emulation"];
+    assert_eq!(em["replies"], 20, "{em}");
+    assert_eq!(em["device_us"]["max"], 0, "{em}");
+}

@@ -57,6 +57,7 @@ impl HeldReplies {
         let _ = with(&mut |e| {
             for (arrival, due) in &lags {
                 e.timing_reply(
+                    *arrival,
                     due.saturating_duration_since(*arrival),
                     sent.saturating_duration_since(*due),
                 );

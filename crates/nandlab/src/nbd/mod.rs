@@ -195,8 +195,8 @@ pub trait Export {
         None
     }
     /// A reply held for its request's completion went out `lag` after it; the device took
-    /// `device` from the request's arrival to its completion.
-    fn timing_reply(&mut self, _device: Duration, _lag: Duration) {}
+    /// `device` from the request's arrival (`arrival`) to its completion.
+    fn timing_reply(&mut self, _arrival: Instant, _device: Duration, _lag: Duration) {}
 }
 
 /// Buffer memory shared by every connection: a request that needs a whole payload at once
@@ -357,7 +357,7 @@ where
     let last = conn.take_queued();
     let now = Instant::now();
     let arrival = timing.arrival.take().unwrap_or(now);
-    held.hold(arrival, timing.done.take().unwrap_or(now), last);
+    held.hold(arrival, timing.done.take().unwrap_or(arrival), last);
     let released = held.release_all(&mut conn, &mut timed);
     let flushed = conn.flush_replies();
     result.and(released).and(flushed)
@@ -383,12 +383,14 @@ where
     loop {
         match emulation.as_mut() {
             Some((timing, held)) => {
-                // The previous request's reply, held until its completion (at once if it
-                // issued no device operation).
+                // The previous request's reply, held until its completion. One that
+                // issued no device operation completes on the device when it arrives:
+                // the host's time serving it (a flush's sync of the image file, which
+                // can take tens of milliseconds) is the reply's lag, not device time.
                 let reply = conn.take_queued();
                 let now = Instant::now();
                 let arrival = timing.arrival.get().unwrap_or(now);
-                held.hold(arrival, timing.done.take().unwrap_or(now), reply);
+                held.hold(arrival, timing.done.take().unwrap_or(arrival), reply);
                 held.wait_for_request(conn, with)?;
             }
             None => conn.flush_if_idle()?,

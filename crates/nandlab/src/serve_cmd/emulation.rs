@@ -24,6 +24,9 @@ pub(super) struct Emulation {
     device_us: hdrhistogram::Histogram<u64>,
     /// Replies sent later than [`LAG_WARN`] after their completion.
     behind: u64,
+    /// The request longest on the device: its arrival (since the server started, the
+    /// clock of `--record-trace`'s times) and its device time.
+    slowest: Option<(Duration, Duration)>,
     /// When the last "behind" warning was printed.
     warned: Option<Instant>,
 }
@@ -87,6 +90,7 @@ impl Emulation {
             lag_us: micros(),
             device_us: micros(),
             behind: 0,
+            slowest: None,
             warned: None,
         }
     }
@@ -112,10 +116,14 @@ impl Emulation {
         self.call_done.take()
     }
 
-    /// Books a reply: its request's time on the device and how late it went out; warns
-    /// (at most every [`LAG_WARN_EVERY`]) when it was more than [`LAG_WARN`] late.
-    pub(super) fn reply(&mut self, device: Duration, lag: Duration) {
+    /// Books a reply: its request's arrival (since the server started), its time on the
+    /// device and how late it went out; warns (at most every [`LAG_WARN_EVERY`]) when it
+    /// was more than [`LAG_WARN`] late.
+    pub(super) fn reply(&mut self, arrival: Duration, device: Duration, lag: Duration) {
         self.device_us.saturating_record(device.as_micros() as u64);
+        if self.slowest.is_none_or(|(_, d)| device > d) {
+            self.slowest = Some((arrival, device));
+        }
         self.lag_us.saturating_record(lag.as_micros() as u64);
         if lag > LAG_WARN {
             self.behind += 1;
@@ -137,6 +145,7 @@ impl Emulation {
         self.lag_us.reset();
         self.device_us.reset();
         self.behind = 0;
+        self.slowest = None;
     }
 
     pub(super) fn json(&self) -> serde_json::Value {
@@ -155,6 +164,10 @@ impl Emulation {
             "lag_us": stats(&self.lag_us),
             "behind": self.behind,
             "behind_threshold_us": LAG_WARN.as_micros() as u64,
+            "slowest": self.slowest.map(|(at, d)| serde_json::json!({
+                "arrival_s": at.as_secs_f64(),
+                "device_us": d.as_micros() as u64,
+            })),
         })
     }
 }

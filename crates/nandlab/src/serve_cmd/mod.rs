@@ -12,7 +12,8 @@
 //! its idle-time hook (`Ftl::tick`: FLARES's scrub and refresh rewrites, erases of
 //! collected blocks, the checkpoint's own scrub) under the volume lock, at most
 //! [`volume::IDLE_TICKS`] calls at a time, so a request that arrives meanwhile waits for one call
-//! at most. Every pass of the loop (at most 20 ms apart) asks, so idle time starts
+//! at most (with timing emulation, one step at a time on the emulated device, as the
+//! simulator gives idle time). Every pass of the loop (at most 20 ms apart) asks, so idle time starts
 //! [`volume::IDLE_AFTER`] after the last request, as a replay with `--idle-after` gives it;
 //! once the FTL reports no more work it is asked again after [`volume::IDLE_RECHECK`], or
 //! [`volume::IDLE_AFTER`] after the next request.
@@ -291,7 +292,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
     use std::io::Write;
     std::io::stdout().flush()?;
     while !stop.load(Ordering::Relaxed) {
-        volume.lock().expect("volume lock").idle_work();
+        let next_idle = volume.lock().expect("volume lock").idle_work();
         if reset.swap(false, Ordering::Relaxed) {
             // The emulation's reply statistics start again (a benchmark's measured phase).
             if let Some(em) = volume.lock().expect("volume lock").emulation.as_mut() {
@@ -324,7 +325,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
                 spawn_connection(stream, peer, shared, guard);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
+                // Back sooner when an idle-time step completes on the emulated device.
+                let pace = Duration::from_millis(20);
+                let wait = next_idle.map_or(pace, |t| {
+                    t.saturating_duration_since(std::time::Instant::now())
+                        .min(pace)
+                });
+                std::thread::sleep(wait);
             }
             Err(e) if transient(&e) => {
                 // Logged at most once a second; the clients already connected go on.

@@ -49,6 +49,9 @@ pub(super) struct Volume {
     last_request: Instant,
     /// When the FTL last said it had no idle-time work (`None`: a request came since).
     idle_exhausted: Option<Instant>,
+    /// With timing emulation: when the last idle-time step's operations complete on the
+    /// emulated device (no step starts before).
+    idle_until: Nanos,
     /// Idle-time hook calls that reported work, and errors it returned.
     idle_ticks: u64,
     idle_errors: u64,
@@ -92,6 +95,7 @@ impl Volume {
             service: [Service::default(); 4],
             last_request: Instant::now(),
             idle_exhausted: None,
+            idle_until: Nanos::ZERO,
             idle_ticks: 0,
             idle_errors: 0,
             emulation: None,
@@ -275,36 +279,54 @@ impl Volume {
 
     /// The FTL's idle-time hook, if no request came for [`IDLE_AFTER`] (and, once the FTL
     /// said it had nothing to do, not again before [`IDLE_RECHECK`] unless a request came):
-    /// at most [`IDLE_TICKS`] calls, stopping when one reports no more work. Whether more
-    /// remains. An error is logged (the data path reports its own to the clients) and ends
-    /// the pass. Called on every pass of the accept loop, so idle time starts
-    /// [`IDLE_AFTER`] after the last request, as a replay with `--idle-after` gives it.
-    pub(super) fn idle_work(&mut self) -> bool {
+    /// at most [`IDLE_TICKS`] calls, stopping when one reports no more work. An error is
+    /// logged (the data path reports its own to the clients) and ends the pass. Called on
+    /// every pass of the accept loop, so idle time starts [`IDLE_AFTER`] after the last
+    /// request, as a replay with `--idle-after` gives it.
+    ///
+    /// With timing emulation a step starts only once the previous step's operations have
+    /// completed on the emulated device, as the simulator gives idle time: one background
+    /// step in flight, so a request that arrives meanwhile waits for at most that one.
+    /// Returns when to call again if the emulated device is busy with a step (`None`: at
+    /// the accept loop's own pace).
+    pub(super) fn idle_work(&mut self) -> Option<Instant> {
         if self.closed
             || self.last_request.elapsed() < IDLE_AFTER
-            || self.idle_exhausted.is_some_and(|t| t.elapsed() < IDLE_RECHECK)
+            || self
+                .idle_exhausted
+                .is_some_and(|t| t.elapsed() < IDLE_RECHECK)
         {
-            return false;
+            return None;
         }
         for _ in 0..IDLE_TICKS {
             let t = self.tick();
+            if let Some(em) = self.emulation.as_mut() {
+                if self.idle_until > t {
+                    return Some(self.wall_of(self.idle_until));
+                }
+                // Placed when issued, not at the last request's arrival.
+                em.start(None);
+            }
             let r = self.vol.tick(t);
             self.drain(None);
+            if let Some(done) = self.emulation.as_mut().and_then(|em| em.take_done()) {
+                self.idle_until = self.idle_until.max(done);
+            }
             match r {
                 Ok(true) => self.idle_ticks += 1,
                 Ok(false) => {
                     self.idle_exhausted = Some(Instant::now());
-                    return false;
+                    return None;
                 }
                 Err(e) => {
                     self.idle_errors += 1;
                     self.idle_exhausted = Some(Instant::now());
                     eprintln!("idle-time work: {e}");
-                    return false;
+                    return None;
                 }
             }
         }
-        true
+        None
     }
 
     /// Flushes and writes a checkpoint; further requests fail with `ESHUTDOWN`.
@@ -500,9 +522,10 @@ impl Export for Volume {
         Some(self.wall_of(done))
     }
 
-    fn timing_reply(&mut self, device: Duration, lag: Duration) {
+    fn timing_reply(&mut self, arrival: Instant, device: Duration, lag: Duration) {
+        let since_start = arrival.saturating_duration_since(self.started);
         if let Some(em) = self.emulation.as_mut() {
-            em.reply(device, lag);
+            em.reply(since_start, device, lag);
         }
     }
 }

@@ -52,6 +52,14 @@ impl Server {
         Server { child }
     }
 
+    /// Sends `sig` (e.g. "-USR2") and returns at once (the server goes on).
+    pub fn kill_with(&self, sig: &str) {
+        Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+
     /// Sends `sig` (e.g. "-TERM") and waits for the exit; a TERM must exit cleanly.
     pub fn signal(&mut self, sig: &str) {
         Command::new("kill")

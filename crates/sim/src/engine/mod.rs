@@ -288,7 +288,6 @@ impl Engine {
         Ok(end)
     }
 
-    /// A host idle period of `len` from `from`: background work, then the clock moves on.
     /// The host's idle period before open-loop request `r`: the gap is already in its
     /// arrival time, so the host went quiet once the clock reached the gap's start.
     fn idle_before(&mut self, r: &Request) -> Result<(), SimError> {
@@ -299,8 +298,30 @@ impl Engine {
         Ok(())
     }
 
+    /// A host idle period of `len` from `from`: the FTL's background hook one step at a
+    /// time, then the clock moves on. A step starts when the previous step's operations
+    /// have completed, and none starts at or after the period's end: the firmware keeps one
+    /// background step in flight and issues none once a host request has arrived, so the
+    /// request after the period waits for at most one step (WAO-GC's partial steps are
+    /// what bounds it). `nandlab serve` gives idle time the same way, on the wall clock.
+    /// At most [`MAX_TICKS`] steps per period.
     fn idle(&mut self, from: Nanos, len: Nanos) -> Result<(), SimError> {
-        self.background_work(from)?;
+        let end = from + len;
+        let mut at = from;
+        for _ in 0..MAX_TICKS {
+            if at >= end {
+                break;
+            }
+            let worked = self.ftl.tick(at)?;
+            self.ops.clear();
+            self.ftl.take_ops(&mut self.ops);
+            if !self.ops.is_empty() {
+                at = at.max(self.timeline.schedule(&self.ops, at));
+            }
+            if !worked {
+                break;
+            }
+        }
         self.idle_time += len;
         self.clock = self.clock.max(from + len);
         self.timeline.advance_to(self.clock);
