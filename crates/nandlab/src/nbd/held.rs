@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 
 /// How long before a held reply is due its connection stops sleeping and polls.
 const SPIN: Duration = Duration::from_micros(100);
+/// How long a connection that has just sent its last held reply polls for the client's
+/// next request before it blocks (a client at queue depth 1 answers within tens of µs,
+/// and a thread woken from a block starts tens of µs late on a virtual machine).
+const SPIN_NEXT: Duration = Duration::from_micros(100);
 
 /// Replies held until their requests complete (timing emulation), soonest first; each
 /// with its sequence number, so that replies due at the same time keep their order.
@@ -33,8 +37,9 @@ impl HeldReplies {
         }
     }
 
-    /// Sends every reply due by now in one write, and reports each one's lag.
-    fn release_due<F>(&mut self, conn: &mut Conn, with: &mut F) -> io::Result<()>
+    /// Sends every reply due by now in one write, and reports each one's lag. Whether it
+    /// sent any.
+    fn release_due<F>(&mut self, conn: &mut Conn, with: &mut F) -> io::Result<bool>
     where
         F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
     {
@@ -50,7 +55,7 @@ impl HeldReplies {
             lags.push((arrival, due));
         }
         if out.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         conn.write_now(&out)?;
         let sent = Instant::now();
@@ -64,7 +69,7 @@ impl HeldReplies {
             }
             Ok(())
         });
-        Ok(())
+        Ok(true)
     }
 
     /// Sends due replies until the client has sent something (or nothing is held: the
@@ -74,8 +79,13 @@ impl HeldReplies {
         F: FnMut(&mut dyn FnMut(&mut dyn Export) -> Result<(), u32>) -> Result<(), u32>,
     {
         loop {
-            self.release_due(conn, with)?;
+            let sent = self.release_due(conn, with)?;
             let Some(Reverse((due, ..))) = self.replies.peek() else {
+                if sent {
+                    // The last reply just went out: poll a while for the next request.
+                    let until = Instant::now() + SPIN_NEXT;
+                    while Instant::now() < until && !conn.wait_readable(Duration::ZERO)? {}
+                }
                 return Ok(());
             };
             // Sleep until shortly before the reply is due, then poll without sleeping: a
@@ -95,7 +105,7 @@ impl HeldReplies {
     {
         while let Some(Reverse((due, ..))) = self.replies.peek() {
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            self.release_due(conn, with)?;
+            let _ = self.release_due(conn, with)?;
         }
         Ok(())
     }
