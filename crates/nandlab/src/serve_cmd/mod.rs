@@ -271,8 +271,10 @@ pub fn run(a: ServeArgs) -> Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&dump))?;
     let reset = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR2, Arc::clone(&reset))?;
-    println!(
-        "serving {} ({} bytes, {}-byte blocks) on {}{}",
+    // The status lines in one write (a reader that takes the first line and closes the
+    // pipe gets both), and a closed stdout does not stop the server.
+    let mut status = format!(
+        "serving {} ({} bytes, {}-byte blocks) on {}{}\n",
         a.image.display(),
         size,
         preferred,
@@ -287,10 +289,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
             .unwrap_or_default()
     );
     if a.timing == Timing::Emulate {
-        println!("timing: emulated (each reply held until the simulated device completes its request; SIGUSR1 prints the replies' lag)");
+        status.push_str("timing: emulated (each reply held until the simulated device completes its request; SIGUSR1 prints the replies' lag)\n");
     }
-    use std::io::Write;
-    std::io::stdout().flush()?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(status.as_bytes()).and_then(|()| out.flush());
+    }
     while !stop.load(Ordering::Relaxed) {
         let next_idle = volume.lock().expect("volume lock").idle_work();
         if reset.swap(false, Ordering::Relaxed) {
