@@ -275,17 +275,28 @@ impl Engine {
     fn background_work(&mut self, at: Nanos) -> Result<Nanos, SimError> {
         let mut end = at;
         for _ in 0..MAX_TICKS {
-            let worked = self.ftl.tick(at)?;
-            self.ops.clear();
-            self.ftl.take_ops(&mut self.ops);
-            if !self.ops.is_empty() {
-                end = end.max(self.timeline.schedule(&self.ops, at));
-            }
+            let (worked, done) = self.background_step(at)?;
+            end = end.max(done);
             if !worked {
                 break;
             }
         }
         Ok(end)
+    }
+
+    /// One call of the FTL's background hook at `at`, its operations placed on the
+    /// timelines from `at` on: whether it did work, and when its operations complete
+    /// (`at` if it issued none).
+    fn background_step(&mut self, at: Nanos) -> Result<(bool, Nanos), SimError> {
+        let worked = self.ftl.tick(at)?;
+        self.ops.clear();
+        self.ftl.take_ops(&mut self.ops);
+        let done = if self.ops.is_empty() {
+            at
+        } else {
+            at.max(self.timeline.schedule(&self.ops, at))
+        };
+        Ok((worked, done))
     }
 
     /// The host's idle period before open-loop request `r`: the gap is already in its
@@ -312,12 +323,8 @@ impl Engine {
             if at >= end {
                 break;
             }
-            let worked = self.ftl.tick(at)?;
-            self.ops.clear();
-            self.ftl.take_ops(&mut self.ops);
-            if !self.ops.is_empty() {
-                at = at.max(self.timeline.schedule(&self.ops, at));
-            }
+            let (worked, done) = self.background_step(at)?;
+            at = done;
             if !worked {
                 break;
             }
