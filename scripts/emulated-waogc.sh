@@ -35,13 +35,20 @@ for ftl in wao-gc pure rtgc; do
     # The host's own round trip, measured rather than assumed: 1 MiB trimmed, then read at
     # random, one page at a time at queue depth 1. A read of a trimmed page issues no
     # device operation (it completes on the device when it arrives), so fio's latency is
-    # the client, the loopback and the server alone.
+    # the client, the loopback and the server alone: back to back, and with the client
+    # idle for the write bound between requests, as it is while a write is held that long
+    # (a virtual CPU woken after an idle stretch starts late: on 2026-11-30 here p50 13
+    # against 62 µs, p99.9 59 against 586 µs).
     timeout 60 fio --name=trim --ioengine=nbd --uri="$url" --rw=trim --bs=1m --size=1m \
       >"$work/trim.out" 2>&1 || { cat "$work/trim.out"; fail "trim"; }
-    timeout 60 fio --name=rtt --ioengine=nbd --uri="$url" --rw=randread --bs=2k --size=1m --iodepth=1 \
-      --runtime=5 --time_based --randseed=2 --percentile_list=50:99:99.9:100 \
-      --output-format=json >"$work/rtt.raw" 2>"$work/rtt.err" || { cat "$work/rtt.err"; fail "round trip"; }
-    sed -n '/^{/,$p' "$work/rtt.raw" >"$work/rtt.json"
+    bound_us=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["latency_bound"]["write_ns"] / 1000))' "$work/$ftl.stats")
+    for think in 0 "$bound_us"; do
+      timeout 60 fio --name=rtt --ioengine=nbd --uri="$url" --rw=randread --bs=2k --size=1m --iodepth=1 \
+        --runtime=5 --time_based --randseed=2 --thinktime="$think" --percentile_list=50:99:99.9:100 \
+        --output-format=json >"$work/rtt$think.raw" 2>"$work/rtt.err" || { cat "$work/rtt.err"; fail "round trip"; }
+      sed -n '/^{/,$p' "$work/rtt$think.raw" >"$work/rtt$think.json"
+    done
+    cp "$work/rtt$bound_us.json" "$work/rtt-idle.json"; cp "$work/rtt0.json" "$work/rtt.json"
   fi
   stop_server TERM
 done
@@ -68,14 +75,17 @@ for ftl in ("wao-gc", "pure", "rtgc"):
 w, p = res["wao-gc"], res["pure"]
 rt = json.load(open(f"{work}/rtt.json"))["jobs"][0]["read"]["clat_ns"]["percentile"]
 rtt50, rtt999 = rt["50.000000"] / 1e3, rt["99.900000"] / 1e3
+ri = json.load(open(f"{work}/rtt-idle.json"))["jobs"][0]["read"]["clat_ns"]["percentile"]
+idle50, idle999 = ri["50.000000"] / 1e3, ri["99.900000"] / 1e3
 verdicts = [
     ("WAO-GC: no request took longer on the emulated device than the scheme's write bound "
      "(to the device histogram's resolution, 0.05 %)",
      w["dev_max"] <= w["bound"] * 1.0005, f"device max {w['dev_max']} µs, bound {w['bound']:.0f} µs"),
     ("fio's own p99.9 on WAO-GC is within the bound plus the host's round trip at its p99.9 "
-     "(measured: reads of trimmed pages, which take no device time)",
-     w["p999"] <= w["bound"] + rtt999,
-     f"p99.9 {w['p999']:.0f} µs, bound {w['bound']:.0f} µs, round trip p99.9 {rtt999:.0f} µs"),
+     "(measured: reads of trimmed pages, which take no device time, the client idle for the "
+     "bound between them as it is while a write is held)",
+     w["p999"] <= w["bound"] + idle999,
+     f"p99.9 {w['p999']:.0f} µs, bound {w['bound']:.0f} µs, round trip p99.9 {idle999:.0f} µs"),
     ("pure page-level GC: fio's p99 is above WAO-GC's bound (a whole block's copies in one write)",
      p["p99"] > w["bound"], f"p99 {p['p99']:.0f} µs against {w['bound']:.0f} µs"),
 ]
@@ -96,7 +106,10 @@ and how late its reply left (lag: the host's part).
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 """ + "\n".join(rows) + "\n\n")
     o.write(f"The host's round trip, measured on the WAO-GC server after its run (fio, random 2 KiB reads of "
-            f"1 MiB trimmed before, queue depth 1: no device operation): p50 {rtt50:.0f} µs, p99.9 {rtt999:.0f} µs.\n\n")
+            f"1 MiB trimmed before, queue depth 1: no device operation): back to back p50 {rtt50:.0f} µs, "
+            f"p99.9 {rtt999:.0f} µs; with the client idle for the write bound between requests, as while a "
+            f"write is held that long, p50 {idle50:.0f} µs, p99.9 {idle999:.0f} µs (a virtual CPU woken after an "
+            f"idle stretch starts late).\n\n")
     o.write("Verdicts:\n\n")
     for text, ok, detail in verdicts:
         o.write(f"- **{'holds' if ok else 'fails'}** — {text} ({detail}).\n")
