@@ -8,8 +8,9 @@
 # which the server fell behind (its own lag statistics) is run again, at most twice; a
 # comparison that misses while the server fell behind and the hypervisor took CPU time
 # (steal) is reported NOT VALIDATED instead of failing (docs/emulation.md). It also prints the emulated random-read IOPS at queue depth 1 and 32 beside the
-# simulator's closed-loop IOPS for the same reads, each job's replies' lag behind the
-# simulated completions, and the server's CPU time per request.
+# simulator's closed-loop IOPS for the same reads (at queue depth 1 also with the host's
+# round trip added, measured with reads that take no device time), each job's replies'
+# lag behind the simulated completions, and the server's CPU time per request.
 # Usage: scripts/emulate-stage.sh [path/to/nandlab] [--quick]
 # EMU_PRESET (tiny-mlc), EMU_BLOCKS (1024 blocks per plane) and EMU_FTL (an FTL file,
 # examples/ftl/page.toml; `default` for serve's default, the combined profile) pick the
@@ -80,6 +81,16 @@ measured_job mix --rw=randrw --rwmixread=70 --bs=4k --size=${fill_mib}m --iodept
 measured_job qd1 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=1 --runtime=$secs --time_based --randseed=5
 measured_job qd32 --rw=randread --bs=4k --size=${fill_mib}m --iodepth=32 --runtime=$secs --time_based --randseed=7
 cpu1=$(cpu)
+# The host's own round trip at queue depth 1, with the client idle between requests as
+# long as a read is held (the qd1 job's device p50): reads of pages never written take no
+# device time, so fio's latency is the client, the loopback and the server alone (a
+# virtual CPU woken after an idle stretch starts late).
+think=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["emulation"]["device_us"]["p50"])' "$work/qd1-run1.stats.json")
+timeout 60 fio --name=rtt --ioengine=nbd --uri="$url" --rw=randread --bs=4k --offset=$((fill_mib + 4))m --size=8m \
+  --iodepth=1 --runtime=3 --time_based --randseed=4 --thinktime="$think" --output-format=json \
+  >"$work/rtt.raw" 2>"$work/rtt.err" || { cat "$work/rtt.err"; fail "round trip"; }
+sed -n '/^{/,$p' "$work/rtt.raw" >"$work/rtt.json"
+sleep 1
 # Durability is unchanged by held replies: verified writes (fsync at the end), SIGKILL,
 # a restart with timing on, and every block verifies.
 vjob=(--name=v --ioengine=nbd --uri="$url" --rw=randwrite --bs=4k --offset=$((fill_mib * 2))m --size=4M
@@ -119,6 +130,8 @@ def stats(run):
     return json.load(open(f"{work}/{run}.stats.json"))["emulation"]
 def steal_ms(run):
     return int(open(f"{work}/{run}.steal").read()) * 10
+def fio_think():
+    return json.load(open(f"{work}/rtt.json"))["jobs"][0]["job options"]["thinktime"]
 def fio(name):
     t = open(f"{work}/{name}.json").read()
     return json.loads(t[t.index("{"):])["jobs"][0]
@@ -192,6 +205,12 @@ queue_depth = {qd}
     sim_iops = json.load(open(f"{work}/iops{qd}.json"))["iops"]
     emu_iops = fio(chosen[name][1])["read"]["iops"]
     print(f"   random 4 KiB reads, queue depth {qd:2}: emulated {emu_iops:6.0f} IOPS, simulated {sim_iops:6.0f} IOPS ({emu_iops / sim_iops:.3f}x)")
+    if qd == 1:
+        rt = fio("rtt")["read"]["clat_ns"]
+        rtt = rt["mean"] / 1e3
+        with_host = 1 / (1 / sim_iops + rtt / 1e6)
+        print(f"      the host's round trip (no device time, the client idle {fio_think()} µs between reads): mean {rtt:.0f} µs, "
+              f"p50 {rt['percentile']['50.000000'] / 1e3:.0f} µs; the simulated reads with it: {with_host:.0f} IOPS ({emu_iops / with_host:.3f}x)")
 for job, rs in runs.items():
     for i, run in rs:
         e = stats(run)
