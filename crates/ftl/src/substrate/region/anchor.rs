@@ -1,7 +1,7 @@
 //! The region's anchor (see the module docs, "Rotation"): the records naming the current
 //! region blocks, written at format and at a swap and read at mount, and the swap itself.
 
-use super::{Region, ANCHOR_KIND, ANCHOR_REFRESH, ROTATE_SPREAD, VERSION};
+use super::{versioned, Region, ANCHOR_KIND, ANCHOR_REFRESH, ROTATE_SPREAD, VERSION};
 use crate::bounded::Cap;
 use crate::substrate::meta::Unit;
 use crate::substrate::{BState, Substrate};
@@ -62,15 +62,8 @@ impl<S: Storage, M: ErrorModel> Region<S, M> {
         sub: &Substrate<S, M>,
         page: &[u8],
     ) -> Result<Option<AnchorRecord>, FtlError> {
-        if page.len() < 24 || page[..4] != ANCHOR_MAGIC {
+        if !versioned(page, 24, &ANCHOR_MAGIC, "checkpoint region's anchor record")? {
             return Ok(None);
-        }
-        if page[4] != VERSION {
-            return Err(FtlError::UnknownFormat {
-                what: "checkpoint region's anchor record",
-                version: page[4] as u32,
-                newest: VERSION as u32,
-            });
         }
         Ok(self.parse_anchor_record(sub, page))
     }

@@ -89,6 +89,7 @@
 //! it, and shares its blocks' mode and code, so the generation's probe speaks for it too.
 
 mod anchor;
+mod header;
 mod steps;
 
 use super::meta::{MetaWriter, Unit};
@@ -132,6 +133,8 @@ pub fn layout(
         .flat_map(|i| (0..ndies).map(move |d| d * bpd + i))
         .collect()
 }
+use header::{versioned, VERSION};
+pub(crate) use header::{PageHeader, HEADER};
 pub(crate) use steps::{Pending, Step};
 
 /// Page kind of checkpoint pages in the OOB record.
@@ -159,7 +162,6 @@ pub fn meta_tag_name(tag: MetaTag) -> Option<&'static str> {
     }
 }
 
-const MAGIC: [u8; 4] = *b"NLCP";
 /// A region block is swapped for the least-worn free block of its die once it has been
 /// erased this many times more.
 pub(crate) const ROTATE_SPREAD: u32 = 4;
@@ -176,75 +178,6 @@ pub(crate) const PROBE_EVERY: Nanos = Nanos(3600 * 1_000_000_000);
 /// 4-block region reached 3,486 erases — past `tiny-mlc-sp`'s 3,000 — while the data
 /// blocks averaged 156, and the volume ran out of space).
 pub(crate) const MIN_ROTATING: usize = 6;
-const VERSION: u8 = 1;
-/// Header bytes at the start of every checkpoint page.
-pub(crate) const HEADER: usize = 32;
-const KIND_BODY: u8 = 0;
-const KIND_LOG: u8 = 1;
-/// A generation's last body page carrying log entries (see the module docs).
-const KIND_TRAILER: u8 = 2;
-
-/// The header of a checkpoint page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PageHeader {
-    pub log: bool,
-    /// A body page holding log entries (a stepped generation's last body page).
-    pub trailer: bool,
-    pub gen: u64,
-    pub index: u32,
-    pub body_pages: u32,
-    pub len: u32,
-}
-
-impl PageHeader {
-    fn write(&self, page: &mut [u8]) {
-        page[..4].copy_from_slice(&MAGIC);
-        page[4] = VERSION;
-        page[5] = if self.log {
-            KIND_LOG
-        } else if self.trailer {
-            KIND_TRAILER
-        } else {
-            KIND_BODY
-        };
-        page[6..8].fill(0);
-        page[8..16].copy_from_slice(&self.gen.to_le_bytes());
-        page[16..20].copy_from_slice(&self.index.to_le_bytes());
-        page[20..24].copy_from_slice(&self.body_pages.to_le_bytes());
-        page[24..28].copy_from_slice(&self.len.to_le_bytes());
-        page[28..32].fill(0);
-    }
-
-    /// Parses a page's header; `None` if it is not a checkpoint page, an error if it is
-    /// one of a version this build does not read (a newer build's region).
-    pub fn read(page: &[u8]) -> Result<Option<Self>, FtlError> {
-        if page.len() < HEADER || page[..4] != MAGIC {
-            return Ok(None);
-        }
-        if page[4] != VERSION {
-            return Err(FtlError::UnknownFormat {
-                what: "checkpoint region page",
-                version: page[4] as u32,
-                newest: VERSION as u32,
-            });
-        }
-        let kind = page[5];
-        if kind > KIND_TRAILER {
-            return Ok(None);
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(page[o..o + 4].try_into().expect("4 bytes"));
-        let h = PageHeader {
-            log: kind == KIND_LOG,
-            trailer: kind == KIND_TRAILER,
-            gen: u64::from_le_bytes(page[8..16].try_into().expect("8 bytes")),
-            index: u32_at(16),
-            body_pages: u32_at(20),
-            len: u32_at(24),
-        };
-        Ok((h.len as usize <= page.len() - HEADER).then_some(h))
-    }
-}
-
 /// The committed generation and where its log continues.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CpState {
