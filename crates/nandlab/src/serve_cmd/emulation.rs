@@ -111,6 +111,11 @@ impl Emulation {
         }
     }
 
+    /// When every die, channel and decoder of the emulated device is free.
+    pub(super) fn all_free(&self) -> Nanos {
+        self.timeline.all_free()
+    }
+
     /// When the operations issued since [`start`](Emulation::start) end (`None`: none).
     pub(super) fn take_done(&mut self) -> Option<Nanos> {
         self.call_done.take()

@@ -49,9 +49,6 @@ pub(super) struct Volume {
     last_request: Instant,
     /// When the FTL last said it had no idle-time work (`None`: a request came since).
     idle_exhausted: Option<Instant>,
-    /// With timing emulation: when the last idle-time step's operations complete on the
-    /// emulated device (no step starts before).
-    idle_until: Nanos,
     /// Idle-time hook calls that reported work, and errors it returned.
     idle_ticks: u64,
     idle_errors: u64,
@@ -95,7 +92,6 @@ impl Volume {
             service: [Service::default(); 4],
             last_request: Instant::now(),
             idle_exhausted: None,
-            idle_until: Nanos::ZERO,
             idle_ticks: 0,
             idle_errors: 0,
             emulation: None,
@@ -301,17 +297,17 @@ impl Volume {
         for _ in 0..IDLE_TICKS {
             let t = self.tick();
             if let Some(em) = self.emulation.as_mut() {
-                if self.idle_until > t {
-                    return Some(self.wall_of(self.idle_until));
+                // The device is still busy with the previous step (no request has come for
+                // IDLE_AFTER, so nothing else is on its timelines).
+                let free = em.all_free();
+                if free > t {
+                    return Some(self.wall_of(free));
                 }
                 // Placed when issued, not at the last request's arrival.
                 em.start(None);
             }
             let r = self.vol.tick(t);
             self.drain(None);
-            if let Some(done) = self.emulation.as_mut().and_then(|em| em.take_done()) {
-                self.idle_until = self.idle_until.max(done);
-            }
             match r {
                 Ok(true) => self.idle_ticks += 1,
                 Ok(false) => {
