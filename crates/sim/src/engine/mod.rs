@@ -271,17 +271,13 @@ impl Engine {
 
     /// Gives the FTL its background hook at `at` until it reports no more work (bounded);
     /// the operations it performs go on the timelines from `at` on, charged to no request.
-    /// Returns when the last of them completes (`at` if none).
-    fn background_work(&mut self, at: Nanos) -> Result<Nanos, SimError> {
-        let mut end = at;
+    fn background_work(&mut self, at: Nanos) -> Result<(), SimError> {
         for _ in 0..MAX_TICKS {
-            let (worked, done) = self.background_step(at)?;
-            end = end.max(done);
-            if !worked {
+            if !self.background_step(at)?.0 {
                 break;
             }
         }
-        Ok(end)
+        Ok(())
     }
 
     /// One call of the FTL's background hook at `at`, its operations placed on the
