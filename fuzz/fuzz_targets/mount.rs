@@ -1,5 +1,5 @@
 //! The `mount` fuzz target (libFuzzer): see `mount_input.rs`, which CI also runs through
-//! the std-only driver in `crates/ftl/tests/fuzz_driver.rs`.
+//! the std-only driver in `crates/ftl/tests/integration/fuzz_driver.rs`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

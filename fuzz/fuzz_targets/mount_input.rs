@@ -1,5 +1,5 @@
 // The body of the `mount` fuzz target, shared with the std-only driver that CI runs
-// (`crates/ftl/tests/fuzz_driver.rs`): both `include!` this file.
+// (`crates/ftl/tests/integration/fuzz_driver.rs`): both `include!` this file.
 //
 // Mount arbitrary chip images. The input drives a formatted volume (writes, trims, flushes,
 // a power cut at a chosen chip operation) and then damages the chip at will (pages

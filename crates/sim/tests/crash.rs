@@ -5,11 +5,12 @@ use ftl::RecoveryKind;
 use nand::CutMode;
 use sim::crash::{run_case, CaseId, CrashConfig, Outcome, Plan};
 
-/// Whether this is the fast test tier (`NANDLAB_TEST_TIER=fast`): sampled plans run a
-/// quarter of their cases, every-cut-point plans a third (every operation, one mode in
-/// three: `Plan::Thinned`).
+mod common;
+
+/// Whether this is the fast test tier: sampled plans run a quarter of their cases,
+/// every-cut-point plans a third (every operation, one mode in three: `Plan::Thinned`).
 fn fast() -> bool {
-    std::env::var("NANDLAB_TEST_TIER").is_ok_and(|t| t == "fast")
+    common::fast_tier()
 }
 
 /// `sim::crash::run_plan` with the tier's plan: a sampled plan's cases quartered in the

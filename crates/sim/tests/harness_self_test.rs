@@ -13,6 +13,8 @@ use ftl::{BoxedVolume, DataClass, FlashOp, Ftl, FtlCounters, FtlError, RecoveryR
 use nand::{ConstantRber, CutMode, Lpn, Nanos, PhysAddr, RamStorage};
 use sim::crash::{run_plan, Checker, CrashConfig, Plan, Summary};
 
+mod common;
+
 type Dev = BoxedVolume<RamStorage, ConstantRber>;
 
 /// What the broken FTL gets wrong.
@@ -272,7 +274,7 @@ fn the_unbroken_ftl_passes_the_same_plans() {
     ];
     // The fast test tier (`NANDLAB_TEST_TIER=fast`) samples 40 cut points per plan instead
     // of every one: this is the control, the sabotaged runs keep their plans.
-    let fast = std::env::var("NANDLAB_TEST_TIER").is_ok_and(|t| t == "fast");
+    let fast = common::fast_tier();
     for (seed, plan, modes) in [
         (43, Plan::Random { samples: 150 }, &CutMode::ALL[..]),
         (44, Plan::Linear, &[CutMode::PairedPage][..]),

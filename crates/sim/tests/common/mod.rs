@@ -1,5 +1,5 @@
-//! Shared by the scheme and policy tests: one small device, experiment files built on it,
-//! and running one to its report.
+//! Shared by the test files: one small device, experiment files built on it, running one
+//! to its report, and the test tier.
 #![allow(dead_code)] // each test file uses its own part
 
 use sim::{ExperimentConfig, Progress};
@@ -60,4 +60,10 @@ pub fn run(cfg: ExperimentConfig) -> sim::Report {
         .unwrap()
         .run(&mut |_: Progress| {})
         .unwrap()
+}
+
+/// Whether this is the fast test tier (`NANDLAB_TEST_TIER=fast`, the inner loop): the
+/// longest plans run shorter; unset (README's command, CI), everything runs in full.
+pub fn fast_tier() -> bool {
+    std::env::var("NANDLAB_TEST_TIER").is_ok_and(|t| t == "fast")
 }

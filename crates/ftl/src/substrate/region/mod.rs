@@ -32,7 +32,7 @@
 //! in steps swaps ahead at its flushes and in idle time ([`Region::rotate_ahead`]: the
 //! block the next generation opens first). Without that the combined profile's region
 //! took every checkpoint's erase: 41 on its most-worn block against a mean of 2.8
-//! (`tests/combined.rs`, 30,000 writes with a flush every 16); with it, 7 against 3.1.
+//! (`tests/integration/combined.rs`, 30,000 writes with a flush every 16); with it, 7 against 3.1.
 //!
 //! **Log.** Entries are appended as log pages after the committed generation's body; when
 //! the region has no room for another log page while keeping room for a whole new

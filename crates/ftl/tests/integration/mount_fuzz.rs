@@ -2,7 +2,7 @@
 //! a real volume, and a corrupted checkpoint region. Every mount returns an error or a
 //! volume whose every page reads (or reports unreadable) — it never panics.
 
-mod tier;
+use crate::tier;
 use controller::{Controller, ControllerConfig, DataClass, MetaTag, OobRecord, PageKind};
 use ftl::{Ftl, FtlError, PageFtl, PageFtlConfig, RecoveryKind};
 use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};

@@ -6,7 +6,7 @@
 //! Latency is the sum of the operations a call issued (array, transfer, decode: a single
 //! die serves them one after another), so the bound is checked without the engine.
 
-mod tier;
+use crate::tier;
 use controller::{Controller, ControllerConfig, DataClass};
 use ftl::flares::FlaresConfig;
 use ftl::policy::{CopyOrderKind, EccKind, PacingKind, PlacementKind};

@@ -212,11 +212,7 @@ fn a_power_cut_keeps_every_flushed_page_with_a_paged_map() {
         let mut now = Nanos(1_000);
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         // Six power cuts per chip; two in the fast test tier (`NANDLAB_TEST_TIER=fast`).
-        let rounds = if std::env::var("NANDLAB_TEST_TIER").is_ok_and(|t| t == "fast") {
-            2
-        } else {
-            6
-        };
+        let rounds = if crate::tier::fast() { 2 } else { 6 };
         for round in 0..rounds {
             drive(&mut dev, &mut model, &mut now, 2 * n, 0, &mut rng);
             dev.flush(now).unwrap();

@@ -3,9 +3,9 @@
 //! optional power cut, then damage) that reach the mount with a damaged image far more often
 //! than random bytes do. A bounded number of cases each run.
 
-include!("../../../fuzz/fuzz_targets/mount_input.rs");
+include!("../../../../fuzz/fuzz_targets/mount_input.rs");
 
-mod tier;
+use crate::tier;
 use proptest::prelude::*;
 
 /// One 4-byte command of the target's input format.

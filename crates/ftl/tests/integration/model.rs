@@ -3,7 +3,7 @@
 //! data (zeros after a trim) across garbage collection, wear levelling and injected
 //! program/erase failures; nothing is ever lost.
 
-mod tier;
+use crate::tier;
 use controller::{Controller, ControllerConfig};
 use ftl::{BoxedVolume, FtlError, PageFtlConfig, SchemeConfig, VictimKind, WearLevelConfig};
 use nand::{Chip, ChipConfig, ConstantRber, Failure, Lpn, Nanos, RamStorage};
