@@ -253,13 +253,14 @@ impl FlaresTables {
         for row in 0..rows {
             let pe = ((row + 1) * step) as f64;
             let wr = m.write_part(pe);
+            let pe_n = libm::pow(pe, m.n);
             for &limit in &max_rber {
                 // eq. 5 inverted: RBER_wr(pe) + Bo·(pe^n·t)^m = limit.
                 let hours = if wr >= limit {
                     0.0
                 } else {
                     let x = (limit - wr) / m.bo;
-                    let t = libm::pow(x, 1.0 / m.m) / libm::pow(pe, m.n);
+                    let t = libm::pow(x, 1.0 / m.m) / pe_n;
                     t.min(HORIZON_HOURS)
                 };
                 ret.push(Nanos((hours * NS_PER_HOUR) as u64));
@@ -275,13 +276,62 @@ impl FlaresTables {
             required: Vec::new(),
             pe_shift: step.is_power_of_two().then(|| step.trailing_zeros()),
         };
-        t.required = (0..rows)
+        t.required = t.required_rows(step, rows);
+        t
+    }
+
+    /// `required[row]` for every row: `required_p_exact` at the row's upper P/E end. The
+    /// model's projected RBER grows with P/E cycles, so the requirement never falls from
+    /// one row to the next: each run of equal rows is found by bisection (a few dozen model
+    /// evaluations where a row-by-row fill takes one per row: 16,384 at `pe_step = 1`).
+    /// A test compares it with the row-by-row fill.
+    /// A model whose constants make it fall with wear somewhere (a·b < 0, Bo < 0 or
+    /// n·m < 0: never a fitted chip's) is filled row by row.
+    fn required_rows(&self, step: u32, rows: u32) -> Vec<(u8, bool)> {
+        let at = |row: u32| {
+            let (p, beyond) = self.required_p_exact((row + 1) * step);
+            (p as u8, beyond)
+        };
+        let m = &self.cfg.model;
+        if m.a * m.b < 0.0 || m.bo < 0.0 || m.n * m.m < 0.0 {
+            return (0..rows).map(at).collect();
+        }
+        let mut out = Vec::with_capacity(rows as usize);
+        // Bounded: each pass fills at least one row.
+        while (out.len() as u32) < rows {
+            let first = out.len() as u32;
+            let v = at(first);
+            // The last row with v: at(lo) == v; hi is past it (or the end).
+            let (mut lo, mut hi) = (first, rows);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if at(mid) == v {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            out.resize(hi as usize, v);
+        }
+        out
+    }
+
+    /// [`required_rows`](Self::required_rows)'s result filled row by row (its test).
+    #[cfg(test)]
+    pub(crate) fn required_rows_each(&self) -> Vec<(u8, bool)> {
+        let step = self.cfg.pe_step.max(1);
+        (0..PE_SPAN / step)
             .map(|row| {
-                let (p, beyond) = t.required_p_exact((row + 1) * step);
+                let (p, beyond) = self.required_p_exact((row + 1) * step);
                 (p as u8, beyond)
             })
-            .collect();
-        t
+            .collect()
+    }
+
+    /// The rows as built (their test).
+    #[cfg(test)]
+    pub(crate) fn required_table(&self) -> &[(u8, bool)] {
+        &self.required
     }
 
     /// The configuration.

@@ -58,6 +58,47 @@ fn corr_table_matches_the_reliability_crate() {
 }
 
 #[test]
+fn required_rows_by_bisection_match_the_row_by_row_fill() {
+    let mut steep = FlaresConfig {
+        t_min: 1,
+        t_max: 8,
+        pe_step: 1,
+        ..Default::default()
+    };
+    // The crash tests' model: RBER_wr grows ~e^(0.3·PE), strengths change every few rows.
+    steep.model.a = 2e-5;
+    steep.model.b = 0.3;
+    steep.model.c = -2e-5;
+    let mut falling = steep;
+    falling.model.b = -0.3;
+    for cfg in [
+        FlaresConfig::default(),
+        FlaresConfig {
+            pe_step: 1,
+            t_max: 13,
+            ..Default::default()
+        },
+        FlaresConfig {
+            pe_step: 96,
+            ..Default::default()
+        },
+        steep,
+        falling,
+    ] {
+        let t = FlaresTables::new(cfg, 4096 + 104, 8 * 4096);
+        assert_eq!(t.required_table(), &t.required_rows_each()[..], "{cfg:?}");
+        let changes = t
+            .required_table()
+            .windows(2)
+            .filter(|w| w[0] != w[1])
+            .count();
+        if cfg.pe_step == 1 && cfg.model.b > 0.0 {
+            assert!(changes >= 3, "{cfg:?}: {changes} changes test little");
+        }
+    }
+}
+
+#[test]
 fn retention_table_never_promises_more_than_the_model() {
     let c = core();
     let m = FlaresRber::default();
