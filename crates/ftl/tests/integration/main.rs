@@ -2,6 +2,7 @@
 //! every one instantiated the generic FTL again, and building them took a third of the test
 //! build). `cargo test -p ftl --test integration MODULE::` runs one module.
 
+mod common;
 mod tier;
 
 mod asymmetric;

@@ -6,6 +6,7 @@
 //! Latency is the sum of the operations a call issued (array, transfer, decode: a single
 //! die serves them one after another), so the bound is checked without the engine.
 
+use crate::common::{healthy_chip, took};
 use crate::tier;
 use controller::{Controller, ControllerConfig, DataClass};
 use ftl::flares::FlaresConfig;
@@ -20,17 +21,7 @@ use rand_core::{RngCore, SeedableRng};
 type Dev = PageFtl<RamStorage, ConstantRber>;
 
 fn chip(blocks_per_plane: u32, seed: u64) -> ChipConfig {
-    chip_of("k9k8g08u0b", blocks_per_plane, seed)
-}
-
-fn chip_of(preset: &str, blocks_per_plane: u32, seed: u64) -> ChipConfig {
-    let mut cfg = ChipConfig::preset(preset).unwrap();
-    cfg.geometry.blocks_per_plane = blocks_per_plane;
-    cfg.reliability.wear_fail_rate = 0.0;
-    cfg.reliability.wear_fail_growth = 0.0;
-    cfg.reliability.factory_bad_rate = 0.0;
-    cfg.seed = seed;
-    cfg
+    healthy_chip("k9k8g08u0b", blocks_per_plane, seed)
 }
 
 fn wao(op: f64) -> PageFtlConfig {
@@ -68,7 +59,7 @@ fn device_with(
     sector_size: usize,
 ) -> Result<Dev, FtlError> {
     let ctl = Controller::new(
-        Chip::ram(chip_of(preset, blocks_per_plane, seed)).unwrap(),
+        Chip::ram(healthy_chip(preset, blocks_per_plane, seed)).unwrap(),
         ConstantRber(0.0),
         ControllerConfig {
             seed,
@@ -96,13 +87,6 @@ fn bounds(dev: &Dev) -> (WaoBounds, u64, u64) {
         );
     }
     (b, l.write_ns, l.read_ns)
-}
-
-/// The time the operations of the last call took on the (single) die.
-fn took(dev: &mut Dev) -> u64 {
-    let mut ops = Vec::new();
-    dev.take_ops(&mut ops);
-    ops.iter().map(|o| o.array.0 + o.transfer.0 + o.ecc.0).sum()
 }
 
 #[derive(Debug, Clone, Copy)]

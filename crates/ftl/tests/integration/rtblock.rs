@@ -6,23 +6,18 @@
 //! no request had to finish GC inside itself (`rt_overruns`). Latency is the sum of the
 //! operations a call issued (a single die serves them one after another).
 
+use crate::common::{healthy_chip, took};
 use controller::{Controller, ControllerConfig};
 use ftl::{Ftl, RtBlockConfig, RtBlockFtl, RtKind};
-use nand::{Chip, ChipConfig, ConstantRber, Lpn, Nanos, RamStorage};
+use nand::{Chip, ConstantRber, Lpn, Nanos, RamStorage};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
 type Dev = RtBlockFtl<RamStorage, ConstantRber>;
 
 fn device(kind: RtKind, blocks_per_plane: u32, seed: u64) -> Dev {
-    let mut cfg = ChipConfig::preset("k9k8g08u0b").unwrap();
-    cfg.geometry.blocks_per_plane = blocks_per_plane;
-    cfg.reliability.wear_fail_rate = 0.0;
-    cfg.reliability.wear_fail_growth = 0.0;
-    cfg.reliability.factory_bad_rate = 0.0;
-    cfg.seed = seed;
     let ctl = Controller::new(
-        Chip::ram(cfg).unwrap(),
+        Chip::ram(healthy_chip("k9k8g08u0b", blocks_per_plane, seed)).unwrap(),
         ConstantRber(0.0),
         ControllerConfig {
             seed,
@@ -31,13 +26,6 @@ fn device(kind: RtKind, blocks_per_plane: u32, seed: u64) -> Dev {
     )
     .unwrap();
     RtBlockFtl::format(ctl, kind, RtBlockConfig::default(), Nanos::ZERO).unwrap()
-}
-
-/// The time the operations of the last call took on the (single) die.
-fn took(dev: &mut Dev) -> u64 {
-    let mut ops = Vec::new();
-    dev.take_ops(&mut ops);
-    ops.iter().map(|o| o.array.0 + o.transfer.0 + o.ecc.0).sum()
 }
 
 #[derive(Debug, Clone, Copy)]
