@@ -2,6 +2,8 @@
 
 use ftl::Ftl;
 use nand::ChipConfig;
+use rand_chacha::ChaCha8Rng;
+use rand_core::RngCore;
 
 /// `preset` cut to `blocks_per_plane` blocks per plane, seeded, with no wear failures and
 /// no factory-bad blocks (a test of timing or placement that no bad block may disturb).
@@ -20,4 +22,43 @@ pub fn took(dev: &mut impl Ftl) -> u64 {
     let mut ops = Vec::new();
     dev.take_ops(&mut ops);
     ops.iter().map(|o| o.array.0 + o.transfer.0 + o.ecc.0).sum()
+}
+
+/// Where a stream of test writes goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Shape {
+    /// Uniformly at random.
+    Random,
+    /// Every write to one block's worth of pages.
+    HotBlock,
+    /// A sequential fill, then writes that rarely touch the same page twice.
+    Cold,
+    /// Sequential fills, one after another.
+    Sequential,
+    /// Hot and cold writes alternating.
+    Alternating,
+}
+
+/// The logical page of write `i` of `shape` on `n` pages, `ppb` pages per block.
+pub fn next_lpn(shape: Shape, i: u64, n: u64, ppb: u64, rng: &mut ChaCha8Rng) -> u64 {
+    match shape {
+        Shape::Random => rng.next_u64() % n,
+        Shape::HotBlock => rng.next_u64() % ppb.min(n),
+        Shape::Cold => {
+            if i < n {
+                i
+            } else {
+                // Far apart: a stride coprime with n.
+                (i * 7919) % n
+            }
+        }
+        Shape::Sequential => i % n,
+        Shape::Alternating => {
+            if i.is_multiple_of(2) {
+                rng.next_u64() % (n / 16).max(1)
+            } else {
+                rng.next_u64() % n
+            }
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //! Latency is the sum of the operations a call issued (array, transfer, decode: a single
 //! die serves them one after another), so the bound is checked without the engine.
 
-use crate::common::{healthy_chip, took};
+use crate::common::{healthy_chip, next_lpn, took, Shape};
 use crate::tier;
 use controller::{Controller, ControllerConfig, DataClass};
 use ftl::flares::FlaresConfig;
@@ -87,42 +87,6 @@ fn bounds(dev: &Dev) -> (WaoBounds, u64, u64) {
         );
     }
     (b, l.write_ns, l.read_ns)
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Shape {
-    Random,
-    /// Every write to one block's worth of pages.
-    HotBlock,
-    /// A sequential fill, then writes that rarely touch the same page twice.
-    Cold,
-    /// Sequential fills, one after another.
-    Sequential,
-    /// Hot and cold writes alternating.
-    Alternating,
-}
-
-fn next_lpn(shape: Shape, i: u64, n: u64, ppb: u64, rng: &mut ChaCha8Rng) -> u64 {
-    match shape {
-        Shape::Random => rng.next_u64() % n,
-        Shape::HotBlock => rng.next_u64() % ppb.min(n),
-        Shape::Cold => {
-            if i < n {
-                i
-            } else {
-                // Far apart: a stride coprime with n.
-                (i * 7919) % n
-            }
-        }
-        Shape::Sequential => i % n,
-        Shape::Alternating => {
-            if i.is_multiple_of(2) {
-                rng.next_u64() % (n / 16).max(1)
-            } else {
-                rng.next_u64() % n
-            }
-        }
-    }
 }
 
 /// Runs `writes` writes of `shape` (one read after every `read_every`), checking the bounds

@@ -6,7 +6,7 @@
 //! no request had to finish GC inside itself (`rt_overruns`). Latency is the sum of the
 //! operations a call issued (a single die serves them one after another).
 
-use crate::common::{healthy_chip, took};
+use crate::common::{healthy_chip, next_lpn, took, Shape};
 use controller::{Controller, ControllerConfig};
 use ftl::{Ftl, RtBlockConfig, RtBlockFtl, RtKind};
 use nand::{Chip, ConstantRber, Lpn, Nanos, RamStorage};
@@ -26,29 +26,6 @@ fn device(kind: RtKind, blocks_per_plane: u32, seed: u64) -> Dev {
     )
     .unwrap();
     RtBlockFtl::format(ctl, kind, RtBlockConfig::default(), Nanos::ZERO).unwrap()
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Shape {
-    Random,
-    HotBlock,
-    Sequential,
-    Alternating,
-}
-
-fn next_lpn(shape: Shape, i: u64, n: u64, ppb: u64, rng: &mut ChaCha8Rng) -> u64 {
-    match shape {
-        Shape::Random => rng.next_u64() % n,
-        Shape::HotBlock => rng.next_u64() % ppb.min(n),
-        Shape::Sequential => i % n,
-        Shape::Alternating => {
-            if i.is_multiple_of(2) {
-                rng.next_u64() % (n / 16).max(1)
-            } else {
-                rng.next_u64() % n
-            }
-        }
-    }
 }
 
 /// Runs `writes` writes of `shape` (a read after every fourth) and checks every request

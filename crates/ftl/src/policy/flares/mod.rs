@@ -283,29 +283,26 @@ impl FlaresTables {
     /// `required[row]` for every row: `required_p_exact` at the row's upper P/E end. The
     /// model's projected RBER grows with P/E cycles, so the requirement never falls from
     /// one row to the next: each run of equal rows is found by bisection (a few dozen model
-    /// evaluations where a row-by-row fill takes one per row: 16,384 at `pe_step = 1`).
-    /// A test compares it with the row-by-row fill.
+    /// evaluations where [`required_rows_each`](Self::required_rows_each) takes one per
+    /// row: 16,384 at `pe_step = 1`; a test compares the two).
+    ///
     /// A model whose constants make it fall with wear somewhere (a·b < 0, Bo < 0 or
     /// n·m < 0: never a fitted chip's) is filled row by row.
     fn required_rows(&self, step: u32, rows: u32) -> Vec<(u8, bool)> {
-        let at = |row: u32| {
-            let (p, beyond) = self.required_p_exact((row + 1) * step);
-            (p as u8, beyond)
-        };
         let m = &self.cfg.model;
         if m.a * m.b < 0.0 || m.bo < 0.0 || m.n * m.m < 0.0 {
-            return (0..rows).map(at).collect();
+            return self.required_rows_each(step, rows);
         }
         let mut out = Vec::with_capacity(rows as usize);
         // Bounded: each pass fills at least one row.
         while (out.len() as u32) < rows {
             let first = out.len() as u32;
-            let v = at(first);
-            // The last row with v: at(lo) == v; hi is past it (or the end).
+            let v = self.required_row(step, first);
+            // The last row with v: row lo has v; hi is past it (or the end).
             let (mut lo, mut hi) = (first, rows);
             while hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
-                if at(mid) == v {
+                if self.required_row(step, mid) == v {
                     lo = mid;
                 } else {
                     hi = mid;
@@ -316,22 +313,15 @@ impl FlaresTables {
         out
     }
 
-    /// [`required_rows`](Self::required_rows)'s result filled row by row (its test).
-    #[cfg(test)]
-    pub(crate) fn required_rows_each(&self) -> Vec<(u8, bool)> {
-        let step = self.cfg.pe_step.max(1);
-        (0..PE_SPAN / step)
-            .map(|row| {
-                let (p, beyond) = self.required_p_exact((row + 1) * step);
-                (p as u8, beyond)
-            })
-            .collect()
+    /// The required rows filled one by one.
+    fn required_rows_each(&self, step: u32, rows: u32) -> Vec<(u8, bool)> {
+        (0..rows).map(|row| self.required_row(step, row)).collect()
     }
 
-    /// The rows as built (their test).
-    #[cfg(test)]
-    pub(crate) fn required_table(&self) -> &[(u8, bool)] {
-        &self.required
+    /// `required[row]`: `required_p_exact` at the row's upper P/E end.
+    fn required_row(&self, step: u32, row: u32) -> (u8, bool) {
+        let (p, beyond) = self.required_p_exact((row + 1) * step);
+        (p as u8, beyond)
     }
 
     /// The configuration.
