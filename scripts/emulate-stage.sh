@@ -5,9 +5,10 @@
 # `nandlab run` (same chip, FTL and error model; the jobs before it replayed unmeasured as
 # its warm-up), and fio's latency distribution per op type must match the replay's: median
 # and p99 within 10 % (the mixed job at queue depth 8, and random reads at 32). A job in
-# which the server fell behind (its own lag statistics) is run again, at most twice; a
-# comparison that misses while the server fell behind and the hypervisor took CPU time
-# (steal) is reported NOT VALIDATED instead of failing (docs/emulation.md). It also prints the emulated random-read IOPS at queue depth 1 and 32 beside the
+# which the server fell behind (its own lag statistics) or the hypervisor took over 1 % of
+# the job's time from this machine (steal) is run again, at most twice; a comparison in
+# which the emulation is slower than the simulator while the hypervisor took that much is
+# reported NOT VALIDATED instead of failing (docs/emulation.md). It also prints the emulated random-read IOPS at queue depth 1 and 32 beside the
 # simulator's closed-loop IOPS for the same reads (at queue depth 1 also with the host's
 # round trip added, measured with reads that take no device time), each job's replies'
 # lag behind the simulated completions, and the server's CPU time per request.
@@ -52,12 +53,14 @@ steal() { awk '/^cpu /{print $9}' /proc/stat; } # ticks the hypervisor ran other
 # A measured job: SIGUSR2 before it starts the server's reply statistics again, SIGUSR1
 # after it prints them (the last JSON line of serve.err); beside them the CPU time the
 # hypervisor gave to other machines meanwhile (steal, /proc/stat), which the server cannot
-# make up for. Run again (at most three runs) when the server says it fell behind: more
-# than 0.1 % of the replies went out over 1 ms after their simulated completion. Every run
-# stays in the trace (a later run's warm-up replays the earlier ones); the comparison
-# takes a job's run with the fewest late replies.
+# make up for. Run again (at most three runs) when the run was disturbed: the server says
+# it fell behind (more than 0.1 % of the replies went out over 1 ms after their simulated
+# completion), or steal reached 1 % of the job's time (a p99 is the slowest 1 % of the
+# requests: a client or server stopped that long can move it alone). Every run stays in
+# the trace (a later run's warm-up replays the earlier ones); the comparison takes a job's
+# least disturbed run (fewest late replies, then least steal).
 measured_job() { # name, then fio options
-  local name=$1 attempt s0; shift
+  local name=$1 attempt s0 why; shift
   for attempt in 1 2 3; do
     kill -USR2 "$server_pid"; sleep 0.1
     s0=$(steal)
@@ -65,12 +68,23 @@ measured_job() { # name, then fio options
     echo $(($(steal) - s0)) >"$work/$name-run$attempt.steal"
     kill -USR1 "$server_pid"; sleep 0.5
     grep '^{' "$work/serve.err" | tail -1 >"$work/$name-run$attempt.stats.json" || fail "no SIGUSR1 statistics"
-    python3 - "$work/$name-run$attempt.stats.json" <<'PY' && return 0
+    why=$(python3 - "$work" "$name-run$attempt" <<'PY'
 import json, sys
-e = json.load(open(sys.argv[1]))["emulation"]
-sys.exit(0 if e["behind"] <= 0.001 * max(e["replies"], 1) else 1)
+work, run = sys.argv[1:]
+e = json.load(open(f"{work}/{run}.stats.json"))["emulation"]
+steal_ms = int(open(f"{work}/{run}.steal").read()) * 10
+t = open(f"{work}/{run}.json").read()
+runtime_ms = json.loads(t[t.index("{"):])["jobs"][0]["job_runtime"]
+why = []
+if e["behind"] > 0.001 * max(e["replies"], 1):
+    why.append("the server fell behind")
+if steal_ms >= 0.01 * runtime_ms:
+    why.append(f"steal took {steal_ms} ms of {runtime_ms} ms")
+print(" and ".join(why))
 PY
-    echo "   $name: the server fell behind in run $attempt"
+)
+    [ -z "$why" ] && return 0
+    echo "   $name: $why in run $attempt"
   done
 }
 : >"$work/phases.txt"
@@ -106,7 +120,7 @@ echo "   SIGKILL with timing emulated: every fsynced block verified after the re
 replay_toml "$preset" "$blocks" "$work/emu.chip.ftl.toml" >"$work/replay.toml"
 
 python3 - "$work" "$NANDLAB" "$cpu0" "$cpu1" "$fill_mib" <<'PY' || fail "emulated latencies differ from the simulator's"
-import json, os, subprocess, sys
+import json, subprocess, sys
 work, nandlab, cpu0, cpu1, fill_mib = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 lines = open(f"{work}/rec.blktrace").read().splitlines()
 # Split at pauses over half a second: fill, mix, qd1, qd32.
@@ -148,7 +162,7 @@ def replay(i):
 runs = {}
 for i, run in enumerate(names[1:], 1):
     runs.setdefault(run.split("-run")[0], []).append((i, run))
-chosen = {job: min(rs, key=lambda r: (stats(r[1])["behind"], r[0])) for job, rs in runs.items()}
+chosen = {job: min(rs, key=lambda r: (stats(r[1])["behind"], steal_ms(r[1]), r[0])) for job, rs in runs.items()}
 bad, noisy = 0, []
 print(f"   {'job':5} {'op':5} {'count':>7} | {'fio p50':>9} {'sim p50':>9} {'diff':>6} | {'fio p99':>9} {'sim p99':>9} {'diff':>6}")
 for job, (i, run) in chosen.items():
@@ -156,11 +170,10 @@ for job, (i, run) in chosen.items():
     logical = r["logical_bytes"]
     lat = r["latency"]
     e = stats(run)
-    # The server fell behind while the hypervisor ran other machines on this one's CPUs
-    # (steal over 1 % of their time during the run): this run's latencies are the host's,
-    # not the emulation's.
-    disturbed = (e["behind"] > 0.001 * max(e["replies"], 1)
-                 and steal_ms(run) >= 0.01 * os.cpu_count() * f["job_runtime"])
+    # The hypervisor ran other machines on this one's CPUs for 1 % of the run's time or
+    # more (steal): the slowest 1 % of the requests may be the host's, not the emulation's.
+    # It can only make fio slower: a run faster than the replay is never excused.
+    disturbed = steal_ms(run) >= 0.01 * f["job_runtime"]
     for op in ("read", "write"):
         if f[op]["total_ios"] == 0:
             continue
@@ -173,8 +186,8 @@ for job, (i, run) in chosen.items():
         note = ""
         if job not in CHECKED:
             note = "  (not checked: the client's own round trip is part of fio's time, not the device's)"
-        elif not ok and disturbed:
-            note = "  <- off by more than 10 %: NOT VALIDATED, the host was disturbed in every run"
+        elif not ok and disturbed and abs(d50) <= 0.10 and d99 < -0.10:
+            note = "  <- p99 slower by more than 10 %: NOT VALIDATED, the host was disturbed in every run"
             noisy.append(job)
         elif not ok:
             note = "  <- off by more than 10 %"
@@ -219,7 +232,7 @@ for job, rs in runs.items():
 reqs = sum(fio(n)["read"]["total_ios"] + fio(n)["write"]["total_ios"] for n in names[1:])  # every run
 print(f"   server CPU: {(cpu1 - cpu0) * 10 / max(reqs, 1) * 1000:.1f} µs per request over the measured jobs ({reqs} requests)")
 if noisy:
-    print(f"   WARNING: {', '.join(sorted(set(noisy)))} not validated: in every run the server fell behind while the hypervisor gave this machine's CPU time to others (steal above); run the stage again on a quiet host")
+    print(f"   WARNING: {', '.join(sorted(set(noisy)))} not validated: in every run the hypervisor gave 1 % of the run's time or more to other machines (steal above); run the stage again on a quiet host")
 sys.exit(1 if bad else 0)
 PY
 echo "   ok"
