@@ -492,6 +492,12 @@ pub fn check_range(logical: u64, first: Lpn, count: u64) -> Result<u64, FtlError
 
 /// The interface every FTL scheme implements. Logical pages are the FTL's page size; `data`
 /// buffers are one logical page in bytes mode and empty in digest mode.
+///
+/// Power: once a power cut fires on the chip (the request it fired in fails with
+/// [`NandError::PowerLoss`]), every request — write, read, trim, flush, shutdown, tick —
+/// fails the same way and changes nothing, until the chip is powered on and mounted again
+/// (a real controller has lost its RAM; the built-in schemes check it first, through the
+/// substrate's `powered`).
 pub trait Ftl {
     /// Logical pages the volume exposes.
     fn logical_pages(&self) -> u64;

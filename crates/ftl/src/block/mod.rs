@@ -675,6 +675,7 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
         data: &[u8],
         hint: DataClass,
     ) -> Result<(), FtlError> {
+        self.s.powered()?;
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_writes += 1;
@@ -682,6 +683,7 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
+        self.s.powered()?;
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_reads += 1;
@@ -689,12 +691,14 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
     }
 
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+        self.s.powered()?;
         let (x, o) = self.locate(lpn)?;
         self.s.counters_mut().trims += 1;
         self.host_trim(now, x, o)
     }
 
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.powered()?;
         self.s.counters_mut().flushes += 1;
         self.seal(now)?;
         crate::debug_verify("flush", || self.verify());
@@ -702,12 +706,14 @@ impl<S: Storage, M: ErrorModel> Ftl for BlockFtl<S, M> {
     }
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.powered()?;
         self.s.counters_mut().flushes += 1;
         self.seal(now)?;
         self.write_checkpoint(now, true)
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
+        self.s.powered()?;
         if self.allocs_since_cp >= self.cfg.checkpoint_interval {
             self.write_checkpoint(now, false)?;
             return Ok(true);

@@ -583,6 +583,7 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
         data: &[u8],
         hint: DataClass,
     ) -> Result<(), FtlError> {
+        self.s.powered()?;
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_writes += 1;
@@ -590,6 +591,7 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
+        self.s.powered()?;
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_reads += 1;
@@ -597,6 +599,7 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
     }
 
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+        self.s.powered()?;
         let l = self.check_lpn(lpn)?;
         self.s.counters_mut().trims += 1;
         if self.pmt_get(now, l)? == NONE {
@@ -607,6 +610,7 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
     }
 
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.powered()?;
         self.s.counters_mut().flushes += 1;
         self.seal(now)?;
         crate::debug_verify("flush", || self.verify());
@@ -614,6 +618,7 @@ impl<S: Storage, M: ErrorModel> Ftl for DftlFtl<S, M> {
     }
 
     fn tick(&mut self, _now: Nanos) -> Result<bool, FtlError> {
+        self.s.powered()?;
         Ok(false)
     }
 }

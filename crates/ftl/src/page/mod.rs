@@ -402,6 +402,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
         data: &[u8],
         hint: DataClass,
     ) -> Result<(), FtlError> {
+        self.s.powered()?;
         let lpn = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_writes += 1;
@@ -410,6 +411,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
+        self.s.powered()?;
         let l = self.check_lpn(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_reads += 1;
@@ -444,10 +446,12 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+        self.s.powered()?;
         self.trim_range(now, lpn, 1)
     }
 
     fn trim_range(&mut self, now: Nanos, first: Lpn, count: u64) -> Result<(), FtlError> {
+        self.s.powered()?;
         let end = crate::check_range(self.logical, first, count)?;
         if count == 0 {
             return Ok(());
@@ -497,6 +501,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn flush(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.powered()?;
         // Every write is programmed before it returns; what remains is to seal exposed MLC
         // lower pages, persist trims, and bound the roll-forward work.
         self.s.counters_mut().flushes += 1;
@@ -537,6 +542,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn shutdown(&mut self, now: Nanos) -> Result<(), FtlError> {
+        self.s.powered()?;
         self.s.counters_mut().flushes += 1;
         if self.s.real_time {
             finish_jobs(self, now)?;
@@ -546,6 +552,7 @@ impl<S: Storage, M: ErrorModel> Ftl for PageFtl<S, M> {
     }
 
     fn tick(&mut self, now: Nanos) -> Result<bool, FtlError> {
+        self.s.powered()?;
         let mut worked = false;
         if self.steps.is_some() {
             // Idle time finishes a checkpoint being written in steps.

@@ -713,6 +713,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
         data: &[u8],
         hint: DataClass,
     ) -> Result<(), FtlError> {
+        self.s.powered()?;
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_writes += 1;
@@ -723,6 +724,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     }
 
     fn read(&mut self, now: Nanos, lpn: Lpn, data: &mut [u8]) -> Result<(), FtlError> {
+        self.s.powered()?;
         let (x, o) = self.locate(lpn)?;
         self.s.check_buf(data.len())?;
         self.s.counters_mut().host_reads += 1;
@@ -733,6 +735,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     }
 
     fn trim(&mut self, now: Nanos, lpn: Lpn) -> Result<(), FtlError> {
+        self.s.powered()?;
         let (x, o) = self.locate(lpn)?;
         self.s.counters_mut().trims += 1;
         // What RAM can tell is not mapped needs no tombstone (GFTL cannot tell what its
@@ -754,6 +757,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     }
 
     fn flush(&mut self, _now: Nanos) -> Result<(), FtlError> {
+        self.s.powered()?;
         // Every write was programmed before it returned (SLC: no exposed pages).
         self.s.counters_mut().flushes += 1;
         crate::debug_verify("flush", || self.verify());
@@ -761,6 +765,7 @@ impl<S: Storage, M: ErrorModel> Ftl for RtBlockFtl<S, M> {
     }
 
     fn tick(&mut self, _now: Nanos) -> Result<bool, FtlError> {
+        self.s.powered()?;
         Ok(false)
     }
 

@@ -415,6 +415,21 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         &self.ctl
     }
 
+    /// Every request's first step: a chip whose power was cut (a fired cut, until
+    /// [`Chip::power_on`](nand::Chip::power_on) and a mount) takes no request, and neither
+    /// does this volume: [`NandError::PowerLoss`](nand::NandError::PowerLoss), with nothing
+    /// changed. A real controller has lost its RAM at that moment; what this volume still
+    /// holds in RAM (an operation interrupted half-way through its bookkeeping) must not
+    /// serve reads, take writes or acknowledge a flush. The next mount starts from the chip.
+    #[inline]
+    pub fn powered(&self) -> Result<(), FtlError> {
+        if self.ctl.chip().is_powered() {
+            Ok(())
+        } else {
+            Err(nand::NandError::PowerLoss.into())
+        }
+    }
+
     /// The controller, mutably, for a harness's fault injection and power cuts (the
     /// volume's public `controller_mut`); no kernel calls it (the `no_raw_chip` test).
     pub fn controller_for_harness(&mut self) -> &mut Controller<S, M> {

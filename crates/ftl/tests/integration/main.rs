@@ -14,6 +14,7 @@ mod mount_fuzz;
 mod no_raw_chip;
 mod packed_store;
 mod paged;
+mod power_off;
 mod realtime;
 mod region;
 mod rtblock;
