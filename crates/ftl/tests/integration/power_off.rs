@@ -57,7 +57,7 @@ fn case(scheme: &SchemeConfig, chip: &ChipConfig, mode: CutMode, at: u64) {
             None if !dev.controller().chip().is_powered() => {
                 // The request the cut fired in fails too (the host never learns more).
                 assert!(r.as_ref().is_err_and(is_power_loss), "{what}: {r:?}");
-                off = Some(dev.counters().clone());
+                off = Some(*dev.counters());
             }
             None => assert!(r.is_ok(), "{what}: {r:?} before the cut"),
             Some(ref counters) => {
