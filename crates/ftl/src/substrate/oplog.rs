@@ -66,23 +66,27 @@ impl OpLog {
 }
 
 impl<S: Storage, M: ErrorModel> Substrate<S, M> {
-    /// Reads of `causes` logged and not yet drained, and the simulated time they take: the
-    /// engine's model ([`crate::timeline`]) with every read issued at once — arrays overlap
-    /// across dies, a channel carries its dies' transfers one at a time, and its decode
-    /// engines take the decodes in turn (a mount's recovery time).
+    /// Reads of `causes` logged and not yet drained, and the simulated time they and the
+    /// erases of `causes` take: the engine's model ([`crate::timeline`]) with every
+    /// operation issued at once — arrays overlap across dies, a channel carries its dies'
+    /// transfers one at a time, and its decode engines take the decodes in turn (a mount's
+    /// recovery time: its reads, and the erases of blocks it could not trust to be erased).
     pub fn read_time(&self, causes: &[Cause]) -> (u64, Nanos) {
-        let reads: Vec<crate::FlashOp> = self
+        let ops: Vec<crate::FlashOp> = self
             .log
             .ops
             .iter()
-            .filter(|op| op.kind == OpKind::Read && causes.contains(&op.cause))
+            .filter(|op| {
+                matches!(op.kind, OpKind::Read | OpKind::Erase) && causes.contains(&op.cause)
+            })
             .map(|op| crate::FlashOp { after: None, ..*op })
             .collect();
+        let reads = ops.iter().filter(|op| op.kind == OpKind::Read).count();
         let g = self.geo;
         let engines = self.ctl.config().ecc_engines;
         let mut tl =
             crate::timeline::Timeline::new(g.total_dies() as usize, g.channels as usize, engines);
-        (reads.len() as u64, tl.schedule(&reads, Nanos::ZERO))
+        (reads as u64, tl.schedule(&ops, Nanos::ZERO))
     }
 
     /// Logs an operation on block `block`.

@@ -314,6 +314,7 @@ impl Rebuild {
             match self.snap.states[b as usize] {
                 code::FREE => {
                     self.free.insert(b);
+                    self.kept_free.insert(b);
                 }
                 code::FULL | code::OPEN | code::RETIRING => {
                     self.full.insert(b);
@@ -334,6 +335,9 @@ struct Rebuild {
     max_seq: u64,
     scanned: BTreeSet<u32>,
     free: BTreeSet<u32>,
+    /// Of `free`: blocks no phase read, free at the checkpoint and kept so (roll-forward's
+    /// phase 5; see `adopt_block` for when they are trusted to be erased).
+    kept_free: BTreeSet<u32>,
     /// Blocks known to hold programmed pages.
     full: BTreeSet<u32>,
     /// Blocks whose valid count dropped to zero while applying records.

@@ -85,6 +85,7 @@ impl Rebuild {
             snap,
             scanned: BTreeSet::new(),
             free: BTreeSet::new(),
+            kept_free: BTreeSet::new(),
             full: BTreeSet::new(),
             emptied: Vec::new(),
             checkpoint_pages,
@@ -474,8 +475,24 @@ impl Rebuild {
         if status != BlockStatus::Good {
             s.adopt_grown_bad(b);
         } else if self.free.contains(&b) && s.valid[i] == 0 {
-            s.adopt_free(b);
-            s.suspect[i] = true;
+            // A block found free may hold a program torn to all ones or an interrupted
+            // erase: it is erased before its first use. A real-time scheme erases it now,
+            // in the mount (whose time is not bounded, and counts the erases): at its
+            // first use the erase would land in a host write beside that write's partial
+            // GC step, past the bound (an erase and α copies). It trusts the blocks free
+            // at the checkpoint that no phase had reason to read: the allocator opens free
+            // blocks in order and roll-forward read each one it could have opened, and a
+            // real-time volume leaves no untrusted free block behind a mount, so a
+            // checkpoint's free block is erased (one that is not — an image last mounted
+            // by a deferring scheme — refuses its first program, which the kernel passes
+            // over). Other schemes defer the erase to the allocation that takes the block
+            // (a faster mount). An erase that fails leaves the block bad (`erase_block`).
+            if !s.real_time {
+                s.adopt_free(b);
+                s.suspect[i] = true;
+            } else if self.kept_free.contains(&b) || s.erase_block(now, b, Cause::Mount)? {
+                s.adopt_free(b);
+            }
         } else if self.full.contains(&b) || s.valid[i] > 0 {
             s.adopt_state(b, BState::Full);
             s.index_insert(b);
