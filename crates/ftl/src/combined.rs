@@ -21,7 +21,7 @@
 //! page kernel's metadata units (`meta_writer = "subpage"`: the checkpoint region's
 //! checkpoint pages and log records as subpages of SLC-mode SP blocks) but off by default:
 //! measured (`reproduce combined`, part `combined-spftl`), it saves 21 % of the profile's
-//! metadata bytes for a 7 % higher NWI at 1.21× its recovery time — the page kernel's
+//! metadata bytes for a 7 % higher NWI at 1.28× its recovery time — the page kernel's
 //! checkpoints write its whole map, which fills subpages as it fills pages, while an SP
 //! block holds half a page block's bytes per erase (while the profile checkpointed every
 //! three blocks per die the subpage region's larger log also saved checkpoints: −40 %

@@ -81,6 +81,18 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
                         self.log.counters.retired_blocks += 1;
                         continue;
                     }
+                    Err(NandError::ModeChangeNotErased(_)) => {
+                        // A free block a real-time mount trusted to be erased is not (an
+                        // image written outside this FTL): erased now, inside the write —
+                        // past its bound, counted — and back to the heap.
+                        if self.real_time {
+                            self.log.counters.rt_overruns += 1;
+                        }
+                        if self.erase_block(now, b, Cause::Mount)? {
+                            self.heap_push(b);
+                        }
+                        continue;
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }

@@ -249,7 +249,8 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
         self.heap_push(b);
     }
 
-    fn heap_push(&mut self, b: u32) {
+    /// Puts free block `b` (state `Free`) in its die's heap.
+    pub(super) fn heap_push(&mut self, b: u32) {
         let d = self.die_of(b) as usize;
         self.dies[d].free.push(Reverse((self.erase[b as usize], b)));
     }

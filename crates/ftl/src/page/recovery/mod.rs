@@ -34,13 +34,14 @@
 //! out not programmable (a program torn to all-ones reads as erased), the program is
 //! refused and the block is closed then. Any other half-written block is closed (never
 //! programmed again). Blocks found free are erased again before their first use (a torn
-//! program or an interrupted erase can look erased). Erase counts and bad-block marks come
+//! program or an interrupted erase can look erased) — by a real-time scheme inside the
+//! mount, so that no write after it carries the erase beside its GC step (decision 016). Erase counts and bad-block marks come
 //! from charged block-header reads (what UBI keeps in its erase-counter headers) or, for
 //! blocks roll-forward has no reason to read, from the checkpoint.
 //!
 //! Reported time is simulated: the per-die sum of array, transfer and decode time of the
-//! reads issued, or the per-channel transfer sum if larger (reads of different dies
-//! overlap; those on one die or channel do not).
+//! reads issued and the mount's erases, or the per-channel transfer sum if larger
+//! (operations of different dies overlap; those on one die or channel do not).
 
 use super::snapshot::Loaded;
 use super::snapshot::{code, Snapshot};
