@@ -484,7 +484,8 @@ impl Rebuild {
             // blocks in order and roll-forward read each one it could have opened, and a
             // real-time volume leaves no untrusted free block behind a mount, so a
             // checkpoint's free block is erased (one that is not — an image last mounted
-            // by a deferring scheme — refuses its first program, which the kernel passes
+            // by a deferring scheme, or damaged — refuses its mode change, and is erased
+            // then, an overrun counted, or its first program, which the kernel passes
             // over). Other schemes defer the erase to the allocation that takes the block
             // (a faster mount). An erase that fails leaves the block bad (`erase_block`).
             if !s.real_time {
