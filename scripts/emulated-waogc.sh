@@ -22,7 +22,8 @@ for ftl in wao-gc pure rtgc; do
   timeout 300 fio --name=fill --ioengine=nbd --uri="$url" --rw=write --bs=128k --iodepth=4 \
     --end_fsync=1 >"$work/$ftl.fill" 2>&1 || { cat "$work/$ftl.fill"; fail "$ftl: fill"; }
   # The statistics start again: they cover the overwrites alone. (A restart would do it
-  # too, but the first GC after a remount is not the steady state this measures.)
+  # too, and the bound holds after a mount — a real-time mount erases the free blocks it
+  # cannot trust, decision 016 — but it would measure the mount's state, not the fill's.)
   kill -USR2 "$server_pid"; sleep 0.3
   timeout $((secs + 60)) fio --name=rw --ioengine=nbd --uri="$url" --rw=randwrite --bs=2k --iodepth=1 \
     --runtime="$secs" --time_based --randseed=1 --percentile_list=50:99:99.9:100 \
