@@ -108,6 +108,55 @@ pub struct CrashConfig {
     /// How pages are checked after recovery (the contract; weakened only by the
     /// self-test).
     pub checker: Checker,
+    /// The sector codes the cases built, lent to every later case of this configuration
+    /// (and its clones).
+    codes: CodeCache,
+}
+
+/// Sector codes shared by a configuration's cases. A code is a pure function of the
+/// sector size and t, so sharing one changes no result; building them was a fifth of a
+/// crash test's time (each case formats a new controller, and FLARES's strengths need a
+/// code each).
+#[derive(Clone, Default)]
+struct CodeCache(std::sync::Arc<std::sync::Mutex<Codes>>);
+
+/// A sector size and the codes for it, by strength (index t).
+type Codes = (usize, Vec<Option<std::sync::Arc<ecc::Bch>>>);
+
+impl fmt::Debug for CodeCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let built = g.1.iter().filter(|c| c.is_some()).count();
+        write!(f, "CodeCache({built} codes of {}-byte sectors)", g.0)
+    }
+}
+
+impl CodeCache {
+    /// Gives `ctl` the codes built so far (for its sector size).
+    fn lend(&self, ctl: &mut Controller<RamStorage, ConstantRber>) {
+        let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        ctl.adopt_codes(g.0, &g.1);
+    }
+
+    /// Keeps the codes `ctl` built (the first sector size seen; others are not kept).
+    fn keep(&self, ctl: &Controller<RamStorage, ConstantRber>) {
+        let (size, codes) = ctl.built_codes();
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if g.1.is_empty() {
+            g.0 = size;
+        }
+        if g.0 != size {
+            return;
+        }
+        if g.1.len() < codes.len() {
+            g.1.resize_with(codes.len(), || None);
+        }
+        for (mine, theirs) in g.1.iter_mut().zip(codes) {
+            if mine.is_none() {
+                mine.clone_from(theirs);
+            }
+        }
+    }
 }
 
 impl CrashConfig {
@@ -141,6 +190,7 @@ impl CrashConfig {
             seq_pct: 0,
             wrap: None,
             checker: Checker::Contract,
+            codes: CodeCache::default(),
         }
     }
 
@@ -486,6 +536,7 @@ fn controller(cfg: &CrashConfig) -> Result<Controller<RamStorage, ConstantRber>,
     )
     .map_err(|e| e.to_string())?;
     ctl.set_crc32c(crc32c::crc32c);
+    cfg.codes.lend(&mut ctl);
     Ok(ctl)
 }
 
@@ -661,6 +712,7 @@ fn case_inner(
     }
     // Power on and recover (with an optional second cut).
     let mut ctl = dev.into_controller();
+    cfg.codes.keep(&ctl);
     *info = CutInfo::of(&ctl, &cfg.scheme.keep_whole_blocks(&cfg.chip)).map(|mut c| {
         if let Some((i, op)) = model.in_flight {
             c.text += &format!("; host op {i} of the workload in flight: {op:?}");
