@@ -12,10 +12,11 @@ requests=${3:-100000}
 [ -x "$bin" ] || { echo "no binary at $bin (cargo build --release)" >&2; exit 1; }
 out=$(mktemp)
 trap 'rm -f "$out" "$out.cg"' EXIT
-# Only the measured phases are counted (not building or preconditioning the device).
+# Only the measured phases are counted (not building or preconditioning the device), and
+# only the main device's: the comparisons (bytes vs digest, FLARES vs fixed t) are off.
 valgrind --tool=callgrind --callgrind-out-file="$out.cg" \
   --toggle-collect='*bench_cmd*phases*' \
-  "$bin" bench --capacity-gib "$gib" --requests "$requests" --small-mib 0 >"$out" 2>&1
+  "$bin" bench --capacity-gib "$gib" --requests "$requests" --small-mib 0 --flares-mib 0 >"$out" 2>&1
 total=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out")
 [ -n "$total" ] || { cat "$out" >&2; exit 1; }
 # Two phases (random writes, 70/30 mix) of `requests` requests each.

@@ -190,6 +190,9 @@ fn window(engine: &mut Engine, requests: u64, read_pct: f64, seed: u64) -> Resul
 
 /// Both workloads on each engine, `requests` each, in `windows` windows; the engines'
 /// windows alternate, so a slow spell of a shared machine falls on all of them alike.
+/// (Never inlined: `scripts/bench-instr.sh` counts instructions inside this function
+/// only, by its symbol.)
+#[inline(never)]
 fn phases(
     engines: &mut [&mut Engine],
     requests: u64,
