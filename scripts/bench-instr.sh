@@ -17,7 +17,7 @@ trap 'rm -f "$out" "$out.cg"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$out.cg" \
   --toggle-collect='*bench_cmd*phases*' \
   "$bin" bench --capacity-gib "$gib" --requests "$requests" --small-mib 0 --flares-mib 0 >"$out" 2>&1 ||
-  { tail -5 "$out" >&2; exit 1; }
+  { grep -v "^==" "$out" | tail -5 >&2; exit 1; }
 total=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out")
 [ -n "$total" ] && [ "$total" -gt 0 ] || { echo "no instructions counted inside the bench's phases" >&2; cat "$out" >&2; exit 1; }
 # Two phases (random writes, 70/30 mix) of `requests` requests each.
