@@ -474,6 +474,20 @@ impl<S: Storage, M: ErrorModel> Controller<S, M> {
         (self.cfg.sector_size, &self.codes)
     }
 
+    /// Adds the sector codes this controller built to `store` (indexed by strength) where it
+    /// has none: what a later controller of the same sector size takes with
+    /// [`adopt_codes`](Self::adopt_codes).
+    pub fn share_codes(&self, store: &mut Vec<Option<Arc<Bch>>>) {
+        if store.len() < self.codes.len() {
+            store.resize_with(self.codes.len(), || None);
+        }
+        for (mine, built) in store.iter_mut().zip(&self.codes) {
+            if mine.is_none() {
+                mine.clone_from(built);
+            }
+        }
+    }
+
     /// Takes sector codes another controller built (`built_codes`) where this one has none
     /// yet: a code is a pure function of the sector size and t, and building one takes
     /// milliseconds (a simulator formats a fitted device several times and mounts a copy to

@@ -777,15 +777,7 @@ impl ExperimentConfig {
         let vol = scheme
             .format_in(ctl, Nanos::ZERO, &self.registry)
             .map_err(|e| format!("ftl.{}: {e}", scheme.name()))?;
-        let (_, built) = vol.controller().built_codes();
-        if built.len() > codes.len() {
-            codes.resize_with(built.len(), || None);
-        }
-        for (mine, theirs) in codes.iter_mut().zip(built) {
-            if mine.is_none() {
-                mine.clone_from(theirs);
-            }
-        }
+        vol.controller().share_codes(codes);
         Ok(vol)
     }
 

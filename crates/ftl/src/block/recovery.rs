@@ -173,7 +173,7 @@ pub(crate) fn recover<S: Storage, M: ErrorModel>(
             ftl.set_bad(b);
         }
     }
-    let (reads, time) = ftl.s.read_time(&[Cause::Mount]);
+    let (reads, time) = ftl.s.recovery_time(&[Cause::Mount]);
     let mapped = ftl.map.iter().filter(|e| e.p != NONE).count() as u64 * ppb as u64;
     ftl.write_checkpoint(now, false)?;
     Ok(RecoveryReport {

@@ -83,7 +83,7 @@ impl<S: Storage, M: ErrorModel> DftlFtl<S, M> {
         }
         let c = &self.s.counters_mut();
         let reads = c.reads[Cause::Mount.index()] + c.reads[Cause::Meta.index()] - reads0;
-        let (_, time) = self.s.read_time(&[Cause::Mount, Cause::Meta]);
+        let (_, time) = self.s.recovery_time(&[Cause::Mount, Cause::Meta]);
         Ok(RecoveryReport {
             procedure: String::from("gxt+update-blocks"),
             checkpoint_gen: newest.map_or(0, |f| f.0),

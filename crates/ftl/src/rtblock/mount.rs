@@ -393,7 +393,7 @@ impl<S: Storage, M: ErrorModel> RtBlockFtl<S, M> {
                 }
             }
         }
-        let (reads, time) = self.s.read_time(&[Cause::Mount]);
+        let (reads, time) = self.s.recovery_time(&[Cause::Mount]);
         let mapped = self.shadow.iter().filter(|&&p| p != NONE).count() as u64;
         Ok(RecoveryReport {
             procedure: "full-scan".into(),

@@ -71,7 +71,7 @@ impl<S: Storage, M: ErrorModel> Substrate<S, M> {
     /// operation issued at once — arrays overlap across dies, a channel carries its dies'
     /// transfers one at a time, and its decode engines take the decodes in turn (a mount's
     /// recovery time: its reads, and the erases of blocks it could not trust to be erased).
-    pub fn read_time(&self, causes: &[Cause]) -> (u64, Nanos) {
+    pub fn recovery_time(&self, causes: &[Cause]) -> (u64, Nanos) {
         let ops: Vec<crate::FlashOp> = self
             .log
             .ops

@@ -21,6 +21,11 @@ pub fn healthy_chip(preset: &str, blocks_per_plane: u32, seed: u64) -> ChipConfi
 pub fn took(dev: &mut impl Ftl) -> u64 {
     let mut ops = Vec::new();
     dev.take_ops(&mut ops);
+    ops_time(&ops)
+}
+
+/// The time `ops` take one after another on one die.
+pub fn ops_time(ops: &[ftl::FlashOp]) -> u64 {
     ops.iter().map(|o| o.array.0 + o.transfer.0 + o.ecc.0).sum()
 }
 

@@ -6,7 +6,7 @@
 //! Latency is the sum of the operations a call issued (array, transfer, decode: a single
 //! die serves them one after another), so the bound is checked without the engine.
 
-use crate::common::{healthy_chip, next_lpn, took, Shape};
+use crate::common::{healthy_chip, next_lpn, ops_time, took, Shape};
 use crate::tier;
 use controller::{Controller, ControllerConfig, DataClass};
 use ftl::flares::FlaresConfig;
@@ -516,7 +516,7 @@ fn the_bound_holds_across_remounts() {
                 let mut ops = Vec::new();
                 dev.take_ops(&mut ops);
                 erased_in_mount += ops.iter().filter(|o| o.kind == ftl::OpKind::Erase).count();
-                now += Nanos(ops.iter().map(|o| o.array.0 + o.transfer.0 + o.ecc.0).sum());
+                now += Nanos(ops_time(&ops));
                 mounts += 1;
             }
             let lpn = next_lpn(shape, i, n, b.pi as u64, &mut rng);

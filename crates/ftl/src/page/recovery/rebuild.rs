@@ -524,7 +524,7 @@ impl Rebuild {
                 p != INVALID && p != LOST
             })
             .count() as u64;
-        let (reads, time) = ftl.sub().read_time(&[Cause::Mount]);
+        let (reads, time) = ftl.sub().recovery_time(&[Cause::Mount]);
         RecoveryReport {
             procedure: name.into(),
             checkpoint_gen: ftl.checkpoint_gen(),
