@@ -65,6 +65,11 @@ pub struct BenchArgs {
     /// on chips of 2^26 pages or more (256 GiB here), `always`, `never`.
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     pack_spare: String,
+    /// The large device's map demand-paged (DFTL's translation pages, `[ftl.page]
+    /// map_cache_pages`) with this many translation pages cached in RAM; 0 (the default)
+    /// keeps the whole map in RAM.
+    #[arg(long, default_value_t = 0)]
+    map_cache_pages: u32,
     /// Capacity of the packed-vs-unpacked comparison device in MiB (digest mode, the page
     /// FTL; `pack_spare` always against never, side by side: what packing costs per
     /// simulated operation); 0 (the default) skips it.
@@ -98,6 +103,21 @@ fn device_with(capacity: u64, bytes_mode: bool, op: f64, ecc: &str) -> Result<si
 /// The digest-mode benchmark device (fixed t = 8) with `[controller] pack_spare = pack`.
 fn device_packed(capacity: u64, op: f64, pack: &str) -> Result<sim::Experiment> {
     device_ftl(capacity, false, &page_ftl(op, "\"fixed\""), pack)
+}
+
+/// The large device: [`device_packed`], its map demand-paged with `map_cache_pages`
+/// translation pages cached when that is not 0.
+fn device_large(
+    capacity: u64,
+    op: f64,
+    pack: &str,
+    map_cache_pages: u32,
+) -> Result<sim::Experiment> {
+    let mut ftl = page_ftl(op, "\"fixed\"");
+    if map_cache_pages > 0 {
+        ftl.push_str(&format!("map_cache_pages = {map_cache_pages}\n"));
+    }
+    device_ftl(capacity, false, &ftl, pack)
 }
 
 /// The benchmark device with `ftl` as its `[ftl]` tables (TOML).
@@ -409,11 +429,19 @@ fn flares_vs_fixed(a: &BenchArgs) -> Result<()> {
 fn big_device(a: &BenchArgs) -> Result<()> {
     let cap = a.capacity_gib << 30;
     println!(
-        "== steady-state simulator throughput, digest mode, {} GiB page-mapped device",
-        a.capacity_gib
+        "== steady-state simulator throughput, digest mode, {} GiB page-mapped device, {}",
+        a.capacity_gib,
+        if a.map_cache_pages > 0 {
+            format!(
+                "demand-paged map ({} translation pages cached)",
+                a.map_cache_pages
+            )
+        } else {
+            "whole map in RAM".into()
+        }
     );
-    let mut big =
-        device_packed(cap, 0.125, &a.pack_spare).context("building the benchmark device")?;
+    let mut big = device_large(cap, 0.125, &a.pack_spare, a.map_cache_pages)
+        .context("building the benchmark device")?;
     println!(
         "device      {} pages of 4 KiB, {} logical; preconditioning…",
         big.chip.geometry.total_pages(),

@@ -136,7 +136,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
             if let MapSlot::Paged(p) = &mut ftl.map {
                 // The recovered map in the cache (its dirty pages), then a checkpoint: the
                 // partition's pinned versions become this one's.
-                p.settle();
+                p.settle(&ftl.s);
                 p.maintain(&mut ftl.s, now)?;
                 ftl.write_checkpoint(now)?;
             }

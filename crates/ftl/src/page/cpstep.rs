@@ -186,7 +186,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         let mut bytes = core::mem::take(&mut self.cp_buf);
         self.encode_snapshot(None, &mut bytes);
         if let super::map::MapSlot::Paged(p) = &mut self.map {
-            p.begin_pin();
+            p.begin_pin(&self.s);
         }
         self.region.begin(&self.s, bytes.len());
         self.cp_buf = bytes;
@@ -258,7 +258,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         // as its snapshot.
         self.pending_trims.retain(|t| t.seq >= st.seq);
         if let super::map::MapSlot::Paged(p) = &mut self.map {
-            p.commit_pin();
+            p.commit_pin(&self.s);
         }
         for b in st.retire {
             self.s.young[b as usize] = false;
@@ -309,7 +309,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
     pub(super) fn abandon_steps(&mut self) {
         if self.steps.take().is_some() {
             if let super::map::MapSlot::Paged(p) = &mut self.map {
-                p.drop_pin();
+                p.drop_pin(&self.s);
             }
         }
         self.region.pending = None;

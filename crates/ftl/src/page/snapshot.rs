@@ -519,7 +519,7 @@ impl<S: Storage, M: ErrorModel> PageFtl<S, M> {
         self.cp_buf = bytes;
         written?;
         if let super::map::MapSlot::Paged(p) = &mut self.map {
-            p.committed();
+            p.committed(&self.s);
         }
         self.pending_trims.clear();
         self.s.opened_since_cp = 0;

@@ -87,6 +87,7 @@ use crate::policy::MetaWriterKind;
 use crate::substrate::meta::writer_for;
 use crate::substrate::Substrate;
 use crate::{Cause, FtlError};
+use alloc::collections::BTreeSet;
 use alloc::vec;
 use alloc::vec::Vec;
 use controller::MetaTag;
@@ -186,6 +187,9 @@ pub(crate) struct PagedMap<S: Storage, M: ErrorModel> {
     cap: usize,
     logical: u64,
     lines: Vec<Line>,
+    /// The occupied lines by last use, `(used, line)`: the least recently used first (ties,
+    /// as after a mount, by line index) — an eviction costs no scan of the cache.
+    lru: BTreeSet<(u64, u32)>,
     /// Per TP: its line, or `NONE`.
     line_of: Vec<u32>,
     clock: u64,
@@ -236,6 +240,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             cap: cap.max(1) as usize,
             logical: 0,
             lines: Vec::new(),
+            lru: BTreeSet::new(),
             line_of: Vec::new(),
             clock: 0,
             flash: Vec::new(),
@@ -293,25 +298,25 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
 
     /// A checkpoint carrying [`part`](Self::part) committed: the units its directories
     /// name are pinned until the next one.
-    pub fn committed(&mut self) {
-        self.parts().for_each(|p| p.committed());
+    pub fn committed(&mut self, sub: &Substrate<S, M>) {
+        self.parts().for_each(|p| p.committed(sub));
     }
 
     /// A checkpoint is being written in steps from [`part`](Self::part) as it is now: the
     /// units its directories name are pinned too until it commits (the committed one's
     /// stay pinned, recovery may still need them).
-    pub fn begin_pin(&mut self) {
-        self.parts().for_each(|p| p.begin_pin());
+    pub fn begin_pin(&mut self, sub: &Substrate<S, M>) {
+        self.parts().for_each(|p| p.begin_pin(sub));
     }
 
     /// The checkpoint written in steps committed: its directories' pins replace the old.
-    pub fn commit_pin(&mut self) {
-        self.parts().for_each(|p| p.commit_pin());
+    pub fn commit_pin(&mut self, sub: &Substrate<S, M>) {
+        self.parts().for_each(|p| p.commit_pin(sub));
     }
 
     /// The checkpoint written in steps was abandoned: only the committed one pins.
-    pub fn drop_pin(&mut self) {
-        self.parts().for_each(|p| p.drop_pin());
+    pub fn drop_pin(&mut self, sub: &Substrate<S, M>) {
+        self.parts().for_each(|p| p.drop_pin(sub));
     }
 
     /// Sets bounded mode: partition blocks are erased only by the upkeep step, which
@@ -419,7 +424,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         }
         Self::count_bytes(sub, self.tps.unit.len(), compaction);
         if let Some(logs) = &mut self.logs {
-            logs.release(tp);
+            logs.release(sub, tp);
         }
         line.changed.fill(0);
         line.logged.fill(0);
@@ -432,6 +437,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         let tp = self.lines[i].tp;
         if tp != NONE {
             self.line_of[tp as usize] = NONE;
+            self.lru.remove(&(self.lines[i].used, i as u32));
         }
         self.lines[i].tp = NONE;
         self.lines[i].dirty = false;
@@ -454,25 +460,27 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     /// recently used (written back if dirty; if it cannot be, the least recently used
     /// clean one; if there is none, one past the budget).
     fn free_line(&mut self, sub: &mut Substrate<S, M>, now: Nanos) -> Result<usize, FtlError> {
-        if let Some(i) = self.lines.iter().position(|l| l.tp == NONE) {
-            return Ok(i);
+        if self.lru.len() < self.lines.len() {
+            // A free line (the first).
+            if let Some(i) = self.lines.iter().position(|l| l.tp == NONE) {
+                return Ok(i);
+            }
         }
         if self.lines.len() < self.cap {
             return Ok(self.new_line());
         }
-        let lru = (0..self.lines.len())
-            .min_by_key(|&i| self.lines[i].used)
-            .expect("a full cache has lines");
+        let lru = self.lru.first().expect("a full cache has lines").1 as usize;
         if !self.lines[lru].dirty || self.write_back(sub, now, lru, false, false)? {
             self.drop_line(lru);
             return Ok(lru);
         }
-        if let Some(i) = (0..self.lines.len())
-            .filter(|&i| !self.lines[i].dirty)
-            .min_by_key(|&i| self.lines[i].used)
+        if let Some(&(_, i)) = self
+            .lru
+            .iter()
+            .find(|&&(_, i)| !self.lines[i as usize].dirty)
         {
-            self.drop_line(i);
-            return Ok(i);
+            self.drop_line(i as usize);
+            return Ok(i as usize);
         }
         self.overflows += 1;
         Ok(self.new_line())
@@ -484,7 +492,9 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         let i = self.line_of[tp as usize];
         if i != NONE {
             sub.counters_mut().cpmt_hits += 1;
-            self.lines[i as usize].used = self.clock;
+            let used = core::mem::replace(&mut self.lines[i as usize].used, self.clock);
+            self.lru.remove(&(used, i));
+            self.lru.insert((self.clock, i));
             return Ok(i as usize);
         }
         sub.counters_mut().cpmt_misses += 1;
@@ -511,6 +521,7 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
         line.changed.fill(0);
         line.used = self.clock;
         self.line_of[tp as usize] = i as u32;
+        self.lru.insert((self.clock, i as u32));
         Ok(i)
     }
 
@@ -571,6 +582,10 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             self.drop_line(i);
             self.lines.swap_remove(i);
             if i < self.lines.len() && self.lines[i].tp != NONE {
+                // The last line moved to `i`.
+                let used = self.lines[i].used;
+                self.lru.remove(&(used, self.lines.len() as u32));
+                self.lru.insert((used, i as u32));
                 self.line_of[self.lines[i].tp as usize] = i as u32;
             }
             return Ok(true);
@@ -690,11 +705,12 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
     /// `maintain`), the others are read on demand from their pinned versions and logs; the
     /// partitions' blocks are opened afresh (erased first). The caller writes a checkpoint
     /// next.
-    pub fn settle(&mut self) {
+    pub fn settle(&mut self, sub: &Substrate<S, M>) {
         let Some(m) = self.mount.take() else {
             return;
         };
         self.lines.clear();
+        self.lru.clear();
         self.line_of.fill(NONE);
         for tp in 0..self.ntp() as u32 {
             let r = self.range(tp);
@@ -710,8 +726,9 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
             }
             line.entries[..r.len()].copy_from_slice(&m.all[r]);
             self.line_of[tp as usize] = i as u32;
+            self.lru.insert((line.used, i as u32));
         }
-        self.parts().for_each(|p| p.settle());
+        self.parts().for_each(|p| p.settle(sub));
         // Past the budget until `maintain` writes them back (the mount runs it next).
         self.overflows += self.lines.len().saturating_sub(self.cap) as u64;
     }

@@ -44,6 +44,12 @@ pub(super) struct Partition<S: Storage, M: ErrorModel> {
     pinned: Vec<u32>,
     /// Per block: next slot since its erase (`UNKNOWN`: erase it first).
     next: Vec<u32>,
+    /// Per block: whether it is free ([`is_free`](Self::is_free) as of its last change,
+    /// kept by [`mark`](Self::mark) wherever a block's state changes; `verify` checks it).
+    free: Vec<bool>,
+    /// Free blocks: the count of `free` (so the per-operation questions — is a compaction
+    /// due, would a checkpoint give room — cost no scan of the partition).
+    free_n: usize,
     /// The block being filled.
     open: Option<u32>,
     /// Bounded mode: blocks are erased only by [`prepare`](Self::prepare), which keeps
@@ -67,7 +73,7 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
     ) -> Self {
         let slots = writer.slots();
         let n = blocks.len();
-        Partition {
+        let mut p = Partition {
             unit: vec![0; writer.unit_bytes(sub)],
             writer,
             kind,
@@ -80,11 +86,15 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
             live: vec![0; n],
             pinned: vec![0; n],
             next: vec![UNKNOWN; n],
+            free: vec![false; n],
+            free_n: 0,
             open: None,
             ready: None,
             bounded: false,
             blocks,
-        }
+        };
+        p.mark_all(sub);
+        p
     }
 
     /// Sizes the directory for `ntp` TPs.
@@ -96,34 +106,34 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
     // ----- pins ----------------------------------------------------------------------------
 
     /// A checkpoint committed: the units the directory names now are pinned.
-    pub fn committed(&mut self) {
+    pub fn committed(&mut self, sub: &Substrate<S, M>) {
         self.held.clone_from(&self.dir);
         self.held_next = None;
-        self.count_pins();
+        self.count_pins(sub);
     }
 
     /// A checkpoint is being written in steps: the units the directory names now are
     /// pinned beside the committed one's.
-    pub fn begin_pin(&mut self) {
+    pub fn begin_pin(&mut self, sub: &Substrate<S, M>) {
         self.held_next = Some(self.dir.clone());
-        self.count_pins();
+        self.count_pins(sub);
     }
 
     /// The checkpoint written in steps committed.
-    pub fn commit_pin(&mut self) {
+    pub fn commit_pin(&mut self, sub: &Substrate<S, M>) {
         if let Some(h) = self.held_next.take() {
             self.held = h;
         }
-        self.count_pins();
+        self.count_pins(sub);
     }
 
     /// The checkpoint written in steps was abandoned.
-    pub fn drop_pin(&mut self) {
+    pub fn drop_pin(&mut self, sub: &Substrate<S, M>) {
         self.held_next = None;
-        self.count_pins();
+        self.count_pins(sub);
     }
 
-    fn count_pins(&mut self) {
+    fn count_pins(&mut self, sub: &Substrate<S, M>) {
         self.pinned.fill(0);
         for h in core::iter::once(&self.held).chain(self.held_next.as_ref()) {
             for &loc in h {
@@ -132,6 +142,7 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
                 }
             }
         }
+        self.mark_all(sub);
     }
 
     // ----- blocks --------------------------------------------------------------------------
@@ -148,18 +159,32 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
             && self.usable(sub, bi)
     }
 
+    /// Block `bi`'s state changed: its `free` mark and the count follow.
+    fn mark(&mut self, sub: &Substrate<S, M>, bi: usize) {
+        let f = self.is_free(sub, bi);
+        if f != self.free[bi] {
+            self.free[bi] = f;
+            if f {
+                self.free_n += 1;
+            } else {
+                self.free_n -= 1;
+            }
+        }
+    }
+
+    /// Every block's `free` mark recomputed (after the pins or the live counts changed at
+    /// once).
+    fn mark_all(&mut self, sub: &Substrate<S, M>) {
+        for bi in 0..self.blocks.len() {
+            self.mark(sub, bi);
+        }
+    }
+
     /// The least-worn free block.
     fn free_block(&self, sub: &Substrate<S, M>) -> Option<usize> {
         (0..self.blocks.len())
-            .filter(|&bi| self.is_free(sub, bi))
+            .filter(|&bi| self.free[bi])
             .min_by_key(|&bi| (sub.erase[self.blocks[bi] as usize], bi))
-    }
-
-    /// Free blocks (no current, no pinned unit; not open or ready).
-    pub fn free_blocks(&self, sub: &Substrate<S, M>) -> usize {
-        (0..self.blocks.len())
-            .filter(|&bi| self.is_free(sub, bi))
-            .count()
     }
 
     /// Bounded mode: erases a free block to be opened next when none is ready.
@@ -175,6 +200,7 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
             self.next[bi] = 0;
             self.ready = Some(bi as u32);
         }
+        self.mark(sub, bi);
         Ok(true)
     }
 
@@ -188,12 +214,14 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
                     return Ok(Some(bi * self.slots + self.next[i]));
                 }
                 self.open = None;
+                self.mark(sub, i);
             }
             if self.bounded {
                 let Some(bi) = self.ready.take() else {
                     return Ok(None);
                 };
                 self.open = Some(bi);
+                self.mark(sub, bi as usize);
                 continue;
             }
             let Some(bi) = self.free_block(sub) else {
@@ -204,6 +232,7 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
                 self.next[bi] = 0;
                 self.open = Some(bi as u32);
             }
+            self.mark(sub, bi);
         }
         Ok(None)
     }
@@ -228,10 +257,11 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
                 .writer
                 .program(sub, now, self.blocks[bi], slot, &self.unit, rec)?
             {
-                self.release(tp);
+                self.release(sub, tp);
                 self.dir[tp as usize] = loc;
                 self.owner[loc as usize] = tp;
                 self.live[bi] += 1;
+                self.mark(sub, bi);
                 let c = sub.counters_mut();
                 c.meta_bytes += self.unit.len() as u64;
                 c.meta_programs += 1;
@@ -240,16 +270,19 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
             // The program failed: the block is retired (never opened again); its other
             // units stay readable until rewritten.
             self.open = None;
+            self.mark(sub, bi);
         }
         Ok(false)
     }
 
     /// TP `tp` has no current unit here any more (its old one becomes garbage).
-    pub fn release(&mut self, tp: u32) {
+    pub fn release(&mut self, sub: &Substrate<S, M>, tp: u32) {
         let old = core::mem::replace(&mut self.dir[tp as usize], NONE);
         if old != NONE {
             self.owner[old as usize] = NONE;
-            self.live[(old / self.slots) as usize] -= 1;
+            let bi = (old / self.slots) as usize;
+            self.live[bi] -= 1;
+            self.mark(sub, bi);
         }
     }
 
@@ -281,7 +314,7 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
     /// the fewest (not open, not full of current units) — copying it out frees the block
     /// at the next checkpoint.
     pub fn compaction_victim(&self, sub: &Substrate<S, M>) -> Option<u32> {
-        if self.free_blocks(sub) >= 2 {
+        if self.free_n >= 2 {
             return None;
         }
         let v = (0..self.blocks.len())
@@ -300,7 +333,7 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
     /// Whether a checkpoint would give room: a block held only by pinned units while fewer
     /// than two are free (or `short` says the cache needs room).
     pub fn wants_checkpoint(&self, sub: &Substrate<S, M>, short: bool) -> bool {
-        (short || self.free_blocks(sub) < 2)
+        (short || self.free_n < 2)
             && (0..self.blocks.len()).any(|bi| {
                 self.open != Some(bi as u32)
                     && self.live[bi] == 0
@@ -333,17 +366,17 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
 
     /// After a mount: the directory's units are current and pinned; the blocks are opened
     /// afresh (erased first).
-    pub fn settle(&mut self) {
+    pub fn settle(&mut self, sub: &Substrate<S, M>) {
         self.live.fill(0);
         for &loc in &self.dir {
             if loc != NONE {
                 self.live[(loc / self.slots) as usize] += 1;
             }
         }
-        self.committed();
         self.next.fill(UNKNOWN);
         self.open = None;
         self.ready = None;
+        self.committed(sub);
     }
 
     // ----- invariants ----------------------------------------------------------------------
@@ -391,11 +424,23 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
             {
                 return Err(format!("open {name} block {b} has no write point"));
             }
+            if self.free[bi] != self.is_free(sub, bi) {
+                return Err(format!(
+                    "{name} block {b} marked {} but it is {}",
+                    if self.free[bi] { "free" } else { "in use" },
+                    if self.free[bi] { "in use" } else { "free" }
+                ));
+            }
             if self.ready == Some(bi as u32)
                 && (self.next[bi] != 0 || self.live[bi] > 0 || self.pinned[bi] > 0)
             {
                 return Err(format!("{name} block {b}, ready to open, is not empty"));
             }
+        }
+        if self.free_n != self.free.iter().filter(|&&f| f).count() {
+            return Err(format!(
+                "{name} partition's free count disagrees with its marks"
+            ));
         }
         Ok(())
     }

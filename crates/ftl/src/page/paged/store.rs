@@ -72,6 +72,14 @@ impl<S: Storage, M: ErrorModel> PagedMap<S, M> {
                 return Err(format!("TP {tp} indexed at a line holding another"));
             }
         }
+        let occupied = self.lines.iter().enumerate().filter(|(_, l)| l.tp != NONE);
+        if occupied.clone().count() != self.lru.len()
+            || occupied
+                .into_iter()
+                .any(|(i, l)| !self.lru.contains(&(l.used, i as u32)))
+        {
+            return Err("the cache's recency index disagrees with its lines".into());
+        }
         Ok(())
     }
 }
@@ -105,6 +113,7 @@ impl<S: Storage, M: ErrorModel> MapStore<S, M> for PagedMap<S, M> {
                 continue;
             }
             if tp as usize >= self.ntp() {
+                self.lru.remove(&(self.lines[i].used, i as u32));
                 self.lines[i].tp = NONE;
                 self.lines[i].dirty = false;
                 continue;
