@@ -168,6 +168,8 @@ struct Phase {
     /// The same rate per window, in order (windows of the engines alternate, so window
     /// `w` of two engines ran side by side).
     window_ops: Vec<f64>,
+    /// Requests per second per window, in the same order.
+    window_rates: Vec<f64>,
 }
 
 /// The median of `v` (0 for none).
@@ -227,6 +229,7 @@ fn phases(
         let mut total = vec![0.0; engines.len()];
         let mut range = vec![(f64::INFINITY, 0.0f64); engines.len()];
         let mut window_ops = vec![Vec::new(); engines.len()];
+        let mut window_rates = vec![Vec::new(); engines.len()];
         for w in 0..windows {
             for (i, e) in engines.iter_mut().enumerate() {
                 let ops_before = e.counters().total_chip_ops();
@@ -239,6 +242,7 @@ fn phases(
                 window_ops[i].push((e.counters().total_chip_ops() - ops_before) as f64 / secs);
                 total[i] += secs;
                 let r = per as f64 / secs;
+                window_rates[i].push(r);
                 range[i] = (range[i].0.min(r), range[i].1.max(r));
             }
         }
@@ -254,6 +258,7 @@ fn phases(
                 waf,
                 chip_ops: ops as f64 / total[i],
                 window_ops: core::mem::take(&mut window_ops[i]),
+                window_rates: core::mem::take(&mut window_rates[i]),
             });
         }
     }
@@ -389,19 +394,21 @@ fn paired_report(rates: &[Vec<Phase>], labels: [&str; 2], ratio: &str) {
                 .join("; ")
         );
     }
+    let paired = |a: &[f64], b: &[f64]| {
+        let r = a.iter().zip(b).map(|(a, b)| b / a).collect::<Vec<_>>();
+        (r.len(), median(r))
+    };
     for (f, x) in rates[0].iter().zip(&rates[1]) {
-        let paired = f
-            .window_ops
-            .iter()
-            .zip(&x.window_ops)
-            .map(|(a, b)| b / a)
-            .collect::<Vec<_>>();
+        let (n, ops) = paired(&f.window_ops, &x.window_ops);
+        let (_, req) = paired(&f.window_rates, &x.window_rates);
+        // Both measures: chip operations per second (the simulator's work rate, which
+        // falls with the write amplification) and requests per second (the same host
+        // work, whatever each FTL makes of it).
         println!(
-            "ratio    {}: {ratio} = {:.2}× chip ops/s over the phase; median of {} side-by-side windows {:.2}×",
+            "ratio    {}: {ratio} = {:.2}× chip ops/s over the phase (median of {n} side-by-side windows {ops:.2}×); {:.2}× requests/s (median {req:.2}×)",
             f.name,
             x.chip_ops / f.chip_ops,
-            paired.len(),
-            median(paired)
+            x.rate / f.rate,
         );
     }
 }

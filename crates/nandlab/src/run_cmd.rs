@@ -173,8 +173,11 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     let wall = Instant::now();
     let mut exp = cfg.build(&base).map_err(|e| {
+        // (A configuration the FTL refuses may be the default profile's doing; memory,
+        // I/O and trace errors are not.)
+        let config = matches!(e, sim::SimError::Config(_));
         let e = anyhow::Error::from(e);
-        if defaulted {
+        if defaulted && config {
             e.context(
                 "no [ftl] scheme is named, so the default profile \"combined\" was used; name one (e.g. scheme = \"page\") for a chip or size it does not fit",
             )

@@ -63,6 +63,10 @@ pub enum SimError {
     /// File I/O.
     #[error("{0}")]
     Io(String),
+    /// The run would need more memory than the machine has available (said before it
+    /// starts, with what to change).
+    #[error("{0}")]
+    Memory(String),
     /// The FTL failed (out of space, power loss).
     #[error("FTL: {0}")]
     Ftl(#[from] ftl::FtlError),
