@@ -721,8 +721,18 @@ impl ExperimentConfig {
         {
             return Ok(());
         }
-        let pages = (capacity as f64 * p.footprint.clamp(0.0, 1.0)) as u64 / g.page_size as u64;
-        let need = pages * g.raw_page_size() as u64;
+        // The fill writes the footprint's pages; random overwrites then fill the
+        // over-provisioned pages too (a page keeps its bytes until its block is erased), up
+        // to every physical page. Each holds its data and spare, and the simulator about
+        // 64 bytes of state beside them (page state, map entries, strength profile).
+        let written = (capacity as f64 * p.footprint.clamp(0.0, 1.0)) as u64 / g.page_size as u64;
+        let pages = if p.max_overwrite > 0.0 {
+            let overwritten = (written as f64 * (1.0 + p.max_overwrite)) as u64;
+            overwritten.min(g.total_pages())
+        } else {
+            written
+        };
+        let need = pages * (g.raw_page_size() as u64 + 64);
         let Some(avail) = avail else {
             return Ok(());
         };
@@ -731,7 +741,7 @@ impl ExperimentConfig {
         }
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
         Err(SimError::Memory(format!(
-            "precondition: it writes {pages} pages of real bytes ({:.1} GiB, data and spare; [controller] mode = \"bytes\"), more than the {:.1} GiB of memory this machine has available{}. Use [controller] mode = \"digest\" (page contents kept as verifiable digests, tens of bytes a page), a smaller device{}, a smaller [precondition] footprint, or no precondition ([precondition] enabled = false, `run --no-precondition`)",
+            "precondition: it writes up to {pages} pages of real bytes (about {:.1} GiB with their data, spare and state; [controller] mode = \"bytes\"), more than the {:.1} GiB of memory this machine has available{}. Use [controller] mode = \"digest\" (page contents kept as verifiable digests, tens of bytes a page), a smaller device{}, a smaller [precondition] footprint, or no precondition ([precondition] enabled = false, `run --no-precondition`)",
             gib(need),
             gib(avail),
             if fitted { " (the device was sized to the trace's highest address)" } else { "" },
