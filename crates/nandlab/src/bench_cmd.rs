@@ -100,14 +100,9 @@ fn device_with(capacity: u64, bytes_mode: bool, op: f64, ecc: &str) -> Result<si
     device_ftl(capacity, bytes_mode, &page_ftl(op, ecc), "auto")
 }
 
-/// The digest-mode benchmark device (fixed t = 8) with `[controller] pack_spare = pack`.
-fn device_packed(capacity: u64, op: f64, pack: &str) -> Result<sim::Experiment> {
-    device_ftl(capacity, false, &page_ftl(op, "\"fixed\""), pack)
-}
-
-/// The large device: [`device_packed`], its map demand-paged with `map_cache_pages`
-/// translation pages cached when that is not 0.
-fn device_large(
+/// The digest-mode benchmark device (fixed t = 8) with `[controller] pack_spare = pack`,
+/// its map demand-paged with `map_cache_pages` translation pages cached when that is not 0.
+fn device_packed(
     capacity: u64,
     op: f64,
     pack: &str,
@@ -304,8 +299,8 @@ fn packed_vs_unpacked(a: &BenchArgs) -> Result<()> {
         "\n== packed vs unpacked spare prefixes, {} MiB digest-mode device (page FTL, fixed t = 8)",
         a.pack_mib
     );
-    let plain = device_packed(cap, 0.25, "never")?;
-    let packed = device_packed(cap, 0.25, "always")?;
+    let plain = device_packed(cap, 0.25, "never", 0)?;
+    let packed = device_packed(cap, 0.25, "always", 0)?;
     let bytes = |e: &sim::Experiment| {
         e.engine
             .volume()
@@ -447,7 +442,7 @@ fn big_device(a: &BenchArgs) -> Result<()> {
             "whole map in RAM".into()
         }
     );
-    let mut big = device_large(cap, 0.125, &a.pack_spare, a.map_cache_pages)
+    let mut big = device_packed(cap, 0.125, &a.pack_spare, a.map_cache_pages)
         .context("building the benchmark device")?;
     println!(
         "device      {} pages of 4 KiB, {} logical; preconditioning…",

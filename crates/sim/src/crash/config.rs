@@ -87,16 +87,22 @@ pub struct CrashConfig {
     pub(super) codes: CodeCache,
 }
 
+/// Chip `preset` seeded with `seed`, without wear-out failures (a cut, not a worn block,
+/// is what a crash test exercises).
+fn test_chip(preset: &str, seed: u64) -> ChipConfig {
+    let mut chip = ChipConfig::preset(preset).expect("preset");
+    chip.seed = seed;
+    chip.reliability.wear_fail_rate = 0.0;
+    chip.reliability.wear_fail_growth = 0.0;
+    chip
+}
+
 impl CrashConfig {
     /// A small MLC chip (`tiny-mlc`) and a workload that fills it, overwrites, trims and
     /// garbage-collects: a few hundred chip operations.
     pub fn small(seed: u64) -> Self {
-        let mut chip = ChipConfig::preset("tiny-mlc").expect("preset");
-        chip.seed = seed;
-        chip.reliability.wear_fail_rate = 0.0;
-        chip.reliability.wear_fail_growth = 0.0;
         CrashConfig {
-            chip,
+            chip: test_chip("tiny-mlc", seed),
             scheme: SchemeConfig::Page(PageFtlConfig {
                 over_provisioning: 0.25,
                 gc_threshold: 3,
@@ -144,10 +150,7 @@ impl CrashConfig {
     /// levelling and all three allocation lists get cut).
     pub fn small_block(seed: u64, preset: &str) -> Self {
         let mut cfg = CrashConfig::small(seed);
-        cfg.chip = ChipConfig::preset(preset).expect("preset");
-        cfg.chip.seed = seed;
-        cfg.chip.reliability.wear_fail_rate = 0.0;
-        cfg.chip.reliability.wear_fail_growth = 0.0;
+        cfg.chip = test_chip(preset, seed);
         cfg.scheme = SchemeConfig::Block(ftl::BlockFtlConfig {
             over_provisioning: 0.3,
             checkpoint_interval: 4,
@@ -167,10 +170,7 @@ impl CrashConfig {
     /// jobs run and the buffer's blocks are erased between the cuts.
     pub fn small_rt(seed: u64, preset: &str, kind: ftl::RtKind) -> Self {
         let mut cfg = CrashConfig::small(seed);
-        cfg.chip = ChipConfig::preset(preset).expect("preset");
-        cfg.chip.seed = seed;
-        cfg.chip.reliability.wear_fail_rate = 0.0;
-        cfg.chip.reliability.wear_fail_growth = 0.0;
+        cfg.chip = test_chip(preset, seed);
         let rt = ftl::RtBlockConfig::default();
         cfg.scheme = match kind {
             ftl::RtKind::Gftl => SchemeConfig::Gftl(rt),
@@ -185,10 +185,7 @@ impl CrashConfig {
     /// time (SPFTL_log: a smaller volume, its logging partitions taking blocks).
     pub fn small_dftl(seed: u64, preset: &str, mode: ftl::MetaMode) -> Self {
         let mut cfg = CrashConfig::small(seed);
-        cfg.chip = ChipConfig::preset(preset).expect("preset");
-        cfg.chip.seed = seed;
-        cfg.chip.reliability.wear_fail_rate = 0.0;
-        cfg.chip.reliability.wear_fail_growth = 0.0;
+        cfg.chip = test_chip(preset, seed);
         let d = ftl::DftlConfig {
             overprovision: if mode == ftl::MetaMode::Log {
                 0.32

@@ -260,8 +260,8 @@ impl<S: Storage, M: ErrorModel> Partition<S, M> {
                 self.release(sub, tp);
                 self.dir[tp as usize] = loc;
                 self.owner[loc as usize] = tp;
+                // (The open block: not free before or after.)
                 self.live[bi] += 1;
-                self.mark(sub, bi);
                 let c = sub.counters_mut();
                 c.meta_bytes += self.unit.len() as u64;
                 c.meta_programs += 1;
